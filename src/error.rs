@@ -1,0 +1,192 @@
+//! The one error type of the service. Each variant has a bounded `kind` (Zincati
+//! uses it as a metrics label) and one HTTP status; `value` is a sentence for a
+//! person and never carries internals such as SDK error dumps.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// No route for this path.
+    NotFound(String),
+    /// A FleetLock path asked with a method other than POST.
+    MethodNotAllowed(String),
+    /// The `fleet-lock-protocol: true` header is missing or not `true`.
+    MissingProtocolHeader,
+    /// The body is larger than the service reads.
+    BodyTooLarge {
+        limit: usize,
+    },
+    /// The body is not UTF-8 JSON of the FleetLock shape.
+    InvalidBody(String),
+    InvalidId(String),
+    InvalidGroup(String),
+    /// A valid group name that this server is not configured to coordinate.
+    UnknownGroup(String),
+    /// Every slot of the group is taken: an expected answer, Zincati retries.
+    SemaphoreFull {
+        group: String,
+        holders: usize,
+        slots: u32,
+    },
+    /// The lock store did not answer in time or failed: someone should look.
+    StoreUnavailable,
+    /// Stored data broke an invariant of the lock; no decision was made.
+    Internal,
+}
+
+impl Error {
+    /// The closed set of kinds, for documentation and tests.
+    pub const KINDS: &'static [&'static str] = &[
+        "not_found",
+        "method_not_allowed",
+        "missing_protocol_header",
+        "body_too_large",
+        "invalid_body",
+        "invalid_id",
+        "invalid_group",
+        "unknown_group",
+        "semaphore_full",
+        "store_unavailable",
+        "internal",
+    ];
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::NotFound(_) => "not_found",
+            Error::MethodNotAllowed(_) => "method_not_allowed",
+            Error::MissingProtocolHeader => "missing_protocol_header",
+            Error::BodyTooLarge { .. } => "body_too_large",
+            Error::InvalidBody(_) => "invalid_body",
+            Error::InvalidId(_) => "invalid_id",
+            Error::InvalidGroup(_) => "invalid_group",
+            Error::UnknownGroup(_) => "unknown_group",
+            Error::SemaphoreFull { .. } => "semaphore_full",
+            Error::StoreUnavailable => "store_unavailable",
+            Error::Internal => "internal",
+        }
+    }
+
+    pub fn status(&self) -> u16 {
+        match self {
+            Error::NotFound(_) => 404,
+            Error::MethodNotAllowed(_) => 405,
+            Error::MissingProtocolHeader
+            | Error::InvalidBody(_)
+            | Error::InvalidId(_)
+            | Error::InvalidGroup(_) => 400,
+            Error::BodyTooLarge { .. } => 413,
+            Error::UnknownGroup(_) => 403,
+            // 423 Locked: expected and retried by Zincati; not 429, which API
+            // Gateway's own throttling uses without a FleetLock body.
+            Error::SemaphoreFull { .. } => 423,
+            Error::StoreUnavailable => 503,
+            Error::Internal => 500,
+        }
+    }
+
+    /// A sentence for the operator reading Zincati's journal.
+    pub fn value(&self) -> String {
+        match self {
+            Error::NotFound(path) => format!(
+                "no FleetLock endpoint at {path}; expected v1/pre-reboot or v1/steady-state \
+                 (a base_url with a path must end with '/')"
+            ),
+            Error::MethodNotAllowed(method) => {
+                format!("method {method} is not allowed; FleetLock endpoints take POST")
+            }
+            Error::MissingProtocolHeader => {
+                "the header 'fleet-lock-protocol: true' is required".into()
+            }
+            Error::BodyTooLarge { limit } => {
+                format!("the request body is larger than {limit} bytes")
+            }
+            Error::InvalidBody(why) | Error::InvalidId(why) | Error::InvalidGroup(why) => {
+                why.clone()
+            }
+            Error::UnknownGroup(group) => {
+                format!("group '{group}' is not configured on this server")
+            }
+            Error::SemaphoreFull {
+                group,
+                holders,
+                slots,
+            } => format!(
+                "all {slots} reboot slot(s) of group '{group}' are taken \
+                 ({holders} holder(s)); try again later"
+            ),
+            Error::StoreUnavailable => {
+                "the lock store is unavailable; nothing was decided, try again later".into()
+            }
+            Error::Internal => "internal error; nothing was decided, try again later".into(),
+        }
+    }
+
+    /// The `{kind, value}` body that Zincati understands.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({ "kind": self.kind(), "value": self.value() })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.value())
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_of_each() -> Vec<Error> {
+        vec![
+            Error::NotFound("/x".into()),
+            Error::MethodNotAllowed("GET".into()),
+            Error::MissingProtocolHeader,
+            Error::BodyTooLarge { limit: 1 },
+            Error::InvalidBody("b".into()),
+            Error::InvalidId("i".into()),
+            Error::InvalidGroup("g".into()),
+            Error::UnknownGroup("g".into()),
+            Error::SemaphoreFull {
+                group: "g".into(),
+                holders: 1,
+                slots: 1,
+            },
+            Error::StoreUnavailable,
+            Error::Internal,
+        ]
+    }
+
+    #[test]
+    fn every_kind_is_listed_once_and_snake_case() {
+        let kinds: Vec<_> = one_of_each().iter().map(Error::kind).collect();
+        assert_eq!(kinds, Error::KINDS);
+        for kind in kinds {
+            assert!(
+                kind.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_store_faults_are_5xx_and_refusals_are_never_2xx_or_429() {
+        for err in one_of_each() {
+            let status = err.status();
+            assert!((400..600).contains(&status), "{err:?}");
+            assert_ne!(status, 429, "{err:?}");
+            let server_fault = matches!(err, Error::StoreUnavailable | Error::Internal);
+            assert_eq!(status >= 500, server_fault, "{err:?}");
+        }
+    }
+
+    #[test]
+    fn body_is_kind_and_value_only() {
+        let body = Error::UnknownGroup("db".into()).body();
+        assert_eq!(body["kind"], "unknown_group");
+        assert_eq!(body["value"], "group 'db' is not configured on this server");
+        assert_eq!(body.as_object().unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,23 @@
+//! A FleetLock server: reboot coordination for Fedora CoreOS fleets, with a
+//! counting semaphore per group kept in DynamoDB (or in memory, locally).
+//!
+//! The tree, from the inside out:
+//! - [`lock`]: the rules of the semaphore, pure.
+//! - [`input`], [`config`], [`error`]: validated inputs, start-up settings,
+//!   the one error type with its `kind` and status.
+//! - [`service`]: the two FleetLock operations over a [`store::LockStore`].
+//! - [`store`]: the storage trait with its in-memory and DynamoDB adapters.
+//! - [`http`]: the router shared by [`lambda`] and the local [`server`].
+//! - [`cli`]: the command line.
+
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod input;
+pub mod lambda;
+pub mod lock;
+pub mod logging;
+pub mod server;
+pub mod service;
+pub mod store;

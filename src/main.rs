@@ -1,0 +1,173 @@
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use fleetlock::cli::{self, Command};
+use fleetlock::config::Config;
+use fleetlock::input::{GroupName, NodeId};
+use fleetlock::lock::{Release, Timestamp};
+use fleetlock::service::FleetLock;
+use fleetlock::store::LockStore;
+use fleetlock::store::dynamodb::{DynamoStore, load_aws_config};
+use fleetlock::store::memory::MemoryStore;
+use fleetlock::{lambda, logging, server};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
+        return run_lambda().await;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match cli::parse(&args) {
+        Ok(command) => command,
+        Err(why) => {
+            eprintln!("fleetlock: {why}\nRun 'fleetlock help' for usage.");
+            return ExitCode::from(2);
+        }
+    };
+    logging::init(false);
+    match run_command(command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("fleetlock: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_lambda() -> ExitCode {
+    logging::init(true);
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            tracing::error!(error = %err, "invalid configuration");
+            return ExitCode::FAILURE;
+        }
+    };
+    // An in-process store here would give every Lambda instance a semaphore of
+    // its own: refuse to start instead.
+    let Some(table) = config.table else {
+        tracing::error!("FLEETLOCK_TABLE is unset; under Lambda the locks must live in DynamoDB");
+        return ExitCode::FAILURE;
+    };
+    let client = aws_sdk_dynamodb::Client::new(&load_aws_config().await);
+    let service = Arc::new(FleetLock::new(
+        config.groups,
+        DynamoStore::new(client, table),
+    ));
+    match lambda::run(service).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "lambda runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_command(command: Command) -> Result<(), String> {
+    match command {
+        Command::Help => print!("{}", cli::HELP),
+        Command::Version => println!("fleetlock {}", env!("CARGO_PKG_VERSION")),
+        Command::Serve { listen } => {
+            let config = Config::from_env().map_err(|e| e.to_string())?;
+            match config.table {
+                Some(table) => {
+                    let store = dynamo_store(table).await;
+                    serve(listen, FleetLock::new(config.groups, store)).await?;
+                }
+                None => {
+                    tracing::info!(
+                        "no FLEETLOCK_TABLE: locks live in this process and end with it"
+                    );
+                    serve(
+                        listen,
+                        FleetLock::new(config.groups, MemoryStore::default()),
+                    )
+                    .await?;
+                }
+            }
+        }
+        Command::CreateTable => {
+            let store = dynamo_store(required_table("create-table")?).await;
+            let created = store.create_table().await.map_err(|e| e.to_string())?;
+            let verb = if created {
+                "created"
+            } else {
+                "already exists:"
+            };
+            println!("table {verb} {} (active)", store.table());
+        }
+        Command::Status { group, json } => {
+            let group = group
+                .map(|g| GroupName::parse(&g))
+                .transpose()
+                .map_err(|e| e.value())?;
+            let store = dynamo_store(required_table("status")?).await;
+            let groups = store
+                .groups(group.as_ref())
+                .await
+                .map_err(|e| e.to_string())?;
+            let now = Timestamp::now();
+            if json {
+                println!("{:#}", cli::report::json(&groups, now));
+            } else {
+                print!("{}", cli::report::table(&groups, now));
+            }
+        }
+        Command::Release { group, id } => {
+            let group = GroupName::parse(&group).map_err(|e| e.value())?;
+            let id = NodeId::parse(&id).map_err(|e| e.value())?;
+            let store = dynamo_store(required_table("release")?).await;
+            let decided = store
+                .release(&group, &id)
+                .await
+                .map_err(|e| e.to_string())?;
+            let left = decided.group.holders.len();
+            match decided.outcome {
+                Release::Released => {
+                    println!("released '{id}' from group '{group}' ({left} holder(s) left)")
+                }
+                Release::NotHeld => {
+                    println!(
+                        "'{id}' held no slot in group '{group}'; nothing changed ({left} holder(s))"
+                    )
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn required_table(command: &str) -> Result<String, String> {
+    let config = Config::from_env().map_err(|e| e.to_string())?;
+    config.table.ok_or_else(|| {
+        format!(
+            "{command} works on the DynamoDB table named by FLEETLOCK_TABLE, which is unset \
+             (e.g. FLEETLOCK_TABLE=fleetlock AWS_REGION=eu-west-1 fleetlock {command})"
+        )
+    })
+}
+
+async fn dynamo_store(table: String) -> DynamoStore {
+    DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&load_aws_config().await),
+        table,
+    )
+}
+
+async fn serve<S: LockStore>(
+    listen: std::net::SocketAddr,
+    service: FleetLock<S>,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    // Printed on stdout so scripts and tests can learn a port chosen by the OS.
+    println!("fleetlock listening on http://{addr}/");
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server::serve(listener, Arc::new(service), shutdown)
+        .await
+        .map_err(|e| e.to_string())
+}

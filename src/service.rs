@@ -1,0 +1,178 @@
+//! FleetLock's two operations over a lock store and the configured groups.
+//! Knows nothing of HTTP: it takes validated parameters and returns an answer
+//! or an [`Error`].
+
+use std::time::Duration;
+
+use crate::config::GroupSlots;
+use crate::error::Error;
+use crate::input::ClientParams;
+use crate::lock::{Acquire, Release, Timestamp};
+use crate::store::{Decided, GroupRecord, LockStore};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Granted,
+    AlreadyHeld,
+    Released,
+    NotHeld,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Granted => "granted",
+            Outcome::AlreadyHeld => "already_held",
+            Outcome::Released => "released",
+            Outcome::NotHeld => "not_held",
+        }
+    }
+}
+
+/// A successful answer, with the group as it stands after the decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub outcome: Outcome,
+    pub holders: usize,
+    pub slots: u32,
+    /// How long the longest holder has kept its slot: a stuck node shows here.
+    pub oldest_holder_age: Option<Duration>,
+}
+
+pub struct FleetLock<S> {
+    groups: GroupSlots,
+    store: S,
+}
+
+impl<S: LockStore> FleetLock<S> {
+    pub fn new(groups: GroupSlots, store: S) -> Self {
+        Self { groups, store }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// `v1/pre-reboot`: take a slot, or confirm the one already held.
+    pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
+        let slots = self.groups.slots_for(&params.group)?;
+        let now = Timestamp::now();
+        let Decided { outcome, group } = self
+            .store
+            .acquire(&params.group, &params.id, slots, now)
+            .await
+            .map_err(|err| {
+                tracing::error!(group = %params.group, error = %err, "lock store failed on pre-reboot");
+                Error::from(&err)
+            })?;
+        let outcome = match outcome {
+            Acquire::Granted => Outcome::Granted,
+            Acquire::AlreadyHeld => Outcome::AlreadyHeld,
+            Acquire::Full => {
+                return Err(Error::SemaphoreFull {
+                    group: params.group.to_string(),
+                    holders: group.holders.len(),
+                    slots,
+                });
+            }
+        };
+        Ok(answer(outcome, &group, slots, now))
+    }
+
+    /// `v1/steady-state`: give the slot back; a node holding none hears yes.
+    pub async fn steady_state(&self, params: &ClientParams) -> Result<Answer, Error> {
+        let slots = self.groups.slots_for(&params.group)?;
+        let Decided { outcome, group } = self
+            .store
+            .release(&params.group, &params.id)
+            .await
+            .map_err(|err| {
+                tracing::error!(group = %params.group, error = %err, "lock store failed on steady-state");
+                Error::from(&err)
+            })?;
+        let outcome = match outcome {
+            Release::Released => Outcome::Released,
+            Release::NotHeld => Outcome::NotHeld,
+        };
+        Ok(answer(outcome, &group, slots, Timestamp::now()))
+    }
+}
+
+fn answer(outcome: Outcome, group: &GroupRecord, slots: u32, now: Timestamp) -> Answer {
+    Answer {
+        outcome,
+        holders: group.holders.len(),
+        slots,
+        oldest_holder_age: group.holders.oldest().map(|(_, at)| at.age_at(now)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryStore;
+
+    fn params(id: &str, group: &str) -> ClientParams {
+        ClientParams::from_body(
+            format!(r#"{{"client_params":{{"id":"{id}","group":"{group}"}}}}"#).as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn service(groups: &str) -> FleetLock<MemoryStore> {
+        FleetLock::new(GroupSlots::parse(groups).unwrap(), MemoryStore::default())
+    }
+
+    #[tokio::test]
+    async fn a_full_group_is_an_expected_refusal() {
+        let svc = service("default=1");
+        let first = svc.pre_reboot(&params("a", "default")).await.unwrap();
+        assert_eq!(
+            (first.outcome, first.holders, first.slots),
+            (Outcome::Granted, 1, 1)
+        );
+        let err = svc.pre_reboot(&params("b", "default")).await.unwrap_err();
+        assert_eq!((err.kind(), err.status()), ("semaphore_full", 423));
+        let again = svc.pre_reboot(&params("a", "default")).await.unwrap();
+        assert_eq!(again.outcome, Outcome::AlreadyHeld);
+        let released = svc.steady_state(&params("a", "default")).await.unwrap();
+        assert_eq!((released.outcome, released.holders), (Outcome::Released, 0));
+        assert_eq!(
+            svc.pre_reboot(&params("b", "default"))
+                .await
+                .unwrap()
+                .outcome,
+            Outcome::Granted
+        );
+    }
+
+    #[tokio::test]
+    async fn steady_state_from_a_non_holder_succeeds_while_another_holds() {
+        let svc = service("default=1");
+        svc.pre_reboot(&params("a", "default")).await.unwrap();
+        let answer = svc.steady_state(&params("b", "default")).await.unwrap();
+        assert_eq!((answer.outcome, answer.holders), (Outcome::NotHeld, 1));
+    }
+
+    #[tokio::test]
+    async fn unknown_groups_are_refused_on_both_calls_and_nothing_is_stored() {
+        let svc = service("default=1");
+        for err in [
+            svc.pre_reboot(&params("a", "other")).await.unwrap_err(),
+            svc.steady_state(&params("a", "other")).await.unwrap_err(),
+        ] {
+            assert_eq!((err.kind(), err.status()), ("unknown_group", 403));
+        }
+        assert!(svc.store().groups(None).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn wildcard_groups_are_independent_semaphores() {
+        let svc = service("*=1");
+        svc.pre_reboot(&params("a", "one")).await.unwrap();
+        assert_eq!(
+            svc.pre_reboot(&params("b", "two")).await.unwrap().outcome,
+            Outcome::Granted
+        );
+    }
+}

@@ -1,0 +1,363 @@
+//! The DynamoDB adapter: the only module that knows `AttributeValue`.
+//!
+//! # Item design
+//! One item per group, partition key `group` (S):
+//!
+//! | attribute      | type | meaning                                             |
+//! |----------------|------|-----------------------------------------------------|
+//! | `group`        | S    | the group name (partition key)                      |
+//! | `holder_count` | N    | how many `holder:*` attributes the item has         |
+//! | `holder:<id>`  | N    | one per holder: when it took its slot, epoch ms     |
+//! | `slots`        | N    | the slot count applied at the last grant (for people) |
+//!
+//! Each holder is a top-level attribute rather than an entry of a map, so the
+//! first request of a new group needs no existing parent: `SET holder:<id>` and
+//! `ADD holder_count 1` both create what is missing. Every protocol call is one
+//! conditional `UpdateItem`; DynamoDB serialises writes to an item, so the
+//! condition sees every earlier grant and no slot is ever given twice. A failed
+//! condition returns the item as it was (`ALL_OLD`), from which the pure rules
+//! tell a holder asking again (granted) from a full group (refused) without a
+//! second request. A retried write is harmless for the same reason: the retry
+//! finds the holder already there.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use aws_config::BehaviorVersion;
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::config::Intercept;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, RuntimeComponents};
+use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+};
+
+use super::{Decided, GroupRecord, LockStore, StoreError};
+use crate::input::{GroupName, NodeId};
+use crate::lock::{Acquire, Release, Semaphore, Timestamp};
+
+pub const KEY_ATTRIBUTE: &str = "group";
+const COUNT_ATTRIBUTE: &str = "holder_count";
+const SLOTS_ATTRIBUTE: &str = "slots";
+const HOLDER_PREFIX: &str = "holder:";
+
+/// Bounds on every DynamoDB call, chosen to fit well inside the function's
+/// timeout: the SDK has no operation timeout of its own.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// Loads the standard AWS configuration (`AWS_REGION`, `AWS_ENDPOINT_URL`, the
+/// credential chain) with this service's timeouts and retry limits.
+pub async fn load_aws_config() -> aws_config::SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                .operation_timeout(OPERATION_TIMEOUT)
+                .build(),
+        )
+        .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+        .load()
+        .await
+}
+
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Creates the table with the project's key schema and on-demand billing,
+    /// and waits until it is active. An existing table is left as it is.
+    /// Returns whether the table was created by this call.
+    pub async fn create_table(&self) -> Result<bool, StoreError> {
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(KEY_ATTRIBUTE)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(unavailable)?,
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(KEY_ATTRIBUTE)
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .map_err(unavailable)?,
+            )
+            .billing_mode(BillingMode::PayPerRequest)
+            .send()
+            .await;
+        let created = match created {
+            Ok(_) => true,
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_resource_in_use_exception()) =>
+            {
+                false
+            }
+            Err(err) => return Err(unavailable(err)),
+        };
+        self.client
+            .wait_until_table_exists()
+            .table_name(&self.table)
+            .wait(Duration::from_secs(120))
+            .await
+            .map_err(unavailable)?;
+        Ok(created)
+    }
+}
+
+fn unavailable<E: std::error::Error + 'static>(err: E) -> StoreError {
+    StoreError::Unavailable(DisplayErrorContext(err).to_string())
+}
+
+fn holder_attribute(id: &NodeId) -> String {
+    format!("{HOLDER_PREFIX}{id}")
+}
+
+fn number(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn read_number(
+    item: &HashMap<String, AttributeValue>,
+    name: &str,
+) -> Result<Option<u64>, StoreError> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(n)) => n
+            .parse()
+            .map(Some)
+            .map_err(|_| StoreError::Corrupt(format!("attribute {name} is not a whole number"))),
+        Some(_) => Err(StoreError::Corrupt(format!(
+            "attribute {name} is not a number"
+        ))),
+    }
+}
+
+impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
+    type Error = StoreError;
+
+    fn try_from(item: &HashMap<String, AttributeValue>) -> Result<Self, StoreError> {
+        let mut holders = Vec::new();
+        for name in item.keys() {
+            if let Some(raw_id) = name.strip_prefix(HOLDER_PREFIX) {
+                let id = NodeId::parse(raw_id)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid holder id {raw_id:?}")))?;
+                let at = read_number(item, name)?.unwrap_or_default();
+                holders.push((id, Timestamp(at)));
+            }
+        }
+        let count = read_number(item, COUNT_ATTRIBUTE)?.unwrap_or(0);
+        if count != holders.len() as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "{COUNT_ATTRIBUTE} is {count} but {} holders are stored",
+                holders.len()
+            )));
+        }
+        let slots =
+            read_number(item, SLOTS_ATTRIBUTE)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        Ok(GroupRecord {
+            holders: Semaphore::from_holders(holders),
+            slots,
+        })
+    }
+}
+
+fn record_of(item: Option<&HashMap<String, AttributeValue>>) -> Result<GroupRecord, StoreError> {
+    item.map_or_else(|| Ok(GroupRecord::default()), GroupRecord::try_from)
+}
+
+impl LockStore for DynamoStore {
+    async fn acquire(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        slots: u32,
+        now: Timestamp,
+    ) -> Result<Decided<Acquire>, StoreError> {
+        // A missing count means a group never used: free, unless it has no slots.
+        let room = if slots > 0 {
+            "(attribute_not_exists(#count) OR #count < :slots)"
+        } else {
+            "#count < :slots"
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
+            .condition_expression(format!("attribute_not_exists(#holder) AND {room}"))
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
+            .expression_attribute_values(":now", number(now.0))
+            .expression_attribute_values(":slots", number(slots.into()))
+            .expression_attribute_values(":one", number(1))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(Decided {
+                outcome: Acquire::Granted,
+                group: record_of(output.attributes())?,
+            }),
+            Err(SdkError::ServiceError(err)) => match err.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(refused) => {
+                    let current = record_of(refused.item())?;
+                    // The write was refused: either this node holds a slot
+                    // already (a repeat, or a retry of a write whose answer was
+                    // lost), or the group is full. The pure rules tell which.
+                    match current.holders.decide_acquire(id, slots) {
+                        Acquire::Granted => Err(StoreError::Corrupt(
+                            "the conditional write was refused although a slot is free".into(),
+                        )),
+                        outcome => Ok(Decided {
+                            outcome,
+                            group: current,
+                        }),
+                    }
+                }
+                other => Err(unavailable(other)),
+            },
+            Err(err) => Err(unavailable(err)),
+        }
+    }
+
+    async fn release(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+    ) -> Result<Decided<Release>, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .update_expression("REMOVE #holder ADD #count :minus_one")
+            .condition_expression("attribute_exists(#holder)")
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(Decided {
+                outcome: Release::Released,
+                group: record_of(output.attributes())?,
+            }),
+            Err(SdkError::ServiceError(err)) => match err.into_err() {
+                // Not a holder: releasing is idempotent, nothing changed.
+                UpdateItemError::ConditionalCheckFailedException(refused) => Ok(Decided {
+                    outcome: Release::NotHeld,
+                    group: record_of(refused.item())?,
+                }),
+                other => Err(unavailable(other)),
+            },
+            Err(err) => Err(unavailable(err)),
+        }
+    }
+
+    async fn groups(
+        &self,
+        only: Option<&GroupName>,
+    ) -> Result<Vec<(GroupName, GroupRecord)>, StoreError> {
+        let items: Vec<HashMap<String, AttributeValue>> = match only {
+            Some(group) => self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(unavailable)?
+                .item
+                .into_iter()
+                .collect(),
+            None => self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Result<_, _>>()
+                .await
+                .map_err(unavailable)?,
+        };
+        let mut groups = items
+            .iter()
+            .map(|item| {
+                let name = match item.get(KEY_ATTRIBUTE) {
+                    Some(AttributeValue::S(name)) => GroupName::parse(name)
+                        .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}")))?,
+                    _ => return Err(StoreError::Corrupt("an item has no group name".into())),
+                };
+                Ok((name, GroupRecord::try_from(item)?))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(groups)
+    }
+}
+
+/// Counts the HTTP requests a client sends to DynamoDB, retries included: the
+/// benchmark and the tests use it to show one request per protocol call.
+#[derive(Clone, Debug, Default)]
+pub struct RequestCounter(Arc<AtomicU64>);
+
+impl RequestCounter {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
