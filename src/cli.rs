@@ -13,7 +13,8 @@ Elsewhere:
 
 USAGE:
     fleetlock serve [--listen ADDR]        serve FleetLock over HTTP (default 127.0.0.1:8080)
-    fleetlock create-table                 create FLEETLOCK_TABLE and wait until it is active
+    fleetlock create-table [--dry-run]     create FLEETLOCK_TABLE and wait until it is active
+                                           (--dry-run: print the table definition only)
     fleetlock status [--group G] [--json]  show who holds a slot, since when
     fleetlock release --group G --id ID    release a slot by hand
     fleetlock help | --help | --version
@@ -30,7 +31,7 @@ pub enum Command {
     Help,
     Version,
     Serve { listen: SocketAddr },
-    CreateTable,
+    CreateTable { dry_run: bool },
     Status { group: Option<String>, json: bool },
     Release { group: String, id: String },
 }
@@ -53,7 +54,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             })?;
             Command::Serve { listen }
         }
-        "create-table" => Command::CreateTable,
+        "create-table" => Command::CreateTable {
+            dry_run: options.flag("--dry-run"),
+        },
         "status" => Command::Status {
             group: options.value("--group")?,
             json: options.flag("--json"),
@@ -85,7 +88,7 @@ impl Options {
             }
             let (name, value) = match arg.split_once('=') {
                 Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
-                None if matches!(arg.as_str(), "--json") => (arg.clone(), None),
+                None if matches!(arg.as_str(), "--json" | "--dry-run") => (arg.clone(), None),
                 None => (arg.clone(), args.next().cloned()),
             };
             if given.iter().any(|(n, _)| *n == name) {
@@ -178,7 +181,14 @@ mod tests {
                 id: "abc".into()
             })
         );
-        assert_eq!(parse(&args("create-table")), Ok(Command::CreateTable));
+        assert_eq!(
+            parse(&args("create-table")),
+            Ok(Command::CreateTable { dry_run: false })
+        );
+        assert_eq!(
+            parse(&args("create-table --dry-run")),
+            Ok(Command::CreateTable { dry_run: true })
+        );
     }
 
     #[test]

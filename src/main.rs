@@ -7,7 +7,7 @@ use fleetlock::input::{GroupName, NodeId};
 use fleetlock::lock::{Release, Timestamp};
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, load_aws_config};
+use fleetlock::store::dynamodb::{DynamoStore, load_aws_config, table_definition};
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::{lambda, logging, server};
 
@@ -86,7 +86,10 @@ async fn run_command(command: Command) -> Result<(), String> {
                 }
             }
         }
-        Command::CreateTable => {
+        Command::CreateTable { dry_run: true } => {
+            println!("{:#}", table_definition());
+        }
+        Command::CreateTable { dry_run: false } => {
             let store = dynamo_store(required_table("create-table")?).await;
             let created = store.create_table().await.map_err(|e| e.to_string())?;
             let verb = if created {

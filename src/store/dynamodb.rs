@@ -45,6 +45,8 @@ use crate::input::{GroupName, NodeId};
 use crate::lock::{Acquire, Release, Semaphore, Timestamp};
 
 pub const KEY_ATTRIBUTE: &str = "group";
+const KEY_TYPE: ScalarAttributeType = ScalarAttributeType::S;
+const BILLING_MODE: BillingMode = BillingMode::PayPerRequest;
 const COUNT_ATTRIBUTE: &str = "holder_count";
 const SLOTS_ATTRIBUTE: &str = "slots";
 const HOLDER_PREFIX: &str = "holder:";
@@ -100,7 +102,7 @@ impl DynamoStore {
             .attribute_definitions(
                 AttributeDefinition::builder()
                     .attribute_name(KEY_ATTRIBUTE)
-                    .attribute_type(ScalarAttributeType::S)
+                    .attribute_type(KEY_TYPE)
                     .build()
                     .map_err(unavailable)?,
             )
@@ -111,7 +113,7 @@ impl DynamoStore {
                     .build()
                     .map_err(unavailable)?,
             )
-            .billing_mode(BillingMode::PayPerRequest)
+            .billing_mode(BILLING_MODE)
             .send()
             .await;
         let created = match created {
@@ -133,6 +135,18 @@ impl DynamoStore {
             .map_err(unavailable)?;
         Ok(created)
     }
+}
+
+/// The table `create_table` makes, in CloudFormation's property names: the
+/// SAM template and the Terraform module are checked against it.
+pub fn table_definition() -> serde_json::Value {
+    serde_json::json!({
+        "AttributeDefinitions": [
+            { "AttributeName": KEY_ATTRIBUTE, "AttributeType": KEY_TYPE.as_str() }
+        ],
+        "KeySchema": [{ "AttributeName": KEY_ATTRIBUTE, "KeyType": KeyType::Hash.as_str() }],
+        "BillingMode": BILLING_MODE.as_str(),
+    })
 }
 
 fn unavailable<E: std::error::Error + 'static>(err: E) -> StoreError {

@@ -1,0 +1,324 @@
+//! The FleetLock benchmark, against DynamoDB Local on loopback (started by
+//! `./scripts/bench`, which sets `AWS_ENDPOINT_URL`).
+//!
+//! 1. In process, through the shared router: many simulated nodes cycle
+//!    pre-reboot / steady-state on a few slots, concurrently. Reports
+//!    operations/s, p50/p99 latency per outcome, and the DynamoDB requests each
+//!    protocol call sent (counted by an SDK interceptor).
+//! 2. The release binary: size, time from spawn to ready and to its first
+//!    answer, and peak RSS after serving a load over loopback HTTP.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fleetlock::config::GroupSlots;
+use fleetlock::service::FleetLock;
+use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, load_aws_config};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use lambda_http::http::{HeaderMap, HeaderValue, Method};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const NODES: usize = 400;
+const CONCURRENCY: usize = 32;
+const SLOTS: u32 = 10;
+const HTTP_CALLS: usize = 5_000;
+
+fn body(id: &str) -> Vec<u8> {
+    serde_json::to_vec_pretty(&serde_json::json!({"client_params": {"id": id, "group": "bench"}}))
+        .unwrap()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1000.0
+}
+
+#[derive(Default)]
+struct Samples {
+    by_outcome: std::collections::BTreeMap<String, Vec<Duration>>,
+}
+
+impl Samples {
+    fn add(&mut self, outcome: String, took: Duration) {
+        self.by_outcome.entry(outcome).or_default().push(took);
+    }
+
+    fn report(&mut self) -> Vec<Duration> {
+        let mut all = Vec::new();
+        println!("| outcome | calls | p50 ms | p99 ms |");
+        println!("|---|---:|---:|---:|");
+        for (outcome, samples) in &mut self.by_outcome {
+            samples.sort();
+            println!(
+                "| {outcome} | {} | {:.2} | {:.2} |",
+                samples.len(),
+                percentile(samples, 0.50),
+                percentile(samples, 0.99)
+            );
+            all.extend_from_slice(samples);
+        }
+        all.sort();
+        println!(
+            "| all | {} | {:.2} | {:.2} |",
+            all.len(),
+            percentile(&all, 0.50),
+            percentile(&all, 0.99)
+        );
+        all
+    }
+}
+
+/// `calls` protocol calls from `concurrency` workers sharing `NODES` nodes.
+async fn in_process(concurrency: usize, calls_wanted: usize) {
+    let counter = RequestCounter::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+        .interceptor(counter.clone())
+        .build();
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        format!("bench-{}-{concurrency}", std::process::id()),
+    );
+    store.create_table().await.expect("create the bench table");
+    let service = Arc::new(FleetLock::new(
+        GroupSlots::parse(&format!("bench={SLOTS}")).unwrap(),
+        store,
+    ));
+    let mut headers = HeaderMap::new();
+    headers.insert("fleet-lock-protocol", HeaderValue::from_static("true"));
+    let headers = Arc::new(headers);
+
+    let requests_before = counter.get();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..concurrency)
+        .map(|worker| {
+            let (service, headers) = (Arc::clone(&service), Arc::clone(&headers));
+            tokio::spawn(async move {
+                let mut samples = Samples::default();
+                let mut calls = 0;
+                // Each worker plays the nodes worker, worker+C, ...: a node
+                // asks for a slot; when granted it "reboots" and releases.
+                let nodes: Vec<_> = (worker..NODES).step_by(concurrency).collect();
+                'cycle: loop {
+                    for node in &nodes {
+                        let id = format!("node-{node:04}");
+                        let body = body(&id);
+                        let t = Instant::now();
+                        let r = fleetlock::http::handle(
+                            &service,
+                            &Method::POST,
+                            "/v1/pre-reboot",
+                            &headers,
+                            &body,
+                        )
+                        .await;
+                        let granted = r.status() == 200;
+                        let label = if granted {
+                            "pre-reboot granted"
+                        } else {
+                            "pre-reboot refused (423)"
+                        };
+                        samples.add(label.into(), t.elapsed());
+                        calls += 1;
+                        if granted {
+                            let t = Instant::now();
+                            let r = fleetlock::http::handle(
+                                &service,
+                                &Method::POST,
+                                "/v1/steady-state",
+                                &headers,
+                                &body,
+                            )
+                            .await;
+                            assert_eq!(r.status(), 200);
+                            samples.add("steady-state released".into(), t.elapsed());
+                            calls += 1;
+                        }
+                        if calls >= calls_wanted / concurrency {
+                            break 'cycle;
+                        }
+                    }
+                }
+                (calls, samples)
+            })
+        })
+        .collect();
+    let mut total_calls = 0;
+    let mut samples = Samples::default();
+    for worker in workers {
+        let (calls, worker_samples) = worker.await.unwrap();
+        total_calls += calls;
+        for (outcome, durations) in worker_samples.by_outcome {
+            samples
+                .by_outcome
+                .entry(outcome)
+                .or_default()
+                .extend(durations);
+        }
+    }
+    let elapsed = started.elapsed();
+    let requests = counter.get() - requests_before;
+
+    println!(
+        "### In process, through the router, against DynamoDB Local: {concurrency} at a time\n"
+    );
+    println!(
+        "{NODES} nodes, {concurrency} concurrent, group of {SLOTS} slots, {total_calls} protocol calls in {:.1} s\n",
+        elapsed.as_secs_f64()
+    );
+    samples.report();
+    println!();
+    println!(
+        "- throughput: {:.0} protocol calls/s",
+        total_calls as f64 / elapsed.as_secs_f64()
+    );
+    println!(
+        "- DynamoDB requests: {requests} for {total_calls} protocol calls = {:.3} per call",
+        requests as f64 / total_calls as f64
+    );
+    println!();
+}
+
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+async fn post(
+    sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    host: &str,
+    path: &str,
+    body: Vec<u8>,
+) -> u16 {
+    let request = hyper::Request::post(path)
+        .header("host", host)
+        .header("fleet-lock-protocol", "true")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    response.into_body().collect().await.unwrap();
+    status
+}
+
+async fn release_binary() {
+    let binary =
+        std::env::var("FLEETLOCK_BIN").unwrap_or_else(|_| "target/release/fleetlock".into());
+    let size = std::fs::metadata(&binary).map(|m| m.len()).unwrap_or(0);
+    let table = format!("bench-http-{}", std::process::id());
+    let status = std::process::Command::new(&binary)
+        .arg("create-table")
+        .env("FLEETLOCK_TABLE", &table)
+        .output()
+        .expect("run fleetlock create-table");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+
+    let spawned = Instant::now();
+    let mut child = tokio::process::Command::new(&binary)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", format!("bench={SLOTS}"))
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn fleetlock serve");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("serve prints its address");
+    let ready = spawned.elapsed();
+    let addr = line
+        .trim_start_matches("fleetlock listening on http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let pid = child.id().unwrap();
+
+    let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let first = post(&mut sender, &addr, "/v1/steady-state", body("warm-up")).await;
+    assert_eq!(first, 200);
+    let first_answer = spawned.elapsed();
+    let rss_idle = peak_rss_kib(pid);
+
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..CONCURRENCY)
+        .map(|worker| {
+            let addr = addr.clone();
+            tokio::spawn(async move {
+                let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+                let (mut sender, conn) =
+                    hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                        .await
+                        .unwrap();
+                tokio::spawn(conn);
+                for n in 0..HTTP_CALLS / CONCURRENCY / 2 {
+                    let id = format!("http-{worker}-{}", n % 8);
+                    if post(&mut sender, &addr, "/v1/pre-reboot", body(&id)).await == 200 {
+                        post(&mut sender, &addr, "/v1/steady-state", body(&id)).await;
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let load = started.elapsed();
+    let rss_loaded = peak_rss_kib(pid);
+    child.kill().await.ok();
+
+    println!("### The release binary (`fleetlock serve` on DynamoDB Local)\n");
+    println!(
+        "- binary size: {:.1} MiB ({size} bytes, {binary})",
+        size as f64 / 1048576.0
+    );
+    println!(
+        "- spawn to listening: {:.1} ms",
+        ready.as_secs_f64() * 1000.0
+    );
+    println!(
+        "- spawn to first answer (includes the first DynamoDB call): {:.1} ms",
+        first_answer.as_secs_f64() * 1000.0
+    );
+    println!(
+        "- peak RSS after the first answer: {} KiB",
+        rss_idle.map_or("n/a".into(), |k| k.to_string())
+    );
+    println!(
+        "- peak RSS after {CONCURRENCY} connections sent about {HTTP_CALLS} calls over loopback in {:.1} s: {} KiB",
+        load.as_secs_f64(),
+        rss_loaded.map_or("n/a".into(), |k| k.to_string())
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    if std::env::var("AWS_ENDPOINT_URL").is_err() {
+        eprintln!("AWS_ENDPOINT_URL is unset: run ./scripts/bench, which starts DynamoDB Local");
+        std::process::exit(2);
+    }
+    // One at a time shows the latency of a call; 32 at a time, throughput.
+    in_process(1, 2_000).await;
+    in_process(CONCURRENCY, 20_000).await;
+    release_binary().await;
+}

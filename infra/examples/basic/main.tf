@@ -1,0 +1,32 @@
+# The smallest use of the module: build the zip first (scripts/build-lambda).
+
+terraform {
+  required_version = ">= 1.5.0, < 2.0.0"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.40.0, < 7.0.0"
+    }
+  }
+}
+
+provider "aws" {
+  region = "eu-west-1"
+}
+
+module "fleetlock" {
+  source = "../../"
+
+  lambda_zip_path = "${path.module}/../../../target/lambda/fleetlock-arm64.zip"
+  architecture    = "arm64"
+  groups          = "default=1,workers=3"
+}
+
+output "zincati_config" {
+  value = module.fleetlock.zincati_config
+}
+
+output "table_name" {
+  value = module.fleetlock.table_name
+}

@@ -1,0 +1,197 @@
+# The same resources as the SAM template at the repo root, from a built zip.
+
+locals {
+  has_domain = var.domain_name != ""
+  base_url   = local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this.api_endpoint}/"
+}
+
+resource "aws_dynamodb_table" "locks" {
+  name                        = "${var.name}-locks"
+  billing_mode                = "PAY_PER_REQUEST"
+  hash_key                    = "group"
+  deletion_protection_enabled = var.table_deletion_protection
+
+  attribute {
+    name = "group"
+    type = "S"
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  server_side_encryption {
+    enabled = true
+  }
+
+  tags = var.tags
+
+  # checkov:skip=CKV_AWS_119: encrypted with the AWS managed key; a customer managed key adds cost and a key policy for data that is only node ids and timestamps.
+}
+
+resource "aws_cloudwatch_log_group" "function" {
+  name              = "/aws/lambda/${var.name}"
+  retention_in_days = var.log_retention_days
+  tags              = var.tags
+
+  # checkov:skip=CKV_AWS_158: logs hold node ids and decisions, no secrets; the default encryption applies.
+  # checkov:skip=CKV_AWS_338: retention is the operator's choice (log_retention_days), 30 days by default.
+}
+
+resource "aws_cloudwatch_log_group" "api_access" {
+  name              = "/aws/apigateway/${var.name}"
+  retention_in_days = var.log_retention_days
+  tags              = var.tags
+
+  # checkov:skip=CKV_AWS_158: access logs hold request metadata only; the default encryption applies.
+  # checkov:skip=CKV_AWS_338: retention is the operator's choice (log_retention_days), 30 days by default.
+}
+
+data "aws_iam_policy_document" "assume_lambda" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "function" {
+  name               = "${var.name}-function"
+  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+  tags               = var.tags
+}
+
+data "aws_iam_policy_document" "function" {
+  statement {
+    sid       = "LockTable"
+    actions   = ["dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.locks.arn]
+  }
+
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.function.arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "function" {
+  name   = "${var.name}-function"
+  role   = aws_iam_role.function.id
+  policy = data.aws_iam_policy_document.function.json
+}
+
+resource "aws_lambda_function" "this" {
+  function_name    = var.name
+  description      = "FleetLock server (v1/pre-reboot, v1/steady-state)"
+  role             = aws_iam_role.function.arn
+  filename         = var.lambda_zip_path
+  source_code_hash = filebase64sha256(var.lambda_zip_path)
+  runtime          = "provided.al2023"
+  handler          = "bootstrap"
+  architectures    = [var.architecture]
+  memory_size      = 128
+  timeout          = 10
+  tags             = var.tags
+
+  environment {
+    variables = {
+      FLEETLOCK_TABLE  = aws_dynamodb_table.locks.name
+      FLEETLOCK_GROUPS = var.groups
+      RUST_LOG         = var.log_level
+    }
+  }
+
+  logging_config {
+    log_format = "JSON"
+    log_group  = aws_cloudwatch_log_group.function.name
+  }
+
+  depends_on = [aws_iam_role_policy.function]
+
+  # checkov:skip=CKV_AWS_116: invoked synchronously by API Gateway; a dead-letter queue never receives anything.
+  # checkov:skip=CKV_AWS_117: talks only to DynamoDB over its public endpoint; a VPC adds NAT cost and nothing else.
+  # checkov:skip=CKV_AWS_173: the environment holds a table name, slot counts and a log level, no secrets.
+  # checkov:skip=CKV_AWS_115: no reserved concurrency: new accounts have too little quota to reserve any; the API's throttling bounds the load.
+  # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
+  # checkov:skip=CKV_AWS_50: X-Ray tracing is optional cost; every decision is logged with its latency.
+}
+
+resource "aws_apigatewayv2_api" "this" {
+  name          = var.name
+  description   = "FleetLock endpoint for Zincati"
+  protocol_type = "HTTP"
+  tags          = var.tags
+}
+
+resource "aws_apigatewayv2_integration" "function" {
+  api_id                 = aws_apigatewayv2_api.this.id
+  integration_type       = "AWS_PROXY"
+  integration_uri        = aws_lambda_function.this.invoke_arn
+  payload_format_version = "2.0"
+}
+
+# The $default route: every path and method reaches the function and gets its
+# {kind, value} answer.
+resource "aws_apigatewayv2_route" "default" {
+  api_id    = aws_apigatewayv2_api.this.id
+  route_key = "$default"
+  target    = "integrations/${aws_apigatewayv2_integration.function.id}"
+
+  # checkov:skip=CKV_AWS_309: Zincati cannot send API Gateway credentials; requests are checked by the function.
+}
+
+resource "aws_apigatewayv2_stage" "default" {
+  api_id      = aws_apigatewayv2_api.this.id
+  name        = "$default"
+  auto_deploy = true
+  tags        = var.tags
+
+  default_route_settings {
+    throttling_rate_limit  = var.throttling_rate_limit
+    throttling_burst_limit = var.throttling_burst_limit
+  }
+
+  access_log_settings {
+    destination_arn = aws_cloudwatch_log_group.api_access.arn
+    format = jsonencode({
+      requestId        = "$context.requestId"
+      ip               = "$context.identity.sourceIp"
+      method           = "$context.httpMethod"
+      path             = "$context.path"
+      status           = "$context.status"
+      latencyMs        = "$context.responseLatency"
+      integrationError = "$context.integrationErrorMessage"
+    })
+  }
+}
+
+resource "aws_lambda_permission" "api" {
+  statement_id  = "AllowHttpApi"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.this.function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.this.execution_arn}/*"
+}
+
+# The one optional part: a custom domain whose URL survives a redeploy.
+resource "aws_apigatewayv2_domain_name" "this" {
+  count       = local.has_domain ? 1 : 0
+  domain_name = var.domain_name
+  tags        = var.tags
+
+  domain_name_configuration {
+    certificate_arn = var.certificate_arn
+    endpoint_type   = "REGIONAL"
+    security_policy = "TLS_1_2"
+  }
+}
+
+resource "aws_apigatewayv2_api_mapping" "this" {
+  count       = local.has_domain ? 1 : 0
+  api_id      = aws_apigatewayv2_api.this.id
+  domain_name = aws_apigatewayv2_domain_name.this[0].id
+  stage       = aws_apigatewayv2_stage.default.id
+}

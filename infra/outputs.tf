@@ -1,0 +1,30 @@
+output "base_url" {
+  description = "Zincati's [updates.fleet_lock] base_url (it ends with /)."
+  value       = local.base_url
+}
+
+output "zincati_config" {
+  description = "Drop this into /etc/zincati/config.d/55-updates-strategy.toml on each node."
+  value       = <<-EOT
+    [updates]
+    strategy = "fleet_lock"
+
+    [updates.fleet_lock]
+    base_url = "${local.base_url}"
+  EOT
+}
+
+output "table_name" {
+  description = "The lock table; set FLEETLOCK_TABLE to it for `fleetlock status` and `fleetlock release`."
+  value       = aws_dynamodb_table.locks.name
+}
+
+output "function_name" {
+  description = "The Lambda function."
+  value       = aws_lambda_function.this.function_name
+}
+
+output "custom_domain_target" {
+  description = "Point a CNAME (or alias) record of domain_name at this; null without a custom domain."
+  value       = local.has_domain ? aws_apigatewayv2_domain_name.this[0].domain_name_configuration[0].target_domain_name : null
+}
