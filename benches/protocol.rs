@@ -271,17 +271,27 @@ async fn release_binary() {
                         .await
                         .unwrap();
                 tokio::spawn(conn);
-                for n in 0..HTTP_CALLS / CONCURRENCY / 2 {
+                let mut calls = 0;
+                let mut n = 0;
+                while calls < HTTP_CALLS / CONCURRENCY {
                     let id = format!("http-{worker}-{}", n % 8);
+                    n += 1;
+                    calls += 1;
                     if post(&mut sender, &addr, "/v1/pre-reboot", body(&id)).await == 200 {
-                        post(&mut sender, &addr, "/v1/steady-state", body(&id)).await;
+                        assert_eq!(
+                            post(&mut sender, &addr, "/v1/steady-state", body(&id)).await,
+                            200
+                        );
+                        calls += 1;
                     }
                 }
+                calls
             })
         })
         .collect();
+    let mut http_calls = 0;
     for task in tasks {
-        task.await.unwrap();
+        http_calls += task.await.unwrap();
     }
     let load = started.elapsed();
     let rss_loaded = peak_rss_kib(pid);
@@ -305,8 +315,9 @@ async fn release_binary() {
         rss_idle.map_or("n/a".into(), |k| k.to_string())
     );
     println!(
-        "- peak RSS after {CONCURRENCY} connections sent about {HTTP_CALLS} calls over loopback in {:.1} s: {} KiB",
+        "- peak RSS after {CONCURRENCY} connections sent {http_calls} calls over loopback in {:.1} s ({:.0} calls/s): {} KiB",
         load.as_secs_f64(),
+        http_calls as f64 / load.as_secs_f64(),
         rss_loaded.map_or("n/a".into(), |k| k.to_string())
     );
 }

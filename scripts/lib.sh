@@ -70,3 +70,20 @@ stop_dynamodb_local() {
   [ -n "${DYNAMODB_LOCAL_DIR:-}" ] && rm -rf "$DYNAMODB_LOCAL_DIR"
   return 0
 }
+
+# Installs the pinned Python tools of a requirements file into .venv (once per
+# change of the file) and puts .venv/bin first on PATH.
+ensure_python_tools() {
+  local requirements=$1 stamp
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  if [ ! -x .venv/bin/pip ]; then
+    python3 -m venv .venv || { apt_install python3-venv && python3 -m venv .venv; }
+  fi
+  stamp=".venv/.installed-$(basename "$requirements")-$(sha256sum "$requirements" | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    step "pip install -r $requirements (into .venv)"
+    .venv/bin/pip install --quiet --disable-pip-version-check -r "$requirements"
+    touch "$stamp"
+  fi
+  export PATH="$PWD/.venv/bin:$PATH"
+}

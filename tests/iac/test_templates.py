@@ -1,0 +1,265 @@
+"""The SAM template and the Terraform module describe the same service.
+
+Both are parsed (the SAM template with its intrinsic-function tags by
+cfn-lint's decoder, the HCL by python-hcl2) and compared with each other and
+with what the code itself says: the table `fleetlock create-table --dry-run`
+makes and the environment variables `fleetlock help` lists.
+Run by scripts/test after `cargo test` has built target/debug/fleetlock.
+"""
+
+import json
+import os
+import re
+import subprocess
+import unittest
+from pathlib import Path
+
+import hcl2
+from cfnlint.decode import decode
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+FLEETLOCK = Path(os.environ.get("FLEETLOCK_BIN", ROOT / "target" / "debug" / "fleetlock"))
+
+
+def unwrap(value):
+    """python-hcl2 wraps attribute values in one-element lists."""
+    if isinstance(value, list) and len(value) == 1:
+        return unwrap(value[0])
+    if isinstance(value, dict):
+        return {k: unwrap(v) for k, v in value.items() if not k.startswith("__")}
+    return value
+
+
+def load_sam():
+    template, problems = decode(str(ROOT / "template.yaml"))
+    if problems:
+        raise AssertionError(f"template.yaml does not parse: {problems}")
+    return template
+
+
+def load_tf(folder):
+    resources, data, variables, outputs, locals_ = {}, {}, {}, {}, {}
+    for path in sorted(folder.glob("*.tf")):
+        with open(path) as f:
+            parsed = hcl2.load(f)
+        for block in parsed.get("resource", []):
+            for rtype, named in block.items():
+                for name, body in named.items():
+                    resources[(rtype, name)] = unwrap(body)
+        for block in parsed.get("data", []):
+            for dtype, named in block.items():
+                for name, body in named.items():
+                    data[(dtype, name)] = body
+        for block in parsed.get("variable", []):
+            for name, body in block.items():
+                variables[name] = unwrap(body)
+        for block in parsed.get("output", []):
+            for name, body in block.items():
+                outputs[name] = unwrap(body)
+        for block in parsed.get("locals", []):
+            locals_.update(unwrap(block))
+    return resources, data, variables, outputs, locals_
+
+
+def fleetlock(*args):
+    if not FLEETLOCK.exists():
+        raise AssertionError(f"{FLEETLOCK} is missing: build it first (cargo build)")
+    return subprocess.run([str(FLEETLOCK), *args], check=True, capture_output=True, text=True).stdout
+
+
+SAM = load_sam()
+TF, TF_DATA, TF_VARS, TF_OUTPUTS, TF_LOCALS = load_tf(INFRA)
+SAM_RESOURCES = SAM["Resources"]
+SAM_FUNCTION = SAM_RESOURCES["FleetLockFunction"]
+SAM_TABLE = SAM_RESOURCES["LocksTable"]["Properties"]
+TF_FUNCTION = TF[("aws_lambda_function", "this")]
+TF_TABLE = TF[("aws_dynamodb_table", "locks")]
+
+
+def sam_function_property(name):
+    props = SAM_FUNCTION["Properties"]
+    return props.get(name, SAM.get("Globals", {}).get("Function", {}).get(name))
+
+
+def sam_param_default(name):
+    return SAM["Parameters"][name]["Default"]
+
+
+class EveryFileParses(unittest.TestCase):
+    def test_every_tf_file_parses(self):
+        files = sorted(INFRA.rglob("*.tf"))
+        self.assertGreaterEqual(len(files), 5)
+        for path in files:
+            with self.subTest(path=str(path.relative_to(ROOT))):
+                with open(path) as f:
+                    self.assertIsInstance(hcl2.load(f), dict)
+
+    def test_module_layout(self):
+        for name in ["main.tf", "variables.tf", "outputs.tf", "versions.tf", "README.md"]:
+            self.assertTrue((INFRA / name).exists(), name)
+        self.assertTrue((INFRA / "examples" / "basic" / "main.tf").exists())
+
+    def test_every_variable_is_typed_and_described(self):
+        for name, body in TF_VARS.items():
+            with self.subTest(variable=name):
+                self.assertIn("type", body)
+                self.assertTrue(body.get("description"))
+
+
+class RuntimeAndBuild(unittest.TestCase):
+    def test_runtime_handler_and_architecture(self):
+        self.assertEqual(sam_function_property("Runtime"), "provided.al2023")
+        self.assertEqual(TF_FUNCTION["runtime"], "provided.al2023")
+        self.assertEqual(sam_function_property("Handler"), "bootstrap")
+        self.assertEqual(TF_FUNCTION["handler"], "bootstrap")
+        self.assertEqual(SAM_FUNCTION["Properties"]["Architectures"], [{"Ref": "Architecture"}])
+        # [var.architecture], a one-element list, unwrapped.
+        self.assertEqual(TF_FUNCTION["architectures"], "${var.architecture}")
+        self.assertEqual(sam_param_default("Architecture"), "arm64")
+        self.assertEqual(TF_VARS["architecture"]["default"], "arm64")
+        sam_allowed = set(SAM["Parameters"]["Architecture"]["AllowedValues"])
+        self.assertEqual(sam_allowed, {"arm64", "x86_64"})
+        condition = TF_VARS["architecture"]["validation"]["condition"]
+        self.assertEqual(set(re.findall(r"""['"]([a-z0-9_]+)['"]""", condition)), sam_allowed)
+
+    def test_sam_builds_the_crate_binary_with_cargo_lambda(self):
+        metadata = SAM_FUNCTION["Metadata"]
+        self.assertEqual(metadata["BuildMethod"], "rust-cargolambda")
+        cargo = (ROOT / "Cargo.toml").read_text()
+        package = re.search(r'^name = "([^"]+)"', cargo, re.M).group(1)
+        self.assertEqual(metadata["BuildProperties"]["Binary"], package)
+
+    def test_same_memory_and_timeout(self):
+        self.assertEqual(SAM_FUNCTION["Properties"]["MemorySize"], TF_FUNCTION["memory_size"])
+        self.assertEqual(SAM_FUNCTION["Properties"]["Timeout"], TF_FUNCTION["timeout"])
+
+    def test_json_logs_with_retention(self):
+        self.assertEqual(SAM_FUNCTION["Properties"]["LoggingConfig"]["LogFormat"], "JSON")
+        self.assertEqual(TF_FUNCTION["logging_config"]["log_format"], "JSON")
+        self.assertIn("RetentionInDays", SAM_RESOURCES["FunctionLogGroup"]["Properties"])
+        self.assertIn("retention_in_days", TF[("aws_cloudwatch_log_group", "function")])
+
+
+class Table(unittest.TestCase):
+    def test_key_schema_and_billing_match_create_table(self):
+        expected = json.loads(fleetlock("create-table", "--dry-run"))
+        sam = {k: SAM_TABLE[k] for k in ["AttributeDefinitions", "KeySchema", "BillingMode"]}
+        self.assertEqual(json.loads(json.dumps(sam)), expected)
+        attributes = TF_TABLE["attribute"]
+        attributes = attributes if isinstance(attributes, list) else [attributes]
+        tf = {
+            "AttributeDefinitions": [
+                {"AttributeName": a["name"], "AttributeType": a["type"]} for a in attributes
+            ],
+            "KeySchema": [{"AttributeName": TF_TABLE["hash_key"], "KeyType": "HASH"}],
+            "BillingMode": TF_TABLE["billing_mode"],
+        }
+        self.assertEqual(tf, expected)
+        self.assertNotIn("range_key", TF_TABLE)
+
+    def test_recovery_encryption_and_deletion_protection(self):
+        self.assertIs(SAM_TABLE["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], True)
+        self.assertIs(TF_TABLE["point_in_time_recovery"]["enabled"], True)
+        self.assertIs(SAM_TABLE["SSESpecification"]["SSEEnabled"], True)
+        self.assertIs(TF_TABLE["server_side_encryption"]["enabled"], True)
+        self.assertEqual(SAM_TABLE["DeletionProtectionEnabled"], {"Ref": "TableDeletionProtection"})
+        self.assertEqual(sam_param_default("TableDeletionProtection"), "true")
+        self.assertEqual(TF_TABLE["deletion_protection_enabled"], "${var.table_deletion_protection}")
+        self.assertIs(TF_VARS["table_deletion_protection"]["default"], True)
+        self.assertEqual(SAM_RESOURCES["LocksTable"]["DeletionPolicy"], "Retain")
+
+
+class Environment(unittest.TestCase):
+    def test_same_variables_and_all_read_by_the_code(self):
+        sam = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
+        tf = TF_FUNCTION["environment"]["variables"]
+        self.assertEqual(set(sam), set(tf))
+        documented = fleetlock("help").split("ENVIRONMENT:")[1]
+        for name in sam:
+            self.assertIn(name, documented, f"{name} is not read by fleetlock")
+
+    def test_table_and_settings_are_wired_the_same_way(self):
+        sam = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
+        tf = TF_FUNCTION["environment"]["variables"]
+        self.assertEqual(sam["FLEETLOCK_TABLE"], {"Ref": "LocksTable"})
+        self.assertEqual(tf["FLEETLOCK_TABLE"], "${aws_dynamodb_table.locks.name}")
+        self.assertEqual(sam["FLEETLOCK_GROUPS"], {"Ref": "Groups"})
+        self.assertEqual(tf["FLEETLOCK_GROUPS"], "${var.groups}")
+        self.assertEqual(sam_param_default("Groups"), TF_VARS["groups"]["default"])
+        self.assertEqual(sam_param_default("LogLevel"), TF_VARS["log_level"]["default"])
+        self.assertEqual(sam_param_default("LogRetentionDays"), TF_VARS["log_retention_days"]["default"])
+
+
+class Permissions(unittest.TestCase):
+    def sam_statements(self):
+        statements = []
+        for policy in SAM_FUNCTION["Properties"]["Policies"]:
+            statements.extend(policy["Statement"])
+        return statements
+
+    def tf_statements(self):
+        policy = TF_DATA[("aws_iam_policy_document", "function")]
+        return [unwrap(s) for s in unwrap(policy)["statement"]]
+
+    def test_same_dynamodb_actions_on_the_table_only(self):
+        sam_actions, tf_actions = set(), set()
+        for statement in self.sam_statements():
+            actions = {a for a in statement["Action"] if a.startswith("dynamodb:")}
+            if actions:
+                self.assertEqual(statement["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
+            sam_actions |= actions
+        for statement in self.tf_statements():
+            raw = statement["actions"]
+            actions = {a for a in (raw if isinstance(raw, list) else [raw]) if a.startswith("dynamodb:")}
+            if actions:
+                self.assertEqual(statement["resources"], "${aws_dynamodb_table.locks.arn}")
+            tf_actions |= actions
+        self.assertEqual(sam_actions, tf_actions)
+        # The function only ever calls UpdateItem (status and release are CLI).
+        self.assertEqual(sam_actions, {"dynamodb:UpdateItem"})
+
+    def test_no_wildcard_actions(self):
+        for statement in self.sam_statements():
+            for action in statement["Action"]:
+                self.assertNotIn("*", action)
+        for statement in self.tf_statements():
+            raw = statement["actions"]
+            for action in raw if isinstance(raw, list) else [raw]:
+                self.assertNotIn("*", action)
+
+
+class Api(unittest.TestCase):
+    def test_default_route_payload_v2_and_throttling(self):
+        event = SAM_FUNCTION["Properties"]["Events"]["Api"]
+        self.assertEqual(event["Type"], "HttpApi")
+        self.assertNotIn("Path", event["Properties"], "no Path means the $default route")
+        self.assertNotIn("Method", event["Properties"])
+        self.assertEqual(event["Properties"]["PayloadFormatVersion"], "2.0")
+        self.assertEqual(TF[("aws_apigatewayv2_route", "default")]["route_key"], "$default")
+        self.assertEqual(TF[("aws_apigatewayv2_integration", "function")]["payload_format_version"], "2.0")
+        settings = SAM_RESOURCES["HttpApi"]["Properties"]["DefaultRouteSettings"]
+        self.assertEqual(settings["ThrottlingRateLimit"], {"Ref": "ThrottlingRateLimit"})
+        self.assertEqual(settings["ThrottlingBurstLimit"], {"Ref": "ThrottlingBurstLimit"})
+        stage = TF[("aws_apigatewayv2_stage", "default")]
+        self.assertEqual(stage["name"], "$default")
+        self.assertEqual(stage["default_route_settings"]["throttling_rate_limit"], "${var.throttling_rate_limit}")
+        self.assertEqual(sam_param_default("ThrottlingRateLimit"), TF_VARS["throttling_rate_limit"]["default"])
+        self.assertEqual(sam_param_default("ThrottlingBurstLimit"), TF_VARS["throttling_burst_limit"]["default"])
+
+    def test_base_url_outputs_end_with_a_slash(self):
+        value = SAM["Outputs"]["BaseUrl"]["Value"]["Fn::If"]
+        for branch in value[1:]:
+            self.assertTrue(branch["Fn::Sub"].endswith("/"), branch)
+        tf = TF_LOCALS["base_url"]
+        branches = re.findall(r'"([^"]*)"', tf)
+        self.assertEqual(len(branches), 2, tf)  # custom domain, or the API's own URL
+        for branch in branches:
+            self.assertTrue(branch.endswith("/"), tf)
+        self.assertEqual(TF_OUTPUTS["base_url"]["value"], "${local.base_url}")
+        self.assertIn("ZincatiConfig", SAM["Outputs"])
+        self.assertIn("zincati_config", TF_OUTPUTS)
+
+
+if __name__ == "__main__":
+    unittest.main()
