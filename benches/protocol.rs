@@ -11,7 +11,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
+use fleetlock::http::Api;
 use fleetlock::service::FleetLock;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, load_aws_config};
 use http_body_util::{BodyExt, Full};
@@ -83,9 +85,9 @@ async fn in_process(concurrency: usize, calls_wanted: usize) {
         format!("bench-{}-{concurrency}", std::process::id()),
     );
     store.create_table().await.expect("create the bench table");
-    let service = Arc::new(FleetLock::new(
-        GroupSlots::parse(&format!("bench={SLOTS}")).unwrap(),
-        store,
+    let service = Arc::new(Api::new(
+        FleetLock::new(GroupSlots::parse(&format!("bench={SLOTS}")).unwrap(), store),
+        Auth::Disabled,
     ));
     let mut headers = HeaderMap::new();
     headers.insert("fleet-lock-protocol", HeaderValue::from_static("true"));
@@ -107,14 +109,9 @@ async fn in_process(concurrency: usize, calls_wanted: usize) {
                         let id = format!("node-{node:04}");
                         let body = body(&id);
                         let t = Instant::now();
-                        let r = fleetlock::http::handle(
-                            &service,
-                            &Method::POST,
-                            "/v1/pre-reboot",
-                            &headers,
-                            &body,
-                        )
-                        .await;
+                        let r = service
+                            .handle(&Method::POST, "/v1/pre-reboot", &headers, &body)
+                            .await;
                         let granted = r.status() == 200;
                         let label = if granted {
                             "pre-reboot granted"
@@ -125,14 +122,9 @@ async fn in_process(concurrency: usize, calls_wanted: usize) {
                         calls += 1;
                         if granted {
                             let t = Instant::now();
-                            let r = fleetlock::http::handle(
-                                &service,
-                                &Method::POST,
-                                "/v1/steady-state",
-                                &headers,
-                                &body,
-                            )
-                            .await;
+                            let r = service
+                                .handle(&Method::POST, "/v1/steady-state", &headers, &body)
+                                .await;
                             assert_eq!(r.status(), 200);
                             samples.add("steady-state released".into(), t.elapsed());
                             calls += 1;

@@ -17,11 +17,17 @@ USAGE:
                                            (--dry-run: print the table definition only)
     fleetlock status [--group G] [--json]  show who holds a slot, since when
     fleetlock release --group G --id ID    release a slot by hand
+    fleetlock credential --name N --groups G [--secret-stdin]
+                                           make a client credential: a random secret for
+                                           Zincati's base_url and its FLEETLOCK_CLIENTS entry
     fleetlock help | --help | --version
 
 ENVIRONMENT:
     FLEETLOCK_GROUPS  slots per group, e.g. 'default=1,workers=3,*=1' (default: default=1)
     FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
+    FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
+    FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
+                      unset, Lambda refuses to start without clients and `serve` is open on loopback only
     AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE, ...  the standard AWS configuration
     RUST_LOG          log filter (default: info)
 ";
@@ -30,10 +36,25 @@ ENVIRONMENT:
 pub enum Command {
     Help,
     Version,
-    Serve { listen: SocketAddr },
-    CreateTable { dry_run: bool },
-    Status { group: Option<String>, json: bool },
-    Release { group: String, id: String },
+    Serve {
+        listen: SocketAddr,
+    },
+    CreateTable {
+        dry_run: bool,
+    },
+    Status {
+        group: Option<String>,
+        json: bool,
+    },
+    Release {
+        group: String,
+        id: String,
+    },
+    Credential {
+        name: String,
+        groups: String,
+        secret_from_stdin: bool,
+    },
 }
 
 /// Parses the arguments after the program name.
@@ -67,6 +88,15 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 .ok_or("release needs --group GROUP")?,
             id: options.value("--id")?.ok_or("release needs --id ID")?,
         },
+        "credential" => Command::Credential {
+            name: options
+                .value("--name")?
+                .ok_or("credential needs --name NAME")?,
+            groups: options
+                .value("--groups")?
+                .ok_or("credential needs --groups GROUPS ('*' for all, or 'a,b')")?,
+            secret_from_stdin: options.flag("--secret-stdin"),
+        },
         other => return Err(format!("unknown command '{other}'")),
     };
     options.finish()?;
@@ -88,7 +118,9 @@ impl Options {
             }
             let (name, value) = match arg.split_once('=') {
                 Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
-                None if matches!(arg.as_str(), "--json" | "--dry-run") => (arg.clone(), None),
+                None if matches!(arg.as_str(), "--json" | "--dry-run" | "--secret-stdin") => {
+                    (arg.clone(), None)
+                }
                 None => (arg.clone(), args.next().cloned()),
             };
             if given.iter().any(|(n, _)| *n == name) {

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::auth::{Auth, Clients};
 use crate::error::Error;
 use crate::input::GroupName;
 
@@ -22,6 +23,8 @@ pub struct GroupSlots {
 pub enum ConfigError {
     Groups(String),
     Table(String),
+    Clients(String),
+    Auth(String),
 }
 
 impl fmt::Display for ConfigError {
@@ -29,6 +32,8 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
+            ConfigError::Clients(why) => write!(f, "FLEETLOCK_CLIENTS: {why}"),
+            ConfigError::Auth(why) => write!(f, "FLEETLOCK_AUTH: {why}"),
         }
     }
 }
@@ -102,6 +107,9 @@ pub struct Config {
     pub groups: GroupSlots,
     /// The DynamoDB table; `None` means the embedded in-process store.
     pub table: Option<String>,
+    /// `None` when neither `FLEETLOCK_CLIENTS` nor `FLEETLOCK_AUTH` says: the
+    /// caller decides (Lambda refuses to start, a loopback server is open).
+    pub auth: Option<Auth>,
 }
 
 impl Config {
@@ -121,7 +129,35 @@ impl Config {
                 )));
             }
         };
-        Ok(Self { groups, table })
+        let clients = var("FLEETLOCK_CLIENTS").filter(|v| !v.trim().is_empty());
+        let auth = match (var("FLEETLOCK_AUTH").as_deref(), clients) {
+            (Some("disabled"), Some(_)) => {
+                return Err(ConfigError::Auth(
+                    "'disabled' conflicts with the clients listed in FLEETLOCK_CLIENTS".into(),
+                ));
+            }
+            (Some("disabled"), None) => Some(Auth::Disabled),
+            (Some("required") | None, Some(clients)) => {
+                Some(Auth::Required(Clients::parse(&clients)?))
+            }
+            (Some("required"), None) => {
+                return Err(ConfigError::Auth(
+                    "'required' but FLEETLOCK_CLIENTS lists no client (see 'fleetlock credential')"
+                        .into(),
+                ));
+            }
+            (None, None) => None,
+            (Some(other), _) => {
+                return Err(ConfigError::Auth(format!(
+                    "'{other}' is neither 'required' nor 'disabled'"
+                )));
+            }
+        };
+        Ok(Self {
+            groups,
+            table,
+            auth,
+        })
     }
 
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -191,6 +227,41 @@ mod tests {
         ] {
             assert!(GroupSlots::parse(bad).is_err(), "{bad:?} should be refused");
         }
+    }
+
+    #[test]
+    fn auth_is_required_by_clients_disabled_only_explicitly() {
+        let entry = crate::auth::new_credential("fleet", "*").unwrap().entry;
+        let with = |auth: Option<&str>, clients: Option<&str>| {
+            let (auth, clients) = (auth.map(String::from), clients.map(String::from));
+            Config::from_vars(move |n| match n {
+                "FLEETLOCK_AUTH" => auth.clone(),
+                "FLEETLOCK_CLIENTS" => clients.clone(),
+                _ => None,
+            })
+        };
+        assert!(matches!(
+            with(None, Some(&entry)).unwrap().auth,
+            Some(Auth::Required(_))
+        ));
+        assert!(matches!(
+            with(Some("required"), Some(&entry)).unwrap().auth,
+            Some(Auth::Required(_))
+        ));
+        assert_eq!(
+            with(Some("disabled"), None).unwrap().auth,
+            Some(Auth::Disabled)
+        );
+        assert_eq!(
+            with(Some("disabled"), Some(" ")).unwrap().auth,
+            Some(Auth::Disabled)
+        );
+        assert_eq!(with(None, None).unwrap().auth, None);
+        assert_eq!(with(None, Some("")).unwrap().auth, None);
+        assert!(with(Some("disabled"), Some(&entry)).is_err());
+        assert!(with(Some("required"), None).is_err());
+        assert!(with(Some("off"), None).is_err());
+        assert!(with(None, Some("garbage")).is_err());
     }
 
     #[test]

@@ -10,6 +10,8 @@ pub enum Error {
     NotFound(String),
     /// A FleetLock path asked with a method other than POST.
     MethodNotAllowed(String),
+    /// No valid client credentials (HTTP Basic, from Zincati's base_url).
+    Unauthorized,
     /// The `fleet-lock-protocol: true` header is missing or not `true`.
     MissingProtocolHeader,
     /// The body is larger than the service reads.
@@ -22,6 +24,8 @@ pub enum Error {
     InvalidGroup(String),
     /// A valid group name that this server is not configured to coordinate.
     UnknownGroup(String),
+    /// The client's credential is not scoped to this group.
+    ForbiddenGroup(String),
     /// Every slot of the group is taken: an expected answer, Zincati retries.
     SemaphoreFull {
         group: String,
@@ -39,12 +43,14 @@ impl Error {
     pub const KINDS: &'static [&'static str] = &[
         "not_found",
         "method_not_allowed",
+        "unauthorized",
         "missing_protocol_header",
         "body_too_large",
         "invalid_body",
         "invalid_id",
         "invalid_group",
         "unknown_group",
+        "forbidden_group",
         "semaphore_full",
         "store_unavailable",
         "internal",
@@ -54,12 +60,14 @@ impl Error {
         match self {
             Error::NotFound(_) => "not_found",
             Error::MethodNotAllowed(_) => "method_not_allowed",
+            Error::Unauthorized => "unauthorized",
             Error::MissingProtocolHeader => "missing_protocol_header",
             Error::BodyTooLarge { .. } => "body_too_large",
             Error::InvalidBody(_) => "invalid_body",
             Error::InvalidId(_) => "invalid_id",
             Error::InvalidGroup(_) => "invalid_group",
             Error::UnknownGroup(_) => "unknown_group",
+            Error::ForbiddenGroup(_) => "forbidden_group",
             Error::SemaphoreFull { .. } => "semaphore_full",
             Error::StoreUnavailable => "store_unavailable",
             Error::Internal => "internal",
@@ -70,12 +78,13 @@ impl Error {
         match self {
             Error::NotFound(_) => 404,
             Error::MethodNotAllowed(_) => 405,
+            Error::Unauthorized => 401,
             Error::MissingProtocolHeader
             | Error::InvalidBody(_)
             | Error::InvalidId(_)
             | Error::InvalidGroup(_) => 400,
             Error::BodyTooLarge { .. } => 413,
-            Error::UnknownGroup(_) => 403,
+            Error::UnknownGroup(_) | Error::ForbiddenGroup(_) => 403,
             // 423 Locked: expected and retried by Zincati; not 429, which API
             // Gateway's own throttling uses without a FleetLock body.
             Error::SemaphoreFull { .. } => 423,
@@ -94,6 +103,9 @@ impl Error {
             Error::MethodNotAllowed(method) => {
                 format!("method {method} is not allowed; FleetLock endpoints take POST")
             }
+            Error::Unauthorized => "valid client credentials are required: put them in Zincati's \
+                                     base_url as https://NAME:SECRET@host/"
+                .into(),
             Error::MissingProtocolHeader => {
                 "the header 'fleet-lock-protocol: true' is required".into()
             }
@@ -105,6 +117,9 @@ impl Error {
             }
             Error::UnknownGroup(group) => {
                 format!("group '{group}' is not configured on this server")
+            }
+            Error::ForbiddenGroup(group) => {
+                format!("these credentials may not take or release slots of group '{group}'")
             }
             Error::SemaphoreFull {
                 group,
@@ -143,12 +158,14 @@ mod tests {
         vec![
             Error::NotFound("/x".into()),
             Error::MethodNotAllowed("GET".into()),
+            Error::Unauthorized,
             Error::MissingProtocolHeader,
             Error::BodyTooLarge { limit: 1 },
             Error::InvalidBody("b".into()),
             Error::InvalidId("i".into()),
             Error::InvalidGroup("g".into()),
             Error::UnknownGroup("g".into()),
+            Error::ForbiddenGroup("g".into()),
             Error::SemaphoreFull {
                 group: "g".into(),
                 holders: 1,

@@ -6,6 +6,7 @@ use std::time::Instant;
 use lambda_http::Body;
 use lambda_http::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 
+use crate::auth::Auth;
 use crate::error::Error;
 use crate::input::ClientParams;
 use crate::service::{Answer, FleetLock};
@@ -32,86 +33,129 @@ impl Endpoint {
     }
 }
 
-/// Answers one request. `path` is the path after any API Gateway stage. A
-/// body longer than [`MAX_BODY_BYTES`] is refused, so callers may pass the
-/// first `MAX_BODY_BYTES + 1` bytes of a longer one.
-pub async fn handle<S: LockStore>(
-    service: &FleetLock<S>,
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Response<Body> {
-    let started = Instant::now();
-    let endpoint = Endpoint::from_path(path);
-    let mut params = None;
-    let result = match endpoint {
-        None => Err(Error::NotFound(printable(path))),
-        Some(endpoint) => match validate(method, headers, body) {
-            Err(err) => Err(err),
-            Ok(parsed) => {
-                let answer = match endpoint {
-                    Endpoint::PreReboot => service.pre_reboot(&parsed).await,
-                    Endpoint::SteadyState => service.steady_state(&parsed).await,
-                };
-                params = Some(parsed);
-                answer
-            }
-        },
-    };
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let (group, id) = match &params {
-        Some(p) => (p.group.as_str(), p.id.as_str()),
-        None => ("", ""),
-    };
-    match result {
-        Ok(answer) => {
-            tracing::info!(
-                endpoint = ?endpoint,
-                group,
-                id,
-                outcome = answer.outcome.as_str(),
-                holders = answer.holders,
-                slots = answer.slots,
-                oldest_holder_age_s = answer.oldest_holder_age.map(|age| age.as_secs()),
-                latency_ms,
-                "decision"
-            );
-            success(&answer)
-        }
-        Err(err) => {
-            tracing::info!(
-                endpoint = ?endpoint,
-                group,
-                id,
-                outcome = "refused",
-                kind = err.kind(),
-                status = err.status(),
-                latency_ms,
-                "refusal"
-            );
-            refusal(&err)
-        }
-    }
+/// The HTTP face of the service: client authentication in front of it.
+pub struct Api<S> {
+    service: FleetLock<S>,
+    auth: Auth,
 }
 
-fn validate(method: &Method, headers: &HeaderMap, body: &[u8]) -> Result<ClientParams, Error> {
-    if method != Method::POST {
-        return Err(Error::MethodNotAllowed(printable(method.as_str())));
+/// A request that passed every check, and who sent it.
+struct Checked {
+    params: ClientParams,
+    client: Option<String>,
+}
+
+impl<S: LockStore> Api<S> {
+    pub fn new(service: FleetLock<S>, auth: Auth) -> Self {
+        Self { service, auth }
     }
-    let protocol = headers
-        .get(PROTOCOL_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim);
-    if !protocol.is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-        return Err(Error::MissingProtocolHeader);
+
+    pub fn service(&self) -> &FleetLock<S> {
+        &self.service
     }
-    if body.len() > MAX_BODY_BYTES {
-        return Err(Error::BodyTooLarge {
-            limit: MAX_BODY_BYTES,
-        });
+
+    /// Answers one request. `path` is the path after any API Gateway stage. A
+    /// body longer than [`MAX_BODY_BYTES`] is refused, so callers may pass the
+    /// first `MAX_BODY_BYTES + 1` bytes of a longer one.
+    pub async fn handle(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Response<Body> {
+        let started = Instant::now();
+        let endpoint = Endpoint::from_path(path);
+        let mut checked = None;
+        let result = match endpoint {
+            None => Err(Error::NotFound(printable(path))),
+            Some(endpoint) => match self.check(method, headers, body) {
+                Err(err) => Err(err),
+                Ok(request) => {
+                    let answer = match endpoint {
+                        Endpoint::PreReboot => self.service.pre_reboot(&request.params).await,
+                        Endpoint::SteadyState => self.service.steady_state(&request.params).await,
+                    };
+                    checked = Some(request);
+                    answer
+                }
+            },
+        };
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let (group, id, client) = match &checked {
+            Some(c) => (
+                c.params.group.as_str(),
+                c.params.id.as_str(),
+                c.client.as_deref().unwrap_or(""),
+            ),
+            None => ("", "", ""),
+        };
+        match result {
+            Ok(answer) => {
+                tracing::info!(
+                    endpoint = ?endpoint,
+                    group,
+                    id,
+                    client,
+                    outcome = answer.outcome.as_str(),
+                    holders = answer.holders,
+                    slots = answer.slots,
+                    oldest_holder_age_s = answer.oldest_holder_age.map(|age| age.as_secs()),
+                    latency_ms,
+                    "decision"
+                );
+                success(&answer)
+            }
+            Err(err) => {
+                tracing::info!(
+                    endpoint = ?endpoint,
+                    group,
+                    id,
+                    client,
+                    outcome = "refused",
+                    kind = err.kind(),
+                    status = err.status(),
+                    latency_ms,
+                    "refusal"
+                );
+                refusal(&err)
+            }
+        }
     }
-    ClientParams::from_body(body)
+
+    /// Method, credentials, protocol header, body, group scope: in that order,
+    /// so a caller without credentials learns nothing about the rest.
+    fn check(&self, method: &Method, headers: &HeaderMap, body: &[u8]) -> Result<Checked, Error> {
+        if method != Method::POST {
+            return Err(Error::MethodNotAllowed(printable(method.as_str())));
+        }
+        let caller = match &self.auth {
+            Auth::Required(clients) => Some(
+                clients.authenticate(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()))?,
+            ),
+            Auth::Disabled => None,
+        };
+        let protocol = headers
+            .get(PROTOCOL_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim);
+        if !protocol.is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            return Err(Error::MissingProtocolHeader);
+        }
+        if body.len() > MAX_BODY_BYTES {
+            return Err(Error::BodyTooLarge {
+                limit: MAX_BODY_BYTES,
+            });
+        }
+        let params = ClientParams::from_body(body)?;
+        if let Some(caller) = &caller {
+            caller.may_use(&params.group)?;
+        }
+        Ok(Checked {
+            params,
+            client: caller.map(|c| c.name),
+        })
+    }
 }
 
 /// Request text echoed in an answer: bounded and without control characters.
@@ -146,10 +190,19 @@ fn success(answer: &Answer) -> Response<Body> {
 
 pub fn refusal(err: &Error) -> Response<Body> {
     let mut response = json_response(err.status(), &err.body());
-    if matches!(err, Error::MethodNotAllowed(_)) {
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    match err {
+        Error::MethodNotAllowed(_) => {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        Error::Unauthorized => {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"fleetlock\", charset=\"UTF-8\""),
+            );
+        }
+        _ => {}
     }
     response
 }

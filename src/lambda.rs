@@ -6,14 +6,13 @@ use std::sync::Arc;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 
-use crate::service::FleetLock;
+use crate::http::Api;
 use crate::store::LockStore;
 
 /// Answers one decoded event.
-pub async fn handle_event<S: LockStore>(service: &FleetLock<S>, event: Request) -> Response<Body> {
+pub async fn handle_event<S: LockStore>(api: &Api<S>, event: Request) -> Response<Body> {
     let path = route_path(&event);
-    crate::http::handle(
-        service,
+    api.handle(
         event.method(),
         &path,
         event.headers(),
@@ -48,10 +47,10 @@ pub fn route_path(event: &Request) -> String {
 }
 
 /// Serves events from the Lambda runtime until the runtime stops.
-pub async fn run<S: LockStore>(service: Arc<FleetLock<S>>) -> Result<(), lambda_http::Error> {
+pub async fn run<S: LockStore>(api: Arc<Api<S>>) -> Result<(), lambda_http::Error> {
     lambda_http::run(service_fn(move |event: Request| {
-        let service = Arc::clone(&service);
-        async move { Ok::<_, std::convert::Infallible>(handle_event(&service, event).await) }
+        let api = Arc::clone(&api);
+        async move { Ok::<_, std::convert::Infallible>(handle_event(&api, event).await) }
     }))
     .await
 }

@@ -7,9 +7,11 @@
 //!   the one error type with its `kind` and status.
 //! - [`service`]: the two FleetLock operations over a [`store::LockStore`].
 //! - [`store`]: the storage trait with its in-memory and DynamoDB adapters.
-//! - [`http`]: the router shared by [`lambda`] and the local [`server`].
+//! - [`http`]: the router shared by [`lambda`] and the local [`server`], with
+//!   client authentication from [`auth`].
 //! - [`cli`]: the command line.
 
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;

@@ -1,8 +1,10 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use fleetlock::auth::{self, Auth};
 use fleetlock::cli::{self, Command};
 use fleetlock::config::Config;
+use fleetlock::http::Api;
 use fleetlock::input::{GroupName, NodeId};
 use fleetlock::lock::{Release, Timestamp};
 use fleetlock::service::FleetLock;
@@ -49,12 +51,22 @@ async fn run_lambda() -> ExitCode {
         tracing::error!("FLEETLOCK_TABLE is unset; under Lambda the locks must live in DynamoDB");
         return ExitCode::FAILURE;
     };
+    // Behind API Gateway the endpoint is public: no silent default.
+    let Some(auth) = config.auth else {
+        tracing::error!(
+            "neither FLEETLOCK_CLIENTS nor FLEETLOCK_AUTH=disabled is set; \
+             a public reboot lock needs client credentials (see 'fleetlock credential')"
+        );
+        return ExitCode::FAILURE;
+    };
+    if auth == Auth::Disabled {
+        tracing::warn!(
+            "FLEETLOCK_AUTH=disabled: anyone who reaches this endpoint can take and release slots"
+        );
+    }
     let client = aws_sdk_dynamodb::Client::new(&load_aws_config().await);
-    let service = Arc::new(FleetLock::new(
-        config.groups,
-        DynamoStore::new(client, table),
-    ));
-    match lambda::run(service).await {
+    let service = FleetLock::new(config.groups, DynamoStore::new(client, table));
+    match lambda::run(Arc::new(Api::new(service, auth))).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(error = %err, "lambda runtime stopped");
@@ -69,21 +81,50 @@ async fn run_command(command: Command) -> Result<(), String> {
         Command::Version => println!("fleetlock {}", env!("CARGO_PKG_VERSION")),
         Command::Serve { listen } => {
             let config = Config::from_env().map_err(|e| e.to_string())?;
+            let auth = match config.auth {
+                Some(auth) => auth,
+                // Open on loopback only: nothing off this machine can reach it.
+                None if listen.ip().is_loopback() => Auth::Disabled,
+                None => {
+                    return Err(format!(
+                        "{listen} is reachable from other machines: set FLEETLOCK_CLIENTS \
+                         (see 'fleetlock credential') or, on a private network, FLEETLOCK_AUTH=disabled"
+                    ));
+                }
+            };
             match config.table {
                 Some(table) => {
                     let store = dynamo_store(table).await;
-                    serve(listen, FleetLock::new(config.groups, store)).await?;
+                    serve(listen, Api::new(FleetLock::new(config.groups, store), auth)).await?;
                 }
                 None => {
                     tracing::info!(
                         "no FLEETLOCK_TABLE: locks live in this process and end with it"
                     );
-                    serve(
-                        listen,
-                        FleetLock::new(config.groups, MemoryStore::default()),
-                    )
-                    .await?;
+                    let store = MemoryStore::default();
+                    serve(listen, Api::new(FleetLock::new(config.groups, store), auth)).await?;
                 }
+            }
+        }
+        Command::Credential {
+            name,
+            groups,
+            secret_from_stdin,
+        } => {
+            if secret_from_stdin {
+                let mut secret = String::new();
+                std::io::stdin()
+                    .read_line(&mut secret)
+                    .map_err(|e| format!("cannot read the secret: {e}"))?;
+                let secret = secret.trim_end_matches(['\r', '\n']);
+                println!("{}", auth::entry_for(&name, &groups, secret)?);
+            } else {
+                let new = auth::new_credential(&name, &groups)?;
+                println!("FLEETLOCK_CLIENTS entry (it holds only a salted hash):");
+                println!("  {}", new.entry);
+                println!("Zincati base_url for the nodes of group(s) '{groups}':");
+                println!("  https://{name}:{}@YOUR-API-HOST/", new.secret);
+                println!("The secret is shown once and stored nowhere.");
             }
         }
         Command::CreateTable { dry_run: true } => {
@@ -157,10 +198,7 @@ async fn dynamo_store(table: String) -> DynamoStore {
     )
 }
 
-async fn serve<S: LockStore>(
-    listen: std::net::SocketAddr,
-    service: FleetLock<S>,
-) -> Result<(), String> {
+async fn serve<S: LockStore>(listen: std::net::SocketAddr, api: Api<S>) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -170,7 +208,7 @@ async fn serve<S: LockStore>(
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    server::serve(listener, Arc::new(service), shutdown)
+    server::serve(listener, Arc::new(api), shutdown)
         .await
         .map_err(|e| e.to_string())
 }

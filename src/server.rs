@@ -14,14 +14,13 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::error::Error;
-use crate::http::{MAX_BODY_BYTES, handle, refusal};
-use crate::service::FleetLock;
+use crate::http::{Api, MAX_BODY_BYTES, refusal};
 use crate::store::LockStore;
 
 /// Accepts connections on `listener` until `shutdown` completes.
 pub async fn serve<S: LockStore>(
     listener: TcpListener,
-    service: Arc<FleetLock<S>>,
+    api: Arc<Api<S>>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     tokio::pin!(shutdown);
@@ -37,11 +36,11 @@ pub async fn serve<S: LockStore>(
             },
             () = &mut shutdown => return Ok(()),
         };
-        let service = Arc::clone(&service);
+        let api = Arc::clone(&api);
         tokio::spawn(async move {
             let answer = service_fn(move |request| {
-                let service = Arc::clone(&service);
-                async move { Ok::<_, Infallible>(answer(&service, request).await) }
+                let api = Arc::clone(&api);
+                async move { Ok::<_, Infallible>(answer(&api, request).await) }
             });
             if let Err(err) = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), answer)
@@ -53,21 +52,12 @@ pub async fn serve<S: LockStore>(
     }
 }
 
-async fn answer<S: LockStore>(
-    service: &FleetLock<S>,
-    request: Request<Incoming>,
-) -> Response<Full<Bytes>> {
+async fn answer<S: LockStore>(api: &Api<S>, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
     let response = match read_capped(body).await {
         Ok(body) => {
-            handle(
-                service,
-                &parts.method,
-                parts.uri.path(),
-                &parts.headers,
-                &body,
-            )
-            .await
+            api.handle(&parts.method, parts.uri.path(), &parts.headers, &body)
+                .await
         }
         Err(err) => refusal(&err),
     };

@@ -207,3 +207,79 @@ async fn operators_see_and_release_holders_in_dynamodb() {
     let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(status["groups"][0]["holders"], serde_json::json!([]));
 }
+
+#[tokio::test]
+async fn under_lambda_it_refuses_to_start_without_client_credentials() {
+    let r = run(fleetlock()
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env("FLEETLOCK_TABLE", "fleetlock-locks"))
+    .await;
+    assert!(!r.ok);
+    assert!(r.stderr.contains("FLEETLOCK_CLIENTS"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn serve_refuses_an_open_non_loopback_address() {
+    let r = run(fleetlock().args(["serve", "--listen", "0.0.0.0:0"])).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("reachable from other machines"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
+    let r = run(fleetlock().args(["credential", "--name", "fleet", "--groups", "*"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().map(str::trim).collect();
+    let entry = lines[1];
+    let url = lines[3];
+    let secret = url
+        .strip_prefix("https://fleet:")
+        .and_then(|rest| rest.strip_suffix("@YOUR-API-HOST/"))
+        .unwrap_or_else(|| panic!("unexpected {url:?}"));
+    assert!(!entry.contains(secret), "the entry holds no secret");
+
+    let (mut child, addr) = serve(fleetlock().env("FLEETLOCK_CLIENTS", entry)).await;
+    let body = crate::helpers::zincati_body("n1", "default");
+    let good = crate::helpers::basic_auth("fleet", secret);
+    let headers = [
+        ("fleet-lock-protocol", "true"),
+        ("authorization", good.as_str()),
+    ];
+    let r = crate::helpers::send(addr, "POST", "/v1/pre-reboot", &headers, body.clone()).await;
+    assert_eq!(r.status, 200);
+    let r = zincati(addr, "pre-reboot", "n2", "default").await;
+    assert_eq!(r.status, 401);
+    child.kill().await.unwrap();
+
+    // Hashing an existing secret gives another (salted) entry that also works.
+    let mut hashing = fleetlock();
+    hashing
+        .args([
+            "credential",
+            "--name",
+            "fleet",
+            "--groups",
+            "default",
+            "--secret-stdin",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = hashing.spawn().unwrap();
+    use tokio::io::AsyncWriteExt;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{secret}\n").as_bytes())
+        .await
+        .unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    let second = String::from_utf8(output.stdout).unwrap();
+    let clients = fleetlock::auth::Clients::parse(second.trim()).unwrap();
+    assert!(clients.authenticate(Some(good.as_bytes())).is_ok());
+    assert_ne!(second.trim(), entry);
+}

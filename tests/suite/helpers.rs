@@ -2,7 +2,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
+use fleetlock::http::Api;
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, load_aws_config};
@@ -24,11 +26,24 @@ pub fn zincati_body(id: &str, group: &str) -> String {
     .unwrap()
 }
 
-pub fn memory_service(groups: &str) -> Arc<FleetLock<MemoryStore>> {
-    Arc::new(FleetLock::new(
-        GroupSlots::parse(groups).unwrap(),
-        MemoryStore::default(),
+/// The HTTP face of a service over `store`.
+pub fn api<S: LockStore>(groups: &str, store: S, auth: Auth) -> Arc<Api<S>> {
+    Arc::new(Api::new(
+        FleetLock::new(GroupSlots::parse(groups).unwrap(), store),
+        auth,
     ))
+}
+
+/// The embedded store, no client authentication.
+pub fn memory_api(groups: &str) -> Arc<Api<MemoryStore>> {
+    api(groups, MemoryStore::default(), Auth::Disabled)
+}
+
+/// `Authorization: Basic ...`, as Zincati derives it from `https://NAME:SECRET@host/`.
+pub fn basic_auth(name: &str, secret: &str) -> String {
+    use base64::Engine as _;
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{name}:{secret}"));
+    format!("Basic {token}")
 }
 
 /// The DynamoDB Local endpoint set by `./scripts/test`. Lock tests never run
@@ -81,11 +96,11 @@ pub struct TestServer {
     _stop: oneshot::Sender<()>,
 }
 
-pub async fn spawn_server<S: LockStore>(service: Arc<FleetLock<S>>) -> TestServer {
+pub async fn spawn_server<S: LockStore>(api: Arc<Api<S>>) -> TestServer {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(fleetlock::server::serve(listener, service, async {
+    tokio::spawn(fleetlock::server::serve(listener, api, async {
         let _ = stopped.await;
     }));
     TestServer { addr, _stop: stop }

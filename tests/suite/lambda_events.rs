@@ -5,7 +5,7 @@ use fleetlock::store::LockStore;
 use lambda_http::Body;
 use serde_json::Value;
 
-use crate::helpers::{memory_service, zincati_body};
+use crate::helpers::{memory_api, zincati_body};
 
 const HTTP_API: &str = include_str!("../fixtures/http_api_v2_default_stage.json");
 const REST_API: &str = include_str!("../fixtures/rest_api_v1_prod_stage.json");
@@ -23,10 +23,10 @@ struct Answer {
 }
 
 async fn call(groups: &str, events: Vec<lambda_http::Request>) -> Vec<Answer> {
-    let service = memory_service(groups);
+    let api = memory_api(groups);
     let mut answers = Vec::new();
     for event in events {
-        let response = handle_event(&service, event).await;
+        let response = handle_event(&api, event).await;
         let status = response.status().as_u16();
         let json = match response.body() {
             Body::Text(text) => serde_json::from_str(text).unwrap(),
@@ -131,8 +131,8 @@ async fn refusals_through_events_carry_status_and_kind() {
         ("unknown group", HTTP_API, Box::new(|j| j["body"] = zincati_body("a", "workers").into()), 403, "unknown_group"),
     ];
     for (name, fixture, edit, status, kind) in cases {
-        let service = memory_service("default=1");
-        let response = handle_event(&service, event(fixture, edit)).await;
+        let api = memory_api("default=1");
+        let response = handle_event(&api, event(fixture, edit)).await;
         assert_eq!(response.status().as_u16(), status, "{name}");
         let json: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
         assert_eq!(json["kind"], kind, "{name}");
@@ -142,7 +142,7 @@ async fn refusals_through_events_carry_status_and_kind() {
         );
         // Nothing was stored by a refused request.
         assert!(
-            service.store().groups(None).await.unwrap().is_empty(),
+            api.service().store().groups(None).await.unwrap().is_empty(),
             "{name}"
         );
     }

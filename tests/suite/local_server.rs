@@ -2,12 +2,11 @@
 
 use std::sync::Arc;
 
-use fleetlock::config::GroupSlots;
-use fleetlock::service::FleetLock;
+use fleetlock::auth::Auth;
 use fleetlock::store::LockStore;
 
 use crate::helpers::{
-    ZINCATI_ID, dynamo_store, memory_service, send, spawn_server, zincati, zincati_body,
+    ZINCATI_ID, api, dynamo_store, memory_api, send, spawn_server, zincati, zincati_body,
 };
 
 /// The life of two nodes sharing one slot, as the wire shows it.
@@ -56,20 +55,17 @@ async fn two_nodes_share_one_slot(addr: std::net::SocketAddr) {
 
 #[tokio::test]
 async fn zincati_cycle_on_the_embedded_store() {
-    let server = spawn_server(memory_service("default=1")).await;
+    let server = spawn_server(memory_api("default=1")).await;
     two_nodes_share_one_slot(server.addr).await;
 }
 
 #[tokio::test]
 async fn zincati_cycle_on_dynamodb_local() {
     let (store, _) = dynamo_store("http-cycle").await;
-    let service = Arc::new(FleetLock::new(
-        GroupSlots::parse("default=1").unwrap(),
-        store,
-    ));
-    let server = spawn_server(Arc::clone(&service)).await;
+    let api = api("default=1", store, Auth::Disabled);
+    let server = spawn_server(Arc::clone(&api)).await;
     two_nodes_share_one_slot(server.addr).await;
-    let groups = service.store().groups(None).await.unwrap();
+    let groups = api.service().store().groups(None).await.unwrap();
     let holders: Vec<_> = groups[0]
         .1
         .holders
@@ -92,8 +88,8 @@ type Case<'a> = (
 
 #[tokio::test]
 async fn bad_requests_over_http_get_their_status_and_kind_and_change_nothing() {
-    let service = memory_service("default=1");
-    let server = spawn_server(Arc::clone(&service)).await;
+    let api = memory_api("default=1");
+    let server = spawn_server(Arc::clone(&api)).await;
     // One node holds the slot; no bad request may disturb that.
     assert_eq!(
         zincati(server.addr, "pre-reboot", ZINCATI_ID, "default")
@@ -101,7 +97,7 @@ async fn bad_requests_over_http_get_their_status_and_kind_and_change_nothing() {
             .status,
         200
     );
-    let before = service.store().groups(None).await.unwrap();
+    let before = api.service().store().groups(None).await.unwrap();
 
     let protocol = [("fleet-lock-protocol", "true")];
     let body = zincati_body("other", "default");
@@ -147,7 +143,7 @@ async fn bad_requests_over_http_get_their_status_and_kind_and_change_nothing() {
             assert_eq!(r.headers["allow"], "POST", "{name}");
         }
         assert_eq!(
-            service.store().groups(None).await.unwrap(),
+            api.service().store().groups(None).await.unwrap(),
             before,
             "{name} changed stored state"
         );
@@ -156,7 +152,7 @@ async fn bad_requests_over_http_get_their_status_and_kind_and_change_nothing() {
 
 #[tokio::test]
 async fn a_content_type_is_neither_needed_nor_harmful() {
-    let server = spawn_server(memory_service("default=2")).await;
+    let server = spawn_server(memory_api("default=2")).await;
     let with_type = send(
         server.addr,
         "POST",

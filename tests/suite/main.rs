@@ -4,7 +4,10 @@
 //! Local and sets `AWS_ENDPOINT_URL`; without it the DynamoDB tests fail.
 
 mod cli;
+mod client_auth;
+mod dynamodb_faults;
 mod dynamodb_store;
+mod fault_proxy;
 mod helpers;
 mod lambda_events;
 mod local_server;

@@ -1,0 +1,330 @@
+//! Client authentication that a stock Zincati can do: HTTP Basic credentials,
+//! which Zincati takes from the userinfo of its `base_url`
+//! (`https://NAME:SECRET@host/`). The server keeps only a salted SHA-256 of
+//! each secret, so neither templates, environment, logs nor Terraform state
+//! hold one. Secrets are random (see `fleetlock credential`), so a fast hash is
+//! enough; comparison is constant-time. Each credential is scoped to groups.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::config::ConfigError;
+use crate::error::Error;
+use crate::input::GroupName;
+
+const SALT_BYTES: usize = 16;
+const SECRET_BYTES: usize = 20;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    AllGroups,
+    Groups(BTreeSet<GroupName>),
+}
+
+impl Scope {
+    fn allows(&self, group: &GroupName) -> bool {
+        match self {
+            Scope::AllGroups => true,
+            Scope::Groups(groups) => groups.contains(group),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Credential {
+    name: String,
+    scope: Scope,
+    salt: [u8; SALT_BYTES],
+    digest: [u8; 32],
+}
+
+/// Who may call, from `FLEETLOCK_CLIENTS`: entries separated by `;` or white
+/// space, each `NAME:GROUPS:SALT:SHA256` with GROUPS `*` or `a,b` and the salt
+/// and digest in hex, as printed by `fleetlock credential`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Clients {
+    credentials: Vec<Credential>,
+}
+
+/// Whether requests must carry credentials.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auth {
+    Required(Clients),
+    /// Only where the endpoint cannot be reached from outside.
+    Disabled,
+}
+
+/// A caller that presented a valid credential.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub name: String,
+    scope: Scope,
+}
+
+impl Caller {
+    /// A credential of group `a` may neither take nor release a slot of `b`.
+    pub fn may_use(&self, group: &GroupName) -> Result<(), Error> {
+        if self.scope.allows(group) {
+            Ok(())
+        } else {
+            Err(Error::ForbiddenGroup(group.to_string()))
+        }
+    }
+}
+
+fn digest(salt: &[u8], secret: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(salt);
+    hasher.update(secret);
+    hasher.finalize().into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    if text.len() != N * 2 || !text.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+impl Clients {
+    pub fn parse(spec: &str) -> Result<Self, ConfigError> {
+        let bad = |why: String| ConfigError::Clients(why);
+        let mut credentials: Vec<Credential> = Vec::new();
+        for entry in spec
+            .split([';', ' ', '\n', '\t', '\r'])
+            .filter(|e| !e.is_empty())
+        {
+            let parts: Vec<&str> = entry.split(':').collect();
+            let [name, groups, salt, hash] = parts[..] else {
+                return Err(bad(format!(
+                    "an entry is not NAME:GROUPS:SALT:SHA256 (it has {} fields)",
+                    parts.len()
+                )));
+            };
+            if !valid_name(name) {
+                return Err(bad(format!(
+                    "'{name}' is not a client name (1 to 64 of a-z A-Z 0-9 . _ -)"
+                )));
+            }
+            if credentials.iter().any(|c| c.name == name) {
+                return Err(bad(format!("client '{name}' is listed twice")));
+            }
+            let scope = if groups == "*" {
+                Scope::AllGroups
+            } else {
+                let groups = groups
+                    .split(',')
+                    .map(|g| GroupName::parse(g.trim()))
+                    .collect::<Result<BTreeSet<_>, _>>()
+                    .map_err(|e| bad(format!("client '{name}': {}", e.value())))?;
+                Scope::Groups(groups)
+            };
+            let salt = unhex::<SALT_BYTES>(salt)
+                .ok_or_else(|| bad(format!("client '{name}': the salt is not 32 hex digits")))?;
+            let digest = unhex::<32>(hash)
+                .ok_or_else(|| bad(format!("client '{name}': the SHA-256 is not 64 hex digits")))?;
+            credentials.push(Credential {
+                name: name.to_owned(),
+                scope,
+                salt,
+                digest,
+            });
+        }
+        if credentials.is_empty() {
+            return Err(bad("no client is listed".into()));
+        }
+        Ok(Self { credentials })
+    }
+
+    /// Checks an `Authorization` header. Unknown names cost the same hash as
+    /// known ones, and digests are compared in constant time.
+    pub fn authenticate(&self, authorization: Option<&[u8]>) -> Result<Caller, Error> {
+        let (name, secret) = authorization
+            .and_then(parse_basic)
+            .ok_or(Error::Unauthorized)?;
+        let found = self.credentials.iter().find(|c| c.name == name);
+        let salt = found.map_or([0u8; SALT_BYTES], |c| c.salt);
+        let presented = digest(&salt, secret.as_bytes());
+        match found {
+            Some(credential) if bool::from(presented.ct_eq(&credential.digest)) => Ok(Caller {
+                name: credential.name.clone(),
+                scope: credential.scope.clone(),
+            }),
+            _ => Err(Error::Unauthorized),
+        }
+    }
+}
+
+/// `Basic base64(name:secret)` → (name, secret).
+fn parse_basic(header: &[u8]) -> Option<(String, String)> {
+    let header = std::str::from_utf8(header).ok()?.trim();
+    let (scheme, encoded) = header.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (name, secret) = decoded.split_once(':')?;
+    Some((name.to_owned(), secret.to_owned()))
+}
+
+/// A new random credential: the secret for the node's `base_url`, and the
+/// `FLEETLOCK_CLIENTS` entry that stores only its salted hash.
+pub struct NewCredential {
+    pub secret: String,
+    pub entry: String,
+}
+
+fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; N];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The `FLEETLOCK_CLIENTS` entry for `secret` (random salt).
+pub fn entry_for(name: &str, groups: &str, secret: &str) -> Result<String, String> {
+    if !valid_name(name) {
+        return Err(format!(
+            "'{name}' is not a client name (1 to 64 of a-z A-Z 0-9 . _ -)"
+        ));
+    }
+    if secret.is_empty() || secret.contains(':') || secret.chars().any(char::is_control) {
+        return Err("a secret must be non-empty, without ':' or control characters".into());
+    }
+    let salt = random_bytes::<SALT_BYTES>().map_err(|e| format!("no randomness: {e}"))?;
+    let entry = format!(
+        "{name}:{groups}:{}:{}",
+        hex(&salt),
+        hex(&digest(&salt, secret.as_bytes()))
+    );
+    // Refuse to print an entry the server would not accept.
+    Clients::parse(&entry).map_err(|e| e.to_string())?;
+    Ok(entry)
+}
+
+/// A random secret (hex, so it needs no escaping in a URL) and its entry.
+pub fn new_credential(name: &str, groups: &str) -> Result<NewCredential, String> {
+    let secret = hex(&random_bytes::<SECRET_BYTES>().map_err(|e| format!("no randomness: {e}"))?);
+    let entry = entry_for(name, groups, &secret)?;
+    Ok(NewCredential { secret, entry })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn basic(name: &str, secret: &str) -> Vec<u8> {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{name}:{secret}"));
+        format!("Basic {token}").into_bytes()
+    }
+
+    fn group(s: &str) -> GroupName {
+        GroupName::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_generated_credential_authenticates_and_is_scoped() {
+        let fleet = new_credential("fleet", "*").unwrap();
+        let workers = new_credential("workers", "workers,batch").unwrap();
+        let clients = Clients::parse(&format!("{} ; {}", fleet.entry, workers.entry)).unwrap();
+        assert_eq!(fleet.secret.len(), 40);
+        assert!(
+            !fleet.entry.contains(&fleet.secret),
+            "only the hash is stored"
+        );
+
+        let caller = clients
+            .authenticate(Some(&basic("fleet", &fleet.secret)))
+            .unwrap();
+        assert_eq!(caller.name, "fleet");
+        assert!(caller.may_use(&group("anything")).is_ok());
+
+        let caller = clients
+            .authenticate(Some(&basic("workers", &workers.secret)))
+            .unwrap();
+        assert!(caller.may_use(&group("workers")).is_ok());
+        assert!(caller.may_use(&group("batch")).is_ok());
+        let err = caller.may_use(&group("default")).unwrap_err();
+        assert_eq!((err.kind(), err.status()), ("forbidden_group", 403));
+    }
+
+    #[test]
+    fn wrong_missing_or_malformed_credentials_are_unauthorized() {
+        let fleet = new_credential("fleet", "*").unwrap();
+        let clients = Clients::parse(&fleet.entry).unwrap();
+        let wrong_secret = basic("fleet", "0000");
+        let wrong_name = basic("other", &fleet.secret);
+        let cases: Vec<Option<&[u8]>> = vec![
+            None,
+            Some(&wrong_secret),
+            Some(&wrong_name),
+            Some(b"Bearer abc"),
+            Some(b"Basic !!!not-base64"),
+            Some(b"Basic Zm9vYmFy"), // "foobar": no colon
+            Some(b"Basic"),
+            Some(&[0xff, 0xfe]),
+        ];
+        for header in cases {
+            let err = clients.authenticate(header).unwrap_err();
+            assert_eq!(
+                (err.kind(), err.status()),
+                ("unauthorized", 401),
+                "{header:?}"
+            );
+        }
+        // The scheme is case-insensitive, as HTTP says.
+        let lower = String::from_utf8(basic("fleet", &fleet.secret))
+            .unwrap()
+            .replacen("Basic", "basic", 1);
+        assert!(clients.authenticate(Some(lower.as_bytes())).is_ok());
+    }
+
+    #[test]
+    fn malformed_client_lists_stop_start_up() {
+        let good = new_credential("a", "*").unwrap().entry;
+        for bad in [
+            String::new(),
+            "a:*:00".into(),
+            "a:*:zz:zz".into(),
+            format!("{good};{good}"),
+            good.replacen("a:*", "a:bad_group", 1),
+            good.replacen("a:*", "a b:*", 1),
+        ] {
+            assert!(Clients::parse(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn entries_are_salted() {
+        let one = entry_for("a", "*", "same-secret").unwrap();
+        let two = entry_for("a", "*", "same-secret").unwrap();
+        assert_ne!(one, two);
+        assert!(entry_for("a", "*", "has:colon").is_err());
+    }
+}

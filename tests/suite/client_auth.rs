@@ -1,0 +1,140 @@
+//! Client credentials as a stock Zincati sends them: HTTP Basic, from the
+//! userinfo of its base_url.
+
+use std::sync::Arc;
+
+use fleetlock::auth::{Auth, Clients, new_credential};
+use fleetlock::store::LockStore;
+use fleetlock::store::memory::MemoryStore;
+
+use crate::helpers::{api, basic_auth, send, spawn_server, zincati_body};
+
+struct Fleet {
+    fleet_secret: String,
+    workers_secret: String,
+    clients: Clients,
+}
+
+/// One fleet-wide credential and one scoped to the group `workers`.
+fn fleet() -> Fleet {
+    let fleet = new_credential("fleet", "*").unwrap();
+    let workers = new_credential("workers", "workers").unwrap();
+    Fleet {
+        clients: Clients::parse(&format!("{}\n{}", fleet.entry, workers.entry)).unwrap(),
+        fleet_secret: fleet.secret,
+        workers_secret: workers.secret,
+    }
+}
+
+async fn post(
+    addr: std::net::SocketAddr,
+    endpoint: &str,
+    authorization: Option<&str>,
+    id: &str,
+    group: &str,
+) -> crate::helpers::HttpResponse {
+    let mut headers = vec![("fleet-lock-protocol", "true")];
+    if let Some(value) = authorization {
+        headers.push(("authorization", value));
+    }
+    send(
+        addr,
+        "POST",
+        &format!("/v1/{endpoint}"),
+        &headers,
+        zincati_body(id, group),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn credentials_gate_every_call_and_scope_groups() {
+    let fleet = fleet();
+    let api = api(
+        "default=1,workers=1",
+        MemoryStore::default(),
+        Auth::Required(fleet.clients.clone()),
+    );
+    let server = spawn_server(Arc::clone(&api)).await;
+    let addr = server.addr;
+    let fleet_auth = basic_auth("fleet", &fleet.fleet_secret);
+    let workers_auth = basic_auth("workers", &fleet.workers_secret);
+
+    // Without, or with wrong credentials: 401 with a challenge, nothing stored.
+    for (what, authorization) in [
+        ("none", None),
+        ("wrong secret", Some(basic_auth("fleet", "not-the-secret"))),
+        (
+            "unknown name",
+            Some(basic_auth("intruder", &fleet.fleet_secret)),
+        ),
+        (
+            "swapped secrets",
+            Some(basic_auth("workers", &fleet.fleet_secret)),
+        ),
+        ("not basic", Some("Bearer abc".to_string())),
+    ] {
+        for endpoint in ["pre-reboot", "steady-state"] {
+            let r = post(addr, endpoint, authorization.as_deref(), "n1", "default").await;
+            assert_eq!(
+                (r.status, r.kind()),
+                (401, "unauthorized".to_string()),
+                "{what}"
+            );
+            assert_eq!(
+                r.headers["www-authenticate"], "Basic realm=\"fleetlock\", charset=\"UTF-8\"",
+                "{what}"
+            );
+        }
+    }
+    assert!(api.service().store().groups(None).await.unwrap().is_empty());
+
+    // The fleet-wide credential works on every group.
+    let r = post(addr, "pre-reboot", Some(&fleet_auth), "n1", "default").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
+
+    // The workers credential can neither take nor release a slot of 'default'.
+    for endpoint in ["pre-reboot", "steady-state"] {
+        let r = post(addr, endpoint, Some(&workers_auth), "n1", "default").await;
+        assert_eq!(
+            (r.status, r.kind()),
+            (403, "forbidden_group".to_string()),
+            "{endpoint}"
+        );
+    }
+    let groups = api.service().store().groups(None).await.unwrap();
+    assert_eq!(groups[0].1.holders.len(), 1, "n1 still holds its slot");
+
+    // ...but works on its own group.
+    let r = post(addr, "pre-reboot", Some(&workers_auth), "w1", "workers").await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn authentication_comes_before_anything_else_is_revealed() {
+    let fleet = fleet();
+    let api = api(
+        "default=1",
+        MemoryStore::default(),
+        Auth::Required(fleet.clients),
+    );
+    let server = spawn_server(api).await;
+    // An unknown group, a bad body, a missing header: all 401 without credentials.
+    for (headers, body) in [
+        (
+            vec![("fleet-lock-protocol", "true")],
+            zincati_body("n", "secret-group"),
+        ),
+        (
+            vec![("fleet-lock-protocol", "true")],
+            "not json".to_string(),
+        ),
+        (vec![], zincati_body("n", "default")),
+    ] {
+        let r = send(server.addr, "POST", "/v1/pre-reboot", &headers, body).await;
+        assert_eq!((r.status, r.kind()), (401, "unauthorized".to_string()));
+    }
+}

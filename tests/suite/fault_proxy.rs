@@ -1,0 +1,206 @@
+//! A fault-injecting HTTP/1.1 proxy between the SDK and DynamoDB Local: it
+//! forwards real requests to the real server and, on command, resets a
+//! connection, delays or drops an answer after the write landed, or answers
+//! with a throttling or server error instead of forwarding.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Forward and answer normally.
+    None,
+    /// Close the connection without forwarding: nothing reaches DynamoDB.
+    Reset,
+    /// Forward (the write lands), then close without answering.
+    DropAnswer,
+    /// Forward, then hold the answer this long before passing it on.
+    DelayAnswer(Duration),
+    /// Answer `400 ThrottlingException` without forwarding.
+    Throttle,
+    /// Answer `500 InternalServerError` without forwarding.
+    ServerError,
+}
+
+#[derive(Default)]
+struct Plan {
+    next: VecDeque<Fault>,
+    otherwise: Option<Fault>,
+    requests: u64,
+    forwarded: u64,
+}
+
+pub struct FaultProxy {
+    pub addr: SocketAddr,
+    plan: Arc<Mutex<Plan>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FaultProxy {
+    pub async fn start(upstream: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let plan = Arc::new(Mutex::new(Plan::default()));
+        let shared = Arc::clone(&plan);
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(serve_connection(client, upstream, Arc::clone(&shared)));
+            }
+        });
+        Self { addr, plan, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The next `times` requests meet `fault`, then the standing behaviour.
+    pub fn next(&self, fault: Fault, times: usize) {
+        let mut plan = self.plan.lock().unwrap();
+        plan.next.extend(std::iter::repeat_n(fault, times));
+    }
+
+    /// Every request meets `fault` until changed (`Fault::None` heals).
+    pub fn always(&self, fault: Fault) {
+        let mut plan = self.plan.lock().unwrap();
+        plan.next.clear();
+        plan.otherwise = Some(fault);
+    }
+
+    /// (requests seen, requests forwarded to DynamoDB)
+    pub fn counts(&self) -> (u64, u64) {
+        let plan = self.plan.lock().unwrap();
+        (plan.requests, plan.forwarded)
+    }
+}
+
+fn take_fault(plan: &Mutex<Plan>) -> Fault {
+    let mut plan = plan.lock().unwrap();
+    plan.requests += 1;
+    let fault = plan
+        .next
+        .pop_front()
+        .or(plan.otherwise)
+        .unwrap_or(Fault::None);
+    if matches!(
+        fault,
+        Fault::None | Fault::DropAnswer | Fault::DelayAnswer(_)
+    ) {
+        plan.forwarded += 1;
+    }
+    fault
+}
+
+async fn serve_connection(mut client: TcpStream, upstream: SocketAddr, plan: Arc<Mutex<Plan>>) {
+    let mut server: Option<TcpStream> = None;
+    let mut client_buffer = Vec::new();
+    let mut server_buffer = Vec::new();
+    loop {
+        let Some(request) = read_message(&mut client, &mut client_buffer).await else {
+            return;
+        };
+        match take_fault(&plan) {
+            Fault::Reset => return,
+            Fault::Throttle => {
+                let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;
+                if write_canned(&mut client, 400, "Bad Request", body)
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Fault::ServerError => {
+                let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}"#;
+                if write_canned(&mut client, 500, "Internal Server Error", body)
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            fault => {
+                if server.is_none() {
+                    server = TcpStream::connect(upstream).await.ok();
+                }
+                let Some(upstream_conn) = server.as_mut() else {
+                    return;
+                };
+                if upstream_conn.write_all(&request).await.is_err() {
+                    return;
+                }
+                let Some(answer) = read_message(upstream_conn, &mut server_buffer).await else {
+                    return;
+                };
+                match fault {
+                    Fault::DropAnswer => return,
+                    Fault::DelayAnswer(delay) => tokio::time::sleep(delay).await,
+                    _ => {}
+                }
+                if client.write_all(&answer).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn write_canned(
+    client: &mut TcpStream,
+    status: u16,
+    reason: &str,
+    body: &str,
+) -> std::io::Result<()> {
+    let answer = format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/x-amz-json-1.0\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    client.write_all(answer.as_bytes()).await
+}
+
+/// Reads one HTTP/1.1 message (headers and a Content-Length or chunked body)
+/// from `stream`; bytes past it stay in `buffer` for the next call.
+async fn read_message(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<u8>> {
+    loop {
+        if let Some(length) = complete_message_length(buffer) {
+            let rest = buffer.split_off(length);
+            return Some(std::mem::replace(buffer, rest));
+        }
+        let mut chunk = [0u8; 16 * 1024];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn complete_message_length(buffer: &[u8]) -> Option<usize> {
+    let head_end = buffer.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|line| line.strip_prefix(name).map(|v| v.trim().to_owned()))
+    };
+    if header("transfer-encoding:").is_some_and(|v| v.contains("chunked")) {
+        let body = &buffer[head_end..];
+        let end = body.windows(5).position(|w| w == b"0\r\n\r\n")?;
+        return Some(head_end + end + 5);
+    }
+    let length: usize = header("content-length:")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    (buffer.len() >= head_end + length).then_some(head_end + length)
+}
