@@ -1,8 +1,9 @@
 # The same resources as the SAM template at the repo root, from a built zip.
 
 locals {
-  has_domain = var.domain_name != ""
-  base_url   = local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this.api_endpoint}/"
+  has_domain    = var.domain_name != ""
+  alarm_actions = var.alarm_topic_arn == "" ? [] : [var.alarm_topic_arn]
+  base_url      = local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this.api_endpoint}/"
 }
 
 resource "aws_dynamodb_table" "locks" {
@@ -96,11 +97,22 @@ resource "aws_lambda_function" "this" {
   timeout          = 10
   tags             = var.tags
 
+  reserved_concurrent_executions = var.reserved_concurrency == 0 ? -1 : var.reserved_concurrency
+
   environment {
     variables = {
-      FLEETLOCK_TABLE  = aws_dynamodb_table.locks.name
-      FLEETLOCK_GROUPS = var.groups
-      RUST_LOG         = var.log_level
+      FLEETLOCK_TABLE   = aws_dynamodb_table.locks.name
+      FLEETLOCK_GROUPS  = var.groups
+      RUST_LOG          = var.log_level
+      FLEETLOCK_CLIENTS = var.clients
+      FLEETLOCK_AUTH    = var.allow_anonymous ? "disabled" : "required"
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = var.allow_anonymous || var.clients != ""
+      error_message = "clients is required (make entries with `fleetlock credential`), unless allow_anonymous is true."
     }
   }
 
@@ -113,8 +125,8 @@ resource "aws_lambda_function" "this" {
 
   # checkov:skip=CKV_AWS_116: invoked synchronously by API Gateway; a dead-letter queue never receives anything.
   # checkov:skip=CKV_AWS_117: talks only to DynamoDB over its public endpoint; a VPC adds NAT cost and nothing else.
-  # checkov:skip=CKV_AWS_173: the environment holds a table name, slot counts and a log level, no secrets.
-  # checkov:skip=CKV_AWS_115: no reserved concurrency: new accounts have too little quota to reserve any; the API's throttling bounds the load.
+  # checkov:skip=CKV_AWS_173: the environment holds a table name, slot counts, a log level and salted hashes of client secrets, no secrets.
+  # checkov:skip=CKV_AWS_115: reserved concurrency is var.reserved_concurrency, unset by default: new accounts have too little quota to reserve any; the API's throttling bounds the load.
   # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
   # checkov:skip=CKV_AWS_50: X-Ray tracing is optional cost; every decision is logged with its latency.
 }
@@ -194,4 +206,38 @@ resource "aws_apigatewayv2_api_mapping" "this" {
   api_id      = aws_apigatewayv2_api.this.id
   domain_name = aws_apigatewayv2_domain_name.this[0].id
   stage       = aws_apigatewayv2_stage.default.id
+}
+
+resource "aws_cloudwatch_metric_alarm" "oldest_holder" {
+  alarm_name          = "${var.name}-oldest-holder"
+  alarm_description   = "A node has held its reboot slot for too long: its update probably failed and its group has stopped updating. See who with `fleetlock status`; release by hand with `fleetlock release` once the node is fixed."
+  namespace           = "FleetLock"
+  metric_name         = "OldestHolderAgeSeconds"
+  dimensions          = { Service = aws_lambda_function.this.function_name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = var.oldest_holder_alarm_seconds
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "server_errors" {
+  alarm_name          = "${var.name}-server-errors"
+  alarm_description   = "The FleetLock API answers 5xx: DynamoDB is failing or the function is. A full group is a 423 and never counts here."
+  namespace           = "AWS/ApiGateway"
+  metric_name         = "5xx"
+  dimensions          = { ApiId = aws_apigatewayv2_api.this.id }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = var.server_error_alarm_threshold
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
 }

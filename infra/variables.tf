@@ -88,3 +88,40 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "clients" {
+  description = "FLEETLOCK_CLIENTS: who may call, as NAME:GROUPS:SALT:SHA256 entries separated by spaces, made by `fleetlock credential`. Only salted hashes: the secrets stay in the nodes' base_url. Required unless allow_anonymous is true."
+  type        = string
+  default     = ""
+  sensitive   = true
+}
+
+variable "allow_anonymous" {
+  description = "Turns client authentication off. An HTTP API is reachable from the internet: leave this false unless something in front of it restricts access."
+  type        = bool
+  default     = false
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions of the function; 0 reserves none (new accounts often have too little concurrency quota to reserve any)."
+  type        = number
+  default     = 0
+}
+
+variable "oldest_holder_alarm_seconds" {
+  description = "Alarm when a node has held its slot longer than this. A reboot takes minutes; a node whose update failed keeps its slot by design and stops its group."
+  type        = number
+  default     = 7200
+}
+
+variable "server_error_alarm_threshold" {
+  description = "Alarm when the API answers this many 5xx within 5 minutes."
+  type        = number
+  default     = 5
+}
+
+variable "alarm_topic_arn" {
+  description = "Optional SNS topic that the alarms notify; empty for none."
+  type        = string
+  default     = ""
+}

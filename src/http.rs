@@ -9,7 +9,9 @@ use lambda_http::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, he
 use crate::auth::Auth;
 use crate::error::Error;
 use crate::input::ClientParams;
-use crate::service::{Answer, FleetLock};
+use crate::lock::Timestamp;
+use crate::metrics::EmbeddedMetrics;
+use crate::service::{Answer, FleetLock, Outcome};
 use crate::store::LockStore;
 
 /// Largest body read. Zincati's is about 100 bytes; an id is at most 256.
@@ -37,6 +39,7 @@ impl Endpoint {
 pub struct Api<S> {
     service: FleetLock<S>,
     auth: Auth,
+    metrics: Option<EmbeddedMetrics>,
 }
 
 /// A request that passed every check, and who sent it.
@@ -47,7 +50,17 @@ struct Checked {
 
 impl<S: LockStore> Api<S> {
     pub fn new(service: FleetLock<S>, auth: Auth) -> Self {
-        Self { service, auth }
+        Self {
+            service,
+            auth,
+            metrics: None,
+        }
+    }
+
+    /// Also print CloudWatch embedded metrics for each decision (under Lambda).
+    pub fn with_metrics(mut self, metrics: EmbeddedMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     pub fn service(&self) -> &FleetLock<S> {
@@ -90,6 +103,26 @@ impl<S: LockStore> Api<S> {
             ),
             None => ("", "", ""),
         };
+        if let (Some(metrics), Ok(answer), Some(c)) = (&self.metrics, &result, &checked) {
+            // Stdout, where CloudWatch takes embedded metrics from.
+            println!(
+                "{}",
+                metrics.line(&c.params.group, answer, Timestamp::now())
+            );
+        }
+        // A full group is a decision like the others, answered as a refusal.
+        let result = match (result, &checked) {
+            (Ok(answer), Some(c)) if answer.outcome == Outcome::Full => Err((
+                Error::SemaphoreFull {
+                    group: c.params.group.to_string(),
+                    holders: answer.holders,
+                    slots: answer.slots,
+                },
+                Some(answer),
+            )),
+            (Ok(answer), _) => Ok(answer),
+            (Err(err), _) => Err((err, None)),
+        };
         match result {
             Ok(answer) => {
                 tracing::info!(
@@ -106,15 +139,20 @@ impl<S: LockStore> Api<S> {
                 );
                 success(&answer)
             }
-            Err(err) => {
+            Err((err, answer)) => {
                 tracing::info!(
                     endpoint = ?endpoint,
                     group,
                     id,
                     client,
-                    outcome = "refused",
+                    outcome = answer.as_ref().map_or("refused", |a| a.outcome.as_str()),
                     kind = err.kind(),
                     status = err.status(),
+                    holders = answer.as_ref().map(|a| a.holders),
+                    oldest_holder_age_s = answer
+                        .as_ref()
+                        .and_then(|a| a.oldest_holder_age)
+                        .map(|age| age.as_secs()),
                     latency_ms,
                     "refusal"
                 );

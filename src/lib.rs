@@ -20,6 +20,7 @@ pub mod input;
 pub mod lambda;
 pub mod lock;
 pub mod logging;
+pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod store;

@@ -7,6 +7,7 @@ use fleetlock::config::Config;
 use fleetlock::http::Api;
 use fleetlock::input::{GroupName, NodeId};
 use fleetlock::lock::{Release, Timestamp};
+use fleetlock::metrics::EmbeddedMetrics;
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, load_aws_config, table_definition};
@@ -66,7 +67,9 @@ async fn run_lambda() -> ExitCode {
     }
     let client = aws_sdk_dynamodb::Client::new(&load_aws_config().await);
     let service = FleetLock::new(config.groups, DynamoStore::new(client, table));
-    match lambda::run(Arc::new(Api::new(service, auth))).await {
+    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock".into());
+    let api = Api::new(service, auth).with_metrics(EmbeddedMetrics::new(function));
+    match lambda::run(Arc::new(api)).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(error = %err, "lambda runtime stopped");

@@ -14,6 +14,8 @@ use crate::store::{Decided, GroupRecord, LockStore};
 pub enum Outcome {
     Granted,
     AlreadyHeld,
+    /// Every slot is taken: a decision like the others, refused at the edge.
+    Full,
     Released,
     NotHeld,
 }
@@ -23,6 +25,7 @@ impl Outcome {
         match self {
             Outcome::Granted => "granted",
             Outcome::AlreadyHeld => "already_held",
+            Outcome::Full => "full",
             Outcome::Released => "released",
             Outcome::NotHeld => "not_held",
         }
@@ -68,13 +71,7 @@ impl<S: LockStore> FleetLock<S> {
         let outcome = match outcome {
             Acquire::Granted => Outcome::Granted,
             Acquire::AlreadyHeld => Outcome::AlreadyHeld,
-            Acquire::Full => {
-                return Err(Error::SemaphoreFull {
-                    group: params.group.to_string(),
-                    holders: group.holders.len(),
-                    slots,
-                });
-            }
+            Acquire::Full => Outcome::Full,
         };
         Ok(answer(outcome, &group, slots, now))
     }
@@ -124,15 +121,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_full_group_is_an_expected_refusal() {
+    async fn a_full_group_is_a_decision_like_the_others() {
         let svc = service("default=1");
         let first = svc.pre_reboot(&params("a", "default")).await.unwrap();
         assert_eq!(
             (first.outcome, first.holders, first.slots),
             (Outcome::Granted, 1, 1)
         );
-        let err = svc.pre_reboot(&params("b", "default")).await.unwrap_err();
-        assert_eq!((err.kind(), err.status()), ("semaphore_full", 423));
+        let full = svc.pre_reboot(&params("b", "default")).await.unwrap();
+        assert_eq!((full.outcome, full.holders), (Outcome::Full, 1));
+        assert!(
+            full.oldest_holder_age.is_some(),
+            "the blocking holder's age is known"
+        );
         let again = svc.pre_reboot(&params("a", "default")).await.unwrap();
         assert_eq!(again.outcome, Outcome::AlreadyHeld);
         let released = svc.steady_state(&params("a", "default")).await.unwrap();

@@ -191,6 +191,65 @@ class Environment(unittest.TestCase):
         self.assertEqual(sam_param_default("LogRetentionDays"), TF_VARS["log_retention_days"]["default"])
 
 
+class AuthAndLimits(unittest.TestCase):
+    def test_auth_is_required_unless_anonymous_is_chosen(self):
+        sam = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
+        tf = TF_FUNCTION["environment"]["variables"]
+        self.assertEqual(sam["FLEETLOCK_CLIENTS"], {"Ref": "Clients"})
+        self.assertEqual(tf["FLEETLOCK_CLIENTS"], "${var.clients}")
+        self.assertTrue(SAM["Parameters"]["Clients"].get("NoEcho"))
+        self.assertIs(TF_VARS["clients"].get("sensitive"), True)
+        condition, when_true, when_false = sam["FLEETLOCK_AUTH"]["Fn::If"]
+        self.assertEqual(SAM["Conditions"][condition], {"Fn::Equals": [{"Ref": "AllowAnonymous"}, "true"]})
+        self.assertEqual((when_true, when_false), ("disabled", "required"))
+        self.assertRegex(tf["FLEETLOCK_AUTH"], r"var\.allow_anonymous \? .disabled. : .required.")
+        self.assertEqual(sam_param_default("AllowAnonymous"), "false")
+        self.assertIs(TF_VARS["allow_anonymous"]["default"], False)
+        # Both refuse a deployment with neither clients nor anonymous access.
+        rule = SAM["Rules"]["ClientsUnlessAnonymous"]
+        self.assertEqual(rule["Assertions"][0]["Assert"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Clients"}, ""]}]})
+        precondition = TF_FUNCTION["lifecycle"]["precondition"]
+        self.assertIn("var.allow_anonymous", precondition["condition"])
+        self.assertIn("var.clients", precondition["condition"])
+
+    def test_reserved_concurrency_is_a_parameter_off_by_default(self):
+        self.assertEqual(sam_param_default("ReservedConcurrency"), 0)
+        self.assertEqual(TF_VARS["reserved_concurrency"]["default"], 0)
+        sam = SAM_FUNCTION["Properties"]["ReservedConcurrentExecutions"]["Fn::If"]
+        self.assertEqual(sam[1], {"Ref": "ReservedConcurrency"})
+        self.assertIn("var.reserved_concurrency", TF_FUNCTION["reserved_concurrent_executions"])
+
+
+class Alarms(unittest.TestCase):
+    def metric_names_in_code(self):
+        code = (ROOT / "src" / "metrics.rs").read_text()
+        consts = dict(re.findall(r'pub const (\w+): &str = "([^"]+)";', code))
+        return consts["NAMESPACE"], consts["OLDEST_HOLDER_AGE"]
+
+    def test_oldest_holder_alarm_watches_the_metric_the_code_emits(self):
+        namespace, metric = self.metric_names_in_code()
+        sam = SAM_RESOURCES["OldestHolderAlarm"]["Properties"]
+        tf = TF[("aws_cloudwatch_metric_alarm", "oldest_holder")]
+        self.assertEqual((sam["Namespace"], sam["MetricName"]), (namespace, metric))
+        self.assertEqual((tf["namespace"], tf["metric_name"]), (namespace, metric))
+        self.assertEqual(sam["Dimensions"], [{"Name": "Service", "Value": {"Ref": "FleetLockFunction"}}])
+        self.assertEqual(tf["dimensions"], {"Service": "${aws_lambda_function.this.function_name}"})
+        self.assertEqual(sam["Threshold"], {"Ref": "OldestHolderAlarmSeconds"})
+        self.assertEqual(sam_param_default("OldestHolderAlarmSeconds"), TF_VARS["oldest_holder_alarm_seconds"]["default"])
+        for key in ["Statistic", "Period", "ComparisonOperator", "TreatMissingData"]:
+            tf_key = re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+            self.assertEqual(sam[key], tf[tf_key], key)
+
+    def test_server_error_alarm_on_the_api(self):
+        sam = SAM_RESOURCES["ServerErrorAlarm"]["Properties"]
+        tf = TF[("aws_cloudwatch_metric_alarm", "server_errors")]
+        self.assertEqual((sam["Namespace"], sam["MetricName"]), ("AWS/ApiGateway", "5xx"))
+        self.assertEqual((tf["namespace"], tf["metric_name"]), ("AWS/ApiGateway", "5xx"))
+        self.assertEqual(sam["Dimensions"][0]["Value"], {"Ref": "HttpApi"})
+        self.assertEqual(tf["dimensions"], {"ApiId": "${aws_apigatewayv2_api.this.id}"})
+        self.assertEqual(sam_param_default("ServerErrorAlarmThreshold"), TF_VARS["server_error_alarm_threshold"]["default"])
+
+
 class Permissions(unittest.TestCase):
     def sam_statements(self):
         statements = []
