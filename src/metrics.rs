@@ -9,7 +9,6 @@ use crate::service::Answer;
 
 pub const NAMESPACE: &str = "FleetLock";
 pub const OLDEST_HOLDER_AGE: &str = "OldestHolderAgeSeconds";
-pub const HOLDERS: &str = "Holders";
 
 /// Emits metrics for one service (its dimension value: the function name).
 #[derive(Clone, Debug)]
@@ -24,7 +23,9 @@ impl EmbeddedMetrics {
         }
     }
 
-    /// One EMF line: per service (for alarms) and per service and group.
+    /// One EMF line. One metric with one dimension (the service), because each
+    /// custom metric is billed monthly: the group is a plain property, for Logs
+    /// Insights, not a dimension.
     pub fn line(&self, group: &GroupName, answer: &Answer, now: Timestamp) -> String {
         // An empty group reports 0, so an alarm clears once the holder is gone.
         let oldest = answer.oldest_holder_age.map_or(0, |age| age.as_secs());
@@ -33,17 +34,14 @@ impl EmbeddedMetrics {
                 "Timestamp": now.0,
                 "CloudWatchMetrics": [{
                     "Namespace": NAMESPACE,
-                    "Dimensions": [["Service"], ["Service", "Group"]],
-                    "Metrics": [
-                        { "Name": OLDEST_HOLDER_AGE, "Unit": "Seconds" },
-                        { "Name": HOLDERS, "Unit": "Count" },
-                    ],
+                    "Dimensions": [["Service"]],
+                    "Metrics": [{ "Name": OLDEST_HOLDER_AGE, "Unit": "Seconds" }],
                 }],
             },
             "Service": self.service,
             "Group": group.as_str(),
             OLDEST_HOLDER_AGE: oldest,
-            HOLDERS: answer.holders,
+            "Holders": answer.holders,
             "Outcome": answer.outcome.as_str(),
         })
         .to_string()
@@ -85,7 +83,7 @@ mod tests {
             );
         }
         assert_eq!(json[OLDEST_HOLDER_AGE], 7_200);
-        assert_eq!(json[HOLDERS], 2);
+        assert_eq!(json["Holders"], 2);
         assert_eq!(json["Group"], "workers");
     }
 

@@ -10,4 +10,5 @@ mod dynamodb_store;
 mod fault_proxy;
 mod helpers;
 mod lambda_events;
+mod lambda_runtime;
 mod local_server;

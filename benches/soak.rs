@@ -1,0 +1,310 @@
+//! The soak run behind BENCHMARKS.md (`./scripts/soak [SECONDS]`): hundreds of
+//! simulated nodes cycle pre-reboot / reboot / steady-state with random delays
+//! against `fleetlock serve` (release build) on DynamoDB Local, over loopback
+//! HTTP, for a bounded time. Meanwhile:
+//! - every answer is checked: a 200 never reports more holders than slots (the
+//!   figures come from the item the conditional write returned);
+//! - every node that was granted a slot must hear `released` when it gives it
+//!   back (anything else is a lost release);
+//! - an independent reader scans the table with strongly consistent reads and
+//!   checks that no group ever holds more than its slots;
+//! - the server's resident memory is sampled.
+//!
+//! Exits non-zero on any violation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use fleetlock::store::LockStore;
+use fleetlock::store::dynamodb::{DynamoStore, load_aws_config};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const GROUPS: &[(&str, u32)] = &[("default", 2), ("workers", 5), ("db", 1)];
+const NODES: usize = 300;
+
+#[derive(Default)]
+struct Tally {
+    calls: AtomicU64,
+    granted: AtomicU64,
+    already_held: AtomicU64,
+    full: AtomicU64,
+    released: AtomicU64,
+    not_held: AtomicU64,
+    over_grants: AtomicU64,
+    lost_releases: AtomicU64,
+    unexpected: AtomicU64,
+    reads: AtomicU64,
+    reads_over_slots: AtomicU64,
+}
+
+/// xorshift64*: enough randomness for delays, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+async fn connect(addr: &str) -> Sender {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+async fn call(
+    sender: &mut Sender,
+    addr: &str,
+    endpoint: &str,
+    id: &str,
+    group: &str,
+) -> (u16, serde_json::Value) {
+    let body = serde_json::to_vec_pretty(
+        &serde_json::json!({"client_params": {"id": id, "group": group}}),
+    )
+    .unwrap();
+    let request = hyper::Request::post(format!("/v1/{endpoint}"))
+        .header("host", addr)
+        .header("fleet-lock-protocol", "true")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or_default())
+}
+
+async fn node(n: usize, addr: String, deadline: Instant, tally: Arc<Tally>) {
+    let (group, slots) = GROUPS[n % GROUPS.len()];
+    let id = format!("soak-node-{n:04}");
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (n as u64 + 1).wrapping_mul(0x1000_0001));
+    let mut sender = connect(&addr).await;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+        // Sometimes a node that holds nothing sends steady-state (every boot does).
+        if rng.below(10) == 0 {
+            let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
+            tally.calls.fetch_add(1, Ordering::Relaxed);
+            if (status, json["outcome"].as_str()) == (200, Some("not_held")) {
+                tally.not_held.fetch_add(1, Ordering::Relaxed);
+            } else {
+                tally.unexpected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, group).await;
+        tally.calls.fetch_add(1, Ordering::Relaxed);
+        match (status, json["outcome"].as_str(), json["kind"].as_str()) {
+            (200, Some("granted"), _) => {
+                tally.granted.fetch_add(1, Ordering::Relaxed);
+                if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
+                    tally.over_grants.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            (423, _, Some("semaphore_full")) => {
+                tally.full.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            _ => {
+                tally.unexpected.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        }
+        // Holding: sometimes ask again (Zincati does when users are logged in).
+        if rng.below(4) == 0 {
+            let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, group).await;
+            tally.calls.fetch_add(1, Ordering::Relaxed);
+            if (status, json["outcome"].as_str()) == (200, Some("already_held")) {
+                tally.already_held.fetch_add(1, Ordering::Relaxed);
+            } else {
+                tally.unexpected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        // "Reboot", then give the slot back: it must still be ours.
+        tokio::time::sleep(Duration::from_millis(50 + rng.below(300))).await;
+        let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
+        tally.calls.fetch_add(1, Ordering::Relaxed);
+        if (status, json["outcome"].as_str()) == (200, Some("released")) {
+            tally.released.fetch_add(1, Ordering::Relaxed);
+        } else {
+            tally.lost_releases.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() {
+    if std::env::var("AWS_ENDPOINT_URL").is_err() {
+        eprintln!("AWS_ENDPOINT_URL is unset: run ./scripts/soak, which starts DynamoDB Local");
+        std::process::exit(2);
+    }
+    let seconds: u64 = std::env::var("SOAK_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(180);
+    let binary =
+        std::env::var("FLEETLOCK_BIN").unwrap_or_else(|_| "target/release/fleetlock".into());
+    let table = format!("soak-{}", std::process::id());
+    let groups_spec = GROUPS
+        .iter()
+        .map(|(g, n)| format!("{g}={n}"))
+        .collect::<Vec<_>>()
+        .join(",");
+
+    let reader = DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&load_aws_config().await),
+        &table,
+    );
+    reader.create_table().await.expect("create the soak table");
+
+    let mut server = tokio::process::Command::new(&binary)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", &groups_spec)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn fleetlock serve");
+    let line = BufReader::new(server.stdout.take().unwrap())
+        .lines()
+        .next_line()
+        .await
+        .unwrap()
+        .unwrap();
+    let addr = line
+        .trim_start_matches("fleetlock listening on http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let pid = server.id().unwrap();
+
+    let tally = Arc::new(Tally::default());
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(seconds);
+    let nodes: Vec<_> = (0..NODES)
+        .map(|n| tokio::spawn(node(n, addr.clone(), deadline, Arc::clone(&tally))))
+        .collect();
+
+    // The independent reader: strongly consistent scans, all the time.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reading = {
+        let (stop, tally) = (Arc::clone(&stop), Arc::clone(&tally));
+        tokio::spawn(async move {
+            let slots: BTreeMap<&str, u32> = GROUPS.iter().copied().collect();
+            let mut most: BTreeMap<String, usize> = BTreeMap::new();
+            while !stop.load(Ordering::Relaxed) {
+                let groups = reader.groups(None).await.expect("consistent scan");
+                tally.reads.fetch_add(1, Ordering::Relaxed);
+                for (name, record) in &groups {
+                    let held = record.holders.len();
+                    let entry = most.entry(name.to_string()).or_default();
+                    *entry = (*entry).max(held);
+                    if held > slots[name.as_str()] as usize {
+                        tally.reads_over_slots.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            (reader, most)
+        })
+    };
+
+    let mut rss = Vec::new();
+    while Instant::now() < deadline {
+        rss.push((started.elapsed().as_secs(), rss_kib(pid)));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+    }
+    for task in nodes {
+        task.await.unwrap();
+    }
+    rss.push((started.elapsed().as_secs(), rss_kib(pid)));
+    stop.store(true, Ordering::Relaxed);
+    let (reader, most) = reading.await.unwrap();
+    let left: usize = reader
+        .groups(None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|(_, r)| r.holders.len())
+        .sum();
+    server.kill().await.ok();
+
+    let t = &tally;
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let elapsed = started.elapsed().as_secs_f64();
+    println!("### Soak: {NODES} nodes, groups {groups_spec}, {elapsed:.0} s\n");
+    println!("| figure | value |");
+    println!("|---|---:|");
+    println!(
+        "| protocol calls | {} ({:.0}/s) |",
+        get(&t.calls),
+        get(&t.calls) as f64 / elapsed
+    );
+    println!(
+        "| granted / already held / full (423) | {} / {} / {} |",
+        get(&t.granted),
+        get(&t.already_held),
+        get(&t.full)
+    );
+    println!(
+        "| released / not held | {} / {} |",
+        get(&t.released),
+        get(&t.not_held)
+    );
+    println!(
+        "| consistent table scans by the reader | {} |",
+        get(&t.reads)
+    );
+    println!("| most holders seen by the reader | {most:?} |");
+    println!(
+        "| **scans with more holders than slots** | **{}** |",
+        get(&t.reads_over_slots)
+    );
+    println!(
+        "| **grants whose returned item had more holders than slots** | **{}** |",
+        get(&t.over_grants)
+    );
+    println!(
+        "| **lost releases** (a granted node not hearing `released`) | **{}** |",
+        get(&t.lost_releases)
+    );
+    println!("| unexpected answers | {} |", get(&t.unexpected));
+    println!("| holders left after every node stopped | {left} |");
+    let samples: Vec<String> = rss
+        .iter()
+        .map(|(s, k)| format!("{s}s: {:.1}", *k as f64 / 1024.0))
+        .collect();
+    println!("| server RSS, MiB | {} |", samples.join(", "));
+    let violations = get(&t.reads_over_slots)
+        + get(&t.over_grants)
+        + get(&t.lost_releases)
+        + get(&t.unexpected)
+        + left as u64;
+    if violations > 0 {
+        eprintln!("soak FAILED: {violations} violation(s)");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,206 @@
+//! The real binary in Lambda mode, fed by a stand-in for the Lambda Runtime API
+//! (the HTTP interface a `provided.al2023` function polls), with DynamoDB Local
+//! behind it: start-up checks, the runtime loop, JSON logs and the embedded
+//! metric line, end to end.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::process::Command;
+use tokio::sync::{Mutex, mpsc};
+
+use crate::helpers::{basic_auth, local_dynamodb_endpoint, unique_table_name, zincati_body};
+
+const HTTP_API: &str = include_str!("../fixtures/http_api_v2_default_stage.json");
+
+struct RuntimeApi {
+    addr: std::net::SocketAddr,
+    events: mpsc::UnboundedSender<String>,
+    answers: mpsc::UnboundedReceiver<(String, Value)>,
+}
+
+/// Serves `invocation/next` from a queue and collects `invocation/{id}/response`.
+async fn runtime_api() -> RuntimeApi {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (events, queue) = mpsc::unbounded_channel::<String>();
+    let (answer, answers) = mpsc::unbounded_channel::<(String, Value)>();
+    let queue = Arc::new(Mutex::new(queue));
+    tokio::spawn(async move {
+        let mut next_id = 0u32;
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (queue, answer) = (Arc::clone(&queue), answer.clone());
+            next_id += 1000;
+            let base = next_id;
+            tokio::spawn(async move {
+                let count = Arc::new(std::sync::atomic::AtomicU32::new(base));
+                let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                    let (queue, answer, count) =
+                        (Arc::clone(&queue), answer.clone(), Arc::clone(&count));
+                    async move {
+                        let path = request.uri().path().to_owned();
+                        let body = request.into_body().collect().await.unwrap().to_bytes();
+                        let response = if path.ends_with("/invocation/next") {
+                            let event = queue.lock().await.recv().await.unwrap_or_default();
+                            let id = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            Response::builder()
+                                .header("lambda-runtime-aws-request-id", format!("req-{id}"))
+                                .header("lambda-runtime-deadline-ms", "99999999999999")
+                                .header(
+                                    "lambda-runtime-invoked-function-arn",
+                                    "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock",
+                                )
+                                .header(
+                                    "lambda-runtime-trace-id",
+                                    "Root=1-00000000-000000000000000000000000",
+                                )
+                                .body(Full::new(Bytes::from(event)))
+                                .unwrap()
+                        } else {
+                            let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                            let _ = answer.send((path, json));
+                            Response::builder()
+                                .status(202)
+                                .body(Full::new(Bytes::new()))
+                                .unwrap()
+                        };
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    RuntimeApi {
+        addr,
+        events,
+        answers,
+    }
+}
+
+fn event(body: String, authorization: Option<&str>) -> String {
+    let mut json: Value = serde_json::from_str(HTTP_API).unwrap();
+    json["body"] = body.into();
+    if let Some(value) = authorization {
+        json["headers"]["authorization"] = value.into();
+    }
+    json.to_string()
+}
+
+#[tokio::test]
+async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("lambda");
+    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .arg("create-table")
+        .env("FLEETLOCK_TABLE", &table)
+        .output()
+        .await
+        .unwrap();
+    assert!(created.status.success());
+    let credential = fleetlock::auth::new_credential("fleet", "*").unwrap();
+    let authorization = basic_auth("fleet", &credential.secret);
+
+    let mut runtime = runtime_api().await;
+    let mut function = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "fleetlock-test")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", "default=1")
+        .env("FLEETLOCK_CLIENTS", &credential.entry)
+        .env_remove("FLEETLOCK_AUTH")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let calls = [
+        (
+            zincati_body("node-a", "default"),
+            Some(authorization.as_str()),
+        ),
+        (
+            zincati_body("node-b", "default"),
+            Some(authorization.as_str()),
+        ),
+        (zincati_body("node-a", "default"), None),
+    ];
+    let mut answers = Vec::new();
+    for (body, auth) in calls {
+        runtime.events.send(event(body, auth)).unwrap();
+        let (path, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+            .await
+            .expect("the function answered")
+            .unwrap();
+        assert!(path.ends_with("/response"), "{path}: {answer}");
+        answers.push(answer);
+    }
+    let status = |a: &Value| a["statusCode"].as_u64().unwrap();
+    let body = |a: &Value| -> Value { serde_json::from_str(a["body"].as_str().unwrap()).unwrap() };
+    assert_eq!(
+        (status(&answers[0]), body(&answers[0])["outcome"].clone()),
+        (200, "granted".into())
+    );
+    assert_eq!(
+        (status(&answers[1]), body(&answers[1])["kind"].clone()),
+        (423, "semaphore_full".into())
+    );
+    assert_eq!(
+        (status(&answers[2]), body(&answers[2])["kind"].clone()),
+        (401, "unauthorized".into())
+    );
+    assert_eq!(
+        answers[2]["headers"]["www-authenticate"],
+        "Basic realm=\"fleetlock\", charset=\"UTF-8\""
+    );
+
+    function.start_kill().unwrap();
+    let output = function.wait_with_output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+
+    // One embedded-metric line per decision (the 401 decided nothing).
+    let metrics: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|j| j.get("_aws").is_some())
+        .collect();
+    assert_eq!(metrics.len(), 2, "{stdout}");
+    assert_eq!(metrics[0]["Service"], "fleetlock-test");
+    assert_eq!(metrics[1]["Outcome"], "full");
+    assert!(metrics[1]["OldestHolderAgeSeconds"].is_u64());
+
+    // JSON logs, a line per request, no secrets.
+    let logs: Vec<Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let messages: Vec<&str> = logs.iter().filter_map(|l| l["message"].as_str()).collect();
+    assert_eq!(
+        messages
+            .iter()
+            .filter(|m| ["decision", "refusal"].contains(m))
+            .count(),
+        3,
+        "{stderr}"
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l["message"] == "decision" && l["id"] == "node-a" && l["client"] == "fleet")
+    );
+    assert!(!stderr.contains(&credential.secret) && !stdout.contains(&credential.secret));
+    assert!(!stderr.contains(authorization.trim_start_matches("Basic ")));
+}
