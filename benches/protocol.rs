@@ -185,12 +185,20 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
-async fn post(
-    sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
-    host: &str,
-    path: &str,
-    body: Vec<u8>,
-) -> u16 {
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// One keep-alive HTTP/1.1 connection to the server under test.
+async fn connect(addr: &str) -> Sender {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+async fn post(sender: &mut Sender, host: &str, path: &str, body: Vec<u8>) -> u16 {
     let request = hyper::Request::post(path)
         .header("host", host)
         .header("fleet-lock-protocol", "true")
@@ -241,12 +249,7 @@ async fn release_binary() {
         .to_owned();
     let pid = child.id().unwrap();
 
-    let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
+    let mut sender = connect(&addr).await;
     let first = post(&mut sender, &addr, "/v1/steady-state", body("warm-up")).await;
     assert_eq!(first, 200);
     let first_answer = spawned.elapsed();
@@ -257,12 +260,7 @@ async fn release_binary() {
         .map(|worker| {
             let addr = addr.clone();
             tokio::spawn(async move {
-                let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-                let (mut sender, conn) =
-                    hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                        .await
-                        .unwrap();
-                tokio::spawn(conn);
+                let mut sender = connect(&addr).await;
                 let mut calls = 0;
                 let mut n = 0;
                 while calls < HTTP_CALLS / CONCURRENCY {
