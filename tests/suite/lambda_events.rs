@@ -147,3 +147,49 @@ async fn refusals_through_events_carry_status_and_kind() {
         );
     }
 }
+
+#[tokio::test]
+async fn credentials_travel_in_the_event_headers() {
+    use fleetlock::auth::{Auth, Clients, new_credential};
+    use fleetlock::store::memory::MemoryStore;
+
+    let credential = new_credential("workers", "workers").unwrap();
+    let clients = Clients::parse(&credential.entry).unwrap();
+    let api = crate::helpers::api("*=1", MemoryStore::default(), Auth::Required(clients));
+    let good = crate::helpers::basic_auth("workers", &credential.secret);
+    let bad = crate::helpers::basic_auth("workers", "guess");
+    for (fixture, authorization, group, status, word) in [
+        (HTTP_API, None, "workers", 401, "unauthorized"),
+        (REST_API, Some(bad.as_str()), "workers", 401, "unauthorized"),
+        (
+            FUNCTION_URL,
+            Some(good.as_str()),
+            "default",
+            403,
+            "forbidden_group",
+        ),
+        (REST_API, Some(good.as_str()), "workers", 200, "granted"),
+    ] {
+        let request = event(fixture, |json| {
+            json["body"] = zincati_body("node", group).into();
+            json["isBase64Encoded"] = false.into();
+            if let Some(value) = authorization {
+                json["headers"]["authorization"] = value.into();
+                if json.get("multiValueHeaders").is_some() {
+                    json["multiValueHeaders"]["authorization"] = serde_json::json!([value]);
+                }
+            }
+        });
+        let response = handle_event(&api, request).await;
+        let json: Value = serde_json::from_slice(response.body().as_ref()).unwrap();
+        let got = json["outcome"]
+            .as_str()
+            .or(json["kind"].as_str())
+            .unwrap_or("");
+        assert_eq!(
+            (response.status().as_u16(), got),
+            (status, word),
+            "{authorization:?} {group}"
+        );
+    }
+}
