@@ -10,6 +10,7 @@ output "zincati_config" {
     strategy = "fleet_lock"
 
     [updates.fleet_lock]
+    # With client credentials (fleetlock credential): https://NAME:SECRET@host/
     base_url = "${local.base_url}"
   EOT
 }
