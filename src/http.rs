@@ -79,85 +79,59 @@ impl<S: LockStore> Api<S> {
     ) -> Response<Body> {
         let started = Instant::now();
         let endpoint = Endpoint::from_path(path);
-        let mut checked = None;
-        let result = match endpoint {
-            None => Err(Error::NotFound(printable(path))),
+        let (request, decided) = match endpoint {
+            None => (None, Err(Error::NotFound(printable(path)))),
             Some(endpoint) => match self.check(method, headers, body) {
-                Err(err) => Err(err),
+                Err(err) => (None, Err(err)),
                 Ok(request) => {
-                    let answer = match endpoint {
+                    let decided = match endpoint {
                         Endpoint::PreReboot => self.service.pre_reboot(&request.params).await,
                         Endpoint::SteadyState => self.service.steady_state(&request.params).await,
                     };
-                    checked = Some(request);
-                    answer
+                    (Some(request), decided)
                 }
             },
         };
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let (group, id, client) = match &checked {
-            Some(c) => (
-                c.params.group.as_str(),
-                c.params.id.as_str(),
-                c.client.as_deref().unwrap_or(""),
-            ),
-            None => ("", "", ""),
-        };
-        if let (Some(metrics), Ok(answer), Some(c)) = (&self.metrics, &result, &checked) {
-            // Stdout, where CloudWatch takes embedded metrics from.
-            println!(
-                "{}",
-                metrics.line(&c.params.group, answer, Timestamp::now())
-            );
-        }
         // A full group is a decision like the others, answered as a refusal.
-        let result = match (result, &checked) {
-            (Ok(answer), Some(c)) if answer.outcome == Outcome::Full => Err((
-                Error::SemaphoreFull {
-                    group: c.params.group.to_string(),
+        let answer = decided.as_ref().ok();
+        let verdict = match (&decided, &request) {
+            (Ok(answer), Some(request)) if answer.outcome == Outcome::Full => {
+                Err(Error::SemaphoreFull {
+                    group: request.params.group.to_string(),
                     holders: answer.holders,
                     slots: answer.slots,
-                },
-                Some(answer),
-            )),
+                })
+            }
             (Ok(answer), _) => Ok(answer),
-            (Err(err), _) => Err((err, None)),
+            (Err(err), _) => Err(err.clone()),
         };
-        match result {
-            Ok(answer) => {
-                tracing::info!(
-                    endpoint = ?endpoint,
-                    group,
-                    id,
-                    client,
-                    outcome = answer.outcome.as_str(),
-                    holders = answer.holders,
-                    slots = answer.slots,
-                    oldest_holder_age_s = answer.oldest_holder_age.map(|age| age.as_secs()),
-                    latency_ms,
-                    "decision"
-                );
-                success(&answer)
-            }
-            Err((err, answer)) => {
-                tracing::info!(
-                    endpoint = ?endpoint,
-                    group,
-                    id,
-                    client,
-                    outcome = answer.as_ref().map_or("refused", |a| a.outcome.as_str()),
-                    kind = err.kind(),
-                    status = err.status(),
-                    holders = answer.as_ref().map(|a| a.holders),
-                    oldest_holder_age_s = answer
-                        .as_ref()
-                        .and_then(|a| a.oldest_holder_age)
-                        .map(|age| age.as_secs()),
-                    latency_ms,
-                    "refusal"
-                );
-                refusal(&err)
-            }
+        let (group, id, client) = request.as_ref().map_or(("", "", ""), |r| {
+            let client = r.client.as_deref().unwrap_or("");
+            (r.params.group.as_str(), r.params.id.as_str(), client)
+        });
+        if let (Some(metrics), Some(answer), Some(request)) = (&self.metrics, answer, &request) {
+            // Stdout, where CloudWatch takes embedded metrics from.
+            let line = metrics.line(&request.params.group, answer, Timestamp::now());
+            println!("{line}");
+        }
+        tracing::info!(
+            endpoint = ?endpoint,
+            group,
+            id,
+            client,
+            outcome = answer.map_or("refused", |a| a.outcome.as_str()),
+            status = verdict.as_ref().err().map_or(200, Error::status),
+            kind = verdict.as_ref().err().map(Error::kind),
+            holders = answer.map(|a| a.holders),
+            slots = answer.map(|a| a.slots),
+            oldest_holder_age_s = answer.and_then(|a| a.oldest_holder_age).map(|age| age.as_secs()),
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "{}",
+            if answer.is_some() { "decision" } else { "refusal" }
+        );
+        match verdict {
+            Ok(answer) => success(answer),
+            Err(err) => refusal(&err),
         }
     }
 
