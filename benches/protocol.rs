@@ -16,19 +16,19 @@ use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
 use fleetlock::service::FleetLock;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, load_aws_config};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const NODES: usize = 400;
 const CONCURRENCY: usize = 32;
 const SLOTS: u32 = 10;
 const HTTP_CALLS: usize = 5_000;
 
+mod support;
+
+use support::{call, connect, memory_kib, spawn_serve, zincati_body};
+
 fn body(id: &str) -> Vec<u8> {
-    serde_json::to_vec_pretty(&serde_json::json!({"client_params": {"id": id, "group": "bench"}}))
-        .unwrap()
+    zincati_body(id, "bench")
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -174,42 +174,6 @@ async fn in_process(concurrency: usize, calls_wanted: usize) {
     println!();
 }
 
-fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
-
-/// One keep-alive HTTP/1.1 connection to the server under test.
-async fn connect(addr: &str) -> Sender {
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    sender
-}
-
-async fn post(sender: &mut Sender, host: &str, path: &str, body: Vec<u8>) -> u16 {
-    let request = hyper::Request::post(path)
-        .header("host", host)
-        .header("fleet-lock-protocol", "true")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    let status = response.status().as_u16();
-    response.into_body().collect().await.unwrap();
-    status
-}
-
 async fn release_binary() {
     let binary =
         std::env::var("FLEETLOCK_BIN").unwrap_or_else(|_| "target/release/fleetlock".into());
@@ -227,33 +191,15 @@ async fn release_binary() {
     );
 
     let spawned = Instant::now();
-    let mut child = tokio::process::Command::new(&binary)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("FLEETLOCK_TABLE", &table)
-        .env("FLEETLOCK_GROUPS", format!("bench={SLOTS}"))
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn fleetlock serve");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines
-        .next_line()
-        .await
-        .unwrap()
-        .expect("serve prints its address");
+    let (mut child, addr) = spawn_serve(&binary, &table, &format!("bench={SLOTS}")).await;
     let ready = spawned.elapsed();
-    let addr = line
-        .trim_start_matches("fleetlock listening on http://")
-        .trim_end_matches('/')
-        .to_owned();
     let pid = child.id().unwrap();
 
     let mut sender = connect(&addr).await;
-    let first = post(&mut sender, &addr, "/v1/steady-state", body("warm-up")).await;
+    let (first, _) = call(&mut sender, &addr, "steady-state", "warm-up", "bench").await;
     assert_eq!(first, 200);
     let first_answer = spawned.elapsed();
-    let rss_idle = peak_rss_kib(pid);
+    let rss_idle = memory_kib(pid, "VmHWM:");
 
     let started = Instant::now();
     let tasks: Vec<_> = (0..CONCURRENCY)
@@ -267,11 +213,10 @@ async fn release_binary() {
                     let id = format!("http-{worker}-{}", n % 8);
                     n += 1;
                     calls += 1;
-                    if post(&mut sender, &addr, "/v1/pre-reboot", body(&id)).await == 200 {
-                        assert_eq!(
-                            post(&mut sender, &addr, "/v1/steady-state", body(&id)).await,
-                            200
-                        );
+                    if call(&mut sender, &addr, "pre-reboot", &id, "bench").await.0 == 200 {
+                        let (status, _) =
+                            call(&mut sender, &addr, "steady-state", &id, "bench").await;
+                        assert_eq!(status, 200);
                         calls += 1;
                     }
                 }
@@ -284,7 +229,7 @@ async fn release_binary() {
         http_calls += task.await.unwrap();
     }
     let load = started.elapsed();
-    let rss_loaded = peak_rss_kib(pid);
+    let rss_loaded = memory_kib(pid, "VmHWM:");
     child.kill().await.ok();
 
     println!("### The release binary (`fleetlock serve` on DynamoDB Local)\n");

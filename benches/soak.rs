@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, load_aws_config};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
-use tokio::io::{AsyncBufReadExt, BufReader};
+
+mod support;
+
+use support::{call, connect, memory_kib, spawn_serve};
 
 const GROUPS: &[(&str, u32)] = &[("default", 2), ("workers", 5), ("db", 1)];
 const NODES: usize = 300;
@@ -51,40 +52,6 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
     }
-}
-
-type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
-
-async fn connect(addr: &str) -> Sender {
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .unwrap();
-    tokio::spawn(conn);
-    sender
-}
-
-async fn call(
-    sender: &mut Sender,
-    addr: &str,
-    endpoint: &str,
-    id: &str,
-    group: &str,
-) -> (u16, serde_json::Value) {
-    let body = serde_json::to_vec_pretty(
-        &serde_json::json!({"client_params": {"id": id, "group": group}}),
-    )
-    .unwrap();
-    let request = hyper::Request::post(format!("/v1/{endpoint}"))
-        .header("host", addr)
-        .header("fleet-lock-protocol", "true")
-        .body(Full::new(Bytes::from(body)))
-        .unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or_default())
 }
 
 async fn node(n: usize, addr: String, deadline: Instant, tally: Arc<Tally>) {
@@ -144,18 +111,6 @@ async fn node(n: usize, addr: String, deadline: Instant, tally: Arc<Tally>) {
     }
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 #[tokio::main]
 async fn main() {
     if std::env::var("AWS_ENDPOINT_URL").is_err() {
@@ -181,25 +136,7 @@ async fn main() {
     );
     reader.create_table().await.expect("create the soak table");
 
-    let mut server = tokio::process::Command::new(&binary)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("FLEETLOCK_TABLE", &table)
-        .env("FLEETLOCK_GROUPS", &groups_spec)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn fleetlock serve");
-    let line = BufReader::new(server.stdout.take().unwrap())
-        .lines()
-        .next_line()
-        .await
-        .unwrap()
-        .unwrap();
-    let addr = line
-        .trim_start_matches("fleetlock listening on http://")
-        .trim_end_matches('/')
-        .to_owned();
+    let (mut server, addr) = spawn_serve(&binary, &table, &groups_spec).await;
     let pid = server.id().unwrap();
 
     let tally = Arc::new(Tally::default());
@@ -234,13 +171,19 @@ async fn main() {
 
     let mut rss = Vec::new();
     while Instant::now() < deadline {
-        rss.push((started.elapsed().as_secs(), rss_kib(pid)));
+        rss.push((
+            started.elapsed().as_secs(),
+            memory_kib(pid, "VmRSS:").unwrap_or(0),
+        ));
         tokio::time::sleep(Duration::from_secs(10)).await;
     }
     for task in nodes {
         task.await.unwrap();
     }
-    rss.push((started.elapsed().as_secs(), rss_kib(pid)));
+    rss.push((
+        started.elapsed().as_secs(),
+        memory_kib(pid, "VmRSS:").unwrap_or(0),
+    ));
     stop.store(true, Ordering::Relaxed);
     let (reader, most) = reading.await.unwrap();
     let left: usize = reader
