@@ -200,6 +200,15 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_lists_every_kind_with_its_status() {
+        let readme = include_str!("../README.md");
+        for err in one_of_each() {
+            let row = format!("| `{}` | {} |", err.kind(), err.status());
+            assert!(readme.contains(&row), "README lacks the row {row}");
+        }
+    }
+
+    #[test]
     fn body_is_kind_and_value_only() {
         let body = Error::UnknownGroup("db".into()).body();
         assert_eq!(body["kind"], "unknown_group");
