@@ -26,6 +26,13 @@ enum Endpoint {
 }
 
 impl Endpoint {
+    fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::PreReboot => "pre-reboot",
+            Endpoint::SteadyState => "steady-state",
+        }
+    }
+
     fn from_path(path: &str) -> Option<Self> {
         match path {
             "/v1/pre-reboot" => Some(Endpoint::PreReboot),
@@ -115,7 +122,7 @@ impl<S: LockStore> Api<S> {
             println!("{line}");
         }
         tracing::info!(
-            endpoint = ?endpoint,
+            endpoint = endpoint.map_or("", Endpoint::as_str),
             group,
             id,
             client,
@@ -124,10 +131,16 @@ impl<S: LockStore> Api<S> {
             kind = verdict.as_ref().err().map(Error::kind),
             holders = answer.map(|a| a.holders),
             slots = answer.map(|a| a.slots),
-            oldest_holder_age_s = answer.and_then(|a| a.oldest_holder_age).map(|age| age.as_secs()),
+            oldest_holder_age_s = answer
+                .and_then(|a| a.oldest_holder_age)
+                .map(|age| age.as_secs()),
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
             "{}",
-            if answer.is_some() { "decision" } else { "refusal" }
+            if answer.is_some() {
+                "decision"
+            } else {
+                "refusal"
+            }
         );
         match verdict {
             Ok(answer) => success(answer),
