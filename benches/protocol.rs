@@ -15,7 +15,7 @@ use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
 use fleetlock::service::FleetLock;
-use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, load_aws_config};
+use fleetlock::store::dynamodb::{DynamoStore, counted_client};
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
 
 const NODES: usize = 400;
@@ -76,12 +76,9 @@ impl Samples {
 
 /// `calls` protocol calls from `concurrency` workers sharing `NODES` nodes.
 async fn in_process(concurrency: usize, calls_wanted: usize) {
-    let counter = RequestCounter::default();
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
-        .interceptor(counter.clone())
-        .build();
+    let (client, counter) = counted_client().await;
     let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
+        client,
         format!("bench-{}-{concurrency}", std::process::id()),
     );
     store.create_table().await.expect("create the bench table");

@@ -74,6 +74,16 @@ pub async fn load_aws_config() -> aws_config::SdkConfig {
         .await
 }
 
+/// A client configured as in production, with a [`RequestCounter`] on it: the
+/// benchmark and the tests count the DynamoDB requests of each protocol call.
+pub async fn counted_client() -> (Client, RequestCounter) {
+    let counter = RequestCounter::default();
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+        .interceptor(counter.clone())
+        .build();
+    (Client::from_conf(config), counter)
+}
+
 pub struct DynamoStore {
     client: Client,
     table: String,

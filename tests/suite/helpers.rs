@@ -7,7 +7,7 @@ use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, load_aws_config};
+use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, counted_client};
 use fleetlock::store::memory::MemoryStore;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -75,14 +75,8 @@ pub fn unique_table_name(prefix: &str) -> String {
 /// production, with a counter of the HTTP requests the client sends.
 pub async fn dynamo_store(prefix: &str) -> (DynamoStore, RequestCounter) {
     local_dynamodb_endpoint();
-    let counter = RequestCounter::default();
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
-        .interceptor(counter.clone())
-        .build();
-    let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
-        unique_table_name(prefix),
-    );
+    let (client, counter) = counted_client().await;
+    let store = DynamoStore::new(client, unique_table_name(prefix));
     assert!(
         store.create_table().await.unwrap(),
         "a fresh table was created"
