@@ -18,6 +18,15 @@ fn group(s: &str) -> GroupName {
     GroupName::parse(s).unwrap()
 }
 
+/// What a pre-reboot of node `name` at time `at` is answered.
+async fn take(store: &DynamoStore, g: &GroupName, name: &str, slots: u32, at: u64) -> Acquire {
+    store
+        .acquire(g, &id(name), slots, Timestamp(at))
+        .await
+        .unwrap()
+        .outcome
+}
+
 async fn holders(store: &DynamoStore, name: &str) -> Vec<(String, u64)> {
     let groups = store.groups(Some(&group(name))).await.unwrap();
     groups
@@ -140,100 +149,30 @@ async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
     let (store, _) = dynamo_store("resize").await;
     let g = group("default");
     store.acquire(&g, &id("a"), 1, Timestamp(1)).await.unwrap();
-    assert_eq!(
-        store
-            .acquire(&g, &id("b"), 1, Timestamp(2))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Full
-    );
+    assert_eq!(take(&store, &g, "b", 1, 2).await, Acquire::Full);
     // Raised to 3: two more fit.
-    assert_eq!(
-        store
-            .acquire(&g, &id("b"), 3, Timestamp(3))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Granted
-    );
-    assert_eq!(
-        store
-            .acquire(&g, &id("c"), 3, Timestamp(4))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Granted
-    );
+    assert_eq!(take(&store, &g, "b", 3, 3).await, Acquire::Granted);
+    assert_eq!(take(&store, &g, "c", 3, 4).await, Acquire::Granted);
     // Lowered to 1: nobody is evicted, nobody new enters, holders still hear yes.
-    assert_eq!(
-        store
-            .acquire(&g, &id("d"), 1, Timestamp(5))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Full
-    );
-    assert_eq!(
-        store
-            .acquire(&g, &id("c"), 1, Timestamp(5))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::AlreadyHeld
-    );
+    assert_eq!(take(&store, &g, "d", 1, 5).await, Acquire::Full);
+    assert_eq!(take(&store, &g, "c", 1, 5).await, Acquire::AlreadyHeld);
     assert_eq!(holders(&store, "default").await.len(), 3);
     store.release(&g, &id("a")).await.unwrap();
     store.release(&g, &id("b")).await.unwrap();
-    assert_eq!(
-        store
-            .acquire(&g, &id("d"), 1, Timestamp(6))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Full
-    );
+    assert_eq!(take(&store, &g, "d", 1, 6).await, Acquire::Full);
     store.release(&g, &id("c")).await.unwrap();
-    assert_eq!(
-        store
-            .acquire(&g, &id("d"), 1, Timestamp(7))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Granted
-    );
+    assert_eq!(take(&store, &g, "d", 1, 7).await, Acquire::Granted);
 }
 
 #[tokio::test]
 async fn zero_slots_freeze_a_group_even_on_first_use() {
     let (store, _) = dynamo_store("frozen").await;
     let g = group("frozen");
-    assert_eq!(
-        store
-            .acquire(&g, &id("a"), 0, Timestamp(1))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Full
-    );
+    assert_eq!(take(&store, &g, "a", 0, 1).await, Acquire::Full);
     assert!(holders(&store, "frozen").await.is_empty());
     store.acquire(&g, &id("b"), 1, Timestamp(2)).await.unwrap();
-    assert_eq!(
-        store
-            .acquire(&g, &id("b"), 0, Timestamp(3))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::AlreadyHeld
-    );
-    assert_eq!(
-        store
-            .acquire(&g, &id("c"), 0, Timestamp(3))
-            .await
-            .unwrap()
-            .outcome,
-        Acquire::Full
-    );
+    assert_eq!(take(&store, &g, "b", 0, 3).await, Acquire::AlreadyHeld);
+    assert_eq!(take(&store, &g, "c", 0, 3).await, Acquire::Full);
 }
 
 /// The HTTP requests the client sent to DynamoDB while `call` ran.
