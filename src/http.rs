@@ -86,18 +86,15 @@ impl<S: LockStore> Api<S> {
     ) -> Response<Body> {
         let started = Instant::now();
         let endpoint = Endpoint::from_path(path);
-        let (request, decided) = match endpoint {
-            None => (None, Err(Error::NotFound(printable(path)))),
-            Some(endpoint) => match self.check(method, headers, body) {
-                Err(err) => (None, Err(err)),
-                Ok(request) => {
-                    let decided = match endpoint {
-                        Endpoint::PreReboot => self.service.pre_reboot(&request.params).await,
-                        Endpoint::SteadyState => self.service.steady_state(&request.params).await,
-                    };
-                    (Some(request), decided)
-                }
-            },
+        let (request, decided) = match self.check(path, method, headers, body) {
+            Err((err, request)) => (request, Err(err)),
+            Ok((endpoint, request)) => {
+                let decided = match endpoint {
+                    Endpoint::PreReboot => self.service.pre_reboot(&request.params).await,
+                    Endpoint::SteadyState => self.service.steady_state(&request.params).await,
+                };
+                (Some(request), decided)
+            }
         };
         // A full group is a decision like the others, answered as a refusal.
         let answer = decided.as_ref().ok();
@@ -134,7 +131,7 @@ impl<S: LockStore> Api<S> {
             oldest_holder_age_s = answer
                 .and_then(|a| a.oldest_holder_age)
                 .map(|age| age.as_secs()),
-            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+            latency_ms = round_to_micros(started.elapsed()),
             "{}",
             if answer.is_some() {
                 "decision"
@@ -148,39 +145,62 @@ impl<S: LockStore> Api<S> {
         }
     }
 
-    /// Method, credentials, protocol header, body, group scope: in that order,
-    /// so a caller without credentials learns nothing about the rest.
-    fn check(&self, method: &Method, headers: &HeaderMap, body: &[u8]) -> Result<Checked, Error> {
-        if method != Method::POST {
-            return Err(Error::MethodNotAllowed(printable(method.as_str())));
-        }
+    /// Credentials, path, method, protocol header, body, group scope: in that
+    /// order, so a caller without credentials learns nothing about the rest,
+    /// not even which paths exist. A refusal made once the body was read
+    /// carries the request, so its log line names group, id and client.
+    fn check(
+        &self,
+        path: &str,
+        method: &Method,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<(Endpoint, Checked), (Error, Option<Checked>)> {
         let caller = match &self.auth {
             Auth::Required(clients) => Some(
-                clients.authenticate(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()))?,
+                clients
+                    .authenticate(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()))
+                    .map_err(|err| (err, None))?,
             ),
             Auth::Disabled => None,
         };
+        let Some(endpoint) = Endpoint::from_path(path) else {
+            return Err((Error::NotFound(printable(path)), None));
+        };
+        if method != Method::POST {
+            return Err((Error::MethodNotAllowed(printable(method.as_str())), None));
+        }
         let protocol = headers
             .get(PROTOCOL_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::trim);
         if !protocol.is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-            return Err(Error::MissingProtocolHeader);
+            return Err((Error::MissingProtocolHeader, None));
         }
         if body.len() > MAX_BODY_BYTES {
-            return Err(Error::BodyTooLarge {
-                limit: MAX_BODY_BYTES,
-            });
+            return Err((
+                Error::BodyTooLarge {
+                    limit: MAX_BODY_BYTES,
+                },
+                None,
+            ));
         }
-        let params = ClientParams::from_body(body)?;
-        if let Some(caller) = &caller {
-            caller.may_use(&params.group)?;
-        }
-        Ok(Checked {
+        let params = ClientParams::from_body(body).map_err(|err| (err, None))?;
+        let scope = caller.as_ref().map_or(Ok(()), |c| c.may_use(&params.group));
+        let checked = Checked {
             params,
             client: caller.map(|c| c.name),
-        })
+        };
+        match scope {
+            Ok(()) => Ok((endpoint, checked)),
+            Err(err) => Err((err, Some(checked))),
+        }
     }
+}
+
+/// Milliseconds with three decimals: finer than that is noise in a log.
+fn round_to_micros(elapsed: std::time::Duration) -> f64 {
+    elapsed.as_micros() as f64 / 1000.0
 }
 
 /// Request text echoed in an answer: bounded and without control characters.

@@ -1,6 +1,8 @@
 //! Structured logs: JSON under Lambda (CloudWatch parses it), readable text on
 //! a terminal. `RUST_LOG` filters; the default keeps the SDK quiet.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 const DEFAULT_FILTER: &str = "info,aws_config=warn,aws_smithy_runtime=warn";
@@ -20,6 +22,10 @@ pub fn init(json: bool) {
             .with_ansi(false)
             .try_init()
     } else {
-        builder.compact().try_init()
+        // Colour only on a terminal: a file or a pipe gets plain text.
+        builder
+            .compact()
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init()
     };
 }

@@ -137,4 +137,38 @@ async fn authentication_comes_before_anything_else_is_revealed() {
         let r = send(server.addr, "POST", "/v1/pre-reboot", &headers, body).await;
         assert_eq!((r.status, r.kind()), (401, "unauthorized".to_string()));
     }
+    // Nor which paths and methods exist.
+    for (method, path) in [
+        ("GET", "/v1/pre-reboot"),
+        ("GET", "/"),
+        ("POST", "/v2/pre-reboot"),
+        ("DELETE", "/admin"),
+    ] {
+        let r = send(server.addr, method, path, &[], "").await;
+        assert_eq!(
+            (r.status, r.kind()),
+            (401, "unauthorized".to_string()),
+            "{method} {path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn with_credentials_a_wrong_path_or_method_is_named() {
+    let fleet = fleet();
+    let api = api(
+        "default=1",
+        MemoryStore::default(),
+        Auth::Required(fleet.clients),
+    );
+    let server = spawn_server(api).await;
+    let auth = basic_auth("fleet", &fleet.fleet_secret);
+    let headers = [("authorization", auth.as_str())];
+    let r = send(server.addr, "GET", "/v1/pre-reboot", &headers, "").await;
+    assert_eq!(
+        (r.status, r.kind()),
+        (405, "method_not_allowed".to_string())
+    );
+    let r = send(server.addr, "POST", "/v2/pre-reboot", &headers, "").await;
+    assert_eq!((r.status, r.kind()), (404, "not_found".to_string()));
 }
