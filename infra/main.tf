@@ -65,9 +65,11 @@ resource "aws_iam_role" "function" {
 }
 
 data "aws_iam_policy_document" "function" {
+  # `fleetlock iam-policy --function`: one DescribeTable at start-up, then one
+  # UpdateItem per call.
   statement {
     sid       = "LockTable"
-    actions   = ["dynamodb:UpdateItem"]
+    actions   = ["dynamodb:DescribeTable", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.locks.arn]
   }
 
@@ -82,6 +84,23 @@ resource "aws_iam_role_policy" "function" {
   name   = "${var.name}-function"
   role   = aws_iam_role.function.id
   policy = data.aws_iam_policy_document.function.json
+}
+
+# For the people on call: exactly what `fleetlock status` and `fleetlock
+# release` call (`fleetlock iam-policy`). Attach it to their role.
+data "aws_iam_policy_document" "operator" {
+  statement {
+    sid       = "FleetLockTable"
+    actions   = ["dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.locks.arn]
+  }
+}
+
+resource "aws_iam_policy" "operator" {
+  name        = "${var.name}-operator"
+  description = "Lets an operator run fleetlock status and fleetlock release on the lock table."
+  policy      = data.aws_iam_policy_document.operator.json
+  tags        = var.tags
 }
 
 resource "aws_lambda_function" "this" {

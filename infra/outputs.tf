@@ -29,3 +29,8 @@ output "custom_domain_target" {
   description = "Point a CNAME (or alias) record of domain_name at this; null without a custom domain."
   value       = local.has_domain ? aws_apigatewayv2_domain_name.this[0].domain_name_configuration[0].target_domain_name : null
 }
+
+output "operator_policy_arn" {
+  description = "Managed policy for the people on call (fleetlock status, release); attach it to their role."
+  value       = aws_iam_policy.operator.arn
+}

@@ -55,6 +55,10 @@ pub enum Command {
         groups: String,
         secret_from_stdin: bool,
     },
+    IamPolicy {
+        function: bool,
+        table_arn: Option<String>,
+    },
 }
 
 /// Parses the arguments after the program name.
@@ -97,6 +101,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 .ok_or("credential needs --groups GROUPS ('*' for all, or 'a,b')")?,
             secret_from_stdin: options.flag("--secret-stdin"),
         },
+        "iam-policy" => Command::IamPolicy {
+            function: options.flag("--function"),
+            table_arn: options.value("--table-arn")?,
+        },
         other => return Err(format!("unknown command '{other}'")),
     };
     options.finish()?;
@@ -118,7 +126,11 @@ impl Options {
             }
             let (name, value) = match arg.split_once('=') {
                 Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
-                None if matches!(arg.as_str(), "--json" | "--dry-run" | "--secret-stdin") => {
+                None if matches!(
+                    arg.as_str(),
+                    "--json" | "--dry-run" | "--secret-stdin" | "--function"
+                ) =>
+                {
                     (arg.clone(), None)
                 }
                 None => (arg.clone(), args.next().cloned()),
@@ -252,17 +264,33 @@ mod tests {
 pub mod report {
     use aws_sdk_dynamodb::primitives::{DateTime, DateTimeFormat};
 
+    use crate::config::GroupSlots;
     use crate::input::GroupName;
     use crate::lock::Timestamp;
     use crate::store::GroupRecord;
 
     use super::human_duration;
 
-    fn rfc3339(at: Timestamp) -> String {
-        let millis = i64::try_from(at.0).unwrap_or(i64::MAX);
-        DateTime::from_millis(millis)
+    /// `2026-11-30T05:12:09Z`: whole seconds, always the same width.
+    pub fn rfc3339(at: Timestamp) -> String {
+        let seconds = i64::try_from(at.0 / 1000).unwrap_or(i64::MAX);
+        DateTime::from_secs(seconds)
             .fmt(DateTimeFormat::DateTime)
             .unwrap_or_else(|_| at.0.to_string())
+    }
+
+    /// What `status --group G` says of a group with no item.
+    pub fn unused_group(group: &GroupName, configured: &Option<GroupSlots>) -> String {
+        let configured = match configured {
+            None => "set FLEETLOCK_GROUPS as deployed to see whether it is configured".into(),
+            Some(groups) => match groups.slots_for(group) {
+                Ok(slots) => format!("FLEETLOCK_GROUPS gives it {slots} slot(s)"),
+                Err(_) => "FLEETLOCK_GROUPS does not configure it: its nodes are refused \
+                           (unknown_group)"
+                    .into(),
+            },
+        };
+        format!("group '{group}' has no holders and has never been used; {configured}")
     }
 
     fn slots_text(record: &GroupRecord) -> String {
@@ -317,9 +345,6 @@ pub mod report {
                 .collect();
             out.push_str(cells.join("  ").trim_end());
             out.push('\n');
-        }
-        if groups.is_empty() {
-            out.push_str("(no group has been used yet)\n");
         }
         out
     }

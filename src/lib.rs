@@ -9,13 +9,14 @@
 //! - [`store`]: the storage trait with its in-memory and DynamoDB adapters.
 //! - [`http`]: the router shared by [`lambda`] and the local [`server`], with
 //!   client authentication from [`auth`].
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line; [`iam`]: the permissions each party needs.
 
 pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod iam;
 pub mod input;
 pub mod lambda;
 pub mod lock;

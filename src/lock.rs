@@ -89,6 +89,10 @@ impl Semaphore {
         }
     }
 
+    pub fn holds(&self, id: &NodeId) -> bool {
+        self.holders.contains_key(id)
+    }
+
     pub fn len(&self) -> usize {
         self.holders.len()
     }

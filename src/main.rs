@@ -10,9 +10,9 @@ use fleetlock::lock::{Release, Timestamp};
 use fleetlock::metrics::EmbeddedMetrics;
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, load_aws_config, table_definition};
+use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definition};
 use fleetlock::store::memory::MemoryStore;
-use fleetlock::{lambda, logging, server};
+use fleetlock::{iam, lambda, logging, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -65,8 +65,14 @@ async fn run_lambda() -> ExitCode {
             "FLEETLOCK_AUTH=disabled: anyone who reaches this endpoint can take and release slots"
         );
     }
-    let client = aws_sdk_dynamodb::Client::new(&load_aws_config().await);
-    let service = FleetLock::new(config.groups, DynamoStore::new(client, table));
+    let store = match checked_store(table).await {
+        Ok(store) => store,
+        Err(why) => {
+            tracing::error!(error = %why, "the lock table cannot be used; not starting");
+            return ExitCode::FAILURE;
+        }
+    };
+    let service = FleetLock::new(config.groups, store);
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock".into());
     let api = Api::new(service, auth).with_metrics(EmbeddedMetrics::new(function));
     match lambda::run(Arc::new(api)).await {
@@ -97,7 +103,7 @@ async fn run_command(command: Command) -> Result<(), String> {
             };
             match config.table {
                 Some(table) => {
-                    let store = dynamo_store(table).await;
+                    let store = checked_store(table).await?;
                     serve(listen, Api::new(FleetLock::new(config.groups, store), auth)).await?;
                 }
                 None => {
@@ -130,6 +136,20 @@ async fn run_command(command: Command) -> Result<(), String> {
                 println!("The secret is shown once and stored nowhere.");
             }
         }
+        Command::IamPolicy {
+            function,
+            table_arn,
+        } => {
+            let actions = if function {
+                iam::FUNCTION_ACTIONS
+            } else {
+                iam::OPERATOR_ACTIONS
+            };
+            let arn = table_arn
+                .as_deref()
+                .unwrap_or("arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE");
+            println!("{:#}", iam::policy(actions, arn));
+        }
         Command::CreateTable { dry_run: true } => {
             println!("{:#}", table_definition());
         }
@@ -158,6 +178,13 @@ async fn run_command(command: Command) -> Result<(), String> {
                 println!("{:#}", cli::report::json(&groups, now));
             } else {
                 print!("{}", cli::report::table(&groups, now));
+                match (&group, groups.is_empty()) {
+                    (_, false) => {}
+                    (None, true) => println!("(no group has been used yet)"),
+                    (Some(group), true) => {
+                        println!("{}", cli::report::unused_group(group, &shell_groups()?))
+                    }
+                }
             }
         }
         Command::Release { group, id } => {
@@ -169,19 +196,44 @@ async fn run_command(command: Command) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             let left = decided.group.holders.len();
-            match decided.outcome {
-                Release::Released => {
-                    println!("released '{id}' from group '{group}' ({left} holder(s) left)")
-                }
-                Release::NotHeld => {
-                    println!(
-                        "'{id}' held no slot in group '{group}'; nothing changed ({left} holder(s))"
-                    )
-                }
+            if decided.outcome == Release::Released {
+                println!("released '{id}' from group '{group}' ({left} holder(s) left)");
+                return Ok(());
+            }
+            // Nothing released: most often the wrong group. Say where it holds.
+            let held_in: Vec<String> = store
+                .groups(None)
+                .await
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .filter(|(_, record)| record.holders.holds(&id))
+                .map(|(name, _)| name.to_string())
+                .collect();
+            if held_in.is_empty() {
+                println!(
+                    "'{id}' held no slot in group '{group}' and holds none in any group; \
+                     nothing changed"
+                );
+            } else {
+                return Err(format!(
+                    "'{id}' holds no slot in group '{group}' but holds one in: {}; nothing \
+                     changed (run: fleetlock release --group {} --id {id})",
+                    held_in.join(", "),
+                    held_in[0]
+                ));
             }
         }
     }
     Ok(())
+}
+
+/// The groups as the operator's shell configures them, if it does: the CLI
+/// cannot see the deployed function's environment.
+fn shell_groups() -> Result<Option<fleetlock::config::GroupSlots>, String> {
+    if std::env::var_os("FLEETLOCK_GROUPS").is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Config::from_env().map_err(|e| e.to_string())?.groups))
 }
 
 fn required_table(command: &str) -> Result<String, String> {
@@ -194,11 +246,23 @@ fn required_table(command: &str) -> Result<String, String> {
     })
 }
 
+/// The store of a serving process, after one check of its table: a missing
+/// table or a wrong key stops the start; an unreachable DynamoDB does not (it
+/// is an outage, answered `store_unavailable` until it ends, with no restart).
+async fn checked_store(table: String) -> Result<DynamoStore, String> {
+    let store = dynamo_store(table).await;
+    match store.check_table().await {
+        Ok(()) => Ok(store),
+        Err(TableProblem::Unreachable(why)) => {
+            tracing::warn!(error = %why, "starting anyway; calls answer 503 until DynamoDB answers");
+            Ok(store)
+        }
+        Err(TableProblem::Unusable(why)) => Err(why),
+    }
+}
+
 async fn dynamo_store(table: String) -> DynamoStore {
-    DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&load_aws_config().await),
-        table,
-    )
+    DynamoStore::new(dynamodb::client().await, table)
 }
 
 async fn serve<S: LockStore>(listen: std::net::SocketAddr, api: Api<S>) -> Result<(), String> {

@@ -60,7 +60,7 @@ impl<S: LockStore> FleetLock<S> {
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
         let slots = self.groups.slots_for(&params.group)?;
         let now = Timestamp::now();
-        let Decided { outcome, group } = self
+        let Decided { outcome, group, .. } = self
             .store
             .acquire(&params.group, &params.id, slots, now)
             .await
@@ -79,7 +79,7 @@ impl<S: LockStore> FleetLock<S> {
     /// `v1/steady-state`: give the slot back; a node holding none hears yes.
     pub async fn steady_state(&self, params: &ClientParams) -> Result<Answer, Error> {
         let slots = self.groups.slots_for(&params.group)?;
-        let Decided { outcome, group } = self
+        let Decided { outcome, group, .. } = self
             .store
             .release(&params.group, &params.id)
             .await

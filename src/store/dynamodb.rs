@@ -6,12 +6,12 @@
 //! | attribute      | type | meaning                                             |
 //! |----------------|------|-----------------------------------------------------|
 //! | `group`        | S    | the group name (partition key)                      |
-//! | `holder_count` | N    | how many `holder:*` attributes the item has         |
-//! | `holder:<id>`  | N    | one per holder: when it took its slot, epoch ms     |
+//! | `holder_count` | N    | how many `h:*` attributes the item has              |
+//! | `h:<id>`       | N    | one per holder: when it took its slot, epoch ms     |
 //! | `slots`        | N    | the slot count applied at the last grant (for people) |
 //!
 //! Each holder is a top-level attribute rather than an entry of a map, so the
-//! first request of a new group needs no existing parent: `SET holder:<id>` and
+//! first request of a new group needs no existing parent: `SET h:<id>` and
 //! `ADD holder_count 1` both create what is missing. Every protocol call is one
 //! conditional `UpdateItem`; DynamoDB serialises writes to an item, so the
 //! condition sees every earlier grant and no slot is ever given twice. A failed
@@ -19,6 +19,12 @@
 //! tell a holder asking again (granted) from a full group (refused) without a
 //! second request. A retried write is harmless for the same reason: the retry
 //! finds the holder already there.
+//!
+//! Versions up to 0.1 named holders `holder:<id>`. The shorter prefix keeps an
+//! item of 32-hex ids 5 bytes a holder smaller (a write unit is 1 KB of the
+//! item); such holders are still read, kept, counted and released, and every
+//! condition checks both names, so a node holding a slot under the old name
+//! never gets a second one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -33,12 +39,14 @@ use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::config::Intercept;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, RuntimeComponents};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ReturnValue,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    AttributeDefinition, AttributeValue, BillingMode, ConsumedCapacity, KeySchemaElement, KeyType,
+    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
 use super::{Decided, GroupRecord, LockStore, StoreError};
 use crate::input::{GroupName, NodeId};
@@ -49,7 +57,9 @@ const KEY_TYPE: ScalarAttributeType = ScalarAttributeType::S;
 const BILLING_MODE: BillingMode = BillingMode::PayPerRequest;
 const COUNT_ATTRIBUTE: &str = "holder_count";
 const SLOTS_ATTRIBUTE: &str = "slots";
-const HOLDER_PREFIX: &str = "holder:";
+const HOLDER_PREFIX: &str = "h:";
+/// The holder prefix of version 0.1 items: read and released, never written.
+const LEGACY_HOLDER_PREFIX: &str = "holder:";
 
 /// Bounds on every DynamoDB call, chosen to fit well inside the function's
 /// timeout: the SDK has no operation timeout of its own.
@@ -74,11 +84,21 @@ pub async fn load_aws_config() -> aws_config::SdkConfig {
         .await
 }
 
+/// The client every part of the program uses: the standard configuration,
+/// with each request's operation in the debug log.
+pub async fn client() -> Client {
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+        .interceptor(OperationLog)
+        .build();
+    Client::from_conf(config)
+}
+
 /// A client configured as in production, with a [`RequestCounter`] on it: the
 /// benchmark and the tests count the DynamoDB requests of each protocol call.
 pub async fn counted_client() -> (Client, RequestCounter) {
     let counter = RequestCounter::default();
     let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+        .interceptor(OperationLog)
         .interceptor(counter.clone())
         .build();
     (Client::from_conf(config), counter)
@@ -147,6 +167,72 @@ impl DynamoStore {
     }
 }
 
+/// Why the configured table cannot be used, found at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableProblem {
+    /// A configuration mistake (no such table, another key, no permission):
+    /// starting would only answer 5xx, so the process refuses to start.
+    Unusable(String),
+    /// DynamoDB could not be asked: an outage, not a mistake. The process
+    /// starts and answers `store_unavailable` until DynamoDB is back, as it
+    /// would if the outage began later.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for TableProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TableProblem::Unusable(why) | TableProblem::Unreachable(why) => f.write_str(why),
+        }
+    }
+}
+
+impl DynamoStore {
+    /// One `DescribeTable` at start-up: the table exists with this project's
+    /// key. It also opens the connection to DynamoDB before the first request
+    /// (on Lambda the init phase runs with more CPU).
+    pub async fn check_table(&self) -> Result<(), TableProblem> {
+        let table = &self.table;
+        let described = match self.client.describe_table().table_name(table).send().await {
+            Ok(described) => described,
+            Err(err) => {
+                let code = err.code().map(str::to_owned);
+                let line = one_line(&err);
+                tracing::debug!(error = %DisplayErrorContext(&err), "DescribeTable failed");
+                return Err(match code.as_deref() {
+                    Some("ResourceNotFoundException") => TableProblem::Unusable(format!(
+                        "table '{table}' does not exist (create it with the templates, \
+                         or `fleetlock create-table` for a test)"
+                    )),
+                    Some("AccessDeniedException" | "UnrecognizedClientException") => {
+                        TableProblem::Unusable(format!(
+                            "not allowed to describe table '{table}': {line}"
+                        ))
+                    }
+                    Some(_) => TableProblem::Unusable(format!("table '{table}': {line}")),
+                    None => TableProblem::Unreachable(format!(
+                        "DynamoDB could not be reached to check table '{table}': {line}"
+                    )),
+                });
+            }
+        };
+        let key: Vec<(&str, &str)> = described
+            .table()
+            .map(|t| t.key_schema())
+            .unwrap_or_default()
+            .iter()
+            .map(|k| (k.attribute_name(), k.key_type().as_str()))
+            .collect();
+        if key != [(KEY_ATTRIBUTE, KeyType::Hash.as_str())] {
+            return Err(TableProblem::Unusable(format!(
+                "table '{table}' has the key {key:?}; the lock table's key is the partition \
+                 key '{KEY_ATTRIBUTE}' (string) alone"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The table `create_table` makes, in CloudFormation's property names: the
 /// SAM template and the Terraform module are checked against it.
 pub fn table_definition() -> serde_json::Value {
@@ -159,12 +245,41 @@ pub fn table_definition() -> serde_json::Value {
     })
 }
 
+/// The write units DynamoDB billed for a write that succeeded. A refused
+/// conditional write is billed too, by the same item size, but DynamoDB does
+/// not report it.
+fn write_units(consumed: Option<&ConsumedCapacity>) -> Option<f64> {
+    consumed.and_then(|c| c.write_capacity_units.or(c.capacity_units))
+}
+
+/// One readable line for people; the SDK's whole error chain goes to the
+/// debug log (`RUST_LOG=debug`).
 fn unavailable<E: std::error::Error + 'static>(err: E) -> StoreError {
-    StoreError::Unavailable(DisplayErrorContext(err).to_string())
+    tracing::debug!(error = %DisplayErrorContext(&err), "DynamoDB request failed");
+    StoreError::Unavailable(one_line(&err))
+}
+
+/// `Code: message` for an error DynamoDB answered; otherwise the outermost
+/// and the innermost cause ("dispatch failure: Connection refused").
+fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut root = err;
+    while let Some(source) = root.source() {
+        root = source;
+    }
+    let (top, root) = (err.to_string(), root.to_string());
+    if top == root || top.contains(&root) {
+        top
+    } else {
+        format!("{top}: {root}")
+    }
 }
 
 fn holder_attribute(id: &NodeId) -> String {
     format!("{HOLDER_PREFIX}{id}")
+}
+
+fn legacy_holder_attribute(id: &NodeId) -> String {
+    format!("{LEGACY_HOLDER_PREFIX}{id}")
 }
 
 fn number(value: u64) -> AttributeValue {
@@ -193,7 +308,10 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
     fn try_from(item: &HashMap<String, AttributeValue>) -> Result<Self, StoreError> {
         let mut holders = Vec::new();
         for name in item.keys() {
-            if let Some(raw_id) = name.strip_prefix(HOLDER_PREFIX) {
+            let raw_id = name
+                .strip_prefix(HOLDER_PREFIX)
+                .or_else(|| name.strip_prefix(LEGACY_HOLDER_PREFIX));
+            if let Some(raw_id) = raw_id {
                 let id = NodeId::parse(raw_id)
                     .map_err(|_| StoreError::Corrupt(format!("invalid holder id {raw_id:?}")))?;
                 let at = read_number(item, name)?.unwrap_or_default();
@@ -240,8 +358,11 @@ impl LockStore for DynamoStore {
             .table_name(&self.table)
             .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
             .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
-            .condition_expression(format!("attribute_not_exists(#holder) AND {room}"))
+            .condition_expression(format!(
+                "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) AND {room}"
+            ))
             .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
             .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
             .expression_attribute_values(":now", number(now.0))
@@ -249,12 +370,14 @@ impl LockStore for DynamoStore {
             .expression_attribute_values(":one", number(1))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         match result {
             Ok(output) => Ok(Decided {
                 outcome: Acquire::Granted,
                 group: record_of(output.attributes())?,
+                write_units: write_units(output.consumed_capacity()),
             }),
             Err(SdkError::ServiceError(err)) => match err.into_err() {
                 UpdateItemError::ConditionalCheckFailedException(refused) => {
@@ -269,6 +392,7 @@ impl LockStore for DynamoStore {
                         outcome => Ok(Decided {
                             outcome,
                             group: current,
+                            write_units: None,
                         }),
                     }
                 }
@@ -288,25 +412,29 @@ impl LockStore for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
-            .update_expression("REMOVE #holder ADD #count :minus_one")
-            .condition_expression("attribute_exists(#holder)")
+            .update_expression("REMOVE #holder, #legacy ADD #count :minus_one")
+            .condition_expression("attribute_exists(#holder) OR attribute_exists(#legacy)")
             .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
             .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         match result {
             Ok(output) => Ok(Decided {
                 outcome: Release::Released,
                 group: record_of(output.attributes())?,
+                write_units: write_units(output.consumed_capacity()),
             }),
             Err(SdkError::ServiceError(err)) => match err.into_err() {
                 // Not a holder: releasing is idempotent, nothing changed.
                 UpdateItemError::ConditionalCheckFailedException(refused) => Ok(Decided {
                     outcome: Release::NotHeld,
                     group: record_of(refused.item())?,
+                    write_units: None,
                 }),
                 other => Err(unavailable(other)),
             },
@@ -356,6 +484,30 @@ impl LockStore for DynamoStore {
             .collect::<Result<Vec<_>, StoreError>>()?;
         groups.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(groups)
+    }
+}
+
+/// Logs each DynamoDB request's operation at debug level (`RUST_LOG=debug`):
+/// what a command needs in IAM terms, and what the tests check against
+/// [`crate::iam`].
+#[derive(Clone, Copy, Debug)]
+struct OperationLog;
+
+impl Intercept for OperationLog {
+    fn name(&self) -> &'static str {
+        "OperationLog"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(metadata) = cfg.load::<Metadata>() {
+            tracing::debug!(operation = %metadata.name(), "dynamodb request");
+        }
+        Ok(())
     }
 }
 

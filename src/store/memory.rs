@@ -45,6 +45,7 @@ impl LockStore for MemoryStore {
             Decided {
                 outcome,
                 group: record.clone(),
+                write_units: None,
             }
         })
     }
@@ -58,10 +59,12 @@ impl LockStore for MemoryStore {
             Some(record) => Decided {
                 outcome: record.holders.release(id),
                 group: record.clone(),
+                write_units: None,
             },
             None => Decided {
                 outcome: Release::NotHeld,
                 group: GroupRecord::default(),
+                write_units: None,
             },
         })
     }

@@ -20,10 +20,13 @@ pub struct GroupRecord {
 }
 
 /// An outcome and the group as it stands right after it was decided.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Decided<T> {
     pub outcome: T,
     pub group: GroupRecord,
+    /// Write units the store reported for this decision (DynamoDB, on a write
+    /// that went through); `None` where it reports none.
+    pub write_units: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,10 @@
 //! The `fleetlock` binary as operators and the README use it.
 
+use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::time::Duration;
 
+use fleetlock::iam;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -195,6 +197,16 @@ async fn operators_see_and_release_holders_in_dynamodb() {
     );
     assert_eq!(lines.len(), 2, "only the group asked for");
 
+    // The wrong group: nothing changes, and it says where the node holds one.
+    let r = run(with_table().args(["release", "--group", "workers", "--id", "stuck-node"])).await;
+    assert!(!r.ok, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("holds one in: default")
+            && r.stderr
+                .contains("fleetlock release --group default --id stuck-node"),
+        "{}",
+        r.stderr
+    );
     let r = run(with_table().args(["release", "--group", "default", "--id", "stuck-node"])).await;
     assert!(
         r.ok && r.stdout.contains("released 'stuck-node'"),
@@ -202,7 +214,23 @@ async fn operators_see_and_release_holders_in_dynamodb() {
         r.stdout
     );
     let r = run(with_table().args(["release", "--group", "default", "--id", "stuck-node"])).await;
-    assert!(r.ok && r.stdout.contains("held no slot"), "{}", r.stdout);
+    assert!(
+        r.ok && r.stdout.contains("holds none in any group"),
+        "{}",
+        r.stdout
+    );
+    let r = run(with_table().args(["status", "--group", "nope"])).await;
+    assert!(
+        r.ok && r.stdout.contains("group 'nope' has no holders")
+            && r.stdout.contains("set FLEETLOCK_GROUPS as deployed"),
+        "{}",
+        r.stdout
+    );
+    let r = run(with_table()
+        .env("FLEETLOCK_GROUPS", "default=1")
+        .args(["status", "--group", "nope"]))
+    .await;
+    assert!(r.stdout.contains("does not configure it"), "{}", r.stdout);
     let r = run(with_table().args(["status", "--json", "--group", "default"])).await;
     let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(status["groups"][0]["holders"], serde_json::json!([]));
@@ -242,7 +270,13 @@ async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
         .unwrap_or_else(|| panic!("unexpected {url:?}"));
     assert!(!entry.contains(secret), "the entry holds no secret");
 
-    let (mut child, addr) = serve(fleetlock().env("FLEETLOCK_CLIENTS", entry)).await;
+    let (mut child, addr) = serve(
+        fleetlock()
+            .env("FLEETLOCK_CLIENTS", entry)
+            .env("FLEETLOCK_GROUPS", "default=1,db=1")
+            .stderr(Stdio::piped()),
+    )
+    .await;
     let body = crate::helpers::zincati_body("n1", "default");
     let good = crate::helpers::basic_auth("fleet", secret);
     let headers = [
@@ -253,7 +287,52 @@ async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
     assert_eq!(r.status, 200);
     let r = zincati(addr, "pre-reboot", "n2", "default").await;
     assert_eq!(r.status, 401);
-    child.kill().await.unwrap();
+    child.start_kill().unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !logs.contains('\u{1b}'),
+        "no colour codes in a pipe: {logs}"
+    );
+    let decision = logs.lines().find(|l| l.contains("decision")).unwrap();
+    let latency = decision.split("latency_ms=").nth(1).unwrap();
+    let latency = latency.split_whitespace().next().unwrap();
+    assert!(
+        latency.split('.').nth(1).is_none_or(|d| d.len() <= 3),
+        "microseconds at most: {decision}"
+    );
+
+    // A refusal made after the body was read names group, id and client.
+    let scoped = run(fleetlock().args(["credential", "--name", "dbs", "--groups", "db"])).await;
+    let scoped_lines: Vec<&str> = scoped.stdout.lines().map(str::trim).collect();
+    let scoped_secret = scoped_lines[3]
+        .strip_prefix("https://dbs:")
+        .and_then(|rest| rest.strip_suffix("@YOUR-API-HOST/"))
+        .unwrap();
+    let (mut child, addr) = serve(
+        fleetlock()
+            .env("FLEETLOCK_CLIENTS", scoped_lines[1])
+            .env("FLEETLOCK_GROUPS", "default=1,db=1")
+            .stderr(Stdio::piped()),
+    )
+    .await;
+    let scoped_auth = crate::helpers::basic_auth("dbs", scoped_secret);
+    let headers = [
+        ("fleet-lock-protocol", "true"),
+        ("authorization", scoped_auth.as_str()),
+    ];
+    let r = crate::helpers::send(addr, "POST", "/v1/pre-reboot", &headers, body.clone()).await;
+    assert_eq!(r.status, 403);
+    child.start_kill().unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr);
+    let refusal = logs
+        .lines()
+        .find(|l| l.contains("forbidden_group"))
+        .unwrap();
+    for field in [r#"group="default""#, r#"id="n1""#, r#"client="dbs""#] {
+        assert!(refusal.contains(field), "{field} in {refusal}");
+    }
 
     // Hashing an existing secret gives another (salted) entry that also works.
     let mut hashing = fleetlock();
@@ -282,4 +361,135 @@ async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
     let clients = fleetlock::auth::Clients::parse(second.trim()).unwrap();
     assert!(clients.authenticate(Some(good.as_bytes())).is_ok());
     assert_ne!(second.trim(), entry);
+}
+
+/// The DynamoDB operations a run of the binary sent, from its debug log.
+fn operations(stderr: &str) -> BTreeSet<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("dynamodb request"))
+        .filter_map(|l| l.split("operation=").nth(1))
+        .map(|rest| format!("dynamodb:{}", rest.split_whitespace().next().unwrap_or("")))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_iam_policies_list_exactly_what_the_commands_call() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("iam");
+    let with_table = || {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_TABLE", &table)
+            .env("RUST_LOG", "fleetlock=debug");
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+
+    // The function: serve takes and gives back a slot.
+    let mut serving = with_table();
+    serving.stderr(Stdio::piped());
+    let (mut child, addr) = serve(&mut serving).await;
+    assert_eq!(
+        zincati(addr, "pre-reboot", "n1", "default").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "steady-state", "n1", "default").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "pre-reboot", "n1", "default").await.status,
+        200
+    );
+    child.start_kill().unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    let function: BTreeSet<String> = operations(&String::from_utf8_lossy(&output.stderr));
+    let expected: BTreeSet<String> = iam::FUNCTION_ACTIONS
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(function, expected);
+
+    // The operator: every command that touches the table.
+    let mut operator = BTreeSet::new();
+    for args in [
+        vec!["status"],
+        vec!["status", "--json", "--group", "default"],
+        vec!["release", "--group", "workers", "--id", "n1"],
+        vec!["release", "--group", "default", "--id", "n1"],
+    ] {
+        let r = run(with_table().args(&args)).await;
+        operator.extend(operations(&r.stderr));
+    }
+    let expected: BTreeSet<String> = iam::OPERATOR_ACTIONS
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(operator, expected);
+
+    // And the command that prints the policy prints that list.
+    let r =
+        run(fleetlock().args(["iam-policy", "--table-arn", "arn:aws:dynamodb:x:1:table/t"])).await;
+    let policy: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        policy["Statement"][0]["Action"],
+        serde_json::json!(iam::OPERATOR_ACTIONS)
+    );
+    assert_eq!(
+        policy["Statement"][0]["Resource"],
+        "arn:aws:dynamodb:x:1:table/t"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_table_stops_the_start_with_a_clear_message() {
+    local_dynamodb_endpoint();
+    let missing = unique_table_name("missing");
+    let r = run(fleetlock().env("FLEETLOCK_TABLE", &missing).args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+    ]))
+    .await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains(&format!("table '{missing}' does not exist")),
+        "{}",
+        r.stderr
+    );
+    // Under Lambda too, as one JSON error line, before any event is asked for.
+    let entry = fleetlock::auth::new_credential("fleet", "*").unwrap().entry;
+    let r = run(fleetlock()
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env("FLEETLOCK_CLIENTS", entry)
+        .env("FLEETLOCK_TABLE", &missing))
+    .await;
+    assert!(!r.ok);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("does not exist"))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    let log: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(log["level"], "ERROR");
+}
+
+#[tokio::test]
+async fn store_errors_are_one_readable_line() {
+    // Nothing listens on the discard port.
+    let r = run(fleetlock()
+        .env("FLEETLOCK_TABLE", "fleetlock")
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .arg("status"))
+    .await;
+    assert!(!r.ok);
+    let text = r.stderr.trim();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.starts_with("fleetlock: lock store unavailable:"),
+        "{text}"
+    );
+    assert!(text.len() < 300, "{text}");
 }

@@ -3,12 +3,19 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use aws_sdk_dynamodb::config::retry::RetryPartition;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ScalarAttributeType,
+};
 use fleetlock::input::{GroupName, NodeId};
 use fleetlock::lock::{Acquire, Release, Timestamp};
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, RequestCounter};
+use fleetlock::store::dynamodb::{
+    DynamoStore, RequestCounter, TableProblem, counted_client, load_aws_config,
+};
 
-use crate::helpers::dynamo_store;
+use crate::helpers::{dynamo_store, unique_table_name};
 
 fn id(s: &str) -> NodeId {
     NodeId::parse(s).unwrap()
@@ -296,4 +303,169 @@ async fn create_table_again_is_harmless() {
         "reported as already there"
     );
     assert_eq!(holders(&store, "default").await.len(), 1, "data kept");
+}
+
+/// A 32-hex id like Zincati's app-specific machine id.
+fn machine_id(n: usize) -> String {
+    format!("{n:032x}")
+}
+
+#[tokio::test]
+async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second() {
+    let (store, requests) = dynamo_store("legacy").await;
+    let (client, _) = counted_client().await;
+    // The item exactly as version 0.1 wrote it: `holder:<id>` attributes.
+    client
+        .put_item()
+        .table_name(store.table())
+        .item("group", AttributeValue::S("default".into()))
+        .item("holder_count", AttributeValue::N("1".into()))
+        .item("slots", AttributeValue::N("2".into()))
+        .item("holder:old-node", AttributeValue::N("1000".into()))
+        .send()
+        .await
+        .unwrap();
+    let g = group("default");
+    assert_eq!(
+        holders(&store, "default").await,
+        vec![("old-node".into(), 1_000)]
+    );
+
+    let before = requests.get();
+    assert_eq!(
+        take(&store, &g, "old-node", 2, 5_000).await,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(requests.get() - before, 1, "still one request");
+    assert_eq!(
+        take(&store, &g, "new-node", 2, 6_000).await,
+        Acquire::Granted
+    );
+    assert_eq!(take(&store, &g, "third", 2, 7_000).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "old-node", 2, 8_000).await,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(
+        holders(&store, "default").await,
+        vec![("new-node".into(), 6_000), ("old-node".into(), 1_000)],
+        "one slot each, the old holder's time kept"
+    );
+
+    let released = store.release(&g, &id("old-node")).await.unwrap();
+    assert_eq!(released.outcome, Release::Released);
+    assert_eq!(released.group.holders.len(), 1);
+    let raw = client
+        .get_item()
+        .table_name(store.table())
+        .key("group", AttributeValue::S("default".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert!(
+        !raw.contains_key("holder:old-node"),
+        "the old attribute is gone"
+    );
+    assert!(
+        raw.contains_key("h:new-node"),
+        "new holders use the short name"
+    );
+    assert_eq!(raw["holder_count"], AttributeValue::N("1".into()));
+    assert_eq!(take(&store, &g, "third", 2, 9_000).await, Acquire::Granted);
+}
+
+#[tokio::test]
+async fn write_units_grow_with_the_holders_of_a_group() {
+    let (store, _) = dynamo_store("units").await;
+    let g = group("big");
+    let mut units = Vec::new();
+    for n in 0..60 {
+        let decided = store
+            .acquire(
+                &g,
+                &id(&machine_id(n)),
+                100,
+                Timestamp(1_764_480_000_000 + n as u64),
+            )
+            .await
+            .unwrap();
+        assert_eq!(decided.outcome, Acquire::Granted);
+        units.push(
+            decided
+                .write_units
+                .expect("DynamoDB reports the units of a write"),
+        );
+    }
+    assert_eq!(units[0], 1.0, "a small item is one write unit");
+    assert!(units.windows(2).all(|w| w[0] <= w[1]), "{units:?}");
+    assert!(
+        units[59] >= 3.0,
+        "60 holders of 32-hex ids pass 2 KB: {units:?}"
+    );
+    // A refusal reports nothing: DynamoDB does not say what it billed.
+    let full = store
+        .acquire(&g, &id("late"), 60, Timestamp(9))
+        .await
+        .unwrap();
+    assert_eq!((full.outcome, full.write_units), (Acquire::Full, None));
+}
+
+#[tokio::test]
+async fn the_table_check_tells_a_mistake_from_an_outage() {
+    let (store, _) = dynamo_store("check").await;
+    assert_eq!(store.check_table().await, Ok(()));
+
+    let (client, _) = counted_client().await;
+    let missing = DynamoStore::new(client.clone(), unique_table_name("never-created"));
+    match missing.check_table().await {
+        Err(TableProblem::Unusable(why)) => assert!(why.contains("does not exist"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+
+    let other_key = unique_table_name("other-key");
+    client
+        .create_table()
+        .table_name(&other_key)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("id")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("id")
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .unwrap();
+    match DynamoStore::new(client, other_key).check_table().await {
+        Err(TableProblem::Unusable(why)) => assert!(why.contains("'group'"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+
+    // Nothing listens on the discard port: DynamoDB cannot be reached.
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+        .endpoint_url("http://127.0.0.1:9")
+        .retry_partition(RetryPartition::new("unreachable"))
+        .build();
+    let unreachable = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "fleetlock");
+    match unreachable.check_table().await {
+        Err(TableProblem::Unreachable(why)) => {
+            assert!(why.contains("could not be reached"), "{why}");
+            assert!(
+                !why.contains('\n') && why.len() < 300,
+                "one short line: {why}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }
