@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
+use fleetlock::input::{GroupName, NodeId};
+use fleetlock::lock::Timestamp;
 use fleetlock::service::FleetLock;
+use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, counted_client};
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
 
@@ -171,6 +174,44 @@ async fn in_process(concurrency: usize, calls_wanted: usize) {
     println!();
 }
 
+/// Write units per call against the size of the group's item: DynamoDB bills
+/// a write by the larger of the item before and after it, in 1 KB steps, and a
+/// refused conditional write by the item's size too (it does not report those).
+async fn write_units_by_group_size() {
+    let (client, _) = counted_client().await;
+    let store = DynamoStore::new(client, format!("bench-units-{}", std::process::id()));
+    store.create_table().await.expect("create the table");
+    let group = GroupName::parse("units").unwrap();
+    let now = Timestamp::now();
+    println!(
+        "### Write units per call by holders in the group (32-hex ids, as Zincati's)
+"
+    );
+    println!("| holders after the grant | grant (write units) | its release (write units) |");
+    println!("|---:|---:|---:|");
+    let report_at = [1, 5, 10, 15, 20, 23, 24, 30, 40, 50, 75, 100];
+    for n in 1..=100usize {
+        let id = NodeId::parse(&format!("{n:032x}")).unwrap();
+        let granted = store.acquire(&group, &id, 1_000, now).await.expect("grant");
+        if !report_at.contains(&n) {
+            continue;
+        }
+        // Release it, read the units, and take the slot back for the next size.
+        let released = store.release(&group, &id).await.expect("release");
+        store
+            .acquire(&group, &id, 1_000, now)
+            .await
+            .expect("grant again");
+        let units = |u: Option<f64>| u.map_or("?".into(), |u| format!("{u:.1}"));
+        println!(
+            "| {n} | {} | {} |",
+            units(granted.write_units),
+            units(released.write_units)
+        );
+    }
+    println!();
+}
+
 async fn release_binary() {
     let binary =
         std::env::var("FLEETLOCK_BIN").unwrap_or_else(|_| "target/release/fleetlock".into());
@@ -263,5 +304,6 @@ async fn main() {
     // One at a time shows the latency of a call; 32 at a time, throughput.
     in_process(1, 2_000).await;
     in_process(CONCURRENCY, 20_000).await;
+    write_units_by_group_size().await;
     release_binary().await;
 }

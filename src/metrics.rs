@@ -62,6 +62,7 @@ mod tests {
             holders: 2,
             slots: 2,
             oldest_holder_age: Some(Duration::from_millis(7_200_900)),
+            write_units: None,
         };
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
@@ -94,6 +95,7 @@ mod tests {
             holders: 0,
             slots: 1,
             oldest_holder_age: None,
+            write_units: None,
         };
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));

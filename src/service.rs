@@ -33,13 +33,15 @@ impl Outcome {
 }
 
 /// A successful answer, with the group as it stands after the decision.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     pub outcome: Outcome,
     pub holders: usize,
     pub slots: u32,
     /// How long the longest holder has kept its slot: a stuck node shows here.
     pub oldest_holder_age: Option<Duration>,
+    /// Write units the store reported (DynamoDB, writes that went through).
+    pub write_units: Option<f64>,
 }
 
 pub struct FleetLock<S> {
@@ -60,7 +62,11 @@ impl<S: LockStore> FleetLock<S> {
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
         let slots = self.groups.slots_for(&params.group)?;
         let now = Timestamp::now();
-        let Decided { outcome, group, .. } = self
+        let Decided {
+            outcome,
+            group,
+            write_units,
+        } = self
             .store
             .acquire(&params.group, &params.id, slots, now)
             .await
@@ -73,13 +79,17 @@ impl<S: LockStore> FleetLock<S> {
             Acquire::AlreadyHeld => Outcome::AlreadyHeld,
             Acquire::Full => Outcome::Full,
         };
-        Ok(answer(outcome, &group, slots, now))
+        Ok(answer(outcome, &group, slots, now, write_units))
     }
 
     /// `v1/steady-state`: give the slot back; a node holding none hears yes.
     pub async fn steady_state(&self, params: &ClientParams) -> Result<Answer, Error> {
         let slots = self.groups.slots_for(&params.group)?;
-        let Decided { outcome, group, .. } = self
+        let Decided {
+            outcome,
+            group,
+            write_units,
+        } = self
             .store
             .release(&params.group, &params.id)
             .await
@@ -91,16 +101,29 @@ impl<S: LockStore> FleetLock<S> {
             Release::Released => Outcome::Released,
             Release::NotHeld => Outcome::NotHeld,
         };
-        Ok(answer(outcome, &group, slots, Timestamp::now()))
+        Ok(answer(
+            outcome,
+            &group,
+            slots,
+            Timestamp::now(),
+            write_units,
+        ))
     }
 }
 
-fn answer(outcome: Outcome, group: &GroupRecord, slots: u32, now: Timestamp) -> Answer {
+fn answer(
+    outcome: Outcome,
+    group: &GroupRecord,
+    slots: u32,
+    now: Timestamp,
+    write_units: Option<f64>,
+) -> Answer {
     Answer {
         outcome,
         holders: group.holders.len(),
         slots,
         oldest_holder_age: group.holders.oldest().map(|(_, at)| at.age_at(now)),
+        write_units,
     }
 }
 
