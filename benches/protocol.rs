@@ -15,7 +15,7 @@ use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
 use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::Timestamp;
+use fleetlock::lock::{GroupRules, Timestamp};
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, counted_client};
@@ -183,23 +183,30 @@ async fn write_units_by_group_size() {
     store.create_table().await.expect("create the table");
     let group = GroupName::parse("units").unwrap();
     let now = Timestamp::now();
-    println!(
-        "### Write units per call by holders in the group (32-hex ids, as Zincati's)
-"
-    );
+    let open_group = GroupRules {
+        slots: 1_000,
+        settle: Duration::ZERO,
+    };
+    println!("### Write units per call by holders in the group (32-hex ids, as Zincati's)\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");
     println!("|---:|---:|---:|");
     let report_at = [1, 5, 10, 15, 20, 23, 24, 30, 40, 50, 75, 100];
     for n in 1..=100usize {
         let id = NodeId::parse(&format!("{n:032x}")).unwrap();
-        let granted = store.acquire(&group, &id, 1_000, now).await.expect("grant");
+        let granted = store
+            .acquire(&group, &id, open_group, now)
+            .await
+            .expect("grant");
         if !report_at.contains(&n) {
             continue;
         }
         // Release it, read the units, and take the slot back for the next size.
-        let released = store.release(&group, &id).await.expect("release");
+        let released = store
+            .release(&group, &id, Timestamp(0))
+            .await
+            .expect("release");
         store
-            .acquire(&group, &id, 1_000, now)
+            .acquire(&group, &id, open_group, now)
             .await
             .expect("grant again");
         let units = |u: Option<f64>| u.map_or("?".into(), |u| format!("{u:.1}"));

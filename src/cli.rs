@@ -17,6 +17,11 @@ USAGE:
                                            (--dry-run: print the table definition only)
     fleetlock status [--group G] [--json]  show who holds a slot, since when
     fleetlock release --group G --id ID    release a slot by hand
+    fleetlock pause (--group G ... | --all) --reason TEXT [--by NAME]
+                                           stop new reboots in these groups at once
+                                           (holders keep their slots; --by defaults to $USER)
+    fleetlock resume (--group G ... | --all)
+                                           clear a person's pause (alarms' pauses stay)
     fleetlock credential --name N --groups G [--secret-stdin]
                                            make a client credential: a random secret for
                                            Zincati's base_url and its FLEETLOCK_CLIENTS entry
@@ -24,6 +29,7 @@ USAGE:
 
 ENVIRONMENT:
     FLEETLOCK_GROUPS  slots per group, e.g. 'default=1,workers=3,*=1' (default: default=1)
+    FLEETLOCK_SETTLE  settle time after each release, per group: 'workers=10m,*=2m' (default: none)
     FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
     FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
     FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
@@ -50,6 +56,14 @@ pub enum Command {
         group: String,
         id: String,
     },
+    Pause {
+        groups: Targets,
+        reason: String,
+        by: Option<String>,
+    },
+    Resume {
+        groups: Targets,
+    },
     Credential {
         name: String,
         groups: String,
@@ -59,6 +73,26 @@ pub enum Command {
         function: bool,
         table_arn: Option<String>,
     },
+}
+
+/// The groups a pause or resume acts on.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Targets {
+    Named(Vec<String>),
+    /// Every group stored in the table.
+    All,
+}
+
+fn targets(options: &mut Options, command: &str) -> Result<Targets, String> {
+    let named = options.values("--group")?;
+    match (named.is_empty(), options.flag("--all")) {
+        (false, false) => Ok(Targets::Named(named)),
+        (true, true) => Ok(Targets::All),
+        (true, false) => Err(format!(
+            "{command} needs --group GROUP (repeatable) or --all"
+        )),
+        (false, true) => Err(format!("{command} takes --group or --all, not both")),
+    }
 }
 
 /// Parses the arguments after the program name.
@@ -91,6 +125,16 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 .value("--group")?
                 .ok_or("release needs --group GROUP")?,
             id: options.value("--id")?.ok_or("release needs --id ID")?,
+        },
+        "pause" => Command::Pause {
+            groups: targets(&mut options, "pause")?,
+            reason: options
+                .value("--reason")?
+                .ok_or("pause needs --reason TEXT: it reaches the nodes' journals")?,
+            by: options.value("--by")?,
+        },
+        "resume" => Command::Resume {
+            groups: targets(&mut options, "resume")?,
         },
         "credential" => Command::Credential {
             name: options
@@ -128,14 +172,16 @@ impl Options {
                 Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
                 None if matches!(
                     arg.as_str(),
-                    "--json" | "--dry-run" | "--secret-stdin" | "--function"
+                    "--json" | "--dry-run" | "--secret-stdin" | "--function" | "--all"
                 ) =>
                 {
                     (arg.clone(), None)
                 }
                 None => (arg.clone(), args.next().cloned()),
             };
-            if given.iter().any(|(n, _)| *n == name) {
+            // Options with a value may repeat where a command takes several
+            // (`--group`); `value` refuses a second one elsewhere.
+            if value.is_none() && given.iter().any(|(n, _)| *n == name) {
                 return Err(format!("{name} given twice"));
             }
             given.push((name, value));
@@ -149,11 +195,24 @@ impl Options {
     }
 
     fn value(&mut self, name: &str) -> Result<Option<String>, String> {
-        match self.take(name) {
-            None => Ok(None),
-            Some(Some(value)) => Ok(Some(value)),
-            Some(None) => Err(format!("{name} needs a value")),
+        let value = match self.take(name) {
+            None => None,
+            Some(Some(value)) => Some(value),
+            Some(None) => return Err(format!("{name} needs a value")),
+        };
+        if self.take(name).is_some() {
+            return Err(format!("{name} given twice"));
         }
+        Ok(value)
+    }
+
+    /// An option that may be given several times, in order.
+    fn values(&mut self, name: &str) -> Result<Vec<String>, String> {
+        let mut values = Vec::new();
+        while let Some(value) = self.take(name) {
+            values.push(value.ok_or_else(|| format!("{name} needs a value"))?);
+        }
+        Ok(values)
     }
 
     fn flag(&mut self, name: &str) -> bool {
@@ -226,6 +285,20 @@ mod tests {
             })
         );
         assert_eq!(
+            parse(&args("pause --group a --group b --reason oops --by bob")),
+            Ok(Command::Pause {
+                groups: Targets::Named(vec!["a".into(), "b".into()]),
+                reason: "oops".into(),
+                by: Some("bob".into()),
+            })
+        );
+        assert_eq!(
+            parse(&args("resume --all")),
+            Ok(Command::Resume {
+                groups: Targets::All
+            })
+        );
+        assert_eq!(
             parse(&args("create-table")),
             Ok(Command::CreateTable { dry_run: false })
         );
@@ -245,6 +318,11 @@ mod tests {
             ("status --verbose", "unknown option"),
             ("status --group a --group b", "given twice"),
             ("status extra", "unexpected argument"),
+            ("pause --reason x", "needs --group"),
+            ("pause --group a", "needs --reason"),
+            ("pause --group a --all --reason x", "not both"),
+            ("resume", "needs --group"),
+            ("pause --group a --reason x --reason y", "given twice"),
         ] {
             let err = parse(&args(line)).unwrap_err();
             assert!(err.contains(says), "{line}: {err}");
@@ -262,8 +340,6 @@ mod tests {
 
 /// The `status` listing, as a table for people or JSON for scripts.
 pub mod report {
-    use aws_sdk_dynamodb::primitives::{DateTime, DateTimeFormat};
-
     use crate::config::GroupSlots;
     use crate::input::GroupName;
     use crate::lock::Timestamp;
@@ -271,12 +347,8 @@ pub mod report {
 
     use super::human_duration;
 
-    /// `2026-11-30T05:12:09Z`: whole seconds, always the same width.
-    pub fn rfc3339(at: Timestamp) -> String {
-        let seconds = i64::try_from(at.0 / 1000).unwrap_or(i64::MAX);
-        DateTime::from_secs(seconds)
-            .fmt(DateTimeFormat::DateTime)
-            .unwrap_or_else(|_| at.0.to_string())
+    fn rfc3339(at: Timestamp) -> String {
+        at.to_rfc3339()
     }
 
     /// What `status --group G` says of a group with no item.
@@ -300,19 +372,55 @@ pub mod report {
         }
     }
 
-    pub fn table(groups: &[(GroupName, GroupRecord)], now: Timestamp) -> String {
+    /// When the group's settle period ends, if the shell says how long it is.
+    fn settles_until(
+        name: &GroupName,
+        record: &GroupRecord,
+        settings: Option<&GroupSlots>,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
+        let settle = settings?.rules_for(name).ok()?.settle;
+        record.settling_until(settle, now)
+    }
+
+    fn state(
+        name: &GroupName,
+        record: &GroupRecord,
+        settings: Option<&GroupSlots>,
+        now: Timestamp,
+    ) -> &'static str {
+        if record.pause.is_paused() {
+            "paused"
+        } else if settles_until(name, record, settings, now).is_some() {
+            "settling"
+        } else {
+            "open"
+        }
+    }
+
+    /// Holders per group, then a line for each paused or settling group.
+    /// `settings` are the groups as the operator's shell configures them
+    /// (`FLEETLOCK_GROUPS`, `FLEETLOCK_SETTLE`), when it does.
+    pub fn table(
+        groups: &[(GroupName, GroupRecord)],
+        settings: Option<&GroupSlots>,
+        now: Timestamp,
+    ) -> String {
         let mut rows = vec![[
             "GROUP".to_string(),
             "HELD".to_string(),
+            "STATE".to_string(),
             "ID".to_string(),
             "SINCE (UTC)".to_string(),
             "FOR".to_string(),
         ]];
         for (name, record) in groups {
+            let state = state(name, record, settings, now).to_string();
             if record.holders.is_empty() {
                 rows.push([
                     name.to_string(),
                     slots_text(record),
+                    state.clone(),
                     "-".into(),
                     "-".into(),
                     "-".into(),
@@ -322,13 +430,14 @@ pub mod report {
                 rows.push([
                     name.to_string(),
                     slots_text(record),
+                    state.clone(),
                     id.to_string(),
                     rfc3339(at),
                     human_duration(at.age_at(now).as_secs()),
                 ]);
             }
         }
-        let widths: Vec<usize> = (0..5)
+        let widths: Vec<usize> = (0..6)
             .map(|col| {
                 rows.iter()
                     .map(|r| r[col].chars().count())
@@ -346,10 +455,35 @@ pub mod report {
             out.push_str(cells.join("  ").trim_end());
             out.push('\n');
         }
+        for (name, record) in groups {
+            if record.pause.is_paused() {
+                out.push_str(&format!(
+                    "{name} is paused {}\n",
+                    crate::service::paused_because(&record.pause)
+                ));
+            }
+            if let Some(until) = settles_until(name, record, settings, now) {
+                out.push_str(&format!(
+                    "{name} settles until {} (last release {})\n",
+                    rfc3339(until),
+                    record.last_release.map_or("-".into(), rfc3339)
+                ));
+            }
+        }
+        if settings.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {
+            out.push_str(
+                "(settle periods are shown when FLEETLOCK_GROUPS and FLEETLOCK_SETTLE are set \
+                 as deployed)\n",
+            );
+        }
         out
     }
 
-    pub fn json(groups: &[(GroupName, GroupRecord)], now: Timestamp) -> serde_json::Value {
+    pub fn json(
+        groups: &[(GroupName, GroupRecord)],
+        settings: Option<&GroupSlots>,
+        now: Timestamp,
+    ) -> serde_json::Value {
         let groups: Vec<_> = groups
             .iter()
             .map(|(name, record)| {
@@ -365,10 +499,27 @@ pub mod report {
                         })
                     })
                     .collect();
+                let person = record.pause.person.as_ref().map(|p| {
+                    serde_json::json!({
+                        "reason": p.reason.as_str(),
+                        "by": p.by,
+                        "since": rfc3339(p.since),
+                        "since_ms": p.since.0,
+                    })
+                });
+                let settle = settings
+                    .and_then(|s| s.rules_for(name).ok())
+                    .map(|rules| rules.settle.as_secs());
                 serde_json::json!({
                     "group": name.as_str(),
                     "slots": record.slots,
+                    "state": state(name, record, settings, now),
                     "holders": holders,
+                    "paused_by_person": person,
+                    "paused_by_alarms": record.pause.alarms,
+                    "last_release_at": record.last_release.map(rfc3339),
+                    "settle_seconds": settle,
+                    "settles_until": settles_until(name, record, settings, now).map(rfc3339),
                 })
             })
             .collect();

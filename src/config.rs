@@ -3,10 +3,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use crate::auth::{Auth, Clients};
 use crate::error::Error;
 use crate::input::GroupName;
+use crate::lock::GroupRules;
+
+/// The longest settle time: past a day, pausing the group says it better.
+pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
 
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub const DEFAULT_GROUPS: &str = "default=1";
@@ -17,11 +22,15 @@ pub struct GroupSlots {
     listed: BTreeMap<GroupName, u32>,
     /// `*=N`: every valid group not listed gets N slots.
     others: Option<u32>,
+    /// From `FLEETLOCK_SETTLE`; a group in neither map settles for zero.
+    settle: BTreeMap<GroupName, Duration>,
+    settle_others: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     Groups(String),
+    Settle(String),
     Table(String),
     Clients(String),
     Auth(String),
@@ -31,6 +40,7 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
+            ConfigError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
             ConfigError::Clients(why) => write!(f, "FLEETLOCK_CLIENTS: {why}"),
             ConfigError::Auth(why) => write!(f, "FLEETLOCK_AUTH: {why}"),
@@ -73,7 +83,64 @@ impl GroupSlots {
                 )));
             }
         }
-        Ok(Self { listed, others })
+        Ok(Self {
+            listed,
+            others,
+            settle: BTreeMap::new(),
+            settle_others: None,
+        })
+    }
+
+    /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
+    /// group named must be one these slots configure.
+    pub fn with_settle(mut self, spec: &str) -> Result<Self, ConfigError> {
+        for entry in spec.split(',').map(str::trim) {
+            let bad = |why: String| ConfigError::Settle(why);
+            if entry.is_empty() {
+                return Err(bad(format!(
+                    "empty entry in '{spec}'; expected e.g. 'workers=10m,*=2m'"
+                )));
+            }
+            let (name, time) = entry
+                .split_once('=')
+                .ok_or_else(|| bad(format!("entry '{entry}' is not of the form GROUP=DURATION")))?;
+            let (name, time) = (name.trim(), time.trim());
+            let settle = parse_duration(time).map_err(|why| bad(format!("'{name}': {why}")))?;
+            if name == "*" {
+                if self.others.is_none() {
+                    return Err(bad(
+                        "'*' is given a settle time but FLEETLOCK_GROUPS has no '*'".into(),
+                    ));
+                }
+                if self.settle_others.replace(settle).is_some() {
+                    return Err(bad("'*' is listed twice".into()));
+                }
+                continue;
+            }
+            let group = GroupName::parse(name)
+                .map_err(|e| bad(format!("group '{name}': {}", e.value())))?;
+            if self.slots_for(&group).is_err() {
+                return Err(bad(format!(
+                    "group '{name}' is not configured by FLEETLOCK_GROUPS"
+                )));
+            }
+            if self.settle.insert(group, settle).is_some() {
+                return Err(bad(format!("group '{name}' is listed twice")));
+            }
+        }
+        Ok(self)
+    }
+
+    /// Slots and settle time of a group, or `unknown_group`.
+    pub fn rules_for(&self, group: &GroupName) -> Result<GroupRules, Error> {
+        let slots = self.slots_for(group)?;
+        let settle = self
+            .settle
+            .get(group)
+            .copied()
+            .or(self.settle_others)
+            .unwrap_or(Duration::ZERO);
+        Ok(GroupRules { slots, settle })
     }
 
     /// The slot count of a group, or `unknown_group` if this server does not
@@ -120,6 +187,10 @@ impl Config {
             Some(spec) => GroupSlots::parse(&spec)?,
             None => GroupSlots::default(),
         };
+        let groups = match var("FLEETLOCK_SETTLE").filter(|v| !v.trim().is_empty()) {
+            Some(spec) => groups.with_settle(&spec)?,
+            None => groups,
+        };
         let table = match var("FLEETLOCK_TABLE") {
             None => None,
             Some(name) if valid_table_name(&name) => Some(name),
@@ -163,6 +234,60 @@ impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
+}
+
+/// `90s`, `10m`, `1h`, `1h30m`, `0s`: whole numbers with units h, m, s, in
+/// that order, up to [`MAX_SETTLE`].
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let explain = || format!("'{text}' is not a duration like 90s, 10m, 1h or 1h30m");
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(explain());
+    }
+    let mut total = 0u64;
+    let mut units_left = "hms";
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(explain)?;
+        if digits == 0 {
+            return Err(explain());
+        }
+        let value: u64 = rest[..digits].parse().map_err(|_| explain())?;
+        let unit = rest[digits..].chars().next().ok_or_else(explain)?;
+        let at = units_left.find(unit).ok_or_else(explain)?;
+        units_left = &units_left[at + 1..];
+        let scale = match unit {
+            'h' => 3600,
+            'm' => 60,
+            _ => 1,
+        };
+        total = value
+            .checked_mul(scale)
+            .and_then(|s| total.checked_add(s))
+            .ok_or_else(explain)?;
+        rest = &rest[digits + 1..];
+    }
+    let duration = Duration::from_secs(total);
+    if duration > MAX_SETTLE {
+        return Err(format!(
+            "'{text}' is longer than 24h; pause the group instead"
+        ));
+    }
+    Ok(duration)
+}
+
+/// A duration in the syntax [`parse_duration`] reads: `1h30m`, `90s`, `0s`.
+pub fn format_duration(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    for (value, unit) in [(h, 'h'), (m, 'm'), (s, 's')] {
+        if value > 0 {
+            out.push_str(&format!("{value}{unit}"));
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
 }
 
 fn valid_table_name(name: &str) -> bool {
@@ -262,6 +387,88 @@ mod tests {
         assert!(with(Some("required"), None).is_err());
         assert!(with(Some("off"), None).is_err());
         assert!(with(None, Some("garbage")).is_err());
+    }
+
+    #[test]
+    fn settle_times_per_group_with_a_wildcard() {
+        let groups = GroupSlots::parse("default=1,workers=3,*=1")
+            .unwrap()
+            .with_settle("workers=10m, *=90s")
+            .unwrap();
+        let settle = |g: &str| groups.rules_for(&group(g)).unwrap().settle;
+        assert_eq!(settle("workers"), Duration::from_secs(600));
+        assert_eq!(settle("other"), Duration::from_secs(90));
+        assert_eq!(
+            settle("default"),
+            Duration::from_secs(90),
+            "'*' covers the unlisted"
+        );
+        let plain = GroupSlots::parse("default=1,workers=3").unwrap();
+        assert_eq!(
+            plain.rules_for(&group("workers")).unwrap().settle,
+            Duration::ZERO
+        );
+        assert_eq!(plain.rules_for(&group("workers")).unwrap().slots, 3);
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        for (text, secs) in [
+            ("0s", 0),
+            ("90s", 90),
+            ("10m", 600),
+            ("1h", 3600),
+            ("1h30m", 5400),
+            ("2m5s", 125),
+            ("24h", 86_400),
+        ] {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
+        }
+        for text in ["0s", "90s", "10m", "1h", "1h30m", "2m5s", "24h"] {
+            let duration = parse_duration(text).unwrap();
+            assert_eq!(parse_duration(&format_duration(duration)), Ok(duration));
+        }
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+        for bad in [
+            "",
+            "10",
+            "m",
+            "10x",
+            "1.5h",
+            "-1m",
+            "10m1h",
+            "1h1h",
+            "25h",
+            "10 m",
+            "99999999999999999999s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn bad_settle_settings_stop_start_up_with_the_reason() {
+        let groups = || GroupSlots::parse("default=1,workers=3").unwrap();
+        for (spec, says) in [
+            ("workers", "not of the form"),
+            ("workers=soon", "not a duration"),
+            ("db=10m", "not configured"),
+            ("*=1m", "has no '*'"),
+            ("workers=1m,workers=2m", "listed twice"),
+            ("workers=1m,,default=1m", "empty entry"),
+            ("bad_name=1m", "group 'bad_name'"),
+            ("workers=48h", "longer than 24h"),
+        ] {
+            let err = groups().with_settle(spec).unwrap_err().to_string();
+            assert!(
+                err.starts_with("FLEETLOCK_SETTLE: ") && err.contains(says),
+                "{spec}: {err}"
+            );
+        }
     }
 
     #[test]

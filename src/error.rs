@@ -32,6 +32,18 @@ pub enum Error {
         holders: usize,
         slots: u32,
     },
+    /// A person or an alarm paused the group: no new slots until resumed.
+    GroupPaused {
+        group: String,
+        /// Who paused and since when, as a phrase ("by alice since ...: why").
+        why: String,
+    },
+    /// A slot of the group was given back less than its settle time ago.
+    Settling {
+        group: String,
+        until: String,
+        settle: String,
+    },
     /// The lock store did not answer in time or failed: someone should look.
     StoreUnavailable,
     /// Stored data broke an invariant of the lock; no decision was made.
@@ -52,6 +64,8 @@ impl Error {
         "unknown_group",
         "forbidden_group",
         "semaphore_full",
+        "group_paused",
+        "settling",
         "store_unavailable",
         "internal",
     ];
@@ -69,6 +83,8 @@ impl Error {
             Error::UnknownGroup(_) => "unknown_group",
             Error::ForbiddenGroup(_) => "forbidden_group",
             Error::SemaphoreFull { .. } => "semaphore_full",
+            Error::GroupPaused { .. } => "group_paused",
+            Error::Settling { .. } => "settling",
             Error::StoreUnavailable => "store_unavailable",
             Error::Internal => "internal",
         }
@@ -87,7 +103,8 @@ impl Error {
             Error::UnknownGroup(_) | Error::ForbiddenGroup(_) => 403,
             // 423 Locked: expected and retried by Zincati; not 429, which API
             // Gateway's own throttling uses without a FleetLock body.
-            Error::SemaphoreFull { .. } => 423,
+            // Paused and settling are refusals Zincati retries, like a full group.
+            Error::SemaphoreFull { .. } | Error::GroupPaused { .. } | Error::Settling { .. } => 423,
             Error::StoreUnavailable => 503,
             Error::Internal => 500,
         }
@@ -128,6 +145,18 @@ impl Error {
             } => format!(
                 "all {slots} reboot slot(s) of group '{group}' are taken \
                  ({holders} holder(s)); try again later"
+            ),
+            Error::GroupPaused { group, why } => format!(
+                "group '{group}' is paused {why}; no node takes a new reboot slot until it is \
+                 resumed"
+            ),
+            Error::Settling {
+                group,
+                until,
+                settle,
+            } => format!(
+                "group '{group}' lets the cluster settle for {settle} after each reboot; the \
+                 next slot can be taken from {until}"
             ),
             Error::StoreUnavailable => {
                 "the lock store is unavailable; nothing was decided, try again later".into()
@@ -170,6 +199,15 @@ mod tests {
                 group: "g".into(),
                 holders: 1,
                 slots: 1,
+            },
+            Error::GroupPaused {
+                group: "g".into(),
+                why: "by alice".into(),
+            },
+            Error::Settling {
+                group: "g".into(),
+                until: "2026-11-30T05:12:09Z".into(),
+                settle: "10m".into(),
             },
             Error::StoreUnavailable,
             Error::Internal,

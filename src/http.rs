@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::input::ClientParams;
 use crate::lock::Timestamp;
 use crate::metrics::EmbeddedMetrics;
-use crate::service::{Answer, FleetLock, Outcome};
+use crate::service::{Answer, FleetLock};
 use crate::store::LockStore;
 
 /// Largest body read. Zincati's is about 100 bytes; an id is at most 256.
@@ -48,6 +48,10 @@ pub struct Api<S> {
     auth: Auth,
     metrics: Option<EmbeddedMetrics>,
 }
+
+/// A refusal before the service was asked, with the request once its body was
+/// read (boxed: the error is large and the happy path should not carry it).
+type Refused = Box<(Error, Option<Checked>)>;
 
 /// A request that passed every check, and who sent it.
 struct Checked {
@@ -87,7 +91,10 @@ impl<S: LockStore> Api<S> {
         let started = Instant::now();
         let endpoint = Endpoint::from_path(path);
         let (request, decided) = match self.check(path, method, headers, body) {
-            Err((err, request)) => (request, Err(err)),
+            Err(refused) => {
+                let (err, request) = *refused;
+                (request, Err(err))
+            }
             Ok((endpoint, request)) => {
                 let decided = match endpoint {
                     Endpoint::PreReboot => self.service.pre_reboot(&request.params).await,
@@ -96,18 +103,15 @@ impl<S: LockStore> Api<S> {
                 (Some(request), decided)
             }
         };
-        // A full group is a decision like the others, answered as a refusal.
+        // Full, paused and settling are decisions like the others, answered
+        // as refusals.
         let answer = decided.as_ref().ok();
-        let verdict = match (&decided, &request) {
-            (Ok(answer), Some(request)) if answer.outcome == Outcome::Full => {
-                Err(Error::SemaphoreFull {
-                    group: request.params.group.to_string(),
-                    holders: answer.holders,
-                    slots: answer.slots,
-                })
-            }
-            (Ok(answer), _) => Ok(answer),
-            (Err(err), _) => Err(err.clone()),
+        let verdict = match &decided {
+            Ok(answer) => match &answer.refusal {
+                Some(refusal) => Err(refusal.clone()),
+                None => Ok(answer),
+            },
+            Err(err) => Err(err.clone()),
         };
         let (group, id, client) = request.as_ref().map_or(("", "", ""), |r| {
             let client = r.client.as_deref().unwrap_or("");
@@ -156,37 +160,40 @@ impl<S: LockStore> Api<S> {
         method: &Method,
         headers: &HeaderMap,
         body: &[u8],
-    ) -> Result<(Endpoint, Checked), (Error, Option<Checked>)> {
+    ) -> Result<(Endpoint, Checked), Refused> {
         let caller = match &self.auth {
             Auth::Required(clients) => Some(
                 clients
                     .authenticate(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()))
-                    .map_err(|err| (err, None))?,
+                    .map_err(|err| Box::new((err, None)))?,
             ),
             Auth::Disabled => None,
         };
         let Some(endpoint) = Endpoint::from_path(path) else {
-            return Err((Error::NotFound(printable(path)), None));
+            return Err(Box::new((Error::NotFound(printable(path)), None)));
         };
         if method != Method::POST {
-            return Err((Error::MethodNotAllowed(printable(method.as_str())), None));
+            return Err(Box::new((
+                Error::MethodNotAllowed(printable(method.as_str())),
+                None,
+            )));
         }
         let protocol = headers
             .get(PROTOCOL_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::trim);
         if !protocol.is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-            return Err((Error::MissingProtocolHeader, None));
+            return Err(Box::new((Error::MissingProtocolHeader, None)));
         }
         if body.len() > MAX_BODY_BYTES {
-            return Err((
+            return Err(Box::new((
                 Error::BodyTooLarge {
                     limit: MAX_BODY_BYTES,
                 },
                 None,
-            ));
+            )));
         }
-        let params = ClientParams::from_body(body).map_err(|err| (err, None))?;
+        let params = ClientParams::from_body(body).map_err(|err| Box::new((err, None)))?;
         let scope = caller.as_ref().map_or(Ok(()), |c| c.may_use(&params.group));
         let checked = Checked {
             params,
@@ -194,7 +201,7 @@ impl<S: LockStore> Api<S> {
         };
         match scope {
             Ok(()) => Ok((endpoint, checked)),
-            Err(err) => Err((err, Some(checked))),
+            Err(err) => Err(Box::new((err, Some(checked)))),
         }
     }
 }

@@ -11,6 +11,8 @@ use crate::error::Error;
 pub const MAX_ID_BYTES: usize = 256;
 /// Longest group name accepted, in characters.
 pub const MAX_GROUP_CHARS: usize = 64;
+/// A pause's reason reaches node journals through the refusal's value.
+pub const MAX_REASON_CHARS: usize = 200;
 
 /// A node's identity as sent by the client: 1 to 256 bytes of printable
 /// characters, compared exactly (no case folding, no trimming).
@@ -79,6 +81,38 @@ impl GroupName {
 }
 
 impl fmt::Display for GroupName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a person paused a group: 1 to 200 printable characters, trimmed.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PauseReason(String);
+
+impl PauseReason {
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let reason = raw.trim();
+        if reason.is_empty() {
+            return Err("the reason is empty; say why the group is paused".into());
+        }
+        if reason.chars().count() > MAX_REASON_CHARS {
+            return Err(format!(
+                "the reason is longer than {MAX_REASON_CHARS} characters"
+            ));
+        }
+        if reason.chars().any(char::is_control) {
+            return Err("the reason has a control character (a newline, a tab, ...)".into());
+        }
+        Ok(Self(reason.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PauseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -243,5 +277,21 @@ mod tests {
         let err =
             ClientParams::from_body(br#"{"client_params":{"id":"a","group":"a b"}}"#).unwrap_err();
         assert_eq!(err.kind(), "invalid_group");
+    }
+
+    #[test]
+    fn a_pause_reason_is_short_printable_text() {
+        assert_eq!(
+            PauseReason::parse("  kernel 6.12 regression ")
+                .unwrap()
+                .as_str(),
+            "kernel 6.12 regression"
+        );
+        assert!(PauseReason::parse("ünïcode ✓ fine").is_ok());
+        for bad in ["", "   ", "line\nbreak", "tab\there", "bell\u{7}"] {
+            assert!(PauseReason::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(PauseReason::parse(&"x".repeat(MAX_REASON_CHARS)).is_ok());
+        assert!(PauseReason::parse(&"x".repeat(MAX_REASON_CHARS + 1)).is_err());
     }
 }

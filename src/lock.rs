@@ -5,10 +5,10 @@
 //! idempotent (a node that holds nothing may release, and nothing changes),
 //! because Zincati repeats both calls until it gets a 2xx.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::input::NodeId;
+use crate::input::{NodeId, PauseReason};
 
 /// Milliseconds since the Unix epoch: when a holder took its slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -26,6 +26,162 @@ impl Timestamp {
     pub fn age_at(self, now: Timestamp) -> Duration {
         Duration::from_millis(now.0.saturating_sub(self.0))
     }
+
+    /// `2026-11-30T05:12:09Z`: UTC, whole seconds, always the same width.
+    pub fn to_rfc3339(self) -> String {
+        let secs = self.0 / 1000;
+        let (days, rest) = (secs / 86_400, secs % 86_400);
+        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+            rest / 3600,
+            rest / 60 % 60,
+            rest % 60
+        )
+    }
+
+    pub fn plus(self, span: Duration) -> Timestamp {
+        let millis = u64::try_from(span.as_millis()).unwrap_or(u64::MAX);
+        Timestamp(self.0.saturating_add(millis))
+    }
+
+    pub fn minus(self, span: Duration) -> Timestamp {
+        let millis = u64::try_from(span.as_millis()).unwrap_or(u64::MAX);
+        Timestamp(self.0.saturating_sub(millis))
+    }
+}
+
+/// Where the service reads the time: the system clock in production, a clock
+/// the tests move, so that no test sleeps through a settle time.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+/// A clock that stands still until moved; shared by clones.
+#[derive(Clone, Debug, Default)]
+pub struct ManualClock(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl ManualClock {
+    pub fn at(start: Timestamp) -> Self {
+        Self(std::sync::Arc::new(start.0.into()))
+    }
+
+    pub fn advance(&self, by: Duration) {
+        let millis = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        self.0
+            .fetch_add(millis, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+/// A pause set by a person with `fleetlock pause`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PersonPause {
+    pub reason: PauseReason,
+    pub since: Timestamp,
+    /// Who paused, as they gave it (`--by`, or their login name).
+    pub by: String,
+}
+
+/// Who keeps a group from granting new slots. A person's pause and alarms'
+/// pauses are kept apart, so that a person's `resume` leaves an alarm's pause
+/// in place and an alarm clearing leaves a person's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pause {
+    pub person: Option<PersonPause>,
+    /// CloudWatch alarms in ALARM that gate this group.
+    pub alarms: BTreeSet<String>,
+}
+
+impl Pause {
+    pub fn is_paused(&self) -> bool {
+        self.person.is_some() || !self.alarms.is_empty()
+    }
+}
+
+/// What a group's configuration says about new slots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupRules {
+    pub slots: u32,
+    /// After any release, no new slot until this long has passed: one settle
+    /// period for the whole group, not one per slot.
+    pub settle: Duration,
+}
+
+/// A group as stored: the state that decides a request for a slot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Group {
+    pub holders: Semaphore,
+    pub pause: Pause,
+    /// When a slot of this group was last given back.
+    pub last_release: Option<Timestamp>,
+    /// The slot count applied at the last grant, for people reading `fleetlock
+    /// status`; decisions use the configured count.
+    pub slots: Option<u32>,
+}
+
+impl Group {
+    /// When the group's settle period ends, if it has not yet at `now`.
+    pub fn settling_until(&self, settle: Duration, now: Timestamp) -> Option<Timestamp> {
+        let until = self.last_release?.plus(settle);
+        (settle > Duration::ZERO && until > now).then_some(until)
+    }
+
+    /// What a request for a slot gets, without changing anything. Which
+    /// answer wins when several apply: a holder always hears yes (it keeps its
+    /// slot, whatever else holds); then paused, then settling, then full.
+    pub fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
+        if self.holders.holds(id) {
+            Acquire::AlreadyHeld
+        } else if self.pause.is_paused() {
+            Acquire::Paused
+        } else if let Some(until) = self.settling_until(rules.settle, now) {
+            Acquire::Settling { until }
+        } else {
+            self.holders.decide_acquire(id, rules.slots)
+        }
+    }
+
+    pub fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
+        let outcome = self.decide_acquire(id, rules, now);
+        if outcome == Acquire::Granted {
+            self.holders.acquire(id, rules.slots, now);
+            self.slots = Some(rules.slots);
+        }
+        outcome
+    }
+
+    /// Any release starts the group's settle period.
+    pub fn release(&mut self, id: &NodeId, now: Timestamp) -> Release {
+        let outcome = self.holders.release(id);
+        if outcome == Release::Released {
+            self.last_release = Some(now);
+        }
+        outcome
+    }
 }
 
 /// The answer to a request for a slot.
@@ -37,6 +193,10 @@ pub enum Acquire {
     AlreadyHeld,
     /// Every slot is taken by other nodes.
     Full,
+    /// A person or an alarm paused the group.
+    Paused,
+    /// A slot was given back less than the settle time ago.
+    Settling { until: Timestamp },
 }
 
 /// The answer to a release.
@@ -186,6 +346,116 @@ mod tests {
         assert_eq!(sem.acquire(&id("a"), 0, Timestamp(1)), Acquire::Full);
         sem.acquire(&id("b"), 1, Timestamp(1));
         assert_eq!(sem.acquire(&id("b"), 0, Timestamp(2)), Acquire::AlreadyHeld);
+    }
+
+    fn reason(s: &str) -> PauseReason {
+        PauseReason::parse(s).unwrap()
+    }
+
+    const TEN_MIN: Duration = Duration::from_secs(600);
+
+    fn rules(slots: u32, settle: Duration) -> GroupRules {
+        GroupRules { slots, settle }
+    }
+
+    #[test]
+    fn a_paused_group_refuses_newcomers_but_keeps_its_holders() {
+        let mut group = Group::default();
+        assert_eq!(
+            group.acquire(&id("a"), rules(3, Duration::ZERO), Timestamp(1)),
+            Acquire::Granted
+        );
+        group.pause.person = Some(PersonPause {
+            reason: reason("kernel regression"),
+            since: Timestamp(2),
+            by: "alice".into(),
+        });
+        let open = rules(3, Duration::ZERO);
+        assert_eq!(group.acquire(&id("b"), open, Timestamp(3)), Acquire::Paused);
+        assert_eq!(
+            group.acquire(&id("a"), open, Timestamp(3)),
+            Acquire::AlreadyHeld
+        );
+        assert_eq!(group.release(&id("a"), Timestamp(4)), Release::Released);
+        group.pause.person = None;
+        group.pause.alarms.insert("etcd-quorum".into());
+        assert_eq!(group.acquire(&id("b"), open, Timestamp(5)), Acquire::Paused);
+        group.pause.alarms.clear();
+        assert_eq!(
+            group.acquire(&id("b"), open, Timestamp(6)),
+            Acquire::Granted
+        );
+    }
+
+    #[test]
+    fn one_settle_period_for_the_whole_group_after_any_release() {
+        let mut group = Group::default();
+        let settle = rules(2, TEN_MIN);
+        let t0 = Timestamp(1_000_000);
+        assert_eq!(group.acquire(&id("a"), settle, t0), Acquire::Granted);
+        assert_eq!(
+            group.acquire(&id("b"), settle, t0),
+            Acquire::Granted,
+            "no release yet"
+        );
+        group.release(&id("a"), t0.plus(Duration::from_secs(60)));
+        let until = t0.plus(Duration::from_secs(660));
+        // A free slot, but the group settles: for everyone, holders excepted.
+        assert_eq!(
+            group.acquire(&id("c"), settle, t0.plus(Duration::from_secs(120))),
+            Acquire::Settling { until }
+        );
+        assert_eq!(
+            group.acquire(&id("b"), settle, t0.plus(Duration::from_secs(120))),
+            Acquire::AlreadyHeld
+        );
+        assert_eq!(
+            group.acquire(&id("c"), settle, until.minus(Duration::from_millis(1))),
+            Acquire::Settling { until }
+        );
+        assert_eq!(group.acquire(&id("c"), settle, until), Acquire::Granted);
+        // A zero settle time never holds anyone back.
+        group.release(&id("c"), until);
+        assert_eq!(
+            group.acquire(&id("d"), rules(2, Duration::ZERO), until),
+            Acquire::Granted
+        );
+    }
+
+    #[test]
+    fn held_wins_then_paused_then_settling_then_full() {
+        let mut group = Group::default();
+        let r = rules(1, TEN_MIN);
+        group.acquire(&id("a"), r, Timestamp(0));
+        group.last_release = Some(Timestamp(10));
+        group.pause.alarms.insert("x".into());
+        let now = Timestamp(20);
+        assert_eq!(group.decide_acquire(&id("a"), r, now), Acquire::AlreadyHeld);
+        assert_eq!(group.decide_acquire(&id("b"), r, now), Acquire::Paused);
+        group.pause.alarms.clear();
+        assert!(matches!(
+            group.decide_acquire(&id("b"), r, now),
+            Acquire::Settling { .. }
+        ));
+        group.last_release = None;
+        assert_eq!(group.decide_acquire(&id("b"), r, now), Acquire::Full);
+    }
+
+    #[test]
+    fn timestamps_print_as_utc_seconds() {
+        assert_eq!(Timestamp(0).to_rfc3339(), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            Timestamp(1_764_479_529_999).to_rfc3339(),
+            "2025-11-30T05:12:09Z"
+        );
+        assert_eq!(
+            Timestamp(951_782_400_000).to_rfc3339(),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            Timestamp(4_102_444_799_000).to_rfc3339(),
+            "2099-12-31T23:59:59Z"
+        );
     }
 
     #[test]

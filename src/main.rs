@@ -2,16 +2,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use fleetlock::auth::{self, Auth};
-use fleetlock::cli::{self, Command};
+use fleetlock::cli::{self, Command, Targets};
 use fleetlock::config::Config;
 use fleetlock::http::Api;
-use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::{Release, Timestamp};
+use fleetlock::input::{GroupName, NodeId, PauseReason};
+use fleetlock::lock::{PersonPause, Release, Timestamp};
 use fleetlock::metrics::EmbeddedMetrics;
-use fleetlock::service::FleetLock;
-use fleetlock::store::LockStore;
+use fleetlock::service::{FleetLock, paused_because};
 use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definition};
 use fleetlock::store::memory::MemoryStore;
+use fleetlock::store::{Changed, LockStore};
 use fleetlock::{iam, lambda, logging, server};
 
 #[tokio::main]
@@ -136,6 +136,48 @@ async fn run_command(command: Command) -> Result<(), String> {
                 println!("The secret is shown once and stored nowhere.");
             }
         }
+        Command::Pause { groups, reason, by } => {
+            let reason = PauseReason::parse(&reason).map_err(|why| format!("--reason: {why}"))?;
+            let by = operator_name(by)?;
+            let store = dynamo_store(required_table("pause")?).await;
+            let since = Timestamp::now();
+            for group in targets(&store, &groups).await? {
+                let pause = PersonPause {
+                    reason: reason.clone(),
+                    since,
+                    by: by.clone(),
+                };
+                let decided = store
+                    .pause(&group, pause)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                match decided.outcome {
+                    Changed::Yes => println!("paused '{group}': no new reboot slots"),
+                    Changed::AlreadySo => println!(
+                        "'{group}' was already paused {}; kept as it was",
+                        paused_because(&decided.group.pause)
+                    ),
+                }
+            }
+        }
+        Command::Resume { groups } => {
+            let store = dynamo_store(required_table("resume")?).await;
+            for group in targets(&store, &groups).await? {
+                let decided = store.resume(&group).await.map_err(|e| e.to_string())?;
+                let verb = match decided.outcome {
+                    Changed::Yes => format!("resumed '{group}'"),
+                    Changed::AlreadySo => format!("'{group}' was not paused by a person"),
+                };
+                if decided.group.pause.is_paused() {
+                    println!(
+                        "{verb}; still paused {}",
+                        paused_because(&decided.group.pause)
+                    );
+                } else {
+                    println!("{verb}: it grants reboot slots again");
+                }
+            }
+        }
         Command::IamPolicy {
             function,
             table_arn,
@@ -174,15 +216,16 @@ async fn run_command(command: Command) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             let now = Timestamp::now();
+            let settings = shell_groups()?;
             if json {
-                println!("{:#}", cli::report::json(&groups, now));
+                println!("{:#}", cli::report::json(&groups, settings.as_ref(), now));
             } else {
-                print!("{}", cli::report::table(&groups, now));
+                print!("{}", cli::report::table(&groups, settings.as_ref(), now));
                 match (&group, groups.is_empty()) {
                     (_, false) => {}
                     (None, true) => println!("(no group has been used yet)"),
                     (Some(group), true) => {
-                        println!("{}", cli::report::unused_group(group, &shell_groups()?))
+                        println!("{}", cli::report::unused_group(group, &settings))
                     }
                 }
             }
@@ -192,7 +235,7 @@ async fn run_command(command: Command) -> Result<(), String> {
             let id = NodeId::parse(&id).map_err(|e| e.value())?;
             let store = dynamo_store(required_table("release")?).await;
             let decided = store
-                .release(&group, &id)
+                .release(&group, &id, Timestamp::now())
                 .await
                 .map_err(|e| e.to_string())?;
             let left = decided.group.holders.len();
@@ -225,6 +268,45 @@ async fn run_command(command: Command) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The groups a pause or resume names, or every group stored for `--all`.
+async fn targets(store: &DynamoStore, targets: &Targets) -> Result<Vec<GroupName>, String> {
+    match targets {
+        Targets::Named(names) => names
+            .iter()
+            .map(|name| GroupName::parse(name).map_err(|e| e.value()))
+            .collect(),
+        Targets::All => {
+            let stored: Vec<GroupName> = store
+                .groups(None)
+                .await
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect();
+            // Said every time: `--all` cannot see a group that has no item.
+            println!(
+                "--all: {} group(s) stored in the table; a group covered by '*=N' that was never \
+                 used has no item and is not covered (name it with --group)",
+                stored.len()
+            );
+            Ok(stored)
+        }
+    }
+}
+
+/// Who pauses: `--by`, else the login name; kept with the pause.
+fn operator_name(by: Option<String>) -> Result<String, String> {
+    let name = by
+        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .unwrap_or_else(|| "an operator".into());
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err("--by: 1 to 64 printable characters".into());
+    }
+    Ok(name.to_owned())
 }
 
 /// The groups as the operator's shell configures them, if it does: the CLI

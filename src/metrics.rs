@@ -63,6 +63,7 @@ mod tests {
             slots: 2,
             oldest_holder_age: Some(Duration::from_millis(7_200_900)),
             write_units: None,
+            refusal: None,
         };
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
@@ -96,6 +97,7 @@ mod tests {
             slots: 1,
             oldest_holder_age: None,
             write_units: None,
+            refusal: None,
         };
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));

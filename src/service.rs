@@ -2,12 +2,13 @@
 //! Knows nothing of HTTP: it takes validated parameters and returns an answer
 //! or an [`Error`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::GroupSlots;
+use crate::config::{GroupSlots, format_duration};
 use crate::error::Error;
 use crate::input::ClientParams;
-use crate::lock::{Acquire, Release, Timestamp};
+use crate::lock::{Acquire, Clock, Pause, Release, SystemClock, Timestamp};
 use crate::store::{Decided, GroupRecord, LockStore};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +17,10 @@ pub enum Outcome {
     AlreadyHeld,
     /// Every slot is taken: a decision like the others, refused at the edge.
     Full,
+    /// A person or an alarm paused the group: refused at the edge.
+    Paused,
+    /// The group settles after a release: refused at the edge.
+    Settling,
     Released,
     NotHeld,
 }
@@ -26,13 +31,15 @@ impl Outcome {
             Outcome::Granted => "granted",
             Outcome::AlreadyHeld => "already_held",
             Outcome::Full => "full",
+            Outcome::Paused => "paused",
+            Outcome::Settling => "settling",
             Outcome::Released => "released",
             Outcome::NotHeld => "not_held",
         }
     }
 }
 
-/// A successful answer, with the group as it stands after the decision.
+/// A decision, with the group as it stands after it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     pub outcome: Outcome,
@@ -42,56 +49,101 @@ pub struct Answer {
     pub oldest_holder_age: Option<Duration>,
     /// Write units the store reported (DynamoDB, writes that went through).
     pub write_units: Option<f64>,
+    /// For a decision that grants nothing (full, paused, settling): the
+    /// refusal Zincati hears, non-2xx with its own kind.
+    pub refusal: Option<Error>,
 }
 
 pub struct FleetLock<S> {
     groups: GroupSlots,
     store: S,
+    clock: Arc<dyn Clock>,
 }
 
 impl<S: LockStore> FleetLock<S> {
     pub fn new(groups: GroupSlots, store: S) -> Self {
-        Self { groups, store }
+        Self {
+            groups,
+            store,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The same service reading the time from `clock` (tests move it).
+    pub fn with_clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
     }
 
     pub fn store(&self) -> &S {
         &self.store
     }
 
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
     /// `v1/pre-reboot`: take a slot, or confirm the one already held.
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
-        let slots = self.groups.slots_for(&params.group)?;
-        let now = Timestamp::now();
+        let rules = self.groups.rules_for(&params.group)?;
+        let now = self.clock.now();
         let Decided {
             outcome,
             group,
             write_units,
         } = self
             .store
-            .acquire(&params.group, &params.id, slots, now)
+            .acquire(&params.group, &params.id, rules, now)
             .await
             .map_err(|err| {
                 tracing::error!(group = %params.group, error = %err, "lock store failed on pre-reboot");
                 Error::from(&err)
             })?;
-        let outcome = match outcome {
-            Acquire::Granted => Outcome::Granted,
-            Acquire::AlreadyHeld => Outcome::AlreadyHeld,
-            Acquire::Full => Outcome::Full,
+        let name = params.group.to_string();
+        let (outcome, refusal) = match outcome {
+            Acquire::Granted => (Outcome::Granted, None),
+            Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
+            Acquire::Full => (
+                Outcome::Full,
+                Some(Error::SemaphoreFull {
+                    group: name,
+                    holders: group.holders.len(),
+                    slots: rules.slots,
+                }),
+            ),
+            Acquire::Paused => (
+                Outcome::Paused,
+                Some(Error::GroupPaused {
+                    group: name,
+                    why: paused_because(&group.pause),
+                }),
+            ),
+            Acquire::Settling { until } => (
+                Outcome::Settling,
+                Some(Error::Settling {
+                    group: name,
+                    until: until.to_rfc3339(),
+                    settle: format_duration(rules.settle),
+                }),
+            ),
         };
-        Ok(answer(outcome, &group, slots, now, write_units))
+        let mut answer = answer(outcome, &group, rules.slots, now, write_units);
+        answer.refusal = refusal;
+        Ok(answer)
     }
 
     /// `v1/steady-state`: give the slot back; a node holding none hears yes.
+    /// Allowed in a paused or settling group: nobody is ever kept holding.
     pub async fn steady_state(&self, params: &ClientParams) -> Result<Answer, Error> {
-        let slots = self.groups.slots_for(&params.group)?;
+        let rules = self.groups.rules_for(&params.group)?;
+        let now = self.clock.now();
         let Decided {
             outcome,
             group,
             write_units,
         } = self
             .store
-            .release(&params.group, &params.id)
+            .release(&params.group, &params.id, now)
             .await
             .map_err(|err| {
                 tracing::error!(group = %params.group, error = %err, "lock store failed on steady-state");
@@ -101,13 +153,24 @@ impl<S: LockStore> FleetLock<S> {
             Release::Released => Outcome::Released,
             Release::NotHeld => Outcome::NotHeld,
         };
-        Ok(answer(
-            outcome,
-            &group,
-            slots,
-            Timestamp::now(),
-            write_units,
-        ))
+        Ok(answer(outcome, &group, rules.slots, now, write_units))
+    }
+}
+
+/// "by alice since 2026-11-30T05:12:09Z: kernel regression", and the alarms.
+pub fn paused_because(pause: &Pause) -> String {
+    let person = pause
+        .person
+        .as_ref()
+        .map(|p| format!("by {} since {}: {}", p.by, p.since.to_rfc3339(), p.reason));
+    let alarms = (!pause.alarms.is_empty()).then(|| {
+        let names: Vec<&str> = pause.alarms.iter().map(String::as_str).collect();
+        format!("while alarm(s) {} are in ALARM", names.join(", "))
+    });
+    match (person, alarms) {
+        (Some(person), Some(alarms)) => format!("{person}, and {alarms}"),
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => "(no longer)".into(),
     }
 }
 
@@ -124,6 +187,7 @@ fn answer(
         slots,
         oldest_holder_age: group.holders.oldest().map(|(_, at)| at.age_at(now)),
         write_units,
+        refusal: None,
     }
 }
 

@@ -26,7 +26,7 @@
 //! condition checks both names, so a node holding a slot under the old name
 //! never gets a second one.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -42,21 +42,25 @@ use aws_sdk_dynamodb::config::{ConfigBag, RuntimeComponents};
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConsumedCapacity, KeySchemaElement, KeyType,
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
-use super::{Decided, GroupRecord, LockStore, StoreError};
-use crate::input::{GroupName, NodeId};
-use crate::lock::{Acquire, Release, Semaphore, Timestamp};
+use super::{Changed, Decided, GroupRecord, LockStore, StoreError};
+use crate::input::{GroupName, NodeId, PauseReason};
+use crate::lock::{Acquire, GroupRules, Pause, PersonPause, Release, Semaphore, Timestamp};
 
 pub const KEY_ATTRIBUTE: &str = "group";
 const KEY_TYPE: ScalarAttributeType = ScalarAttributeType::S;
 const BILLING_MODE: BillingMode = BillingMode::PayPerRequest;
 const COUNT_ATTRIBUTE: &str = "holder_count";
 const SLOTS_ATTRIBUTE: &str = "slots";
+const PAUSED_ATTRIBUTE: &str = "paused";
+const ALARMS_ATTRIBUTE: &str = "alarms";
+const RELEASED_ATTRIBUTE: &str = "released_at";
 const HOLDER_PREFIX: &str = "h:";
 /// The holder prefix of version 0.1 items: read and released, never written.
 const LEGACY_HOLDER_PREFIX: &str = "holder:";
@@ -327,74 +331,97 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
         }
         let slots =
             read_number(item, SLOTS_ATTRIBUTE)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let person = match item.get(PAUSED_ATTRIBUTE) {
+            None => None,
+            Some(AttributeValue::M(pause)) => Some(read_person_pause(pause)?),
+            Some(_) => {
+                return Err(StoreError::Corrupt(format!(
+                    "{PAUSED_ATTRIBUTE} is not a map"
+                )));
+            }
+        };
+        let alarms = match item.get(ALARMS_ATTRIBUTE) {
+            None => BTreeSet::new(),
+            Some(AttributeValue::Ss(names)) => names.iter().cloned().collect(),
+            Some(_) => {
+                return Err(StoreError::Corrupt(format!(
+                    "{ALARMS_ATTRIBUTE} is not a string set"
+                )));
+            }
+        };
         Ok(GroupRecord {
             holders: Semaphore::from_holders(holders),
+            pause: Pause { person, alarms },
+            last_release: read_number(item, RELEASED_ATTRIBUTE)?.map(Timestamp),
             slots,
         })
     }
+}
+
+fn read_person_pause(pause: &HashMap<String, AttributeValue>) -> Result<PersonPause, StoreError> {
+    let text = |name: &str| match pause.get(name) {
+        Some(AttributeValue::S(text)) => Ok(text.clone()),
+        _ => Err(StoreError::Corrupt(format!(
+            "{PAUSED_ATTRIBUTE}.{name} is missing or not a string"
+        ))),
+    };
+    let reason = PauseReason::parse(&text("reason")?)
+        .map_err(|why| StoreError::Corrupt(format!("{PAUSED_ATTRIBUTE}.reason: {why}")))?;
+    let since = read_number(pause, "since")?
+        .ok_or_else(|| StoreError::Corrupt(format!("{PAUSED_ATTRIBUTE}.since is missing")))?;
+    Ok(PersonPause {
+        reason,
+        since: Timestamp(since),
+        by: text("by")?,
+    })
+}
+
+fn person_pause_value(pause: &PersonPause) -> AttributeValue {
+    AttributeValue::M(HashMap::from([
+        (
+            "reason".to_owned(),
+            AttributeValue::S(pause.reason.to_string()),
+        ),
+        ("since".to_owned(), number(pause.since.0)),
+        ("by".to_owned(), AttributeValue::S(pause.by.clone())),
+    ]))
 }
 
 fn record_of(item: Option<&HashMap<String, AttributeValue>>) -> Result<GroupRecord, StoreError> {
     item.map_or_else(|| Ok(GroupRecord::default()), GroupRecord::try_from)
 }
 
-impl LockStore for DynamoStore {
-    async fn acquire(
+/// What a conditional write did, with the item after it (applied) or as the
+/// condition saw it (refused).
+enum Written {
+    Applied(GroupRecord, Option<f64>),
+    Refused(GroupRecord),
+}
+
+impl DynamoStore {
+    /// Sends one conditional `UpdateItem` on the group's item, asking for the
+    /// item after the write, or as it was when the condition refused it.
+    async fn update(
         &self,
         group: &GroupName,
-        id: &NodeId,
-        slots: u32,
-        now: Timestamp,
-    ) -> Result<Decided<Acquire>, StoreError> {
-        // A missing count means a group never used: free, unless it has no slots.
-        let room = if slots > 0 {
-            "(attribute_not_exists(#count) OR #count < :slots)"
-        } else {
-            "#count < :slots"
-        };
-        let result = self
-            .client
-            .update_item()
+        request: UpdateItemFluentBuilder,
+    ) -> Result<Written, StoreError> {
+        let result = request
             .table_name(&self.table)
             .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
-            .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
-            .condition_expression(format!(
-                "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) AND {room}"
-            ))
-            .expression_attribute_names("#holder", holder_attribute(id))
-            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
-            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
-            .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
-            .expression_attribute_values(":now", number(now.0))
-            .expression_attribute_values(":slots", number(slots.into()))
-            .expression_attribute_values(":one", number(1))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         match result {
-            Ok(output) => Ok(Decided {
-                outcome: Acquire::Granted,
-                group: record_of(output.attributes())?,
-                write_units: write_units(output.consumed_capacity()),
-            }),
+            Ok(output) => Ok(Written::Applied(
+                record_of(output.attributes())?,
+                write_units(output.consumed_capacity()),
+            )),
             Err(SdkError::ServiceError(err)) => match err.into_err() {
                 UpdateItemError::ConditionalCheckFailedException(refused) => {
-                    let current = record_of(refused.item())?;
-                    // The write was refused: either this node holds a slot
-                    // already (a repeat, or a retry of a write whose answer was
-                    // lost), or the group is full. The pure rules tell which.
-                    match current.holders.decide_acquire(id, slots) {
-                        Acquire::Granted => Err(StoreError::Corrupt(
-                            "the conditional write was refused although a slot is free".into(),
-                        )),
-                        outcome => Ok(Decided {
-                            outcome,
-                            group: current,
-                            write_units: None,
-                        }),
-                    }
+                    Ok(Written::Refused(record_of(refused.item())?))
                 }
                 other => Err(unavailable(other)),
             },
@@ -402,44 +429,179 @@ impl LockStore for DynamoStore {
         }
     }
 
+    /// A pause or resume: `Yes` when the write went through.
+    async fn change(
+        &self,
+        group: &GroupName,
+        request: UpdateItemFluentBuilder,
+    ) -> Result<Decided<Changed>, StoreError> {
+        Ok(match self.update(group, request).await? {
+            Written::Applied(group, write_units) => Decided {
+                outcome: Changed::Yes,
+                group,
+                write_units,
+            },
+            Written::Refused(group) => Decided {
+                outcome: Changed::AlreadySo,
+                group,
+                write_units: None,
+            },
+        })
+    }
+}
+
+impl LockStore for DynamoStore {
+    async fn acquire(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> Result<Decided<Acquire>, StoreError> {
+        // A missing count means a group never used: free, unless it has no slots.
+        let room = if rules.slots > 0 {
+            "(attribute_not_exists(#count) OR #count < :slots)"
+        } else {
+            "#count < :slots"
+        };
+        let mut condition = format!(
+            "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) AND {room} \
+             AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms)"
+        );
+        let mut request = self
+            .client
+            .update_item()
+            .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":now", number(now.0))
+            .expression_attribute_values(":slots", number(rules.slots.into()))
+            .expression_attribute_values(":one", number(1));
+        if rules.settle > Duration::ZERO {
+            // The settle period is over when the last release is at least
+            // `settle` before now; the time is a value, never in the expression.
+            condition.push_str(" AND (attribute_not_exists(#released) OR #released <= :settled)");
+            request = request
+                .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
+                .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
+        }
+        match self
+            .update(group, request.condition_expression(condition))
+            .await?
+        {
+            Written::Applied(group, write_units) => Ok(Decided {
+                outcome: Acquire::Granted,
+                group,
+                write_units,
+            }),
+            // Refused: already held (a repeat, or a retry of a write whose
+            // answer was lost), paused, settling or full. The pure rules tell
+            // which from the item the condition saw.
+            Written::Refused(current) => match current.decide_acquire(id, rules, now) {
+                Acquire::Granted => Err(StoreError::Corrupt(
+                    "the conditional write was refused although a slot is free".into(),
+                )),
+                outcome => Ok(Decided {
+                    outcome,
+                    group: current,
+                    write_units: None,
+                }),
+            },
+        }
+    }
+
     async fn release(
         &self,
         group: &GroupName,
         id: &NodeId,
+        now: Timestamp,
     ) -> Result<Decided<Release>, StoreError> {
-        let result = self
+        let request = self
             .client
             .update_item()
-            .table_name(&self.table)
-            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
-            .update_expression("REMOVE #holder, #legacy ADD #count :minus_one")
+            .update_expression("REMOVE #holder, #legacy SET #released = :now ADD #count :minus_one")
             .condition_expression("attribute_exists(#holder) OR attribute_exists(#legacy)")
             .expression_attribute_names("#holder", holder_attribute(id))
             .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
-            .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await;
-        match result {
-            Ok(output) => Ok(Decided {
+            .expression_attribute_values(":now", number(now.0))
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
+        Ok(match self.update(group, request).await? {
+            Written::Applied(group, write_units) => Decided {
                 outcome: Release::Released,
-                group: record_of(output.attributes())?,
-                write_units: write_units(output.consumed_capacity()),
-            }),
-            Err(SdkError::ServiceError(err)) => match err.into_err() {
-                // Not a holder: releasing is idempotent, nothing changed.
-                UpdateItemError::ConditionalCheckFailedException(refused) => Ok(Decided {
-                    outcome: Release::NotHeld,
-                    group: record_of(refused.item())?,
-                    write_units: None,
-                }),
-                other => Err(unavailable(other)),
+                group,
+                write_units,
             },
-            Err(err) => Err(unavailable(err)),
-        }
+            // Not a holder: releasing is idempotent, nothing changed.
+            Written::Refused(group) => Decided {
+                outcome: Release::NotHeld,
+                group,
+                write_units: None,
+            },
+        })
+    }
+
+    async fn pause(
+        &self,
+        group: &GroupName,
+        pause: PersonPause,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .update_expression("SET #paused = :pause")
+            .condition_expression("attribute_not_exists(#paused)")
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_values(":pause", person_pause_value(&pause));
+        self.change(group, request).await
+    }
+
+    async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .update_expression("REMOVE #paused")
+            .condition_expression("attribute_exists(#paused)")
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE);
+        self.change(group, request).await
+    }
+
+    async fn pause_for_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .update_expression("ADD #alarms :alarm")
+            .condition_expression("NOT contains(#alarms, :name)")
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":alarm", AttributeValue::Ss(vec![alarm.to_owned()]))
+            .expression_attribute_values(":name", AttributeValue::S(alarm.to_owned()));
+        self.change(group, request).await
+    }
+
+    async fn clear_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> Result<Decided<Changed>, StoreError> {
+        // DELETE of the last name removes the attribute: the group is free.
+        let request = self
+            .client
+            .update_item()
+            .update_expression("DELETE #alarms :alarm")
+            .condition_expression("contains(#alarms, :name)")
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":alarm", AttributeValue::Ss(vec![alarm.to_owned()]))
+            .expression_attribute_values(":name", AttributeValue::S(alarm.to_owned()));
+        self.change(group, request).await
     }
 
     async fn groups(

@@ -6,18 +6,13 @@ use std::future::Future;
 
 use crate::error::Error;
 use crate::input::{GroupName, NodeId};
-use crate::lock::{Acquire, Release, Semaphore, Timestamp};
+use crate::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
 
 pub mod dynamodb;
 pub mod memory;
 
-/// A group as stored: its holders, and the slot count applied at its last grant
-/// (for people reading `fleetlock status`; decisions use the configured count).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GroupRecord {
-    pub holders: Semaphore,
-    pub slots: Option<u32>,
-}
+/// A group as stored: holders, pauses, last release, slots at the last grant.
+pub type GroupRecord = crate::lock::Group;
 
 /// An outcome and the group as it stands right after it was decided.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +22,13 @@ pub struct Decided<T> {
     /// Write units the store reported for this decision (DynamoDB, on a write
     /// that went through); `None` where it reports none.
     pub write_units: Option<f64>,
+}
+
+/// Whether a pause or resume changed anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Changed {
+    Yes,
+    AlreadySo,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,22 +62,53 @@ impl From<&StoreError> for Error {
 
 /// Each call is one atomic decision: it is durable before the call returns.
 pub trait LockStore: Send + Sync + 'static {
-    /// Takes a slot for `id` if the group has fewer than `slots` holders; a
-    /// node that already holds one keeps it.
+    /// Takes a slot for `id` as [`crate::lock::Group::decide_acquire`] says: a
+    /// node that already holds one keeps it; otherwise only in a group that is
+    /// neither paused, nor settling, nor full.
     fn acquire(
         &self,
         group: &GroupName,
         id: &NodeId,
-        slots: u32,
+        rules: GroupRules,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Acquire>, StoreError>> + Send;
 
-    /// Gives back the slot of `id`, if it holds one.
+    /// Gives back the slot of `id`, if it holds one; a release at `now`
+    /// starts the group's settle period.
     fn release(
         &self,
         group: &GroupName,
         id: &NodeId,
+        now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Release>, StoreError>> + Send;
+
+    /// A person's pause; a group never used gets its item. A group already
+    /// paused by a person keeps that pause, which is returned unchanged.
+    fn pause(
+        &self,
+        group: &GroupName,
+        pause: PersonPause,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// Clears a person's pause; alarms' pauses stay.
+    fn resume(
+        &self,
+        group: &GroupName,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// An alarm in ALARM pauses the group (one write); idempotent.
+    fn pause_for_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// The alarm left ALARM: its pause is cleared (one write); idempotent.
+    fn clear_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
 
     /// Every stored group (or just `only`), sorted by name, read consistently.
     fn groups(

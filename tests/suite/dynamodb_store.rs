@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_sdk_dynamodb::config::retry::RetryPartition;
 use aws_sdk_dynamodb::types::{
@@ -9,7 +10,7 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType,
 };
 use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::{Acquire, Release, Timestamp};
+use fleetlock::lock::{Acquire, GroupRules, Release, Timestamp};
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{
     DynamoStore, RequestCounter, TableProblem, counted_client, load_aws_config,
@@ -25,10 +26,18 @@ fn group(s: &str) -> GroupName {
     GroupName::parse(s).unwrap()
 }
 
+/// A group with `count` slots and no settle time.
+fn slots(count: u32) -> GroupRules {
+    GroupRules {
+        slots: count,
+        settle: Duration::ZERO,
+    }
+}
+
 /// What a pre-reboot of node `name` at time `at` is answered.
-async fn take(store: &DynamoStore, g: &GroupName, name: &str, slots: u32, at: u64) -> Acquire {
+async fn take(store: &DynamoStore, g: &GroupName, name: &str, count: u32, at: u64) -> Acquire {
     store
-        .acquire(g, &id(name), slots, Timestamp(at))
+        .acquire(g, &id(name), slots(count), Timestamp(at))
         .await
         .unwrap()
         .outcome
@@ -53,7 +62,7 @@ async fn first_use_of_a_group_creates_it_in_the_same_request() {
     let (store, requests) = dynamo_store("first-use").await;
     let before = requests.get();
     let decided = store
-        .acquire(&group("default"), &id("a"), 1, Timestamp(1_000))
+        .acquire(&group("default"), &id("a"), slots(1), Timestamp(1_000))
         .await
         .unwrap();
     assert_eq!(decided.outcome, Acquire::Granted);
@@ -69,11 +78,11 @@ async fn a_holder_asking_again_keeps_one_slot_and_its_first_time() {
     let (store, _) = dynamo_store("recursive").await;
     let g = group("default");
     store
-        .acquire(&g, &id("a"), 2, Timestamp(1_000))
+        .acquire(&g, &id("a"), slots(2), Timestamp(1_000))
         .await
         .unwrap();
     let again = store
-        .acquire(&g, &id("a"), 2, Timestamp(2_000))
+        .acquire(&g, &id("a"), slots(2), Timestamp(2_000))
         .await
         .unwrap();
     assert_eq!(again.outcome, Acquire::AlreadyHeld);
@@ -81,7 +90,7 @@ async fn a_holder_asking_again_keeps_one_slot_and_its_first_time() {
     assert_eq!(holders(&store, "default").await, vec![("a".into(), 1_000)]);
     // One slot is still free for another node.
     let other = store
-        .acquire(&g, &id("b"), 2, Timestamp(3_000))
+        .acquire(&g, &id("b"), slots(2), Timestamp(3_000))
         .await
         .unwrap();
     assert_eq!(other.outcome, Acquire::Granted);
@@ -92,25 +101,33 @@ async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
     let (store, _) = dynamo_store("release").await;
     let g = group("default");
     store
-        .acquire(&g, &id("a"), 1, Timestamp(1_000))
+        .acquire(&g, &id("a"), slots(1), Timestamp(1_000))
         .await
         .unwrap();
-    let by_other = store.release(&g, &id("b")).await.unwrap();
+    let by_other = store.release(&g, &id("b"), Timestamp(0)).await.unwrap();
     assert_eq!(by_other.outcome, Release::NotHeld);
     assert_eq!(holders(&store, "default").await, vec![("a".into(), 1_000)]);
     assert_eq!(
-        store.release(&g, &id("a")).await.unwrap().outcome,
+        store
+            .release(&g, &id("a"), Timestamp(0))
+            .await
+            .unwrap()
+            .outcome,
         Release::Released
     );
     assert_eq!(
-        store.release(&g, &id("a")).await.unwrap().outcome,
+        store
+            .release(&g, &id("a"), Timestamp(0))
+            .await
+            .unwrap()
+            .outcome,
         Release::NotHeld
     );
     assert!(holders(&store, "default").await.is_empty());
     // A release in a group never used creates nothing.
     assert_eq!(
         store
-            .release(&group("never"), &id("a"))
+            .release(&group("never"), &id("a"), Timestamp(0))
             .await
             .unwrap()
             .outcome,
@@ -133,14 +150,17 @@ async fn a_full_group_refuses_and_keeps_its_holders() {
     for name in ["a", "b"] {
         assert_eq!(
             store
-                .acquire(&g, &id(name), 2, Timestamp(1))
+                .acquire(&g, &id(name), slots(2), Timestamp(1))
                 .await
                 .unwrap()
                 .outcome,
             Acquire::Granted
         );
     }
-    let refused = store.acquire(&g, &id("c"), 2, Timestamp(2)).await.unwrap();
+    let refused = store
+        .acquire(&g, &id("c"), slots(2), Timestamp(2))
+        .await
+        .unwrap();
     assert_eq!(refused.outcome, Acquire::Full);
     assert_eq!(refused.group.holders.len(), 2);
     let ids: Vec<_> = holders(&store, "workers")
@@ -155,7 +175,10 @@ async fn a_full_group_refuses_and_keeps_its_holders() {
 async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
     let (store, _) = dynamo_store("resize").await;
     let g = group("default");
-    store.acquire(&g, &id("a"), 1, Timestamp(1)).await.unwrap();
+    store
+        .acquire(&g, &id("a"), slots(1), Timestamp(1))
+        .await
+        .unwrap();
     assert_eq!(take(&store, &g, "b", 1, 2).await, Acquire::Full);
     // Raised to 3: two more fit.
     assert_eq!(take(&store, &g, "b", 3, 3).await, Acquire::Granted);
@@ -164,10 +187,10 @@ async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
     assert_eq!(take(&store, &g, "d", 1, 5).await, Acquire::Full);
     assert_eq!(take(&store, &g, "c", 1, 5).await, Acquire::AlreadyHeld);
     assert_eq!(holders(&store, "default").await.len(), 3);
-    store.release(&g, &id("a")).await.unwrap();
-    store.release(&g, &id("b")).await.unwrap();
+    store.release(&g, &id("a"), Timestamp(0)).await.unwrap();
+    store.release(&g, &id("b"), Timestamp(0)).await.unwrap();
     assert_eq!(take(&store, &g, "d", 1, 6).await, Acquire::Full);
-    store.release(&g, &id("c")).await.unwrap();
+    store.release(&g, &id("c"), Timestamp(0)).await.unwrap();
     assert_eq!(take(&store, &g, "d", 1, 7).await, Acquire::Granted);
 }
 
@@ -177,7 +200,10 @@ async fn zero_slots_freeze_a_group_even_on_first_use() {
     let g = group("frozen");
     assert_eq!(take(&store, &g, "a", 0, 1).await, Acquire::Full);
     assert!(holders(&store, "frozen").await.is_empty());
-    store.acquire(&g, &id("b"), 1, Timestamp(2)).await.unwrap();
+    store
+        .acquire(&g, &id("b"), slots(1), Timestamp(2))
+        .await
+        .unwrap();
     assert_eq!(take(&store, &g, "b", 0, 3).await, Acquire::AlreadyHeld);
     assert_eq!(take(&store, &g, "c", 0, 3).await, Acquire::Full);
 }
@@ -197,23 +223,23 @@ async fn every_protocol_decision_is_exactly_one_request() {
     let cases = [
         (
             "grant",
-            requests_for(&requests, store.acquire(&g, &a, 1, Timestamp(1))).await,
+            requests_for(&requests, store.acquire(&g, &a, slots(1), Timestamp(1))).await,
         ),
         (
             "already held",
-            requests_for(&requests, store.acquire(&g, &a, 1, Timestamp(2))).await,
+            requests_for(&requests, store.acquire(&g, &a, slots(1), Timestamp(2))).await,
         ),
         (
             "full",
-            requests_for(&requests, store.acquire(&g, &b, 1, Timestamp(3))).await,
+            requests_for(&requests, store.acquire(&g, &b, slots(1), Timestamp(3))).await,
         ),
         (
             "release by a non-holder",
-            requests_for(&requests, store.release(&g, &b)).await,
+            requests_for(&requests, store.release(&g, &b, Timestamp(4))).await,
         ),
         (
             "release",
-            requests_for(&requests, store.release(&g, &a)).await,
+            requests_for(&requests, store.release(&g, &a, Timestamp(5))).await,
         ),
     ];
     for (label, sent) in cases {
@@ -237,7 +263,7 @@ async fn a_race_of_many_nodes_never_over_grants() {
                 tokio::spawn(async move {
                     let node = id(&format!("node-{round}-{n:03}"));
                     let decided = store
-                        .acquire(&g, &node, SLOTS, Timestamp::now())
+                        .acquire(&g, &node, slots(SLOTS), Timestamp::now())
                         .await
                         .unwrap();
                     (node, decided.outcome)
@@ -250,7 +276,7 @@ async fn a_race_of_many_nodes_never_over_grants() {
             match outcome {
                 Acquire::Granted => assert!(granted.insert(node.to_string())),
                 Acquire::Full => {}
-                Acquire::AlreadyHeld => panic!("{node} never asked before"),
+                other => panic!("{node} never asked before and nothing pauses: {other:?}"),
             }
         }
         assert_eq!(
@@ -273,7 +299,11 @@ async fn a_race_of_many_nodes_never_over_grants() {
                 let (store, g) = (Arc::clone(&store), g.clone());
                 tokio::spawn(async move {
                     let node = id(&format!("node-{round}-{n:03}"));
-                    store.release(&g, &node).await.unwrap().outcome
+                    store
+                        .release(&g, &node, Timestamp(0))
+                        .await
+                        .unwrap()
+                        .outcome
                 })
             })
             .collect();
@@ -295,7 +325,7 @@ async fn a_race_of_many_nodes_never_over_grants() {
 async fn create_table_again_is_harmless() {
     let (store, _) = dynamo_store("create-twice").await;
     store
-        .acquire(&group("default"), &id("a"), 1, Timestamp(1))
+        .acquire(&group("default"), &id("a"), slots(1), Timestamp(1))
         .await
         .unwrap();
     assert!(
@@ -352,7 +382,10 @@ async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second()
         "one slot each, the old holder's time kept"
     );
 
-    let released = store.release(&g, &id("old-node")).await.unwrap();
+    let released = store
+        .release(&g, &id("old-node"), Timestamp(0))
+        .await
+        .unwrap();
     assert_eq!(released.outcome, Release::Released);
     assert_eq!(released.group.holders.len(), 1);
     let raw = client
@@ -387,7 +420,7 @@ async fn write_units_grow_with_the_holders_of_a_group() {
             .acquire(
                 &g,
                 &id(&machine_id(n)),
-                100,
+                slots(100),
                 Timestamp(1_764_480_000_000 + n as u64),
             )
             .await
@@ -407,7 +440,7 @@ async fn write_units_grow_with_the_holders_of_a_group() {
     );
     // A refusal reports nothing: DynamoDB does not say what it billed.
     let full = store
-        .acquire(&g, &id("late"), 60, Timestamp(9))
+        .acquire(&g, &id("late"), slots(60), Timestamp(9))
         .await
         .unwrap();
     assert_eq!((full.outcome, full.write_units), (Acquire::Full, None));
