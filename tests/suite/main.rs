@@ -12,3 +12,4 @@ mod helpers;
 mod lambda_events;
 mod lambda_runtime;
 mod local_server;
+mod rollout;

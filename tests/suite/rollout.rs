@@ -1,0 +1,333 @@
+//! Rollout control: a person's and alarms' pauses, and the settle time after
+//! each release, against DynamoDB Local and the embedded store, through the
+//! store API and over HTTP as Zincati calls. The clock is moved, never slept.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleetlock::auth::Auth;
+use fleetlock::config::GroupSlots;
+use fleetlock::http::Api;
+use fleetlock::input::{GroupName, NodeId, PauseReason};
+use fleetlock::lock::{Acquire, Clock, GroupRules, ManualClock, PersonPause, Release, Timestamp};
+use fleetlock::service::FleetLock;
+use fleetlock::store::memory::MemoryStore;
+use fleetlock::store::{Changed, LockStore};
+
+use crate::helpers::{dynamo_store, spawn_server, zincati};
+
+const T0: Timestamp = Timestamp(1_764_480_000_000);
+const SETTLE: Duration = Duration::from_secs(600);
+
+fn id(s: &str) -> NodeId {
+    NodeId::parse(s).unwrap()
+}
+
+fn group(s: &str) -> GroupName {
+    GroupName::parse(s).unwrap()
+}
+
+fn rules(slots: u32, settle: Duration) -> GroupRules {
+    GroupRules { slots, settle }
+}
+
+fn person(reason: &str, since: Timestamp) -> PersonPause {
+    PersonPause {
+        reason: PauseReason::parse(reason).unwrap(),
+        since,
+        by: "alice".into(),
+    }
+}
+
+async fn take<S: LockStore>(
+    store: &S,
+    g: &GroupName,
+    node: &str,
+    r: GroupRules,
+    at: Timestamp,
+) -> Acquire {
+    store.acquire(g, &id(node), r, at).await.unwrap().outcome
+}
+
+/// The same checks for every store: a person's pause, alarms' pauses kept
+/// apart from it, and who still hears yes while paused.
+async fn pauses_keep_holders_and_stop_newcomers<S: LockStore>(store: &S) {
+    let g = group("workers");
+    let open = rules(3, Duration::ZERO);
+    assert_eq!(take(store, &g, "holder", open, T0).await, Acquire::Granted);
+
+    let paused = store
+        .pause(&g, person("kernel regression", T0))
+        .await
+        .unwrap();
+    assert_eq!(paused.outcome, Changed::Yes);
+    assert_eq!(take(store, &g, "newcomer", open, T0).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &g, "holder", open, T0).await,
+        Acquire::AlreadyHeld
+    );
+    // A second pause keeps the first one's reason and time.
+    let again = store
+        .pause(&g, person("another", T0.plus(SETTLE)))
+        .await
+        .unwrap();
+    assert_eq!(again.outcome, Changed::AlreadySo);
+    let kept = again.group.pause.person.unwrap();
+    assert_eq!(
+        (kept.reason.as_str(), kept.since),
+        ("kernel regression", T0)
+    );
+
+    // An alarm pauses too; a person's resume leaves the alarm's pause.
+    assert_eq!(
+        store
+            .pause_for_alarm(&g, "etcd-quorum")
+            .await
+            .unwrap()
+            .outcome,
+        Changed::Yes
+    );
+    assert_eq!(
+        store
+            .pause_for_alarm(&g, "etcd-quorum")
+            .await
+            .unwrap()
+            .outcome,
+        Changed::AlreadySo
+    );
+    assert_eq!(
+        store.pause_for_alarm(&g, "api-5xx").await.unwrap().outcome,
+        Changed::Yes
+    );
+    let resumed = store.resume(&g).await.unwrap();
+    assert_eq!(resumed.outcome, Changed::Yes);
+    assert!(resumed.group.pause.person.is_none());
+    assert_eq!(resumed.group.pause.alarms.len(), 2);
+    assert_eq!(take(store, &g, "newcomer", open, T0).await, Acquire::Paused);
+    assert_eq!(store.resume(&g).await.unwrap().outcome, Changed::AlreadySo);
+
+    // Steady-state releases while paused; nobody is evicted.
+    let released = store.release(&g, &id("holder"), T0).await.unwrap();
+    assert_eq!(released.outcome, Release::Released);
+    assert!(released.group.pause.is_paused());
+
+    // Each alarm clears its own pause; the last one frees the group.
+    assert_eq!(
+        store.clear_alarm(&g, "etcd-quorum").await.unwrap().outcome,
+        Changed::Yes
+    );
+    assert_eq!(
+        store.clear_alarm(&g, "etcd-quorum").await.unwrap().outcome,
+        Changed::AlreadySo
+    );
+    assert_eq!(take(store, &g, "newcomer", open, T0).await, Acquire::Paused);
+    let cleared = store.clear_alarm(&g, "api-5xx").await.unwrap();
+    assert!(!cleared.group.pause.is_paused());
+    assert_eq!(
+        take(store, &g, "newcomer", open, T0).await,
+        Acquire::Granted
+    );
+
+    // Pausing a group never used creates it, paused.
+    let fresh = group("never-used");
+    store.pause(&fresh, person("freeze", T0)).await.unwrap();
+    assert_eq!(take(store, &fresh, "n", open, T0).await, Acquire::Paused);
+    let listed = store.groups(Some(&fresh)).await.unwrap();
+    assert!(listed[0].1.pause.person.is_some() && listed[0].1.holders.is_empty());
+}
+
+/// One settle period for the whole group after any release.
+async fn the_group_settles_after_every_release<S: LockStore>(store: &S) {
+    let g = group("db");
+    let settling = rules(2, SETTLE);
+    assert_eq!(take(store, &g, "a", settling, T0).await, Acquire::Granted);
+    assert_eq!(take(store, &g, "b", settling, T0).await, Acquire::Granted);
+    let at = T0.plus(Duration::from_secs(60));
+    store.release(&g, &id("a"), at).await.unwrap();
+    let until = at.plus(SETTLE);
+    assert_eq!(
+        take(store, &g, "c", settling, at).await,
+        Acquire::Settling { until }
+    );
+    assert_eq!(
+        take(store, &g, "b", settling, at).await,
+        Acquire::AlreadyHeld
+    );
+    let just_before = until.minus(Duration::from_millis(1));
+    assert_eq!(
+        take(store, &g, "c", settling, just_before).await,
+        Acquire::Settling { until }
+    );
+    assert_eq!(
+        take(store, &g, "c", settling, until).await,
+        Acquire::Granted
+    );
+    // A release by someone else (an operator's release) starts it again.
+    store.release(&g, &id("b"), until).await.unwrap();
+    assert!(matches!(
+        take(store, &g, "d", settling, until.plus(Duration::from_secs(1))).await,
+        Acquire::Settling { .. }
+    ));
+    // The same group with no settle time configured grants at once.
+    assert_eq!(
+        take(store, &g, "d", rules(2, Duration::ZERO), until).await,
+        Acquire::Granted
+    );
+}
+
+#[tokio::test]
+async fn pauses_in_dynamodb() {
+    let (store, _) = dynamo_store("pauses").await;
+    pauses_keep_holders_and_stop_newcomers(&store).await;
+}
+
+#[tokio::test]
+async fn pauses_in_memory() {
+    pauses_keep_holders_and_stop_newcomers(&MemoryStore::default()).await;
+}
+
+#[tokio::test]
+async fn settle_in_dynamodb() {
+    let (store, _) = dynamo_store("settle").await;
+    the_group_settles_after_every_release(&store).await;
+}
+
+#[tokio::test]
+async fn settle_in_memory() {
+    the_group_settles_after_every_release(&MemoryStore::default()).await;
+}
+
+#[tokio::test]
+async fn paused_and_settling_refusals_are_still_one_request() {
+    let (store, requests) = dynamo_store("one-request-rollout").await;
+    let g = group("workers");
+    let settling = rules(3, SETTLE);
+    take(&store, &g, "a", settling, T0).await;
+    take(&store, &g, "b", settling, T0).await;
+    store.release(&g, &id("a"), T0).await.unwrap();
+    let count = |before: u64| requests.get() - before;
+    let before = requests.get();
+    assert!(matches!(
+        take(&store, &g, "c", settling, T0).await,
+        Acquire::Settling { .. }
+    ));
+    assert_eq!(count(before), 1, "settling");
+    let before = requests.get();
+    assert_eq!(
+        take(&store, &g, "b", settling, T0).await,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(count(before), 1, "a holder while settling");
+    store.pause_for_alarm(&g, "x").await.unwrap();
+    let before = requests.get();
+    assert_eq!(take(&store, &g, "c", settling, T0).await, Acquire::Paused);
+    assert_eq!(count(before), 1, "paused");
+    let before = requests.get();
+    assert_eq!(
+        store.release(&g, &id("b"), T0).await.unwrap().outcome,
+        Release::Released
+    );
+    assert_eq!(count(before), 1, "a release while paused");
+    let before = requests.get();
+    assert_eq!(
+        store.clear_alarm(&g, "x").await.unwrap().outcome,
+        Changed::Yes
+    );
+    assert_eq!(count(before), 1, "an alarm's clear is one write");
+}
+
+/// The service over real HTTP, as Zincati calls it, with a clock the test moves.
+fn served<S: LockStore>(store: S, clock: &ManualClock) -> Arc<Api<S>> {
+    let groups = GroupSlots::parse("default=1,workers=2")
+        .unwrap()
+        .with_settle("workers=10m")
+        .unwrap();
+    let service = FleetLock::new(groups, store).with_clock(clock.clone());
+    Arc::new(Api::new(service, Auth::Disabled))
+}
+
+async fn zincati_sees_paused_and_settling_groups<S: LockStore>(store: S) {
+    let clock = ManualClock::at(T0);
+    let api = served(store, &clock);
+    let server = spawn_server(Arc::clone(&api)).await;
+    let addr = server.addr;
+
+    // Settling: after a release, a free slot waits for the settle time.
+    assert_eq!(
+        zincati(addr, "pre-reboot", "w1", "workers").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "pre-reboot", "w2", "workers").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "steady-state", "w1", "workers").await.status,
+        200
+    );
+    let r = zincati(addr, "pre-reboot", "w3", "workers").await;
+    assert_eq!((r.status, r.kind()), (423, "settling".to_string()));
+    let value = r.json()["value"].as_str().unwrap().to_owned();
+    assert!(
+        value.contains("2025-11-30T05:30:00Z") && value.contains("10m"),
+        "{value}"
+    );
+    let r = zincati(addr, "pre-reboot", "w2", "workers").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("already_held"))
+    );
+    clock.advance(SETTLE);
+    let r = zincati(addr, "pre-reboot", "w3", "workers").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
+
+    // Paused: newcomers hear group_paused with who, since when and why.
+    api.service()
+        .store()
+        .pause(
+            &group("default"),
+            person("kernel 6.12 regression", clock.now()),
+        )
+        .await
+        .unwrap();
+    let r = zincati(addr, "pre-reboot", "d1", "default").await;
+    assert_eq!((r.status, r.kind()), (423, "group_paused".to_string()));
+    let value = r.json()["value"].as_str().unwrap().to_owned();
+    assert!(
+        value.contains("by alice since 2025-11-30T05:30:00Z: kernel 6.12 regression"),
+        "{value}"
+    );
+    // Steady-state at boot still works, and other groups are untouched.
+    assert_eq!(
+        zincati(addr, "steady-state", "d1", "default").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "steady-state", "w2", "workers").await.status,
+        200
+    );
+    api.service()
+        .store()
+        .resume(&group("default"))
+        .await
+        .unwrap();
+    let r = zincati(addr, "pre-reboot", "d1", "default").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
+}
+
+#[tokio::test]
+async fn over_http_against_dynamodb() {
+    let (store, _) = dynamo_store("rollout-http").await;
+    zincati_sees_paused_and_settling_groups(store).await;
+}
+
+#[tokio::test]
+async fn over_http_against_the_embedded_store() {
+    zincati_sees_paused_and_settling_groups(MemoryStore::default()).await;
+}
