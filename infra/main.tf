@@ -122,6 +122,7 @@ resource "aws_lambda_function" "this" {
     variables = {
       FLEETLOCK_TABLE   = aws_dynamodb_table.locks.name
       FLEETLOCK_GROUPS  = var.groups
+      FLEETLOCK_SETTLE  = var.settle
       RUST_LOG          = var.log_level
       FLEETLOCK_CLIENTS = var.clients
       FLEETLOCK_AUTH    = var.allow_anonymous ? "disabled" : "required"

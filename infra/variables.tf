@@ -36,6 +36,17 @@ variable "groups" {
   }
 }
 
+variable "settle" {
+  description = "FLEETLOCK_SETTLE: settle time after each release per group, e.g. \"workers=10m,*=2m\". After any release the group grants no new slot until it has passed. Empty: none."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^[a-zA-Z0-9.*=,hms -]*$", var.settle))
+    error_message = "settle must look like \"workers=10m,*=2m\"."
+  }
+}
+
 variable "log_level" {
   description = "RUST_LOG of the function."
   type        = string

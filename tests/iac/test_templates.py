@@ -196,6 +196,13 @@ class Environment(unittest.TestCase):
         self.assertEqual(sam["FLEETLOCK_GROUPS"], {"Ref": "Groups"})
         self.assertEqual(tf["FLEETLOCK_GROUPS"], "${var.groups}")
         self.assertEqual(sam_param_default("Groups"), TF_VARS["groups"]["default"])
+        self.assertEqual(sam["FLEETLOCK_SETTLE"], {"Ref": "Settle"})
+        self.assertEqual(tf["FLEETLOCK_SETTLE"], "${var.settle}")
+        self.assertEqual(sam_param_default("Settle"), TF_VARS["settle"]["default"])
+        self.assertEqual(
+            SAM["Parameters"]["Settle"]["AllowedPattern"],
+            re.search(r'regex\("([^"]+)"', TF_VARS["settle"]["validation"]["condition"]).group(1),
+        )
         self.assertEqual(sam_param_default("LogLevel"), TF_VARS["log_level"]["default"])
         self.assertEqual(sam_param_default("LogRetentionDays"), TF_VARS["log_retention_days"]["default"])
 

@@ -15,6 +15,7 @@ fn fleetlock() -> Command {
     command
         .env_remove("FLEETLOCK_TABLE")
         .env_remove("FLEETLOCK_GROUPS")
+        .env_remove("FLEETLOCK_SETTLE")
         .env_remove("AWS_LAMBDA_RUNTIME_API")
         .kill_on_drop(true);
     command
@@ -418,6 +419,10 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
         vec!["status", "--json", "--group", "default"],
         vec!["release", "--group", "workers", "--id", "n1"],
         vec!["release", "--group", "default", "--id", "n1"],
+        vec!["pause", "--group", "default", "--reason", "test"],
+        vec!["pause", "--all", "--reason", "test"],
+        vec!["resume", "--group", "default"],
+        vec!["resume", "--all"],
     ] {
         let r = run(with_table().args(&args)).await;
         operator.extend(operations(&r.stderr));
@@ -492,4 +497,165 @@ async fn store_errors_are_one_readable_line() {
         "{text}"
     );
     assert!(text.len() < 300, "{text}");
+}
+
+#[tokio::test]
+async fn operators_pause_and_resume_groups_live() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("pause");
+    let with_table = || {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_TABLE", &table)
+            .env("FLEETLOCK_GROUPS", "default=1,workers=2")
+            .env("FLEETLOCK_SETTLE", "workers=10m")
+            .env("USER", "alice");
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let (mut child, addr) = serve(&mut with_table()).await;
+    assert_eq!(
+        zincati(addr, "pre-reboot", "w1", "workers").await.status,
+        200
+    );
+
+    let r = run(with_table().args([
+        "pause",
+        "--group",
+        "workers",
+        "--group",
+        "db",
+        "--reason",
+        "kernel regression",
+    ]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("paused 'workers'") && r.stdout.contains("paused 'db'"),
+        "{}",
+        r.stdout
+    );
+    // Live: the running server refuses newcomers at once, keeps the holder.
+    let r = zincati(addr, "pre-reboot", "w2", "workers").await;
+    assert_eq!((r.status, r.kind()), (423, "group_paused".to_string()));
+    assert!(r.json()["value"].as_str().unwrap().contains("by alice"));
+    assert_eq!(
+        zincati(addr, "pre-reboot", "w1", "workers").await.status,
+        200
+    );
+
+    let r = run(with_table().args(["status"])).await;
+    assert!(
+        r.stdout.contains("workers is paused by alice since"),
+        "{}",
+        r.stdout
+    );
+    let row = r.stdout.lines().find(|l| l.starts_with("workers")).unwrap();
+    assert!(row.contains("paused") && row.contains("w1"), "{row}");
+    let r = run(with_table().args(["status", "--json", "--group", "workers"])).await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let workers = &status["groups"][0];
+    assert_eq!(workers["state"], "paused");
+    assert_eq!(workers["paused_by_person"]["reason"], "kernel regression");
+    assert_eq!(workers["paused_by_person"]["by"], "alice");
+
+    // The holder's steady-state releases while paused; resume opens the
+    // group, which then settles after that release.
+    assert_eq!(
+        zincati(addr, "steady-state", "w1", "workers").await.status,
+        200
+    );
+    let r = run(with_table().args(["resume", "--all"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("group(s) stored") && r.stdout.contains("never"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("resumed 'workers'") && r.stdout.contains("resumed 'db'"),
+        "{}",
+        r.stdout
+    );
+    let r = zincati(addr, "pre-reboot", "w2", "workers").await;
+    assert_eq!((r.status, r.kind()), (423, "settling".to_string()));
+    let r = run(with_table().args(["status", "--json", "--group", "workers"])).await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(status["groups"][0]["state"], "settling");
+    assert_eq!(status["groups"][0]["settle_seconds"], 600);
+    assert!(
+        status["groups"][0]["settles_until"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    let r = run(with_table().args(["resume", "--group", "workers"])).await;
+    assert!(
+        r.stdout.contains("was not paused by a person"),
+        "{}",
+        r.stdout
+    );
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_pause_input_is_refused_and_changes_nothing() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("bad-pause");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let long = "x".repeat(201);
+    for (args, says) in [
+        (
+            vec!["pause", "--group", "default", "--reason", ""],
+            "the reason is empty",
+        ),
+        (
+            vec!["pause", "--group", "default", "--reason", "   "],
+            "the reason is empty",
+        ),
+        (
+            vec!["pause", "--group", "default", "--reason", &long],
+            "longer than 200",
+        ),
+        (
+            vec!["pause", "--group", "default", "--reason", "a\nb"],
+            "control character",
+        ),
+        (
+            vec!["pause", "--group", "bad_group", "--reason", "x"],
+            "group",
+        ),
+        (
+            vec!["pause", "--group", "default", "--reason", "x", "--by", ""],
+            "--by",
+        ),
+        (vec!["pause", "--reason", "x"], "needs --group"),
+        (vec!["resume", "--group", "no/slash"], "group"),
+    ] {
+        let r = run(with_table().args(&args)).await;
+        assert!(!r.ok, "{args:?} should fail");
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+    let r = run(with_table().arg("status")).await;
+    assert!(
+        r.stdout.contains("no group has been used yet"),
+        "{}",
+        r.stdout
+    );
+    // And a bad settle time stops the server before it serves.
+    let r = run(fleetlock()
+        .env("FLEETLOCK_SETTLE", "default=soon")
+        .arg("serve"))
+    .await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("FLEETLOCK_SETTLE: 'default'"),
+        "{}",
+        r.stderr
+    );
 }
