@@ -8,7 +8,13 @@
 //!   back (anything else is a lost release);
 //! - an independent reader scans the table with strongly consistent reads and
 //!   checks that no group ever holds more than its slots;
-//! - the server's resident memory is sampled.
+//! - the server's resident memory is sampled;
+//! - rollout control: an operator task pauses and resumes `PAUSED_GROUP` every
+//!   few seconds, and `SETTLE_GROUP` has a settle time. A grant answered while
+//!   a pause was certainly in force (the pause was stored before the request
+//!   was sent, the resume not yet sent when the answer came) is a violation;
+//!   so is a holder the reader sees that took its slot less than the settle
+//!   time after the group's last release (both times are the server's).
 //!
 //! Exits non-zero on any violation.
 
@@ -17,8 +23,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use fleetlock::input::{GroupName, PauseReason};
+use fleetlock::lock::{PersonPause, Timestamp};
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, load_aws_config};
+use tokio::sync::RwLock;
 
 mod support;
 
@@ -26,7 +35,27 @@ use support::{call, connect, memory_kib, spawn_serve};
 
 const GROUPS: &[(&str, u32)] = &[("default", 2), ("workers", 5), ("db", 1)];
 const NODES: usize = 300;
+const PAUSED_GROUP: &str = "workers";
+const SETTLE_GROUP: &str = "db";
+const SETTLE: Duration = Duration::from_secs(2);
 
+/// When the operator task's pauses were in force, as the nodes can tell:
+/// from the end of the pause write to the start of the resume write.
+#[derive(Default)]
+struct Pauses {
+    /// (pause stored, resume sent); the last one may still be open.
+    intervals: Vec<(Instant, Option<Instant>)>,
+}
+
+impl Pauses {
+    /// A grant whose request went out after a pause was stored and whose
+    /// answer came before its resume was sent was certainly made while paused.
+    fn certainly_paused(&self, sent: Instant, answered: Instant) -> bool {
+        self.intervals
+            .iter()
+            .any(|(from, to)| *from < sent && to.is_none_or(|to| answered < to))
+    }
+}
 #[derive(Default)]
 struct Tally {
     calls: AtomicU64,
@@ -40,6 +69,11 @@ struct Tally {
     unexpected: AtomicU64,
     reads: AtomicU64,
     reads_over_slots: AtomicU64,
+    paused: AtomicU64,
+    settling: AtomicU64,
+    grants_while_paused: AtomicU64,
+    grants_inside_settle: AtomicU64,
+    pause_flips: AtomicU64,
 }
 
 /// xorshift64*: enough randomness for delays, no dependency.
@@ -54,7 +88,13 @@ impl Rng {
     }
 }
 
-async fn node(n: usize, addr: String, deadline: Instant, tally: Arc<Tally>) {
+async fn node(
+    n: usize,
+    addr: String,
+    deadline: Instant,
+    tally: Arc<Tally>,
+    pauses: Arc<RwLock<Pauses>>,
+) {
     let (group, slots) = GROUPS[n % GROUPS.len()];
     let id = format!("soak-node-{n:04}");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (n as u64 + 1).wrapping_mul(0x1000_0001));
@@ -71,7 +111,9 @@ async fn node(n: usize, addr: String, deadline: Instant, tally: Arc<Tally>) {
                 tally.unexpected.fetch_add(1, Ordering::Relaxed);
             }
         }
+        let sent = Instant::now();
         let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, group).await;
+        let answered = Instant::now();
         tally.calls.fetch_add(1, Ordering::Relaxed);
         match (status, json["outcome"].as_str(), json["kind"].as_str()) {
             (200, Some("granted"), _) => {
@@ -79,9 +121,20 @@ async fn node(n: usize, addr: String, deadline: Instant, tally: Arc<Tally>) {
                 if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
                 }
+                if group == PAUSED_GROUP && pauses.read().await.certainly_paused(sent, answered) {
+                    tally.grants_while_paused.fetch_add(1, Ordering::Relaxed);
+                }
             }
             (423, _, Some("semaphore_full")) => {
                 tally.full.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            (423, _, Some("group_paused")) if group == PAUSED_GROUP => {
+                tally.paused.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            (423, _, Some("settling")) if group == SETTLE_GROUP => {
+                tally.settling.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
             _ => {
@@ -136,15 +189,50 @@ async fn main() {
     );
     reader.create_table().await.expect("create the soak table");
 
-    let (mut server, addr) = spawn_serve(&binary, &table, &groups_spec).await;
+    let settle_spec = format!("{SETTLE_GROUP}={}s", SETTLE.as_secs());
+    let (mut server, addr) = spawn_serve(&binary, &table, &groups_spec, &settle_spec).await;
     let pid = server.id().unwrap();
 
     let tally = Arc::new(Tally::default());
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
+    let pauses = Arc::new(RwLock::new(Pauses::default()));
     let nodes: Vec<_> = (0..NODES)
-        .map(|n| tokio::spawn(node(n, addr.clone(), deadline, Arc::clone(&tally))))
+        .map(|n| {
+            let (tally, pauses) = (Arc::clone(&tally), Arc::clone(&pauses));
+            tokio::spawn(node(n, addr.clone(), deadline, tally, pauses))
+        })
         .collect();
+
+    // The operator: pause for 3 s, resume for 3 s, until the end; then resume
+    // so that every node can give its slot back and finish.
+    let operator = {
+        let (tally, pauses) = (Arc::clone(&tally), Arc::clone(&pauses));
+        let store = DynamoStore::new(
+            aws_sdk_dynamodb::Client::new(&load_aws_config().await),
+            &table,
+        );
+        tokio::spawn(async move {
+            let group = GroupName::parse(PAUSED_GROUP).unwrap();
+            let reason = PauseReason::parse("soak: paused by the operator task").unwrap();
+            while Instant::now() + Duration::from_secs(6) < deadline {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                let pause = PersonPause {
+                    reason: reason.clone(),
+                    since: Timestamp::now(),
+                    by: "soak".into(),
+                };
+                store.pause(&group, pause).await.expect("pause");
+                pauses.write().await.intervals.push((Instant::now(), None));
+                tally.pause_flips.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                if let Some(last) = pauses.write().await.intervals.last_mut() {
+                    last.1 = Some(Instant::now());
+                }
+                store.resume(&group).await.expect("resume");
+            }
+        })
+    };
 
     // The independent reader: strongly consistent scans, all the time.
     let stop = Arc::new(AtomicBool::new(false));
@@ -157,6 +245,20 @@ async fn main() {
                 let groups = reader.groups(None).await.expect("consistent scan");
                 tally.reads.fetch_add(1, Ordering::Relaxed);
                 for (name, record) in &groups {
+                    // Server times on both sides: a slot taken within the
+                    // settle time after the group's last release.
+                    if name.as_str() == SETTLE_GROUP
+                        && let Some(released) = record.last_release
+                    {
+                        let early = record
+                            .holders
+                            .holders()
+                            .filter(|(_, at)| *at > released && *at < released.plus(SETTLE))
+                            .count();
+                        tally
+                            .grants_inside_settle
+                            .fetch_add(early as u64, Ordering::Relaxed);
+                    }
                     let held = record.holders.len();
                     let entry = most.entry(name.to_string()).or_default();
                     *entry = (*entry).max(held);
@@ -177,6 +279,7 @@ async fn main() {
         ));
         tokio::time::sleep(Duration::from_secs(10)).await;
     }
+    operator.await.unwrap();
     for task in nodes {
         task.await.unwrap();
     }
@@ -234,6 +337,24 @@ async fn main() {
         "| **lost releases** (a granted node not hearing `released`) | **{}** |",
         get(&t.lost_releases)
     );
+    println!(
+        "| pauses of `{PAUSED_GROUP}` by the operator task / `group_paused` answers | {} / {} |",
+        get(&t.pause_flips),
+        get(&t.paused)
+    );
+    println!(
+        "| **grants to `{PAUSED_GROUP}` answered while certainly paused** | **{}** |",
+        get(&t.grants_while_paused)
+    );
+    println!(
+        "| `settling` answers in `{SETTLE_GROUP}` (settle {}s) | {} |",
+        SETTLE.as_secs(),
+        get(&t.settling)
+    );
+    println!(
+        "| **holders of `{SETTLE_GROUP}` seen taken within the settle time after a release** | **{}** |",
+        get(&t.grants_inside_settle)
+    );
     println!("| unexpected answers | {} |", get(&t.unexpected));
     println!("| holders left after every node stopped | {left} |");
     let samples: Vec<String> = rss
@@ -242,6 +363,8 @@ async fn main() {
         .collect();
     println!("| server RSS, MiB | {} |", samples.join(", "));
     let violations = get(&t.reads_over_slots)
+        + get(&t.grants_while_paused)
+        + get(&t.grants_inside_settle)
         + get(&t.over_grants)
         + get(&t.lost_releases)
         + get(&t.unexpected)

@@ -16,12 +16,14 @@ pub fn zincati_body(id: &str, group: &str) -> Vec<u8> {
 }
 
 /// `fleetlock serve` from `binary` on a free loopback port, on DynamoDB table
-/// `table`; returns the child and its address once it prints that it listens.
-pub async fn spawn_serve(binary: &str, table: &str, groups: &str) -> (Child, String) {
+/// `table` with these groups and settle times; returns the child and its
+/// address once it prints that it listens.
+pub async fn spawn_serve(binary: &str, table: &str, groups: &str, settle: &str) -> (Child, String) {
     let mut child = tokio::process::Command::new(binary)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env("FLEETLOCK_TABLE", table)
         .env("FLEETLOCK_GROUPS", groups)
+        .env("FLEETLOCK_SETTLE", settle)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
