@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
-use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::{GroupRules, Timestamp};
+use fleetlock::input::{GroupName, NodeId, PauseReason};
+use fleetlock::lock::{GroupRules, PersonPause, Timestamp};
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, counted_client};
@@ -174,6 +174,90 @@ async fn in_process(concurrency: usize, calls_wanted: usize) {
     println!();
 }
 
+/// DynamoDB requests and latency of each kind of answer, one caller at a time:
+/// the rollout levers must cost no extra request.
+async fn requests_per_answer_kind() {
+    let (client, counter) = counted_client().await;
+    let store = DynamoStore::new(client, format!("bench-kinds-{}", std::process::id()));
+    store.create_table().await.expect("create the table");
+    let groups = GroupSlots::parse("full=1,paused=1,settling=2,open=1000")
+        .unwrap()
+        .with_settle("settling=1h")
+        .unwrap();
+    let api = Api::new(FleetLock::new(groups, store), Auth::Disabled);
+    let mut headers = HeaderMap::new();
+    headers.insert("fleet-lock-protocol", HeaderValue::from_static("true"));
+    let call = |endpoint: &'static str, id: String, group: &'static str| {
+        let (api, headers) = (&api, &headers);
+        async move {
+            let body = zincati_body(&id, group);
+            api.handle(&Method::POST, endpoint, headers, &body)
+                .await
+                .status()
+        }
+    };
+    // Set the scene: a full group, a paused one, one settling after a release.
+    assert_eq!(call("/v1/pre-reboot", "holder".into(), "full").await, 200);
+    assert_eq!(
+        call("/v1/pre-reboot", "holder".into(), "settling").await,
+        200
+    );
+    assert_eq!(
+        call("/v1/steady-state", "holder".into(), "settling").await,
+        200
+    );
+    let pause = PersonPause {
+        reason: PauseReason::parse("bench").unwrap(),
+        since: Timestamp::now(),
+        by: "bench".into(),
+    };
+    api.service()
+        .store()
+        .pause(&GroupName::parse("paused").unwrap(), pause)
+        .await
+        .expect("pause");
+    const CALLS: usize = 300;
+    println!("### Requests and latency per kind of answer (1 caller, {CALLS} calls each)\n");
+    println!("| answer | status | DynamoDB requests per call | p50 ms | p99 ms |");
+    println!("|---|---:|---:|---:|---:|");
+    let cases: [(&str, &str, &'static str, &'static str, u16); 6] = [
+        ("granted", "/v1/pre-reboot", "open", "new", 200),
+        ("already_held", "/v1/pre-reboot", "full", "holder", 200),
+        ("semaphore_full", "/v1/pre-reboot", "full", "other", 423),
+        ("group_paused", "/v1/pre-reboot", "paused", "other", 423),
+        ("settling", "/v1/pre-reboot", "settling", "other", 423),
+        (
+            "not_held (steady-state)",
+            "/v1/steady-state",
+            "open",
+            "nobody",
+            200,
+        ),
+    ];
+    for (label, endpoint, group, who, status) in cases {
+        let before = counter.get();
+        let mut took = Vec::with_capacity(CALLS);
+        for n in 0..CALLS {
+            let id = if who == "new" {
+                format!("new-{n}")
+            } else {
+                who.to_owned()
+            };
+            let t = Instant::now();
+            assert_eq!(call(endpoint, id, group).await, status, "{label}");
+            took.push(t.elapsed());
+        }
+        took.sort();
+        println!(
+            "| {label} | {status} | {:.3} | {:.2} | {:.2} |",
+            (counter.get() - before) as f64 / CALLS as f64,
+            percentile(&took, 0.50),
+            percentile(&took, 0.99)
+        );
+    }
+    println!();
+}
+
 /// Write units per call against the size of the group's item: DynamoDB bills
 /// a write by the larger of the item before and after it, in 1 KB steps, and a
 /// refused conditional write by the item's size too (it does not report those).
@@ -311,6 +395,7 @@ async fn main() {
     // One at a time shows the latency of a call; 32 at a time, throughput.
     in_process(1, 2_000).await;
     in_process(CONCURRENCY, 20_000).await;
+    requests_per_answer_kind().await;
     write_units_by_group_size().await;
     release_binary().await;
 }
