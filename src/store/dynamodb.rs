@@ -450,6 +450,28 @@ impl DynamoStore {
     }
 }
 
+impl DynamoStore {
+    /// One write to the set of alarms pausing the group; refused (nothing
+    /// changes) when the alarm is already in, or already out of, the set.
+    async fn change_alarms(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+        update: &str,
+        condition: &str,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":alarm", AttributeValue::Ss(vec![alarm.to_owned()]))
+            .expression_attribute_values(":name", AttributeValue::S(alarm.to_owned()));
+        self.change(group, request).await
+    }
+}
+
 impl LockStore for DynamoStore {
     async fn acquire(
         &self,
@@ -576,15 +598,13 @@ impl LockStore for DynamoStore {
         group: &GroupName,
         alarm: &str,
     ) -> Result<Decided<Changed>, StoreError> {
-        let request = self
-            .client
-            .update_item()
-            .update_expression("ADD #alarms :alarm")
-            .condition_expression("NOT contains(#alarms, :name)")
-            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
-            .expression_attribute_values(":alarm", AttributeValue::Ss(vec![alarm.to_owned()]))
-            .expression_attribute_values(":name", AttributeValue::S(alarm.to_owned()));
-        self.change(group, request).await
+        self.change_alarms(
+            group,
+            alarm,
+            "ADD #alarms :alarm",
+            "NOT contains(#alarms, :name)",
+        )
+        .await
     }
 
     async fn clear_alarm(
@@ -593,15 +613,13 @@ impl LockStore for DynamoStore {
         alarm: &str,
     ) -> Result<Decided<Changed>, StoreError> {
         // DELETE of the last name removes the attribute: the group is free.
-        let request = self
-            .client
-            .update_item()
-            .update_expression("DELETE #alarms :alarm")
-            .condition_expression("contains(#alarms, :name)")
-            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
-            .expression_attribute_values(":alarm", AttributeValue::Ss(vec![alarm.to_owned()]))
-            .expression_attribute_values(":name", AttributeValue::S(alarm.to_owned()));
-        self.change(group, request).await
+        self.change_alarms(
+            group,
+            alarm,
+            "DELETE #alarms :alarm",
+            "contains(#alarms, :name)",
+        )
+        .await
     }
 
     async fn groups(
