@@ -19,6 +19,7 @@ use fleetlock::lock::{GroupRules, PersonPause, Timestamp};
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, counted_client};
+use fleetlock::windows::Schedule;
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
 
 const NODES: usize = 400;
@@ -180,11 +181,16 @@ async fn requests_per_answer_kind() {
     let (client, counter) = counted_client().await;
     let store = DynamoStore::new(client, format!("bench-kinds-{}", std::process::id()));
     store.create_table().await.expect("create the table");
-    let groups = GroupSlots::parse("full=1,paused=1,settling=2,open=1000")
+    let groups = GroupSlots::parse("full=1,paused=1,settling=2,open=1000,closed=1000")
         .unwrap()
         .with_settle("settling=1h")
         .unwrap();
-    let api = Api::new(FleetLock::new(groups, store), Auth::Disabled);
+    // A window that is never open now: one minute, a day and a half away.
+    let windows = Schedule::parse(&closed_window_spec(), None, |_| true, false).unwrap();
+    let api = Api::new(
+        FleetLock::new(groups, store).with_windows(windows),
+        Auth::Disabled,
+    );
     let mut headers = HeaderMap::new();
     headers.insert("fleet-lock-protocol", HeaderValue::from_static("true"));
     let call = |endpoint: &'static str, id: String, group: &'static str| {
@@ -220,12 +226,19 @@ async fn requests_per_answer_kind() {
     println!("### Requests and latency per kind of answer (1 caller, {CALLS} calls each)\n");
     println!("| answer | status | DynamoDB requests per call | p50 ms | p99 ms |");
     println!("|---|---:|---:|---:|---:|");
-    let cases: [(&str, &str, &'static str, &'static str, u16); 6] = [
+    let cases: [(&str, &str, &'static str, &'static str, u16); 7] = [
         ("granted", "/v1/pre-reboot", "open", "new", 200),
         ("already_held", "/v1/pre-reboot", "full", "holder", 200),
         ("semaphore_full", "/v1/pre-reboot", "full", "other", 423),
         ("group_paused", "/v1/pre-reboot", "paused", "other", 423),
         ("settling", "/v1/pre-reboot", "settling", "other", 423),
+        (
+            "outside_maintenance_window",
+            "/v1/pre-reboot",
+            "closed",
+            "new",
+            423,
+        ),
         (
             "not_held (steady-state)",
             "/v1/steady-state",
@@ -258,12 +271,82 @@ async fn requests_per_answer_kind() {
     println!();
 }
 
+/// `closed: ...`: a one-minute window a day and a half from now, every day
+/// of the week but this one and the next, so the group stays closed for the
+/// whole benchmark.
+fn closed_window_spec() -> String {
+    let names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    let now = jiff::tz::TimeZone::UTC.to_datetime(jiff::Timestamp::now());
+    let today = usize::from(now.weekday().to_monday_zero_offset() as u8);
+    let days: Vec<&str> = (2..7).map(|d| names[(today + d) % 7]).collect();
+    format!(
+        "closed: days={} start_time=12:00 length_minutes=1",
+        days.join(",")
+    )
+}
+
+/// CPU time this process has used (user + system), from /proc.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name in parentheses; utime and stime are the
+    // 14th and 15th fields, in clock ticks of 10 ms.
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    Duration::from_millis(fields.iter().sum::<u64>() * 10)
+}
+
+/// CPU per call of this process (DynamoDB Local excluded) for a grant and for
+/// a refusal outside a maintenance window.
+async fn cpu_per_call() {
+    let (client, _) = counted_client().await;
+    let store = DynamoStore::new(client, format!("bench-cpu-{}", std::process::id()));
+    store.create_table().await.expect("create the table");
+    let groups = GroupSlots::parse("open=100000,closed=1").unwrap();
+    let windows = Schedule::parse(&closed_window_spec(), None, |_| true, false).unwrap();
+    let api = Api::new(
+        FleetLock::new(groups, store).with_windows(windows),
+        Auth::Disabled,
+    );
+    let mut headers = HeaderMap::new();
+    headers.insert("fleet-lock-protocol", HeaderValue::from_static("true"));
+    const CALLS: usize = 3_000;
+    println!("### CPU per call in this process ({CALLS} calls each, DynamoDB Local not counted)\n");
+    println!("| answer | CPU per call, µs | wall per call, µs |");
+    println!("|---|---:|---:|");
+    for (label, group, status) in [
+        ("granted (one DynamoDB request)", "open", 200),
+        ("outside_maintenance_window (none)", "closed", 423),
+    ] {
+        let (cpu, wall) = (process_cpu(), Instant::now());
+        for n in 0..CALLS {
+            let body = zincati_body(&format!("cpu-{n}"), group);
+            let r = api
+                .handle(&Method::POST, "/v1/pre-reboot", &headers, &body)
+                .await;
+            assert_eq!(r.status(), status, "{label}");
+        }
+        let (cpu, wall) = (process_cpu() - cpu, wall.elapsed());
+        println!(
+            "| {label} | {:.0} | {:.0} |",
+            cpu.as_secs_f64() * 1e6 / CALLS as f64,
+            wall.as_secs_f64() * 1e6 / CALLS as f64
+        );
+    }
+    println!();
+}
+
 /// Write units per call against the size of the group's item: DynamoDB bills
 /// a write by the larger of the item before and after it, in 1 KB steps, and a
 /// refused conditional write by the item's size too (it does not report those).
 async fn write_units_by_group_size() {
     let (client, _) = counted_client().await;
-    let store = DynamoStore::new(client, format!("bench-units-{}", std::process::id()));
+    let store = DynamoStore::new(client, format!("bench-units-{}", std::process::id()))
+        .reporting_write_units();
     store.create_table().await.expect("create the table");
     let group = GroupName::parse("units").unwrap();
     let now = Timestamp::now();
@@ -396,6 +479,7 @@ async fn main() {
     in_process(1, 2_000).await;
     in_process(CONCURRENCY, 20_000).await;
     requests_per_answer_kind().await;
+    cpu_per_call().await;
     write_units_by_group_size().await;
     release_binary().await;
 }

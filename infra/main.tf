@@ -86,19 +86,25 @@ resource "aws_iam_role_policy" "function" {
   policy = data.aws_iam_policy_document.function.json
 }
 
-# For the people on call: exactly what `fleetlock status` and `fleetlock
-# release` call (`fleetlock iam-policy`). Attach it to their role.
+# For the people on call: exactly what `fleetlock status`, `release`, `pause`
+# and `resume` call (`fleetlock iam-policy`). Attach it to their role.
 data "aws_iam_policy_document" "operator" {
   statement {
     sid       = "FleetLockTable"
     actions   = ["dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.locks.arn]
   }
+
+  statement {
+    sid       = "FleetLockConfiguration"
+    actions   = ["lambda:GetFunctionConfiguration"]
+    resources = [aws_lambda_function.this.arn]
+  }
 }
 
 resource "aws_iam_policy" "operator" {
   name        = "${var.name}-operator"
-  description = "Lets an operator run fleetlock status and fleetlock release on the lock table."
+  description = "Lets the people on call run fleetlock status, release, pause and resume, and read the function's configuration."
   policy      = data.aws_iam_policy_document.operator.json
   tags        = var.tags
 }
@@ -120,12 +126,14 @@ resource "aws_lambda_function" "this" {
 
   environment {
     variables = {
-      FLEETLOCK_TABLE   = aws_dynamodb_table.locks.name
-      FLEETLOCK_GROUPS  = var.groups
-      FLEETLOCK_SETTLE  = var.settle
-      RUST_LOG          = var.log_level
-      FLEETLOCK_CLIENTS = var.clients
-      FLEETLOCK_AUTH    = var.allow_anonymous ? "disabled" : "required"
+      FLEETLOCK_TABLE     = aws_dynamodb_table.locks.name
+      FLEETLOCK_GROUPS    = var.groups
+      FLEETLOCK_SETTLE    = var.settle
+      FLEETLOCK_WINDOWS   = var.maintenance_windows
+      FLEETLOCK_TIME_ZONE = var.time_zone
+      RUST_LOG            = var.log_level
+      FLEETLOCK_CLIENTS   = var.clients
+      FLEETLOCK_AUTH      = var.allow_anonymous ? "disabled" : "required"
     }
   }
 
@@ -239,10 +247,12 @@ resource "aws_cloudwatch_metric_alarm" "oldest_holder" {
   evaluation_periods  = 1
   threshold           = var.oldest_holder_alarm_seconds
   comparison_operator = "GreaterThanThreshold"
-  treat_missing_data  = "notBreaching"
-  alarm_actions       = local.alarm_actions
-  ok_actions          = local.alarm_actions
-  tags                = var.tags
+  # The metric comes with decisions only: none while windows are closed or
+  # nobody asks. Keep the last state instead of reporting a stuck holder OK.
+  treat_missing_data = "ignore"
+  alarm_actions      = local.alarm_actions
+  ok_actions         = local.alarm_actions
+  tags               = var.tags
 }
 
 resource "aws_cloudwatch_metric_alarm" "server_errors" {

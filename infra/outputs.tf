@@ -31,6 +31,6 @@ output "custom_domain_target" {
 }
 
 output "operator_policy_arn" {
-  description = "Managed policy for the people on call (fleetlock status, release); attach it to their role."
+  description = "Managed policy for the people on call (fleetlock status, release, pause, resume); attach it to their role."
   value       = aws_iam_policy.operator.arn
 }

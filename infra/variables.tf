@@ -47,6 +47,28 @@ variable "settle" {
   }
 }
 
+variable "maintenance_windows" {
+  description = "FLEETLOCK_WINDOWS: maintenance windows per group in the words of Zincati's periodic strategy, separated by ';': \"workers: days=Sat,Sun start_time=22:00 length_minutes=120\". Outside them every pre-reboot of the group is refused. Empty: always open."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^[a-zA-Z0-9.*:;=,_ -]*$", var.maintenance_windows))
+    error_message = "maintenance_windows must look like \"workers: days=Sat,Sun start_time=22:00 length_minutes=120\"."
+  }
+}
+
+variable "time_zone" {
+  description = "FLEETLOCK_TIME_ZONE: the zone of the maintenance windows, UTC (recommended) or an IANA name such as Europe/Berlin. \"localtime\" is refused."
+  type        = string
+  default     = "UTC"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9/_+-]+$", var.time_zone))
+    error_message = "time_zone must be UTC or an IANA name such as Europe/Berlin."
+  }
+}
+
 variable "log_level" {
   description = "RUST_LOG of the function."
   type        = string

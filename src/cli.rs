@@ -15,7 +15,10 @@ USAGE:
     fleetlock serve [--listen ADDR]        serve FleetLock over HTTP (default 127.0.0.1:8080)
     fleetlock create-table [--dry-run]     create FLEETLOCK_TABLE and wait until it is active
                                            (--dry-run: print the table definition only)
-    fleetlock status [--group G] [--json]  show who holds a slot, since when
+    fleetlock status [--group G] [--json] [--function NAME]
+                                           show who holds a slot, since when, and each group's
+                                           pause, settle time and windows (read from the
+                                           deployed function's configuration with --function)
     fleetlock release --group G --id ID    release a slot by hand
     fleetlock pause (--group G ... | --all) --reason TEXT [--by NAME]
                                            stop new reboots in these groups at once
@@ -30,7 +33,11 @@ USAGE:
 ENVIRONMENT:
     FLEETLOCK_GROUPS  slots per group, e.g. 'default=1,workers=3,*=1' (default: default=1)
     FLEETLOCK_SETTLE  settle time after each release, per group: 'workers=10m,*=2m' (default: none)
+    FLEETLOCK_WINDOWS maintenance windows per group, in Zincati's words, ';'-separated:
+                      'workers: days=Sat,Sun start_time=22:00 length_minutes=120' (default: always open)
+    FLEETLOCK_TIME_ZONE  the windows' zone: UTC (default) or an IANA name; never 'localtime'
     FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
+    FLEETLOCK_FUNCTION  the deployed function `status` reads its configuration from
     FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
     FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
                       unset, Lambda refuses to start without clients and `serve` is open on loopback only
@@ -51,6 +58,7 @@ pub enum Command {
     Status {
         group: Option<String>,
         json: bool,
+        function: Option<String>,
     },
     Release {
         group: String,
@@ -70,8 +78,9 @@ pub enum Command {
         secret_from_stdin: bool,
     },
     IamPolicy {
-        function: bool,
+        for_function: bool,
         table_arn: Option<String>,
+        function_arn: Option<String>,
     },
 }
 
@@ -119,6 +128,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         "status" => Command::Status {
             group: options.value("--group")?,
             json: options.flag("--json"),
+            function: options.value("--function")?,
         },
         "release" => Command::Release {
             group: options
@@ -146,8 +156,17 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             secret_from_stdin: options.flag("--secret-stdin"),
         },
         "iam-policy" => Command::IamPolicy {
-            function: options.flag("--function"),
+            for_function: match options.value("--for")?.as_deref() {
+                None | Some("operator") => false,
+                Some("function") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "--for takes 'operator' or 'function', not '{other}'"
+                    ));
+                }
+            },
             table_arn: options.value("--table-arn")?,
+            function_arn: options.value("--function-arn")?,
         },
         other => return Err(format!("unknown command '{other}'")),
     };
@@ -172,7 +191,7 @@ impl Options {
                 Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
                 None if matches!(
                     arg.as_str(),
-                    "--json" | "--dry-run" | "--secret-stdin" | "--function" | "--all"
+                    "--json" | "--dry-run" | "--secret-stdin" | "--all"
                 ) =>
                 {
                     (arg.clone(), None)
@@ -274,7 +293,8 @@ mod tests {
             parse(&args("status --json --group=workers")),
             Ok(Command::Status {
                 group: Some("workers".into()),
-                json: true
+                json: true,
+                function: None,
             })
         );
         assert_eq!(
@@ -340,10 +360,11 @@ mod tests {
 
 /// The `status` listing, as a table for people or JSON for scripts.
 pub mod report {
-    use crate::config::GroupSlots;
+    use crate::config::Config;
     use crate::input::GroupName;
     use crate::lock::Timestamp;
     use crate::store::GroupRecord;
+    use crate::windows::WindowState;
 
     use super::human_duration;
 
@@ -352,14 +373,14 @@ pub mod report {
     }
 
     /// What `status --group G` says of a group with no item.
-    pub fn unused_group(group: &GroupName, configured: &Option<GroupSlots>) -> String {
-        let configured = match configured {
-            None => "set FLEETLOCK_GROUPS as deployed to see whether it is configured".into(),
-            Some(groups) => match groups.slots_for(group) {
-                Ok(slots) => format!("FLEETLOCK_GROUPS gives it {slots} slot(s)"),
-                Err(_) => "FLEETLOCK_GROUPS does not configure it: its nodes are refused \
-                           (unknown_group)"
-                    .into(),
+    pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
+        let configured = match deployed {
+            None => "pass --function (or set FLEETLOCK_GROUPS as deployed) to see whether it is \
+                     configured"
+                .into(),
+            Some(config) => match config.groups.slots_for(group) {
+                Ok(slots) => format!("it is configured with {slots} slot(s)"),
+                Err(_) => "it is not configured: its nodes are refused (unknown_group)".into(),
             },
         };
         format!("group '{group}' has no holders and has never been used; {configured}")
@@ -372,38 +393,68 @@ pub mod report {
         }
     }
 
-    /// When the group's settle period ends, if the shell says how long it is.
+    /// When the group's settle period ends, if the configuration is known.
     fn settles_until(
         name: &GroupName,
         record: &GroupRecord,
-        settings: Option<&GroupSlots>,
+        deployed: Option<&Config>,
         now: Timestamp,
     ) -> Option<Timestamp> {
-        let settle = settings?.rules_for(name).ok()?.settle;
+        let settle = deployed?.groups.rules_for(name).ok()?.settle;
         record.settling_until(settle, now)
     }
 
+    fn window(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<WindowState> {
+        deployed.map(|config| config.windows.state(name, now))
+    }
+
+    /// The answer a newcomer would get now, in one word.
     fn state(
         name: &GroupName,
         record: &GroupRecord,
-        settings: Option<&GroupSlots>,
+        deployed: Option<&Config>,
         now: Timestamp,
     ) -> &'static str {
-        if record.pause.is_paused() {
+        if matches!(
+            window(name, deployed, now),
+            Some(WindowState::Closed { .. })
+        ) {
+            "closed"
+        } else if record.pause.is_paused() {
             "paused"
-        } else if settles_until(name, record, settings, now).is_some() {
+        } else if settles_until(name, record, deployed, now).is_some() {
             "settling"
         } else {
             "open"
         }
     }
 
-    /// Holders per group, then a line for each paused or settling group.
-    /// `settings` are the groups as the operator's shell configures them
-    /// (`FLEETLOCK_GROUPS`, `FLEETLOCK_SETTLE`), when it does.
+    /// A line on a group's windows, if it has any.
+    fn window_line(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<String> {
+        let config = deployed?;
+        let calendar = config.windows.calendar_for(name)?;
+        let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
+        let at = |t: Timestamp| format!("{} ({})", rfc3339(t), config.windows.local_text(t));
+        let state = match config.windows.state(name, now) {
+            WindowState::Open { until: Some(until) } => format!("open until {}", at(until)),
+            WindowState::Open { until: None } => "open all week".into(),
+            WindowState::Closed { opens: Some(opens) } => format!("closed; opens {}", at(opens)),
+            WindowState::Closed { opens: None } => "closed; no window can happen".into(),
+            WindowState::AlwaysOpen => return None,
+        };
+        Some(format!(
+            "{name} windows ({}): {}; {state}",
+            config.windows.zone_name(),
+            list.join("; ")
+        ))
+    }
+
+    /// Holders per group, then a line for each paused, settling or windowed
+    /// group. `deployed` is the configuration the function runs with, when
+    /// known (`--function`, or the same variables in the shell).
     pub fn table(
         groups: &[(GroupName, GroupRecord)],
-        settings: Option<&GroupSlots>,
+        deployed: Option<&Config>,
         now: Timestamp,
     ) -> String {
         let mut rows = vec![[
@@ -415,7 +466,7 @@ pub mod report {
             "FOR".to_string(),
         ]];
         for (name, record) in groups {
-            let state = state(name, record, settings, now).to_string();
+            let state = state(name, record, deployed, now).to_string();
             if record.holders.is_empty() {
                 rows.push([
                     name.to_string(),
@@ -462,18 +513,23 @@ pub mod report {
                     crate::service::paused_because(&record.pause)
                 ));
             }
-            if let Some(until) = settles_until(name, record, settings, now) {
+            if let Some(until) = settles_until(name, record, deployed, now) {
                 out.push_str(&format!(
                     "{name} settles until {} (last release {})\n",
                     rfc3339(until),
                     record.last_release.map_or("-".into(), rfc3339)
                 ));
             }
+            if let Some(line) = window_line(name, deployed, now) {
+                out.push_str(&line);
+                out.push('\n');
+            }
         }
-        if settings.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {
+        // Without the configuration a settling group would show as open.
+        if deployed.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {
             out.push_str(
-                "(settle periods are shown when FLEETLOCK_GROUPS and FLEETLOCK_SETTLE are set \
-                 as deployed)\n",
+                "(settle periods and windows are shown with --function NAME, or with the \
+                 function's FLEETLOCK_* variables set in this shell)\n",
             );
         }
         out
@@ -481,7 +537,7 @@ pub mod report {
 
     pub fn json(
         groups: &[(GroupName, GroupRecord)],
-        settings: Option<&GroupSlots>,
+        deployed: Option<&Config>,
         now: Timestamp,
     ) -> serde_json::Value {
         let groups: Vec<_> = groups
@@ -507,19 +563,34 @@ pub mod report {
                         "since_ms": p.since.0,
                     })
                 });
-                let settle = settings
-                    .and_then(|s| s.rules_for(name).ok())
-                    .map(|rules| rules.settle.as_secs());
+                let rules = deployed.and_then(|c| c.groups.rules_for(name).ok());
+                let windows = deployed.and_then(|config| {
+                    let calendar = config.windows.calendar_for(name)?;
+                    let (state, at) = match config.windows.state(name, now) {
+                        WindowState::Open { until } => ("open", until),
+                        WindowState::Closed { opens } => ("closed", opens),
+                        WindowState::AlwaysOpen => ("always_open", None),
+                    };
+                    Some(serde_json::json!({
+                        "time_zone": config.windows.zone_name(),
+                        "windows": calendar.windows().iter().map(ToString::to_string).collect::<Vec<_>>(),
+                        "state": state,
+                        "changes_at": at.map(rfc3339),
+                        "changes_at_local": at.map(|t| config.windows.local_text(t)),
+                    }))
+                });
                 serde_json::json!({
                     "group": name.as_str(),
                     "slots": record.slots,
-                    "state": state(name, record, settings, now),
+                    "configured_slots": rules.map(|r| r.slots),
+                    "state": state(name, record, deployed, now),
                     "holders": holders,
                     "paused_by_person": person,
                     "paused_by_alarms": record.pause.alarms,
                     "last_release_at": record.last_release.map(rfc3339),
-                    "settle_seconds": settle,
-                    "settles_until": settles_until(name, record, settings, now).map(rfc3339),
+                    "settle_seconds": rules.map(|r| r.settle.as_secs()),
+                    "settles_until": settles_until(name, record, deployed, now).map(rfc3339),
+                    "maintenance_windows": windows,
                 })
             })
             .collect();

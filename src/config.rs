@@ -9,6 +9,7 @@ use crate::auth::{Auth, Clients};
 use crate::error::Error;
 use crate::input::GroupName;
 use crate::lock::GroupRules;
+use crate::windows::Schedule;
 
 /// The longest settle time: past a day, pausing the group says it better.
 pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
@@ -31,6 +32,8 @@ pub struct GroupSlots {
 pub enum ConfigError {
     Groups(String),
     Settle(String),
+    Windows(String),
+    TimeZone(String),
     Table(String),
     Clients(String),
     Auth(String),
@@ -41,6 +44,8 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
             ConfigError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
+            ConfigError::Windows(why) => write!(f, "FLEETLOCK_WINDOWS: {why}"),
+            ConfigError::TimeZone(why) => write!(f, "FLEETLOCK_TIME_ZONE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
             ConfigError::Clients(why) => write!(f, "FLEETLOCK_CLIENTS: {why}"),
             ConfigError::Auth(why) => write!(f, "FLEETLOCK_AUTH: {why}"),
@@ -177,6 +182,8 @@ pub struct Config {
     /// `None` when neither `FLEETLOCK_CLIENTS` nor `FLEETLOCK_AUTH` says: the
     /// caller decides (Lambda refuses to start, a loopback server is open).
     pub auth: Option<Auth>,
+    /// Maintenance windows (`FLEETLOCK_WINDOWS`, `FLEETLOCK_TIME_ZONE`).
+    pub windows: Schedule,
 }
 
 impl Config {
@@ -190,6 +197,18 @@ impl Config {
         let groups = match var("FLEETLOCK_SETTLE").filter(|v| !v.trim().is_empty()) {
             Some(spec) => groups.with_settle(&spec)?,
             None => groups,
+        };
+        let zone = var("FLEETLOCK_TIME_ZONE");
+        Schedule::zone_from(zone.as_deref()).map_err(ConfigError::TimeZone)?;
+        let windows = match var("FLEETLOCK_WINDOWS").filter(|v| !v.trim().is_empty()) {
+            Some(spec) => Schedule::parse(
+                &spec,
+                zone.as_deref(),
+                |g| groups.slots_for(g).is_ok(),
+                groups.others().is_some(),
+            )
+            .map_err(ConfigError::Windows)?,
+            None => Schedule::parse_zone_only(zone.as_deref()).map_err(ConfigError::TimeZone)?,
         };
         let table = match var("FLEETLOCK_TABLE") {
             None => None,
@@ -228,6 +247,7 @@ impl Config {
             groups,
             table,
             auth,
+            windows,
         })
     }
 
@@ -468,6 +488,52 @@ mod tests {
                 err.starts_with("FLEETLOCK_SETTLE: ") && err.contains(says),
                 "{spec}: {err}"
             );
+        }
+    }
+
+    #[test]
+    fn windows_and_their_zone_are_read_and_checked_at_start() {
+        let with = |windows: Option<&'static str>, zone: Option<&'static str>| {
+            Config::from_vars(move |n| match n {
+                "FLEETLOCK_GROUPS" => Some("default=1,workers=2".into()),
+                "FLEETLOCK_WINDOWS" => windows.map(String::from),
+                "FLEETLOCK_TIME_ZONE" => zone.map(String::from),
+                _ => None,
+            })
+        };
+        let config = with(
+            Some("workers: days=Sat start_time=22:00 length_minutes=60"),
+            Some("Europe/Berlin"),
+        )
+        .unwrap();
+        assert_eq!(config.windows.zone_name(), "Europe/Berlin");
+        assert!(config.windows.calendar_for(&group("workers")).is_some());
+        assert!(config.windows.calendar_for(&group("default")).is_none());
+        assert_eq!(with(None, None).unwrap().windows.zone_name(), "UTC");
+        for (windows, zone, says) in [
+            (
+                Some("db: days=Sat start_time=22:00 length_minutes=60"),
+                None,
+                "FLEETLOCK_WINDOWS: group 'db' is not configured",
+            ),
+            (
+                Some("workers: days=Sat start_time=7:5 length_minutes=60"),
+                None,
+                "FLEETLOCK_WINDOWS: 'workers': start_time",
+            ),
+            (
+                None,
+                Some("localtime"),
+                "FLEETLOCK_TIME_ZONE: 'localtime' is refused",
+            ),
+            (
+                None,
+                Some("Nowhere/City"),
+                "FLEETLOCK_TIME_ZONE: 'Nowhere/City'",
+            ),
+        ] {
+            let err = with(windows, zone).unwrap_err().to_string();
+            assert!(err.starts_with(says), "{err}");
         }
     }
 

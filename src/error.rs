@@ -44,6 +44,12 @@ pub enum Error {
         until: String,
         settle: String,
     },
+    /// The group reboots only inside its maintenance windows: decided before
+    /// the store, for holders too. `opens` is (UTC, the zone's local time).
+    OutsideMaintenanceWindow {
+        group: String,
+        opens: Option<(String, String)>,
+    },
     /// The lock store did not answer in time or failed: someone should look.
     StoreUnavailable,
     /// Stored data broke an invariant of the lock; no decision was made.
@@ -66,6 +72,7 @@ impl Error {
         "semaphore_full",
         "group_paused",
         "settling",
+        "outside_maintenance_window",
         "store_unavailable",
         "internal",
     ];
@@ -85,6 +92,7 @@ impl Error {
             Error::SemaphoreFull { .. } => "semaphore_full",
             Error::GroupPaused { .. } => "group_paused",
             Error::Settling { .. } => "settling",
+            Error::OutsideMaintenanceWindow { .. } => "outside_maintenance_window",
             Error::StoreUnavailable => "store_unavailable",
             Error::Internal => "internal",
         }
@@ -103,8 +111,12 @@ impl Error {
             Error::UnknownGroup(_) | Error::ForbiddenGroup(_) => 403,
             // 423 Locked: expected and retried by Zincati; not 429, which API
             // Gateway's own throttling uses without a FleetLock body.
-            // Paused and settling are refusals Zincati retries, like a full group.
-            Error::SemaphoreFull { .. } | Error::GroupPaused { .. } | Error::Settling { .. } => 423,
+            // Paused, settling and outside a window are refusals Zincati
+            // retries, like a full group.
+            Error::SemaphoreFull { .. }
+            | Error::GroupPaused { .. }
+            | Error::Settling { .. }
+            | Error::OutsideMaintenanceWindow { .. } => 423,
             Error::StoreUnavailable => 503,
             Error::Internal => 500,
         }
@@ -158,6 +170,16 @@ impl Error {
                 "group '{group}' lets the cluster settle for {settle} after each reboot; the \
                  next slot can be taken from {until}"
             ),
+            Error::OutsideMaintenanceWindow { group, opens } => match opens {
+                Some((utc, local)) => format!(
+                    "group '{group}' reboots only inside its maintenance windows; the next \
+                     opens at {utc} ({local})"
+                ),
+                None => format!(
+                    "group '{group}' reboots only inside its maintenance windows, and none of \
+                     them can happen (each falls in an hour a daylight-saving change skips)"
+                ),
+            },
             Error::StoreUnavailable => {
                 "the lock store is unavailable; nothing was decided, try again later".into()
             }
@@ -208,6 +230,10 @@ mod tests {
                 group: "g".into(),
                 until: "2026-11-30T05:12:09Z".into(),
                 settle: "10m".into(),
+            },
+            Error::OutsideMaintenanceWindow {
+                group: "g".into(),
+                opens: None,
             },
             Error::StoreUnavailable,
             Error::Internal,

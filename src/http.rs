@@ -135,7 +135,6 @@ impl<S: LockStore> Api<S> {
             oldest_holder_age_s = answer
                 .and_then(|a| a.oldest_holder_age)
                 .map(|age| age.as_secs()),
-            write_units = answer.and_then(|a| a.write_units),
             latency_ms = round_to_micros(started.elapsed()),
             "{}",
             if answer.is_some() {

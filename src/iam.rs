@@ -1,27 +1,47 @@
-//! The IAM actions each party needs on the lock table, in one place: the
-//! templates' policies are checked against these lists (tests/iac), and the
-//! integration tests check that the code calls exactly these and no others.
+//! The IAM actions each party needs, in one place: the templates' policies
+//! are checked against these lists (tests/iac), and the integration tests
+//! check that the code calls exactly these and no others.
 
-/// The function serving FleetLock: one `DescribeTable` at start-up, then one
-/// conditional `UpdateItem` per call.
+/// The function serving FleetLock, on its table: one `DescribeTable` at
+/// start-up, then one conditional `UpdateItem` per call.
 pub const FUNCTION_ACTIONS: &[&str] = &["dynamodb:DescribeTable", "dynamodb:UpdateItem"];
 
-/// An operator running `fleetlock status` (`GetItem`, `Scan`) and `release`
-/// (`UpdateItem`, and a `Scan` to say where an id holds a slot when it holds
-/// none in the group named). No `CreateTable`: production tables come from
-/// the templates.
-pub const OPERATOR_ACTIONS: &[&str] = &["dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"];
+/// An operator, on the table: `status` (`GetItem`, `Scan`), `release`,
+/// `pause`, `resume` (`UpdateItem`, and a `Scan` for `--all` or to say where
+/// an id holds a slot). No `CreateTable`: production tables come from the
+/// templates.
+pub const OPERATOR_TABLE_ACTIONS: &[&str] =
+    &["dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"];
 
-/// An IAM policy document granting `actions` on one table.
-pub fn policy(actions: &[&str], table_arn: &str) -> serde_json::Value {
+/// An operator, on the function: `status --function` reads the deployed
+/// configuration (slots, settle times, windows).
+pub const OPERATOR_FUNCTION_ACTIONS: &[&str] = &["lambda:GetFunctionConfiguration"];
+
+fn statement(sid: &str, actions: &[&str], resource: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Sid": sid,
+        "Effect": "Allow",
+        "Action": actions,
+        "Resource": resource,
+    })
+}
+
+/// The function's policy on its table.
+pub fn function_policy(table_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
-        "Statement": [{
-            "Sid": "FleetLockTable",
-            "Effect": "Allow",
-            "Action": actions,
-            "Resource": table_arn,
-        }]
+        "Statement": [statement("FleetLockTable", FUNCTION_ACTIONS, table_arn)],
+    })
+}
+
+/// The on-call policy: the table, and the function's configuration.
+pub fn operator_policy(table_arn: &str, function_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            statement("FleetLockTable", OPERATOR_TABLE_ACTIONS, table_arn),
+            statement("FleetLockConfiguration", OPERATOR_FUNCTION_ACTIONS, function_arn),
+        ],
     })
 }
 
@@ -30,15 +50,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lists_are_sorted_exact_dynamodb_actions() {
-        for actions in [FUNCTION_ACTIONS, OPERATOR_ACTIONS] {
+    fn lists_are_sorted_exact_actions() {
+        for (service, actions) in [
+            ("dynamodb:", FUNCTION_ACTIONS),
+            ("dynamodb:", OPERATOR_TABLE_ACTIONS),
+            ("lambda:", OPERATOR_FUNCTION_ACTIONS),
+        ] {
             assert!(actions.is_sorted(), "{actions:?}");
             for action in actions {
-                let name = action.strip_prefix("dynamodb:").unwrap();
+                let name = action.strip_prefix(service).unwrap();
                 assert!(name.chars().all(|c| c.is_ascii_alphabetic()), "{action}");
             }
         }
-        assert!(!OPERATOR_ACTIONS.contains(&"dynamodb:CreateTable"));
-        assert!(!OPERATOR_ACTIONS.contains(&"dynamodb:DeleteItem"));
+        assert!(!OPERATOR_TABLE_ACTIONS.contains(&"dynamodb:CreateTable"));
+        assert!(!OPERATOR_TABLE_ACTIONS.contains(&"dynamodb:DeleteItem"));
     }
 }

@@ -2,7 +2,8 @@
 //! counting semaphore per group kept in DynamoDB (or in memory, locally).
 //!
 //! The tree, from the inside out:
-//! - [`lock`]: the rules of the semaphore, pure.
+//! - [`lock`]: the rules of the semaphore, pure; [`windows`]: maintenance
+//!   windows, pure.
 //! - [`input`], [`config`], [`error`]: validated inputs, start-up settings,
 //!   the one error type with its `kind` and status.
 //! - [`service`]: the two FleetLock operations over a [`store::LockStore`].
@@ -14,6 +15,7 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod deployed;
 pub mod error;
 pub mod http;
 pub mod iam;
@@ -25,3 +27,4 @@ pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod windows;

@@ -84,6 +84,10 @@ impl ManualClock {
         Self(std::sync::Arc::new(start.0.into()))
     }
 
+    pub fn set(&self, to: Timestamp) {
+        self.0.store(to.0, std::sync::atomic::Ordering::SeqCst);
+    }
+
     pub fn advance(&self, by: Duration) {
         let millis = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
         self.0

@@ -12,7 +12,7 @@ use fleetlock::service::{FleetLock, paused_because};
 use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definition};
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::store::{Changed, LockStore};
-use fleetlock::{iam, lambda, logging, server};
+use fleetlock::{deployed, iam, lambda, logging, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -72,7 +72,7 @@ async fn run_lambda() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let service = FleetLock::new(config.groups, store);
+    let service = FleetLock::new(config.groups, store).with_windows(config.windows);
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock".into());
     let api = Api::new(service, auth).with_metrics(EmbeddedMetrics::new(function));
     match lambda::run(Arc::new(api)).await {
@@ -104,14 +104,16 @@ async fn run_command(command: Command) -> Result<(), String> {
             match config.table {
                 Some(table) => {
                     let store = checked_store(table).await?;
-                    serve(listen, Api::new(FleetLock::new(config.groups, store), auth)).await?;
+                    let service = FleetLock::new(config.groups, store).with_windows(config.windows);
+                    serve(listen, Api::new(service, auth)).await?;
                 }
                 None => {
                     tracing::info!(
                         "no FLEETLOCK_TABLE: locks live in this process and end with it"
                     );
                     let store = MemoryStore::default();
-                    serve(listen, Api::new(FleetLock::new(config.groups, store), auth)).await?;
+                    let service = FleetLock::new(config.groups, store).with_windows(config.windows);
+                    serve(listen, Api::new(service, auth)).await?;
                 }
             }
         }
@@ -179,18 +181,22 @@ async fn run_command(command: Command) -> Result<(), String> {
             }
         }
         Command::IamPolicy {
-            function,
+            for_function,
             table_arn,
+            function_arn,
         } => {
-            let actions = if function {
-                iam::FUNCTION_ACTIONS
-            } else {
-                iam::OPERATOR_ACTIONS
-            };
-            let arn = table_arn
+            let table = table_arn
                 .as_deref()
                 .unwrap_or("arn:aws:dynamodb:REGION:ACCOUNT:table/TABLE");
-            println!("{:#}", iam::policy(actions, arn));
+            let function = function_arn
+                .as_deref()
+                .unwrap_or("arn:aws:lambda:REGION:ACCOUNT:function:FUNCTION");
+            let policy = if for_function {
+                iam::function_policy(table)
+            } else {
+                iam::operator_policy(table, function)
+            };
+            println!("{policy:#}");
         }
         Command::CreateTable { dry_run: true } => {
             println!("{:#}", table_definition());
@@ -205,7 +211,11 @@ async fn run_command(command: Command) -> Result<(), String> {
             };
             println!("table {verb} {} (active)", store.table());
         }
-        Command::Status { group, json } => {
+        Command::Status {
+            group,
+            json,
+            function,
+        } => {
             let group = group
                 .map(|g| GroupName::parse(&g))
                 .transpose()
@@ -216,16 +226,17 @@ async fn run_command(command: Command) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             let now = Timestamp::now();
-            let settings = shell_groups()?;
+            let deployed = deployed_config(function).await?;
+            let deployed = deployed.as_ref();
             if json {
-                println!("{:#}", cli::report::json(&groups, settings.as_ref(), now));
+                println!("{:#}", cli::report::json(&groups, deployed, now));
             } else {
-                print!("{}", cli::report::table(&groups, settings.as_ref(), now));
+                print!("{}", cli::report::table(&groups, deployed, now));
                 match (&group, groups.is_empty()) {
                     (_, false) => {}
                     (None, true) => println!("(no group has been used yet)"),
                     (Some(group), true) => {
-                        println!("{}", cli::report::unused_group(group, &settings))
+                        println!("{}", cli::report::unused_group(group, deployed))
                     }
                 }
             }
@@ -309,13 +320,29 @@ fn operator_name(by: Option<String>) -> Result<String, String> {
     Ok(name.to_owned())
 }
 
-/// The groups as the operator's shell configures them, if it does: the CLI
-/// cannot see the deployed function's environment.
-fn shell_groups() -> Result<Option<fleetlock::config::GroupSlots>, String> {
-    if std::env::var_os("FLEETLOCK_GROUPS").is_none() {
+/// The configuration the function runs with: its environment through the
+/// Lambda API (`--function`, or `FLEETLOCK_FUNCTION`), else the same variables
+/// in this shell when any is set, else unknown.
+async fn deployed_config(function: Option<String>) -> Result<Option<Config>, String> {
+    let function = function.or_else(|| std::env::var("FLEETLOCK_FUNCTION").ok());
+    if let Some(function) = function.filter(|f| !f.trim().is_empty()) {
+        let variables = deployed::function_environment(&function).await?;
+        let config = deployed::config_of(&variables)
+            .map_err(|e| format!("function '{function}' has an invalid configuration: {e}"))?;
+        return Ok(Some(config));
+    }
+    let in_shell = [
+        "FLEETLOCK_GROUPS",
+        "FLEETLOCK_SETTLE",
+        "FLEETLOCK_WINDOWS",
+        "FLEETLOCK_TIME_ZONE",
+    ]
+    .iter()
+    .any(|name| std::env::var_os(name).is_some());
+    if !in_shell {
         return Ok(None);
     }
-    Ok(Some(Config::from_env().map_err(|e| e.to_string())?.groups))
+    Ok(Some(Config::from_env().map_err(|e| e.to_string())?))
 }
 
 fn required_table(command: &str) -> Result<String, String> {

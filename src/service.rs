@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::input::ClientParams;
 use crate::lock::{Acquire, Clock, Pause, Release, SystemClock, Timestamp};
 use crate::store::{Decided, GroupRecord, LockStore};
+use crate::windows::{Schedule, WindowState};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -58,6 +59,7 @@ pub struct FleetLock<S> {
     groups: GroupSlots,
     store: S,
     clock: Arc<dyn Clock>,
+    windows: Schedule,
 }
 
 impl<S: LockStore> FleetLock<S> {
@@ -66,7 +68,14 @@ impl<S: LockStore> FleetLock<S> {
             groups,
             store,
             clock: Arc::new(SystemClock),
+            windows: Schedule::default(),
         }
+    }
+
+    /// The same service with maintenance windows.
+    pub fn with_windows(mut self, windows: Schedule) -> Self {
+        self.windows = windows;
+        self
     }
 
     /// The same service reading the time from `clock` (tests move it).
@@ -83,10 +92,18 @@ impl<S: LockStore> FleetLock<S> {
         self.clock.now()
     }
 
-    /// `v1/pre-reboot`: take a slot, or confirm the one already held.
+    /// `v1/pre-reboot`: take a slot, or confirm the one already held. Outside
+    /// the group's maintenance windows every node is refused, holders too (they
+    /// keep their slot and reboot in the next window), without asking the store.
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
         let rules = self.groups.rules_for(&params.group)?;
         let now = self.clock.now();
+        if let WindowState::Closed { opens } = self.windows.state(&params.group, now) {
+            return Err(Error::OutsideMaintenanceWindow {
+                group: params.group.to_string(),
+                opens: opens.map(|at| (at.to_rfc3339(), self.windows.local_text(at))),
+            });
+        }
         let Decided {
             outcome,
             group,

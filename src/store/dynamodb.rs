@@ -111,6 +111,7 @@ pub async fn counted_client() -> (Client, RequestCounter) {
 pub struct DynamoStore {
     client: Client,
     table: String,
+    consumed_capacity: ReturnConsumedCapacity,
 }
 
 impl DynamoStore {
@@ -118,7 +119,16 @@ impl DynamoStore {
         Self {
             client,
             table: table.into(),
+            consumed_capacity: ReturnConsumedCapacity::None,
         }
+    }
+
+    /// Asks DynamoDB for the write units of every write it lets through
+    /// ([`Decided::write_units`]): for the benchmark and the tests. Off in
+    /// production, where it would make DynamoDB do more for each call.
+    pub fn reporting_write_units(mut self) -> Self {
+        self.consumed_capacity = ReturnConsumedCapacity::Total;
+        self
     }
 
     pub fn table(&self) -> &str {
@@ -411,7 +421,7 @@ impl DynamoStore {
             .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
             .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .return_consumed_capacity(self.consumed_capacity.clone())
             .send()
             .await;
         match result {
@@ -667,11 +677,11 @@ impl LockStore for DynamoStore {
     }
 }
 
-/// Logs each DynamoDB request's operation at debug level (`RUST_LOG=debug`):
-/// what a command needs in IAM terms, and what the tests check against
-/// [`crate::iam`].
+/// Logs each AWS request's service and operation at debug level
+/// (`RUST_LOG=debug`): what a command needs in IAM terms, and what the tests
+/// check against [`crate::iam`]. Used by the DynamoDB and Lambda clients.
 #[derive(Clone, Copy, Debug)]
-struct OperationLog;
+pub struct OperationLog;
 
 impl Intercept for OperationLog {
     fn name(&self) -> &'static str {
@@ -685,7 +695,10 @@ impl Intercept for OperationLog {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         if let Some(metadata) = cfg.load::<Metadata>() {
-            tracing::debug!(operation = %metadata.name(), "dynamodb request");
+            tracing::debug!(
+                action = %format!("{}:{}", metadata.service().to_lowercase(), metadata.name()),
+                "aws request"
+            );
         }
         Ok(())
     }

@@ -19,8 +19,8 @@ pub type GroupRecord = crate::lock::Group;
 pub struct Decided<T> {
     pub outcome: T,
     pub group: GroupRecord,
-    /// Write units the store reported for this decision (DynamoDB, on a write
-    /// that went through); `None` where it reports none.
+    /// Write units the store reported for this decision (DynamoDB asked to
+    /// report them, on a write that went through); `None` otherwise.
     pub write_units: Option<f64>,
 }
 

@@ -199,6 +199,18 @@ class Environment(unittest.TestCase):
         self.assertEqual(sam["FLEETLOCK_SETTLE"], {"Ref": "Settle"})
         self.assertEqual(tf["FLEETLOCK_SETTLE"], "${var.settle}")
         self.assertEqual(sam_param_default("Settle"), TF_VARS["settle"]["default"])
+        for env, param, var in [
+            ("FLEETLOCK_WINDOWS", "MaintenanceWindows", "maintenance_windows"),
+            ("FLEETLOCK_TIME_ZONE", "TimeZone", "time_zone"),
+        ]:
+            self.assertEqual(sam[env], {"Ref": param})
+            self.assertEqual(tf[env], "${var.%s}" % var)
+            self.assertEqual(sam_param_default(param), TF_VARS[var]["default"])
+            self.assertEqual(
+                SAM["Parameters"][param]["AllowedPattern"],
+                re.search(r'regex\("([^"]+)"', TF_VARS[var]["validation"]["condition"]).group(1),
+            )
+        self.assertEqual(sam_param_default("TimeZone"), "UTC")
         self.assertEqual(
             SAM["Parameters"]["Settle"]["AllowedPattern"],
             re.search(r'regex\("([^"]+)"', TF_VARS["settle"]["validation"]["condition"]).group(1),
@@ -289,20 +301,24 @@ class Permissions(unittest.TestCase):
             tf_actions |= actions
         self.assertEqual(sam_actions, tf_actions)
         # Exactly what the code says the function calls (status and release are CLI).
-        self.assertEqual(sam_actions, set(iam_policy("--function")["Statement"][0]["Action"]))
+        self.assertEqual(sam_actions, set(iam_policy("--for", "function")["Statement"][0]["Action"]))
 
     def test_operator_policy_is_exactly_what_the_cli_calls(self):
-        expected = set(iam_policy()["Statement"][0]["Action"])
-        self.assertNotIn("dynamodb:CreateTable", expected)
+        table, function = [set(s["Action"]) for s in iam_policy()["Statement"]]
+        self.assertNotIn("dynamodb:CreateTable", table)
         sam = SAM_RESOURCES["OperatorPolicy"]
         self.assertEqual(sam["Type"], "AWS::IAM::ManagedPolicy")
-        [statement] = sam["Properties"]["PolicyDocument"]["Statement"]
-        self.assertEqual(set(statement["Action"]), expected)
-        self.assertEqual(statement["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
+        sam_table, sam_function = sam["Properties"]["PolicyDocument"]["Statement"]
+        self.assertEqual(set(sam_table["Action"]), table)
+        self.assertEqual(sam_table["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
+        self.assertEqual(set(sam_function["Action"]), function)
+        self.assertEqual(sam_function["Resource"], {"Fn::GetAtt": ["FleetLockFunction", "Arn"]})
         self.assertEqual(SAM["Outputs"]["OperatorPolicyArn"]["Value"], {"Ref": "OperatorPolicy"})
-        [statement] = tf_statements("operator")
-        self.assertEqual(set(statement["actions"]), expected)
-        self.assertEqual(statement["resources"], "${aws_dynamodb_table.locks.arn}")
+        tf_table, tf_function = tf_statements("operator")
+        self.assertEqual(set(tf_table["actions"]), table)
+        self.assertEqual(tf_table["resources"], "${aws_dynamodb_table.locks.arn}")
+        self.assertEqual(set(tf_function["actions"]) if isinstance(tf_function["actions"], list) else {tf_function["actions"]}, function)
+        self.assertEqual(tf_function["resources"], "${aws_lambda_function.this.arn}")
         policy = TF[("aws_iam_policy", "operator")]
         self.assertEqual(policy["policy"], "${data.aws_iam_policy_document.operator.json}")
         self.assertEqual(TF_OUTPUTS["operator_policy_arn"]["value"], "${aws_iam_policy.operator.arn}")

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fleetlock::iam;
@@ -16,6 +17,9 @@ fn fleetlock() -> Command {
         .env_remove("FLEETLOCK_TABLE")
         .env_remove("FLEETLOCK_GROUPS")
         .env_remove("FLEETLOCK_SETTLE")
+        .env_remove("FLEETLOCK_WINDOWS")
+        .env_remove("FLEETLOCK_TIME_ZONE")
+        .env_remove("FLEETLOCK_FUNCTION")
         .env_remove("AWS_LAMBDA_RUNTIME_API")
         .kill_on_drop(true);
     command
@@ -223,7 +227,7 @@ async fn operators_see_and_release_holders_in_dynamodb() {
     let r = run(with_table().args(["status", "--group", "nope"])).await;
     assert!(
         r.ok && r.stdout.contains("group 'nope' has no holders")
-            && r.stdout.contains("set FLEETLOCK_GROUPS as deployed"),
+            && r.stdout.contains("pass --function"),
         "{}",
         r.stdout
     );
@@ -231,7 +235,7 @@ async fn operators_see_and_release_holders_in_dynamodb() {
         .env("FLEETLOCK_GROUPS", "default=1")
         .args(["status", "--group", "nope"]))
     .await;
-    assert!(r.stdout.contains("does not configure it"), "{}", r.stdout);
+    assert!(r.stdout.contains("it is not configured"), "{}", r.stdout);
     let r = run(with_table().args(["status", "--json", "--group", "default"])).await;
     let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(status["groups"][0]["holders"], serde_json::json!([]));
@@ -364,13 +368,13 @@ async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
     assert_ne!(second.trim(), entry);
 }
 
-/// The DynamoDB operations a run of the binary sent, from its debug log.
+/// The AWS actions a run of the binary sent, from its debug log.
 fn operations(stderr: &str) -> BTreeSet<String> {
     stderr
         .lines()
-        .filter(|l| l.contains("dynamodb request"))
-        .filter_map(|l| l.split("operation=").nth(1))
-        .map(|rest| format!("dynamodb:{}", rest.split_whitespace().next().unwrap_or("")))
+        .filter(|l| l.contains("aws request"))
+        .filter_map(|l| l.split("action=").nth(1))
+        .map(|rest| rest.split_whitespace().next().unwrap_or("").to_owned())
         .collect()
 }
 
@@ -412,8 +416,16 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
         .collect();
     assert_eq!(function, expected);
 
-    // The operator: every command that touches the table.
+    // The operator: every command that touches the table or the function.
+    let (lambda_url, _) =
+        lambda_api_stand_in(serde_json::json!({"FLEETLOCK_GROUPS": "default=1"})).await;
     let mut operator = BTreeSet::new();
+    let r = run(with_table()
+        .env("AWS_ENDPOINT_URL_LAMBDA", &lambda_url)
+        .args(["status", "--function", "fleetlock"]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    operator.extend(operations(&r.stderr));
     for args in [
         vec!["status"],
         vec!["status", "--json", "--group", "default"],
@@ -427,24 +439,34 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
         let r = run(with_table().args(&args)).await;
         operator.extend(operations(&r.stderr));
     }
-    let expected: BTreeSet<String> = iam::OPERATOR_ACTIONS
+    let expected: BTreeSet<String> = iam::OPERATOR_TABLE_ACTIONS
         .iter()
+        .chain(iam::OPERATOR_FUNCTION_ACTIONS)
         .map(|a| a.to_string())
         .collect();
     assert_eq!(operator, expected);
 
-    // And the command that prints the policy prints that list.
-    let r =
-        run(fleetlock().args(["iam-policy", "--table-arn", "arn:aws:dynamodb:x:1:table/t"])).await;
+    // And the command that prints the policy prints those lists.
+    let r = run(fleetlock().args([
+        "iam-policy",
+        "--table-arn",
+        "arn:aws:dynamodb:x:1:table/t",
+        "--function-arn",
+        "arn:aws:lambda:x:1:function:f",
+    ]))
+    .await;
     let policy: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let statements = &policy["Statement"];
     assert_eq!(
-        policy["Statement"][0]["Action"],
-        serde_json::json!(iam::OPERATOR_ACTIONS)
+        statements[0]["Action"],
+        serde_json::json!(iam::OPERATOR_TABLE_ACTIONS)
     );
+    assert_eq!(statements[0]["Resource"], "arn:aws:dynamodb:x:1:table/t");
     assert_eq!(
-        policy["Statement"][0]["Resource"],
-        "arn:aws:dynamodb:x:1:table/t"
+        statements[1]["Action"],
+        serde_json::json!(iam::OPERATOR_FUNCTION_ACTIONS)
     );
+    assert_eq!(statements[1]["Resource"], "arn:aws:lambda:x:1:function:f");
 }
 
 #[tokio::test]
@@ -659,3 +681,187 @@ async fn bad_pause_input_is_refused_and_changes_nothing() {
         r.stderr
     );
 }
+
+/// A stand-in for the Lambda API on loopback: answers GetFunctionConfiguration
+/// with these environment variables, and records the paths asked.
+async fn lambda_api_stand_in(variables: serde_json::Value) -> (String, Arc<Mutex<Vec<String>>>) {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (variables, seen) = (variables.clone(), Arc::clone(&seen));
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |request: hyper::Request<hyper::body::Incoming>| {
+                        seen.lock().unwrap().push(request.uri().path().to_owned());
+                        let body = serde_json::json!({
+                            "FunctionName": "fleetlock",
+                            "FunctionArn": "arn:aws:lambda:us-east-1:123456789012:function:fleetlock",
+                            "Environment": { "Variables": variables.clone() },
+                        });
+                        async move {
+                            let mut response =
+                                hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+                            response
+                                .headers_mut()
+                                .insert("content-type", "application/json".parse().unwrap());
+                            Ok::<_, std::convert::Infallible>(response)
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (url, asked)
+}
+
+#[tokio::test]
+async fn status_reads_the_deployed_configuration_and_shows_windows() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("deployed");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    // Items for two groups: one with windows, one settling.
+    let (mut child, addr) =
+        serve(with_table().env("FLEETLOCK_GROUPS", "default=1,workers=2")).await;
+    assert_eq!(
+        zincati(addr, "pre-reboot", "d1", "default").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "pre-reboot", "w1", "workers").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "steady-state", "w1", "workers").await.status,
+        200
+    );
+    child.kill().await.unwrap();
+
+    let every_day = "Mon,Tue,Wed,Thu,Fri,Sat,Sun";
+    let (url, asked) = lambda_api_stand_in(serde_json::json!({
+        "FLEETLOCK_TABLE": table,
+        "FLEETLOCK_GROUPS": "default=1,workers=2",
+        "FLEETLOCK_SETTLE": "workers=1h",
+        "FLEETLOCK_WINDOWS": format!("default: days={every_day} start_time=23:00 length_minutes=1"),
+        "FLEETLOCK_TIME_ZONE": "Europe/Berlin",
+        "FLEETLOCK_CLIENTS": "",
+    }))
+    .await;
+    let r = run(with_table().env("AWS_ENDPOINT_URL_LAMBDA", &url).args([
+        "status",
+        "--function",
+        "fleetlock",
+    ]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        asked.lock().unwrap().as_slice(),
+        ["/2015-03-31/functions/fleetlock/configuration"]
+    );
+    assert!(r.stdout.contains("workers settles until"), "{}", r.stdout);
+    let windows = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("default windows (Europe/Berlin)"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        windows.contains("start_time=23:00 length_minutes=1"),
+        "{windows}"
+    );
+    // 23:00 in Berlin is 22:00 (CET) or 21:00 (CEST) UTC: the zone database
+    // is the binary's own, whatever the host has.
+    assert!(
+        windows.contains("T22:0") || windows.contains("T21:0"),
+        "{windows}"
+    );
+
+    let r = run(with_table()
+        .env("AWS_ENDPOINT_URL_LAMBDA", &url)
+        .env("FLEETLOCK_FUNCTION", "fleetlock")
+        .args(["status", "--json", "--group", "default"]))
+    .await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let group = &status["groups"][0];
+    assert_eq!(group["configured_slots"], 1);
+    assert_eq!(group["maintenance_windows"]["time_zone"], "Europe/Berlin");
+    let state = group["maintenance_windows"]["state"].as_str().unwrap();
+    assert!(["open", "closed"].contains(&state), "{state}");
+    assert!(
+        group["maintenance_windows"]["changes_at_local"]
+            .as_str()
+            .unwrap()
+            .ends_with("Europe/Berlin")
+    );
+}
+
+#[tokio::test]
+async fn the_zone_database_is_the_binarys_own_not_the_hosts() {
+    local_dynamodb_endpoint();
+    // A host database whose Europe/Berlin is really UTC: were the binary to
+    // read the host's zoneinfo, 23:00 Berlin would come out as 23:00 UTC.
+    let fake = std::env::temp_dir().join(format!("fake-zoneinfo-{}", std::process::id()));
+    std::fs::create_dir_all(fake.join("Europe")).unwrap();
+    std::fs::write(fake.join("Europe/Berlin"), UTC_TZIF).unwrap();
+    std::fs::write(fake.join("UTC"), UTC_TZIF).unwrap();
+    let table = unique_table_name("tzdb");
+    let with_table = || {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_TABLE", &table)
+            .env("TZDIR", &fake)
+            .env("FLEETLOCK_GROUPS", "default=1")
+            .env("FLEETLOCK_TIME_ZONE", "Europe/Berlin")
+            .env(
+                "FLEETLOCK_WINDOWS",
+                "default: days=Mon,Tue,Wed,Thu,Fri,Sat,Sun start_time=23:00 length_minutes=1",
+            );
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    assert!(
+        run(with_table().args(["pause", "--group", "default", "--reason", "x"]))
+            .await
+            .ok
+    );
+    let r = run(with_table().arg("status")).await;
+    let windows = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("default windows"))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(
+        windows.contains("T22:0") || windows.contains("T21:0"),
+        "{windows}"
+    );
+    assert!(
+        !windows.contains("T23:0"),
+        "the host's (fake) zoneinfo was used: {windows}"
+    );
+    std::fs::remove_dir_all(&fake).ok();
+}
+
+/// A minimal TZif (version 1) file for UTC: no transitions, one type, "UTC".
+const UTC_TZIF: &[u8] = &[
+    b'T', b'Z', b'i', b'f', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, //
+    0, 0, 0, 0, // isutcnt
+    0, 0, 0, 0, // isstdcnt
+    0, 0, 0, 0, // leapcnt
+    0, 0, 0, 0, // timecnt
+    0, 0, 0, 1, // typecnt
+    0, 0, 0, 4, // charcnt
+    0, 0, 0, 0, 0, 0, // ttinfo: utoff 0, isdst 0, desigidx 0
+    b'U', b'T', b'C', 0,
+];

@@ -413,6 +413,7 @@ async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second()
 #[tokio::test]
 async fn write_units_grow_with_the_holders_of_a_group() {
     let (store, _) = dynamo_store("units").await;
+    let store = store.reporting_write_units();
     let g = group("big");
     let mut units = Vec::new();
     for n in 0..60 {

@@ -13,3 +13,4 @@ mod lambda_events;
 mod lambda_runtime;
 mod local_server;
 mod rollout;
+mod windows;

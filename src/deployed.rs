@@ -1,0 +1,39 @@
+//! The deployed configuration, for `fleetlock status`: the function's own
+//! environment, read through the Lambda API (`GetFunctionConfiguration`), so
+//! that the operator sees the slots, settle times and windows the function
+//! really applies, not a copy in their shell.
+
+use std::collections::HashMap;
+
+use crate::config::{Config, ConfigError};
+use crate::store::dynamodb::{OperationLog, load_aws_config};
+
+/// The variables of the function `name` (a name or an ARN).
+pub async fn function_environment(name: &str) -> Result<HashMap<String, String>, String> {
+    let config = aws_sdk_lambda::config::Builder::from(&load_aws_config().await)
+        .interceptor(OperationLog)
+        .build();
+    let client = aws_sdk_lambda::Client::from_conf(config);
+    let described = client
+        .get_function_configuration()
+        .function_name(name)
+        .send()
+        .await
+        .map_err(|err| {
+            tracing::debug!(error = %aws_sdk_lambda::error::DisplayErrorContext(&err), "GetFunctionConfiguration failed");
+            let why = aws_sdk_lambda::error::ProvideErrorMetadata::message(&err)
+                .map(str::to_owned)
+                .unwrap_or_else(|| err.to_string());
+            format!("cannot read the configuration of function '{name}': {why}")
+        })?;
+    Ok(described
+        .environment()
+        .and_then(|e| e.variables())
+        .cloned()
+        .unwrap_or_default())
+}
+
+/// The configuration a set of variables describes, as the function reads it.
+pub fn config_of(variables: &HashMap<String, String>) -> Result<Config, ConfigError> {
+    Config::from_vars(|name| variables.get(name).cloned())
+}

@@ -1,0 +1,102 @@
+//! Maintenance windows as Zincati meets them: over HTTP, against DynamoDB
+//! Local, with a clock the test sets. Outside its windows a group's
+//! pre-reboot is refused before the store is asked.
+
+use std::sync::Arc;
+
+use fleetlock::auth::Auth;
+use fleetlock::config::GroupSlots;
+use fleetlock::http::Api;
+use fleetlock::lock::{ManualClock, Timestamp};
+use fleetlock::service::FleetLock;
+use fleetlock::windows::Schedule;
+
+use crate::helpers::{dynamo_store, spawn_server, zincati};
+
+fn at(text: &str) -> Timestamp {
+    let ts: jiff::Timestamp = text.parse().unwrap();
+    Timestamp(ts.as_millisecond() as u64)
+}
+
+#[tokio::test]
+async fn a_closed_group_is_refused_without_a_single_dynamodb_request() {
+    let (store, requests) = dynamo_store("windows").await;
+    let groups = GroupSlots::parse("default=1,workers=2").unwrap();
+    let windows = Schedule::parse(
+        "workers: days=Sat,Sun start_time=22:00 length_minutes=120",
+        Some("Europe/Berlin"),
+        |g| groups.slots_for(g).is_ok(),
+        false,
+    )
+    .unwrap();
+    // Monday 2026-12-07 10:00 UTC: the workers' window is closed.
+    let clock = ManualClock::at(at("2026-12-07T10:00:00Z"));
+    let service = FleetLock::new(groups, store)
+        .with_windows(windows)
+        .with_clock(clock.clone());
+    let api = Arc::new(Api::new(service, Auth::Disabled));
+    let server = spawn_server(Arc::clone(&api)).await;
+    let addr = server.addr;
+
+    let before = requests.get();
+    let r = zincati(addr, "pre-reboot", "w1", "workers").await;
+    assert_eq!(
+        (r.status, r.kind()),
+        (423, "outside_maintenance_window".to_string())
+    );
+    let value = r.json()["value"].as_str().unwrap().to_owned();
+    // Saturday 22:00 in Berlin (CET, UTC+1) is 21:00 UTC.
+    assert!(
+        value.contains("2026-12-12T21:00:00Z")
+            && value.contains("Sat 2026-12-12 22:00 Europe/Berlin"),
+        "{value}"
+    );
+    assert_eq!(
+        requests.get() - before,
+        0,
+        "no DynamoDB request outside a window"
+    );
+
+    // A group without windows is always open; steady-state works while closed.
+    assert_eq!(
+        zincati(addr, "pre-reboot", "d1", "default").await.status,
+        200
+    );
+    let before = requests.get();
+    let r = zincati(addr, "steady-state", "w1", "workers").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("not_held"))
+    );
+    assert_eq!(requests.get() - before, 1);
+
+    // Inside the window: granted, one request.
+    clock.set(at("2026-12-12T21:30:00Z"));
+    let before = requests.get();
+    let r = zincati(addr, "pre-reboot", "w1", "workers").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
+    assert_eq!(requests.get() - before, 1);
+
+    // After it closes even the holder is refused (it keeps its slot and
+    // reboots in the next window), and its steady-state still releases.
+    clock.set(at("2026-12-13T00:00:00Z"));
+    let r = zincati(addr, "pre-reboot", "w1", "workers").await;
+    assert_eq!(
+        (r.status, r.kind()),
+        (423, "outside_maintenance_window".to_string())
+    );
+    let groups = api.service().store();
+    let held = fleetlock::store::LockStore::groups(groups, None)
+        .await
+        .unwrap();
+    let workers = held.iter().find(|(g, _)| g.as_str() == "workers").unwrap();
+    assert_eq!(workers.1.holders.len(), 1, "the holder keeps its slot");
+    let r = zincati(addr, "steady-state", "w1", "workers").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("released"))
+    );
+}
