@@ -365,5 +365,58 @@ class Api(unittest.TestCase):
         self.assertIn("zincati_config", TF_OUTPUTS)
 
 
+class Release(unittest.TestCase):
+    def test_serverless_repo_metadata_matches_the_crate(self):
+        meta = SAM["Metadata"]["AWS::ServerlessRepo::Application"]
+        cargo = (ROOT / "Cargo.toml").read_text()
+        version = re.search(r'^version = "([^"]+)"', cargo, re.M).group(1)
+        self.assertEqual(meta["SemanticVersion"], version)
+        self.assertEqual(meta["SpdxLicenseId"], "MIT")
+        self.assertIn('license = "MIT"', cargo)
+        self.assertTrue((ROOT / "LICENSE").read_text().startswith("MIT License"))
+        for key in ["LicenseUrl", "ReadmeUrl"]:
+            self.assertTrue((ROOT / meta[key]).exists(), meta[key])
+        self.assertIn("## Unreleased", (ROOT / "CHANGELOG.md").read_text())
+
+    def test_one_application_per_architecture(self):
+        import tempfile
+
+        for arch in ["arm64", "x86_64"]:
+            with self.subTest(arch=arch), tempfile.TemporaryDirectory() as tmp:
+                zip_path = f"dist/fleetlock-{arch}.zip"
+                out = subprocess.run(
+                    [str(ROOT / "scripts" / "sar-template"), arch, "1.2.3", zip_path, "https://example.org/fleetlock"],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                path = Path(tmp) / f"sar-{arch}.yaml"
+                path.write_text(out)
+                template, problems = decode(str(path))
+                self.assertFalse(problems)
+                self.assertEqual(template["Parameters"]["Architecture"]["AllowedValues"], [arch])
+                self.assertEqual(template["Parameters"]["Architecture"]["Default"], arch)
+                function = template["Resources"]["FleetLockFunction"]
+                self.assertEqual(function["Properties"]["CodeUri"], zip_path)
+                self.assertNotIn("BuildMethod", function.get("Metadata", {}))
+                meta = template["Metadata"]["AWS::ServerlessRepo::Application"]
+                self.assertEqual(meta["Name"], "fleetlock-" + arch.replace("_", "-"))
+                self.assertEqual(meta["SemanticVersion"], "1.2.3")
+                self.assertEqual(meta["SourceCodeUrl"], "https://example.org/fleetlock")
+                lint = subprocess.run(["cfn-lint", str(path)], capture_output=True, text=True)
+                self.assertEqual(lint.returncode, 0, lint.stdout + lint.stderr)
+
+    def test_workflows_run_the_readme_test_command_and_build_both_zips(self):
+        test = (ROOT / ".github" / "workflows" / "test.yml").read_text()
+        self.assertIn("run: ./scripts/test", test)
+        self.assertIn("exec ./scripts/test", (ROOT / ".ci" / "run").read_text())
+        release = (ROOT / ".github" / "workflows" / "release.yml").read_text()
+        self.assertIn("arch: [arm64, x86_64]", release)
+        self.assertIn("./scripts/build-lambda", release)
+        self.assertIn("sha256sum", release)
+        self.assertIn("scripts/sar-template", release)
+        self.assertIn("sam publish", release)
+
+
 if __name__ == "__main__":
     unittest.main()
