@@ -1,9 +1,18 @@
 # The same resources as the SAM template at the repo root, from a built zip.
 
 locals {
-  has_domain    = var.domain_name != ""
-  alarm_actions = var.alarm_topic_arn == "" ? [] : [var.alarm_topic_arn]
-  base_url      = local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this.api_endpoint}/"
+  use_http_api     = var.endpoint == "http_api"
+  use_function_url = var.endpoint == "function_url"
+  has_domain       = var.domain_name != "" && local.use_http_api
+  has_access_log   = local.use_http_api && var.api_access_log
+  alarm_actions    = var.alarm_topic_arn == "" ? [] : [var.alarm_topic_arn]
+  # A function URL ends with "/" already.
+  base_url = local.use_function_url ? aws_lambda_function_url.this[0].function_url : (
+    local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this[0].api_endpoint}/"
+  )
+  # 0 means none reserved behind the HTTP API (its throttling bounds the load)
+  # and 10 behind a function URL, where it is the only brake.
+  reserved_concurrency = var.reserved_concurrency != 0 ? var.reserved_concurrency : (local.use_function_url ? 10 : -1)
 }
 
 resource "aws_dynamodb_table" "locks" {
@@ -40,6 +49,7 @@ resource "aws_cloudwatch_log_group" "function" {
 }
 
 resource "aws_cloudwatch_log_group" "api_access" {
+  count             = local.has_access_log ? 1 : 0
   name              = "/aws/apigateway/${var.name}"
   retention_in_days = var.log_retention_days
   tags              = var.tags
@@ -122,7 +132,7 @@ resource "aws_lambda_function" "this" {
   timeout          = 10
   tags             = var.tags
 
-  reserved_concurrent_executions = var.reserved_concurrency == 0 ? -1 : var.reserved_concurrency
+  reserved_concurrent_executions = local.reserved_concurrency
 
   environment {
     variables = {
@@ -142,11 +152,17 @@ resource "aws_lambda_function" "this" {
       condition     = var.allow_anonymous || var.clients != ""
       error_message = "clients is required (make entries with `fleetlock credential`), unless allow_anonymous is true."
     }
+
+    precondition {
+      condition     = var.domain_name == "" || local.use_http_api
+      error_message = "domain_name needs endpoint = \"http_api\"; a function URL has no custom domain."
+    }
   }
 
   logging_config {
-    log_format = "JSON"
-    log_group  = aws_cloudwatch_log_group.function.name
+    log_format       = "JSON"
+    log_group        = aws_cloudwatch_log_group.function.name
+    system_log_level = var.platform_log_level
   }
 
   depends_on = [aws_iam_role_policy.function]
@@ -159,7 +175,9 @@ resource "aws_lambda_function" "this" {
   # checkov:skip=CKV_AWS_50: X-Ray tracing is optional cost; every decision is logged with its latency.
 }
 
+# The HTTP API endpoint.
 resource "aws_apigatewayv2_api" "this" {
+  count         = local.use_http_api ? 1 : 0
   name          = var.name
   description   = "FleetLock endpoint for Zincati"
   protocol_type = "HTTP"
@@ -167,7 +185,8 @@ resource "aws_apigatewayv2_api" "this" {
 }
 
 resource "aws_apigatewayv2_integration" "function" {
-  api_id                 = aws_apigatewayv2_api.this.id
+  count                  = local.use_http_api ? 1 : 0
+  api_id                 = aws_apigatewayv2_api.this[0].id
   integration_type       = "AWS_PROXY"
   integration_uri        = aws_lambda_function.this.invoke_arn
   payload_format_version = "2.0"
@@ -176,15 +195,17 @@ resource "aws_apigatewayv2_integration" "function" {
 # The $default route: every path and method reaches the function and gets its
 # {kind, value} answer.
 resource "aws_apigatewayv2_route" "default" {
-  api_id    = aws_apigatewayv2_api.this.id
+  count     = local.use_http_api ? 1 : 0
+  api_id    = aws_apigatewayv2_api.this[0].id
   route_key = "$default"
-  target    = "integrations/${aws_apigatewayv2_integration.function.id}"
+  target    = "integrations/${aws_apigatewayv2_integration.function[0].id}"
 
   # checkov:skip=CKV_AWS_309: Zincati cannot send API Gateway credentials; requests are checked by the function.
 }
 
 resource "aws_apigatewayv2_stage" "default" {
-  api_id      = aws_apigatewayv2_api.this.id
+  count       = local.use_http_api ? 1 : 0
+  api_id      = aws_apigatewayv2_api.this[0].id
   name        = "$default"
   auto_deploy = true
   tags        = var.tags
@@ -194,26 +215,65 @@ resource "aws_apigatewayv2_stage" "default" {
     throttling_burst_limit = var.throttling_burst_limit
   }
 
-  access_log_settings {
-    destination_arn = aws_cloudwatch_log_group.api_access.arn
-    format = jsonencode({
-      requestId        = "$context.requestId"
-      ip               = "$context.identity.sourceIp"
-      method           = "$context.httpMethod"
-      path             = "$context.path"
-      status           = "$context.status"
-      latencyMs        = "$context.responseLatency"
-      integrationError = "$context.integrationErrorMessage"
-    })
+  dynamic "access_log_settings" {
+    for_each = local.has_access_log ? [1] : []
+    content {
+      destination_arn = aws_cloudwatch_log_group.api_access[0].arn
+      format = jsonencode({
+        requestId        = "$context.requestId"
+        ip               = "$context.identity.sourceIp"
+        method           = "$context.httpMethod"
+        path             = "$context.path"
+        status           = "$context.status"
+        latencyMs        = "$context.responseLatency"
+        integrationError = "$context.integrationErrorMessage"
+      })
+    }
   }
+
+  # checkov:skip=CKV_AWS_76: the access log is var.api_access_log, on by default; the function logs every request's decision either way.
 }
 
 resource "aws_lambda_permission" "api" {
+  count         = local.use_http_api ? 1 : 0
   statement_id  = "AllowHttpApi"
   action        = "lambda:InvokeFunction"
   function_name = aws_lambda_function.this.function_name
   principal     = "apigateway.amazonaws.com"
-  source_arn    = "${aws_apigatewayv2_api.this.execution_arn}/*"
+  source_arn    = "${aws_apigatewayv2_api.this[0].execution_arn}/*"
+}
+
+# The function URL endpoint. Authorization NONE: Zincati sends HTTP Basic
+# credentials, which the function checks. Since October 2025 a public URL needs
+# both permissions; the second only for calls through the URL.
+resource "aws_lambda_function_url" "this" {
+  count              = local.use_function_url ? 1 : 0
+  function_name      = aws_lambda_function.this.function_name
+  authorization_type = "NONE"
+
+  # checkov:skip=CKV_AWS_258: Zincati cannot sign requests with AWS credentials; the function checks its HTTP Basic credentials before anything else.
+}
+
+resource "aws_lambda_permission" "url_public_access" {
+  count                  = local.use_function_url ? 1 : 0
+  statement_id           = "FunctionURLAllowPublicAccess"
+  action                 = "lambda:InvokeFunctionUrl"
+  function_name          = aws_lambda_function.this.function_name
+  principal              = "*"
+  function_url_auth_type = "NONE"
+
+  # checkov:skip=CKV_AWS_301: a public function URL is the point of endpoint = "function_url"; the function checks HTTP Basic credentials before anything else.
+}
+
+resource "aws_lambda_permission" "url_invoke" {
+  count                    = local.use_function_url ? 1 : 0
+  statement_id             = "FunctionURLAllowInvokeAction"
+  action                   = "lambda:InvokeFunction"
+  function_name            = aws_lambda_function.this.function_name
+  principal                = "*"
+  invoked_via_function_url = true
+
+  # checkov:skip=CKV_AWS_301: only through the function URL (invoked_via_function_url), whose callers the function authenticates.
 }
 
 # The one optional part: a custom domain whose URL survives a redeploy.
@@ -231,9 +291,9 @@ resource "aws_apigatewayv2_domain_name" "this" {
 
 resource "aws_apigatewayv2_api_mapping" "this" {
   count       = local.has_domain ? 1 : 0
-  api_id      = aws_apigatewayv2_api.this.id
+  api_id      = aws_apigatewayv2_api.this[0].id
   domain_name = aws_apigatewayv2_domain_name.this[0].id
-  stage       = aws_apigatewayv2_stage.default.id
+  stage       = aws_apigatewayv2_stage.default[0].id
 }
 
 resource "aws_cloudwatch_metric_alarm" "oldest_holder" {
@@ -256,11 +316,30 @@ resource "aws_cloudwatch_metric_alarm" "oldest_holder" {
 }
 
 resource "aws_cloudwatch_metric_alarm" "server_errors" {
+  count               = local.use_http_api ? 1 : 0
   alarm_name          = "${var.name}-server-errors"
   alarm_description   = "The FleetLock API answers 5xx: DynamoDB is failing or the function is. A full group is a 423 and never counts here."
   namespace           = "AWS/ApiGateway"
   metric_name         = "5xx"
-  dimensions          = { ApiId = aws_apigatewayv2_api.this.id }
+  dimensions          = { ApiId = aws_apigatewayv2_api.this[0].id }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = var.server_error_alarm_threshold
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "function_url_server_errors" {
+  count               = local.use_function_url ? 1 : 0
+  alarm_name          = "${var.name}-server-errors"
+  alarm_description   = "The FleetLock function URL answers 5xx: DynamoDB is failing or the function is, or reserved concurrency throttles it. A full group is a 423 and never counts here."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Url5xxCount"
+  dimensions          = { FunctionName = aws_lambda_function.this.function_name }
   statistic           = "Sum"
   period              = 300
   evaluation_periods  = 1

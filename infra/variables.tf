@@ -69,6 +69,34 @@ variable "time_zone" {
   }
 }
 
+variable "endpoint" {
+  description = "How Zincati reaches the function: \"http_api\" (API Gateway HTTP API: throttling, access log, custom domain) or \"function_url\" (a Lambda function URL: no $1.00 per million requests, but no throttling, no access log, no custom domain; reserved concurrency is the only brake)."
+  type        = string
+  default     = "http_api"
+
+  validation {
+    condition     = contains(["http_api", "function_url"], var.endpoint)
+    error_message = "endpoint must be http_api or function_url."
+  }
+}
+
+variable "api_access_log" {
+  description = "Keep the HTTP API's access log (about 150 bytes a call). The function's own decision line already names every request."
+  type        = bool
+  default     = true
+}
+
+variable "platform_log_level" {
+  description = "Lambda's system log level. WARN drops the platform.start and platform.report lines (about 500 bytes a call), and with them each call's logged duration, billed duration, memory used and init duration."
+  type        = string
+  default     = "INFO"
+
+  validation {
+    condition     = contains(["DEBUG", "INFO", "WARN"], var.platform_log_level)
+    error_message = "platform_log_level must be DEBUG, INFO or WARN."
+  }
+}
+
 variable "log_level" {
   description = "RUST_LOG of the function."
   type        = string
@@ -136,7 +164,7 @@ variable "allow_anonymous" {
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions of the function; 0 reserves none (new accounts often have too little concurrency quota to reserve any)."
+  description = "Reserved concurrent executions of the function. 0: none reserved with endpoint http_api (its throttling bounds the load; new accounts often have too little quota to reserve any), and 10 with function_url, where it is the only brake on a flood."
   type        = number
   default     = 0
 }

@@ -236,16 +236,14 @@ class AuthAndLimits(unittest.TestCase):
         # Both refuse a deployment with neither clients nor anonymous access.
         rule = SAM["Rules"]["ClientsUnlessAnonymous"]
         self.assertEqual(rule["Assertions"][0]["Assert"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Clients"}, ""]}]})
-        precondition = TF_FUNCTION["lifecycle"]["precondition"]
+        precondition = unwrap(TF_FUNCTION["lifecycle"]["precondition"][0])
         self.assertIn("var.allow_anonymous", precondition["condition"])
         self.assertIn("var.clients", precondition["condition"])
 
     def test_reserved_concurrency_is_a_parameter_off_by_default(self):
         self.assertEqual(sam_param_default("ReservedConcurrency"), 0)
         self.assertEqual(TF_VARS["reserved_concurrency"]["default"], 0)
-        sam = SAM_FUNCTION["Properties"]["ReservedConcurrentExecutions"]["Fn::If"]
-        self.assertEqual(sam[1], {"Ref": "ReservedConcurrency"})
-        self.assertIn("var.reserved_concurrency", TF_FUNCTION["reserved_concurrent_executions"])
+        self.assertIn("var.reserved_concurrency", TF_LOCALS["reserved_concurrency"])
 
 
 class Alarms(unittest.TestCase):
@@ -274,7 +272,7 @@ class Alarms(unittest.TestCase):
         self.assertEqual((sam["Namespace"], sam["MetricName"]), ("AWS/ApiGateway", "5xx"))
         self.assertEqual((tf["namespace"], tf["metric_name"]), ("AWS/ApiGateway", "5xx"))
         self.assertEqual(sam["Dimensions"][0]["Value"], {"Ref": "HttpApi"})
-        self.assertEqual(tf["dimensions"], {"ApiId": "${aws_apigatewayv2_api.this.id}"})
+        self.assertEqual(tf["dimensions"], {"ApiId": "${aws_apigatewayv2_api.this[0].id}"})
         self.assertEqual(sam_param_default("ServerErrorAlarmThreshold"), TF_VARS["server_error_alarm_threshold"]["default"])
 
 
@@ -333,30 +331,130 @@ class Permissions(unittest.TestCase):
                 self.assertNotIn("*", action)
 
 
-class Api(unittest.TestCase):
-    def test_default_route_payload_v2_and_throttling(self):
-        event = SAM_FUNCTION["Properties"]["Events"]["Api"]
-        self.assertEqual(event["Type"], "HttpApi")
-        self.assertNotIn("Path", event["Properties"], "no Path means the $default route")
-        self.assertNotIn("Method", event["Properties"])
-        self.assertEqual(event["Properties"]["PayloadFormatVersion"], "2.0")
+def sam_condition(resource):
+    return SAM_RESOURCES[resource].get("Condition")
+
+
+def tf_count(rtype, name):
+    return TF[(rtype, name)].get("count")
+
+
+class Endpoints(unittest.TestCase):
+    """Both templates offer both endpoints, chosen by one parameter/variable."""
+
+    def test_the_choice_is_the_same_in_both(self):
+        self.assertEqual(SAM["Parameters"]["Endpoint"]["AllowedValues"], ["HttpApi", "FunctionUrl"])
+        self.assertEqual(sam_param_default("Endpoint"), "HttpApi")
+        self.assertEqual(TF_VARS["endpoint"]["default"], "http_api")
+        condition = TF_VARS["endpoint"]["validation"]["condition"]
+        self.assertEqual(set(re.findall(r"""['"]([a-z_]+)['"]""", condition)), {"http_api", "function_url"})
+        self.assertEqual(SAM["Conditions"]["UseHttpApi"], {"Fn::Equals": [{"Ref": "Endpoint"}, "HttpApi"]})
+        self.assertEqual(SAM["Conditions"]["UseFunctionUrl"], {"Fn::Equals": [{"Ref": "Endpoint"}, "FunctionUrl"]})
+        self.assertEqual(TF_LOCALS["use_http_api"], '${var.endpoint == "http_api"}')
+        self.assertEqual(TF_LOCALS["use_function_url"], '${var.endpoint == "function_url"}')
+
+    def test_http_api_default_route_payload_v2_throttling_and_permission(self):
+        for resource in ["HttpApi", "HttpApiIntegration", "HttpApiDefaultRoute", "HttpApiDefaultStage", "HttpApiInvokePermission"]:
+            self.assertEqual(sam_condition(resource), "UseHttpApi", resource)
+        for rtype, name in [
+            ("aws_apigatewayv2_api", "this"),
+            ("aws_apigatewayv2_integration", "function"),
+            ("aws_apigatewayv2_route", "default"),
+            ("aws_apigatewayv2_stage", "default"),
+            ("aws_lambda_permission", "api"),
+        ]:
+            self.assertEqual(tf_count(rtype, name), "${local.use_http_api ? 1 : 0}", name)
+        route = SAM_RESOURCES["HttpApiDefaultRoute"]["Properties"]
+        self.assertEqual(route["RouteKey"], "$default")
         self.assertEqual(TF[("aws_apigatewayv2_route", "default")]["route_key"], "$default")
-        self.assertEqual(TF[("aws_apigatewayv2_integration", "function")]["payload_format_version"], "2.0")
-        settings = SAM_RESOURCES["HttpApi"]["Properties"]["DefaultRouteSettings"]
-        self.assertEqual(settings["ThrottlingRateLimit"], {"Ref": "ThrottlingRateLimit"})
-        self.assertEqual(settings["ThrottlingBurstLimit"], {"Ref": "ThrottlingBurstLimit"})
-        stage = TF[("aws_apigatewayv2_stage", "default")]
-        self.assertEqual(stage["name"], "$default")
-        self.assertEqual(stage["default_route_settings"]["throttling_rate_limit"], "${var.throttling_rate_limit}")
+        integration = SAM_RESOURCES["HttpApiIntegration"]["Properties"]
+        self.assertEqual((integration["IntegrationType"], integration["PayloadFormatVersion"]), ("AWS_PROXY", "2.0"))
+        tf_integration = TF[("aws_apigatewayv2_integration", "function")]
+        self.assertEqual(
+            (tf_integration["integration_type"], tf_integration["payload_format_version"]), ("AWS_PROXY", "2.0")
+        )
+        stage = SAM_RESOURCES["HttpApiDefaultStage"]["Properties"]
+        self.assertEqual(stage["StageName"], "$default")
+        self.assertEqual(stage["DefaultRouteSettings"]["ThrottlingRateLimit"], {"Ref": "ThrottlingRateLimit"})
+        self.assertEqual(stage["DefaultRouteSettings"]["ThrottlingBurstLimit"], {"Ref": "ThrottlingBurstLimit"})
+        tf_stage = TF[("aws_apigatewayv2_stage", "default")]
+        self.assertEqual(tf_stage["name"], "$default")
+        self.assertEqual(tf_stage["default_route_settings"]["throttling_rate_limit"], "${var.throttling_rate_limit}")
         self.assertEqual(sam_param_default("ThrottlingRateLimit"), TF_VARS["throttling_rate_limit"]["default"])
         self.assertEqual(sam_param_default("ThrottlingBurstLimit"), TF_VARS["throttling_burst_limit"]["default"])
+        permission = SAM_RESOURCES["HttpApiInvokePermission"]["Properties"]
+        self.assertEqual((permission["Action"], permission["Principal"]), ("lambda:InvokeFunction", "apigateway.amazonaws.com"))
+        tf_permission = TF[("aws_lambda_permission", "api")]
+        self.assertEqual((tf_permission["action"], tf_permission["principal"]), ("lambda:InvokeFunction", "apigateway.amazonaws.com"))
+
+    def test_the_access_log_is_optional_and_on_by_default(self):
+        self.assertEqual(sam_param_default("ApiAccessLog"), "true")
+        self.assertIs(TF_VARS["api_access_log"]["default"], True)
+        self.assertEqual(sam_condition("ApiAccessLogGroup"), "HasAccessLog")
+        self.assertEqual(tf_count("aws_cloudwatch_log_group", "api_access"), "${local.has_access_log ? 1 : 0}")
+        self.assertEqual(TF_LOCALS["has_access_log"], "${local.use_http_api && var.api_access_log}")
+        condition, *_ = SAM_RESOURCES["HttpApiDefaultStage"]["Properties"]["AccessLogSettings"]["Fn::If"]
+        self.assertEqual(condition, "HasAccessLog")
+
+    def test_function_url_is_public_and_needs_both_permissions(self):
+        url = SAM_RESOURCES["FunctionUrl"]
+        self.assertEqual((url["Condition"], url["Properties"]["AuthType"]), ("UseFunctionUrl", "NONE"))
+        tf_url = TF[("aws_lambda_function_url", "this")]
+        self.assertEqual((tf_url["count"], tf_url["authorization_type"]), ("${local.use_function_url ? 1 : 0}", "NONE"))
+        public = SAM_RESOURCES["FunctionUrlPublicAccess"]["Properties"]
+        invoke = SAM_RESOURCES["FunctionUrlInvoke"]["Properties"]
+        self.assertEqual((public["Action"], public["Principal"], public["FunctionUrlAuthType"]), ("lambda:InvokeFunctionUrl", "*", "NONE"))
+        self.assertEqual((invoke["Action"], invoke["Principal"], invoke["InvokedViaFunctionUrl"]), ("lambda:InvokeFunction", "*", True))
+        tf_public = TF[("aws_lambda_permission", "url_public_access")]
+        tf_invoke = TF[("aws_lambda_permission", "url_invoke")]
+        self.assertEqual((tf_public["action"], tf_public["principal"], tf_public["function_url_auth_type"]), ("lambda:InvokeFunctionUrl", "*", "NONE"))
+        self.assertEqual((tf_invoke["action"], tf_invoke["principal"], tf_invoke["invoked_via_function_url"]), ("lambda:InvokeFunction", "*", True))
+        for name in ["FunctionUrlPublicAccess", "FunctionUrlInvoke"]:
+            self.assertEqual(sam_condition(name), "UseFunctionUrl")
+
+    def test_function_url_reserves_concurrency_by_default(self):
+        sam = SAM_FUNCTION["Properties"]["ReservedConcurrentExecutions"]["Fn::If"]
+        self.assertEqual(sam[0], "HasReservedConcurrency")
+        self.assertEqual(sam[1], {"Ref": "ReservedConcurrency"})
+        self.assertEqual(sam[2], {"Fn::If": ["UseFunctionUrl", 10, {"Ref": "AWS::NoValue"}]})
+        self.assertEqual(TF_FUNCTION["reserved_concurrent_executions"], "${local.reserved_concurrency}")
+        self.assertEqual(
+            TF_LOCALS["reserved_concurrency"],
+            "${var.reserved_concurrency != 0 ? var.reserved_concurrency : local.use_function_url ? 10 : -1}",
+        )
+
+    def test_a_custom_domain_needs_the_http_api(self):
+        self.assertEqual(
+            SAM["Rules"]["DomainNeedsHttpApi"]["Assertions"][0]["Assert"],
+            {"Fn::Equals": [{"Ref": "Endpoint"}, "HttpApi"]},
+        )
+        preconditions = TF_FUNCTION["lifecycle"]["precondition"]
+        self.assertTrue(any("local.use_http_api" in unwrap(p)["condition"] for p in preconditions))
+
+    def test_platform_log_level_is_the_same_in_both(self):
+        self.assertEqual(SAM_FUNCTION["Properties"]["LoggingConfig"]["SystemLogLevel"], {"Ref": "PlatformLogLevel"})
+        self.assertEqual(TF_FUNCTION["logging_config"]["system_log_level"], "${var.platform_log_level}")
+        self.assertEqual(sam_param_default("PlatformLogLevel"), TF_VARS["platform_log_level"]["default"])
+        self.assertEqual(SAM["Parameters"]["PlatformLogLevel"]["AllowedValues"], ["DEBUG", "INFO", "WARN"])
+
+    def test_server_errors_alarm_on_whichever_endpoint(self):
+        url = SAM_RESOURCES["FunctionUrlServerErrorAlarm"]
+        self.assertEqual(url["Condition"], "UseFunctionUrl")
+        self.assertEqual((url["Properties"]["Namespace"], url["Properties"]["MetricName"]), ("AWS/Lambda", "Url5xxCount"))
+        tf = TF[("aws_cloudwatch_metric_alarm", "function_url_server_errors")]
+        self.assertEqual((tf["namespace"], tf["metric_name"]), ("AWS/Lambda", "Url5xxCount"))
+        self.assertEqual(tf["dimensions"], {"FunctionName": "${aws_lambda_function.this.function_name}"})
+        self.assertEqual(sam_condition("ServerErrorAlarm"), "UseHttpApi")
+        self.assertEqual(tf_count("aws_cloudwatch_metric_alarm", "server_errors"), "${local.use_http_api ? 1 : 0}")
 
     def test_base_url_outputs_end_with_a_slash(self):
-        value = SAM["Outputs"]["BaseUrl"]["Value"]["Fn::If"]
-        for branch in value[1:]:
+        function_url, api = SAM["Outputs"]["BaseUrl"]["Value"]["Fn::If"][1:]
+        self.assertEqual(function_url, {"Fn::GetAtt": ["FunctionUrl", "FunctionUrl"]})  # ends with /
+        for branch in api["Fn::If"][1:]:
             self.assertTrue(branch["Fn::Sub"].endswith("/"), branch)
         tf = TF_LOCALS["base_url"]
-        branches = re.findall(r'"([^"]*)"', tf)
+        self.assertIn("aws_lambda_function_url.this[0].function_url", tf)
+        branches = re.findall(r'"(https://[^"]*|\$\{aws_apigatewayv2_api[^"]*)"', tf)
         self.assertEqual(len(branches), 2, tf)  # custom domain, or the API's own URL
         for branch in branches:
             self.assertTrue(branch.endswith("/"), tf)

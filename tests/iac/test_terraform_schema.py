@@ -25,6 +25,10 @@ INFRA = ROOT / "infra"
 LINK = re.compile(r"registry\.terraform\.io/providers/hashicorp/aws/([\d.]+)/docs/(resources|data-sources)/(\w+)#(\w+)")
 # Terraform's own meta-arguments, valid on every resource and data block.
 META = {"count", "for_each", "provider", "depends_on", "lifecycle"}
+# Arguments the provider added after the schema we can read (cdktf's last
+# prebuilt provider is 6.25.0), with the version that added each: allowed only
+# while infra/versions.tf requires at least that version.
+NEWER_THAN_SCHEMA = {("aws_lambda_permission", "invoked_via_function_url"): "6.29.0"}
 
 
 def load_assembly(wheel):
@@ -94,11 +98,23 @@ def load_schema(wheel):
     return schema, version
 
 
-def problems_in(body, block, where):
+def problems_in(body, block, where, newer=()):
     found = []
     given = {k for k in body if not k.startswith("__")}
     for name in sorted(given):
-        if name in block.arguments:
+        if name in block.arguments or name in newer:
+            continue
+        if name == "dynamic":
+            # dynamic "LABEL" { for_each = ..., content { ... } }: LABEL must be
+            # a block here, and content is checked as that block.
+            for generated in body[name]:
+                for label, spec in generated.items():
+                    if label not in block.blocks:
+                        found.append(f"{where}: dynamic block '{label}' is not a block here")
+                        continue
+                    inner, _ = block.blocks[label]
+                    for content in spec.get("content", []):
+                        found.extend(problems_in(content, inner, f"{where}.{label}(dynamic)", newer))
             continue
         if name in block.blocks:
             inner, _ = block.blocks[name]
@@ -112,8 +128,9 @@ def problems_in(body, block, where):
     for name, required in block.arguments.items():
         if required and name not in given:
             found.append(f"{where}: required argument '{name}' is missing")
+    generated = {label for d in body.get("dynamic", []) for label in d}
     for name, (_, required) in block.blocks.items():
-        if required and name not in given:
+        if required and name not in given and name not in generated:
             found.append(f"{where}: required block '{name}' is missing")
     return found
 
@@ -132,7 +149,8 @@ def check_file(path, schema):
                         found.append(f"{where}: the provider has no such {kind} type")
                         continue
                     body = {k: v for k, v in body.items() if k not in META}
-                    found.extend(problems_in(body, block, where))
+                    newer = {arg for (t, arg) in NEWER_THAN_SCHEMA if t == rtype}
+                    found.extend(problems_in(body, block, where, newer))
                     checked += 1
     return found, checked
 
@@ -159,6 +177,15 @@ class TerraformAgainstProviderSchema(unittest.TestCase):
             with self.subTest(path=str(path.relative_to(ROOT))):
                 self.assertEqual(found, [])
         self.assertGreaterEqual(total, 15, "every resource and data block was checked")
+
+    def test_arguments_newer_than_the_schema_need_the_provider_that_has_them(self):
+        versions = (INFRA / "versions.tf").read_text()
+        minimum = re.search(r'"hashicorp/aws"\s*version\s*=\s*">=\s*([\d.]+)', versions).group(1)
+        as_tuple = lambda v: tuple(int(p) for p in v.split("."))
+        for (rtype, arg), added in NEWER_THAN_SCHEMA.items():
+            with self.subTest(argument=f"{rtype}.{arg}"):
+                self.assertNotIn(arg, SCHEMA[("resource", rtype)].arguments, "the schema has it now: drop the exception")
+                self.assertGreaterEqual(as_tuple(minimum), as_tuple(added))
 
     def test_a_misspelt_argument_a_wrong_block_and_a_missing_one_are_caught(self):
         block = SCHEMA[("resource", "aws_lambda_function")]

@@ -6,7 +6,7 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = ">= 5.40.0, < 7.0.0"
+      version = ">= 6.29.0, < 7.0.0" # invoked_via_function_url came in 6.29.0
     }
   }
 }
