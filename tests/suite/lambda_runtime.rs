@@ -202,5 +202,29 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
             .any(|l| l["message"] == "decision" && l["id"] == "node-a" && l["client"] == "fleet")
     );
     assert!(!stderr.contains(&credential.secret) && !stdout.contains(&credential.secret));
+
+    // What a call puts into CloudWatch Logs from the function itself (the
+    // README's cost table): one decision or refusal line, and one metric line
+    // for a decision. Printed for BENCHMARKS.md; bounded so it cannot grow
+    // unnoticed.
+    let request_lines: Vec<usize> = stderr
+        .lines()
+        .filter(|l| l.contains(r#""message":"decision""#) || l.contains(r#""message":"refusal""#))
+        .map(|l| l.len() + 1)
+        .collect();
+    let metric_lines: Vec<usize> = stdout
+        .lines()
+        .filter(|l| l.contains(r#""_aws""#))
+        .map(|l| l.len() + 1)
+        .collect();
+    println!("function log bytes: request lines {request_lines:?}, metric lines {metric_lines:?}");
+    assert_eq!(request_lines.len(), 3);
+    assert!(
+        request_lines
+            .iter()
+            .chain(&metric_lines)
+            .all(|&bytes| bytes < 600),
+        "a log line grew past 600 bytes: {request_lines:?} {metric_lines:?}"
+    );
     assert!(!stderr.contains(authorization.trim_start_matches("Basic ")));
 }
