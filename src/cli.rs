@@ -28,6 +28,9 @@ USAGE:
     fleetlock credential --name N --groups G [--secret-stdin]
                                            make a client credential: a random secret for
                                            Zincati's base_url and its FLEETLOCK_CLIENTS entry
+    fleetlock iam-policy [--for operator|function] [--table-arn ARN] [--function-arn ARN]
+                                           print the IAM policy the people on call (or the
+                                           function) need
     fleetlock help | --help | --version
 
 ENVIRONMENT:
@@ -265,6 +268,31 @@ pub fn human_duration(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_and_readme_list_every_command_the_parser_takes() {
+        let readme = include_str!("../README.md");
+        for command in [
+            "serve",
+            "create-table",
+            "status",
+            "release",
+            "pause",
+            "resume",
+            "credential",
+            "iam-policy",
+            "help",
+        ] {
+            let usage = format!("fleetlock {command}");
+            assert!(HELP.contains(&usage), "help lacks {command}");
+            assert!(readme.contains(&usage), "README lacks {command}");
+            let parsed = parse(&[command.to_string()]);
+            assert!(
+                !parsed.is_err_and(|e| e.starts_with("unknown command")),
+                "{command}"
+            );
+        }
+    }
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
