@@ -1,5 +1,6 @@
 //! Everything a caller controls, parsed: the body, the Authorization header,
-//! and (for operators' typos) the two configuration strings. Nothing may
+//! and (for operators' typos) the configuration strings: groups, settle times,
+//! maintenance windows. Nothing may
 //! panic, and whatever parses must satisfy the validated types' promises.
 
 #![no_main]
@@ -7,6 +8,8 @@
 use fleetlock::auth::Clients;
 use fleetlock::config::GroupSlots;
 use fleetlock::input::{ClientParams, MAX_GROUP_CHARS, MAX_ID_BYTES};
+use fleetlock::lock::Timestamp;
+use fleetlock::windows::{Schedule, WindowState};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,7 +22,23 @@ fuzz_target!(|data: &[u8]| {
         assert!(group.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'));
     }
     if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(groups) = GroupSlots::parse("default=1,*=1") {
+            let _ = groups.with_settle(text);
+        }
         let _ = GroupSlots::parse(text);
+        // Windows that parse must answer for any group at any time, and the
+        // answer must agree with itself: open until a later time, or closed
+        // until a later time.
+        if let Ok(schedule) = Schedule::parse(text, None, |_| true, true) {
+            let now = Timestamp(1_764_480_000_000 + u64::from(data[0]) * 3_600_000);
+            let group = fleetlock::input::GroupName::parse("default").unwrap();
+            match schedule.state(&group, now) {
+                WindowState::Open { until: Some(t) } | WindowState::Closed { opens: Some(t) } => {
+                    assert!(t > now)
+                }
+                _ => {}
+            }
+        }
         if let Ok(clients) = Clients::parse(text) {
             // A list that parses must also answer any header without panicking.
             let _ = clients.authenticate(Some(data));
