@@ -336,7 +336,11 @@ async fn cpu_per_call() {
     ] {
         let (cpu, wall) = (process_cpu(), Instant::now());
         for n in 0..CALLS {
-            let group = if closed { "closed".into() } else { format!("g{n}") };
+            let group = if closed {
+                "closed".into()
+            } else {
+                format!("g{n}")
+            };
             let body = zincati_body(&format!("cpu-{n}"), &group);
             let r = api
                 .handle(&Method::POST, "/v1/pre-reboot", &headers, &body)

@@ -67,6 +67,14 @@ struct Tally {
     over_grants: AtomicU64,
     lost_releases: AtomicU64,
     unexpected: AtomicU64,
+    /// 503 `store_unavailable`: DynamoDB Local stalled past the SDK's
+    /// timeouts. The right answer then (nothing was decided, or the decision
+    /// is unknown to the node); the node retries as Zincati would.
+    store_unavailable: AtomicU64,
+    /// A call that found the effect of an earlier timed-out one (ours, or the
+    /// SDK's own retry inside the server): a slot already held, or a release
+    /// that had landed (`not_held` after a 503).
+    answers_found_on_retry: AtomicU64,
     reads: AtomicU64,
     reads_over_slots: AtomicU64,
     paused: AtomicU64,
@@ -74,6 +82,13 @@ struct Tally {
     grants_while_paused: AtomicU64,
     grants_inside_settle: AtomicU64,
     pause_flips: AtomicU64,
+}
+
+/// Counts an answer the soak did not expect, and says which (the first few).
+fn unexpected(tally: &Tally, what: &str, status: u16, json: &serde_json::Value) {
+    if tally.unexpected.fetch_add(1, Ordering::Relaxed) < 20 {
+        eprintln!("unexpected answer to {what}: {status} {json}");
+    }
 }
 
 /// xorshift64*: enough randomness for delays, no dependency.
@@ -99,16 +114,29 @@ async fn node(
     let id = format!("soak-node-{n:04}");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (n as u64 + 1).wrapping_mul(0x1000_0001));
     let mut sender = connect(&addr).await;
+    let unavailable = |status: u16, json: &serde_json::Value| {
+        status == 503 && json["kind"] == "store_unavailable"
+    };
+    // After a 503 pre-reboot the node may hold a slot it never heard of.
+    let mut maybe_holding = false;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
         // Sometimes a node that holds nothing sends steady-state (every boot does).
         if rng.below(10) == 0 {
             let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
-            if (status, json["outcome"].as_str()) == (200, Some("not_held")) {
-                tally.not_held.fetch_add(1, Ordering::Relaxed);
-            } else {
-                tally.unexpected.fetch_add(1, Ordering::Relaxed);
+            match (status, json["outcome"].as_str()) {
+                (200, Some("not_held")) => {
+                    tally.not_held.fetch_add(1, Ordering::Relaxed);
+                }
+                (200, Some("released")) if maybe_holding => {
+                    tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
+                    maybe_holding = false;
+                }
+                _ if unavailable(status, &json) => {
+                    tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => unexpected(&tally, "a boot's steady-state", status, &json),
             }
         }
         let sent = Instant::now();
@@ -137,8 +165,23 @@ async fn node(
                 tally.settling.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
+            (200, Some("already_held"), _) => {
+                // A call whose write landed but whose answer was lost: after
+                // our 503 (maybe_holding), or inside the server when the SDK
+                // retried a timed-out attempt. The node holds the slot: go on
+                // as granted.
+                tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
+                if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
+                    tally.over_grants.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ if unavailable(status, &json) => {
+                tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
+                maybe_holding = true;
+                continue;
+            }
             _ => {
-                tally.unexpected.fetch_add(1, Ordering::Relaxed);
+                unexpected(&tally, "pre-reboot", status, &json);
                 continue;
             }
         }
@@ -148,18 +191,40 @@ async fn node(
             tally.calls.fetch_add(1, Ordering::Relaxed);
             if (status, json["outcome"].as_str()) == (200, Some("already_held")) {
                 tally.already_held.fetch_add(1, Ordering::Relaxed);
+            } else if unavailable(status, &json) {
+                tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
             } else {
-                tally.unexpected.fetch_add(1, Ordering::Relaxed);
+                unexpected(&tally, "a holder's pre-reboot", status, &json);
             }
         }
-        // "Reboot", then give the slot back: it must still be ours.
+        maybe_holding = false;
+        // "Reboot", then give the slot back: it must still be ours. Retried
+        // on 503 like Zincati; `not_held` after a 503 means the timed-out
+        // release had landed.
         tokio::time::sleep(Duration::from_millis(50 + rng.below(300))).await;
-        let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
-        tally.calls.fetch_add(1, Ordering::Relaxed);
-        if (status, json["outcome"].as_str()) == (200, Some("released")) {
-            tally.released.fetch_add(1, Ordering::Relaxed);
-        } else {
-            tally.lost_releases.fetch_add(1, Ordering::Relaxed);
+        let mut timed_out = false;
+        for _ in 0..20 {
+            let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
+            tally.calls.fetch_add(1, Ordering::Relaxed);
+            match (status, json["outcome"].as_str()) {
+                (200, Some("released")) => {
+                    tally.released.fetch_add(1, Ordering::Relaxed);
+                }
+                (200, Some("not_held")) if timed_out => {
+                    tally.released.fetch_add(1, Ordering::Relaxed);
+                    tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
+                }
+                _ if unavailable(status, &json) => {
+                    tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
+                    timed_out = true;
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                _ => {
+                    tally.lost_releases.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            break;
         }
     }
 }
@@ -354,6 +419,11 @@ async fn main() {
     println!(
         "| **holders of `{SETTLE_GROUP}` seen taken within the settle time after a release** | **{}** |",
         get(&t.grants_inside_settle)
+    );
+    println!(
+        "| `503 store_unavailable` while DynamoDB Local stalled / answers found on retry | {} / {} |",
+        get(&t.store_unavailable),
+        get(&t.answers_found_on_retry)
     );
     println!("| unexpected answers | {} |", get(&t.unexpected));
     println!("| holders left after every node stopped | {left} |");
