@@ -18,7 +18,7 @@ use fleetlock::input::{GroupName, NodeId, PauseReason};
 use fleetlock::lock::{GroupRules, PersonPause, Timestamp};
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, counted_client};
+use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, counted_client};
 use fleetlock::windows::Schedule;
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
 
@@ -175,19 +175,16 @@ async fn in_process(concurrency: usize, calls_wanted: usize) {
     println!();
 }
 
-/// DynamoDB requests and latency of each kind of answer, one caller at a time:
-/// the rollout levers must cost no extra request.
-async fn requests_per_answer_kind() {
+/// The router over a fresh table, with `groups` and a group `closed` whose
+/// only window is never open during the benchmark; its request counter, and
+/// the protocol header Zincati sends.
+async fn closed_window_api(
+    name: &str,
+    groups: GroupSlots,
+) -> (Api<DynamoStore>, RequestCounter, HeaderMap) {
     let (client, counter) = counted_client().await;
-    let store = DynamoStore::new(client, format!("bench-kinds-{}", std::process::id()));
+    let store = DynamoStore::new(client, format!("bench-{name}-{}", std::process::id()));
     store.create_table().await.expect("create the table");
-    // `*`: each grant below takes a group of its own, so that its item stays
-    // as small as a group's first use and the figure is the protocol's.
-    let groups = GroupSlots::parse("full=1,paused=1,settling=2,open=1000,closed=1000,*=1")
-        .unwrap()
-        .with_settle("settling=1h")
-        .unwrap();
-    // A window that is never open now: one minute, a day and a half away.
     let windows = Schedule::parse(&closed_window_spec(), None, |_| true, false).unwrap();
     let api = Api::new(
         FleetLock::new(groups, store).with_windows(windows),
@@ -195,6 +192,19 @@ async fn requests_per_answer_kind() {
     );
     let mut headers = HeaderMap::new();
     headers.insert("fleet-lock-protocol", HeaderValue::from_static("true"));
+    (api, counter, headers)
+}
+
+/// DynamoDB requests and latency of each kind of answer, one caller at a time:
+/// the rollout levers must cost no extra request.
+async fn requests_per_answer_kind() {
+    // `*`: each grant below takes a group of its own, so that its item stays
+    // as small as a group's first use and the figure is the protocol's.
+    let groups = GroupSlots::parse("full=1,paused=1,settling=2,open=1000,closed=1000,*=1")
+        .unwrap()
+        .with_settle("settling=1h")
+        .unwrap();
+    let (api, counter, headers) = closed_window_api("kinds", groups).await;
     let call = |endpoint: &'static str, id: String, group: String| {
         let (api, headers) = (&api, &headers);
         async move {
@@ -313,19 +323,10 @@ fn process_cpu() -> Duration {
 /// CPU per call of this process (DynamoDB Local excluded) for a grant and for
 /// a refusal outside a maintenance window.
 async fn cpu_per_call() {
-    let (client, _) = counted_client().await;
-    let store = DynamoStore::new(client, format!("bench-cpu-{}", std::process::id()));
-    store.create_table().await.expect("create the table");
     // Every grant in a group of its own: the item stays as small as a first
     // use, so the figure is the protocol's, not a growing item's.
     let groups = GroupSlots::parse("*=1,closed=1").unwrap();
-    let windows = Schedule::parse(&closed_window_spec(), None, |_| true, false).unwrap();
-    let api = Api::new(
-        FleetLock::new(groups, store).with_windows(windows),
-        Auth::Disabled,
-    );
-    let mut headers = HeaderMap::new();
-    headers.insert("fleet-lock-protocol", HeaderValue::from_static("true"));
+    let (api, _, headers) = closed_window_api("cpu", groups).await;
     const CALLS: usize = 3_000;
     println!("### CPU per call in this process ({CALLS} calls each, DynamoDB Local not counted)\n");
     println!("| answer | CPU per call, µs | wall per call, µs |");
