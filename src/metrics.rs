@@ -62,7 +62,6 @@ mod tests {
             holders: 2,
             slots: 2,
             oldest_holder_age: Some(Duration::from_millis(7_200_900)),
-            write_units: None,
             refusal: None,
         };
         let group = GroupName::parse("workers").unwrap();
@@ -96,7 +95,6 @@ mod tests {
             holders: 0,
             slots: 1,
             oldest_holder_age: None,
-            write_units: None,
             refusal: None,
         };
         let group = GroupName::parse("default").unwrap();

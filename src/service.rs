@@ -48,8 +48,6 @@ pub struct Answer {
     pub slots: u32,
     /// How long the longest holder has kept its slot: a stuck node shows here.
     pub oldest_holder_age: Option<Duration>,
-    /// Write units the store reported (DynamoDB, writes that went through).
-    pub write_units: Option<f64>,
     /// For a decision that grants nothing (full, paused, settling): the
     /// refusal Zincati hears, non-2xx with its own kind.
     pub refusal: Option<Error>,
@@ -88,10 +86,6 @@ impl<S: LockStore> FleetLock<S> {
         &self.store
     }
 
-    pub fn now(&self) -> Timestamp {
-        self.clock.now()
-    }
-
     /// `v1/pre-reboot`: take a slot, or confirm the one already held. Outside
     /// the group's maintenance windows every node is refused, holders too (they
     /// keep their slot and reboot in the next window), without asking the store.
@@ -104,11 +98,7 @@ impl<S: LockStore> FleetLock<S> {
                 opens: opens.map(|at| (at.to_rfc3339(), self.windows.local_text(at))),
             });
         }
-        let Decided {
-            outcome,
-            group,
-            write_units,
-        } = self
+        let Decided { outcome, group, .. } = self
             .store
             .acquire(&params.group, &params.id, rules, now)
             .await
@@ -144,9 +134,7 @@ impl<S: LockStore> FleetLock<S> {
                 }),
             ),
         };
-        let mut answer = answer(outcome, &group, rules.slots, now, write_units);
-        answer.refusal = refusal;
-        Ok(answer)
+        Ok(answer(outcome, &group, rules.slots, now, refusal))
     }
 
     /// `v1/steady-state`: give the slot back; a node holding none hears yes.
@@ -154,11 +142,7 @@ impl<S: LockStore> FleetLock<S> {
     pub async fn steady_state(&self, params: &ClientParams) -> Result<Answer, Error> {
         let rules = self.groups.rules_for(&params.group)?;
         let now = self.clock.now();
-        let Decided {
-            outcome,
-            group,
-            write_units,
-        } = self
+        let Decided { outcome, group, .. } = self
             .store
             .release(&params.group, &params.id, now)
             .await
@@ -170,7 +154,7 @@ impl<S: LockStore> FleetLock<S> {
             Release::Released => Outcome::Released,
             Release::NotHeld => Outcome::NotHeld,
         };
-        Ok(answer(outcome, &group, rules.slots, now, write_units))
+        Ok(answer(outcome, &group, rules.slots, now, None))
     }
 }
 
@@ -196,15 +180,14 @@ fn answer(
     group: &GroupRecord,
     slots: u32,
     now: Timestamp,
-    write_units: Option<f64>,
+    refusal: Option<Error>,
 ) -> Answer {
     Answer {
         outcome,
         holders: group.holders.len(),
         slots,
         oldest_holder_age: group.holders.oldest().map(|(_, at)| at.age_at(now)),
-        write_units,
-        refusal: None,
+        refusal,
     }
 }
 
