@@ -29,24 +29,11 @@ impl Timestamp {
 
     /// `2026-11-30T05:12:09Z`: UTC, whole seconds, always the same width.
     pub fn to_rfc3339(self) -> String {
-        let secs = self.0 / 1000;
-        let (days, rest) = (secs / 86_400, secs % 86_400);
-        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-        let z = days as i64 + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-            rest / 3600,
-            rest / 60 % 60,
-            rest % 60
-        )
+        let seconds = i64::try_from(self.0 / 1000).unwrap_or(i64::MAX);
+        match jiff::Timestamp::from_second(seconds) {
+            Ok(at) => at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            Err(_) => self.0.to_string(),
+        }
     }
 
     pub fn plus(self, span: Duration) -> Timestamp {

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use jiff::civil::{DateTime, Weekday};
+use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 
 use crate::input::GroupName;
@@ -312,21 +312,9 @@ impl Schedule {
 
     /// `Sat 2026-12-05 23:00 Europe/Berlin`: a time as the zone's clock shows it.
     pub fn local_text(&self, at: Timestamp) -> String {
-        let local = self.local(at);
-        let day = match local.weekday() {
-            Weekday::Monday => "Mon",
-            Weekday::Tuesday => "Tue",
-            Weekday::Wednesday => "Wed",
-            Weekday::Thursday => "Thu",
-            Weekday::Friday => "Fri",
-            Weekday::Saturday => "Sat",
-            Weekday::Sunday => "Sun",
-        };
         format!(
-            "{day} {} {:02}:{:02} {}",
-            local.date(),
-            local.hour(),
-            local.minute(),
+            "{} {}",
+            self.local(at).strftime("%a %Y-%m-%d %H:%M"),
             self.zone_name
         )
     }
