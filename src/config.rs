@@ -198,17 +198,17 @@ impl Config {
             Some(spec) => groups.with_settle(&spec)?,
             None => groups,
         };
-        let zone = var("FLEETLOCK_TIME_ZONE");
-        Schedule::zone_from(zone.as_deref()).map_err(ConfigError::TimeZone)?;
+        let schedule = Schedule::in_zone(var("FLEETLOCK_TIME_ZONE").as_deref())
+            .map_err(ConfigError::TimeZone)?;
         let windows = match var("FLEETLOCK_WINDOWS").filter(|v| !v.trim().is_empty()) {
-            Some(spec) => Schedule::parse(
-                &spec,
-                zone.as_deref(),
-                |g| groups.slots_for(g).is_ok(),
-                groups.others().is_some(),
-            )
-            .map_err(ConfigError::Windows)?,
-            None => Schedule::parse_zone_only(zone.as_deref()).map_err(ConfigError::TimeZone)?,
+            Some(spec) => schedule
+                .with_windows(
+                    &spec,
+                    |g| groups.slots_for(g).is_ok(),
+                    groups.others().is_some(),
+                )
+                .map_err(ConfigError::Windows)?,
+            None => schedule,
         };
         let table = match var("FLEETLOCK_TABLE") {
             None => None,

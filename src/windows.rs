@@ -209,8 +209,9 @@ impl Default for Schedule {
 }
 
 impl Schedule {
+    /// No windows yet, every group always open, in the zone of
     /// `FLEETLOCK_TIME_ZONE`: `UTC` (also when unset) or an IANA name.
-    pub fn zone_from(name: Option<&str>) -> Result<(TimeZone, String), String> {
+    pub fn in_zone(name: Option<&str>) -> Result<Self, String> {
         let name = name
             .map(str::trim)
             .filter(|n| !n.is_empty())
@@ -224,35 +225,33 @@ impl Schedule {
         }
         let zone = TimeZone::get(name)
             .map_err(|_| format!("'{name}' is not a time zone of the IANA database"))?;
-        Ok((zone, name.to_owned()))
-    }
-
-    /// No windows, every group always open, in the zone named.
-    pub fn parse_zone_only(zone: Option<&str>) -> Result<Self, String> {
-        let (zone, zone_name) = Self::zone_from(zone)?;
         Ok(Schedule {
             zone,
-            zone_name,
+            zone_name: name.to_owned(),
             ..Schedule::default()
         })
     }
 
-    /// `FLEETLOCK_WINDOWS`: windows separated by `;`, each `GROUP: days=...
-    /// start_time=HH:MM length_minutes=N`; a group may have several; `*`
-    /// gives windows to every group without its own. `known` says whether a
-    /// group is configured.
+    /// `FLEETLOCK_WINDOWS` in the zone named: see [`Schedule::with_windows`].
     pub fn parse(
         spec: &str,
         zone: Option<&str>,
         known: impl Fn(&GroupName) -> bool,
         wildcard_known: bool,
     ) -> Result<Self, String> {
-        let (zone, zone_name) = Self::zone_from(zone)?;
-        let mut schedule = Schedule {
-            zone,
-            zone_name,
-            ..Schedule::default()
-        };
+        Self::in_zone(zone)?.with_windows(spec, known, wildcard_known)
+    }
+
+    /// Adds `FLEETLOCK_WINDOWS`: windows separated by `;`, each `GROUP: days=...
+    /// start_time=HH:MM length_minutes=N`; a group may have several; `*`
+    /// gives windows to every group without its own. `known` says whether a
+    /// group is configured.
+    pub fn with_windows(
+        mut self,
+        spec: &str,
+        known: impl Fn(&GroupName) -> bool,
+        wildcard_known: bool,
+    ) -> Result<Self, String> {
         for entry in spec.split(';').map(str::trim) {
             if entry.is_empty() {
                 return Err(format!(
@@ -271,7 +270,7 @@ impl Schedule {
                 if !wildcard_known {
                     return Err("'*' has windows but FLEETLOCK_GROUPS has no '*'".into());
                 }
-                schedule.others.get_or_insert_default()
+                self.others.get_or_insert_default()
             } else {
                 let group =
                     GroupName::parse(name).map_err(|e| format!("group '{name}': {}", e.value()))?;
@@ -280,11 +279,11 @@ impl Schedule {
                         "group '{name}' is not configured by FLEETLOCK_GROUPS"
                     ));
                 }
-                schedule.groups.entry(group).or_default()
+                self.groups.entry(group).or_default()
             };
             calendar.windows.push(window);
         }
-        Ok(schedule)
+        Ok(self)
     }
 
     pub fn zone_name(&self) -> &str {
