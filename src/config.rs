@@ -55,39 +55,60 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// A value per group, as `FLEETLOCK_GROUPS` and `FLEETLOCK_SETTLE` write it:
+/// `GROUP=VALUE` entries separated by commas, `*` for every group not listed,
+/// each at most once. `value` reads an entry's value (given the group's name),
+/// and `accept` vets a group (`None` for `*`) before it is recorded.
+fn per_group<T>(
+    spec: &str,
+    form: &str,
+    example: &str,
+    value: impl Fn(&str, &str) -> Result<T, String>,
+    accept: impl Fn(Option<&GroupName>) -> Result<(), String>,
+) -> Result<(BTreeMap<GroupName, T>, Option<T>), String> {
+    let mut listed = BTreeMap::new();
+    let mut others = None;
+    for entry in spec.split(',').map(str::trim) {
+        if entry.is_empty() {
+            return Err(format!(
+                "empty entry in '{spec}'; expected e.g. '{example}'"
+            ));
+        }
+        let (name, text) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("entry '{entry}' is not of the form {form}"))?;
+        let (name, text) = (name.trim(), text.trim());
+        let parsed = value(name, text)?;
+        if name == "*" {
+            accept(None)?;
+            if others.replace(parsed).is_some() {
+                return Err("'*' is listed twice".into());
+            }
+            continue;
+        }
+        let group = GroupName::parse(name).map_err(|e| format!("group '{name}': {}", e.value()))?;
+        accept(Some(&group))?;
+        if listed.insert(group, parsed).is_some() {
+            return Err(format!("group '{name}' is listed twice"));
+        }
+    }
+    Ok((listed, others))
+}
+
 impl GroupSlots {
     pub fn parse(spec: &str) -> Result<Self, ConfigError> {
-        let mut listed = BTreeMap::new();
-        let mut others = None;
-        for entry in spec.split(',').map(str::trim) {
-            if entry.is_empty() {
-                return Err(ConfigError::Groups(format!(
-                    "empty entry in '{spec}'; expected e.g. 'default=1,workers=3'"
-                )));
-            }
-            let (name, count) = entry.split_once('=').ok_or_else(|| {
-                ConfigError::Groups(format!("entry '{entry}' is not of the form GROUP=SLOTS"))
-            })?;
-            let (name, count) = (name.trim(), count.trim());
-            let slots: u32 = count.parse().map_err(|_| {
-                ConfigError::Groups(format!(
-                    "slot count '{count}' of '{name}' is not a whole number from 0 up"
-                ))
-            })?;
-            if name == "*" {
-                if others.replace(slots).is_some() {
-                    return Err(ConfigError::Groups("'*' is listed twice".into()));
-                }
-                continue;
-            }
-            let group = GroupName::parse(name)
-                .map_err(|e| ConfigError::Groups(format!("group '{name}': {}", e.value())))?;
-            if listed.insert(group, slots).is_some() {
-                return Err(ConfigError::Groups(format!(
-                    "group '{name}' is listed twice"
-                )));
-            }
-        }
+        let (listed, others) = per_group(
+            spec,
+            "GROUP=SLOTS",
+            "default=1,workers=3",
+            |name, count| {
+                count.parse().map_err(|_| {
+                    format!("slot count '{count}' of '{name}' is not a whole number from 0 up")
+                })
+            },
+            |_| Ok(()),
+        )
+        .map_err(ConfigError::Groups)?;
         Ok(Self {
             listed,
             others,
@@ -99,40 +120,24 @@ impl GroupSlots {
     /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
     /// group named must be one these slots configure.
     pub fn with_settle(mut self, spec: &str) -> Result<Self, ConfigError> {
-        for entry in spec.split(',').map(str::trim) {
-            let bad = |why: String| ConfigError::Settle(why);
-            if entry.is_empty() {
-                return Err(bad(format!(
-                    "empty entry in '{spec}'; expected e.g. 'workers=10m,*=2m'"
-                )));
-            }
-            let (name, time) = entry
-                .split_once('=')
-                .ok_or_else(|| bad(format!("entry '{entry}' is not of the form GROUP=DURATION")))?;
-            let (name, time) = (name.trim(), time.trim());
-            let settle = parse_duration(time).map_err(|why| bad(format!("'{name}': {why}")))?;
-            if name == "*" {
-                if self.others.is_none() {
-                    return Err(bad(
-                        "'*' is given a settle time but FLEETLOCK_GROUPS has no '*'".into(),
-                    ));
+        let (settle, settle_others) = per_group(
+            spec,
+            "GROUP=DURATION",
+            "workers=10m,*=2m",
+            |name, time| parse_duration(time).map_err(|why| format!("'{name}': {why}")),
+            |group| match group {
+                None if self.others.is_none() => {
+                    Err("'*' is given a settle time but FLEETLOCK_GROUPS has no '*'".into())
                 }
-                if self.settle_others.replace(settle).is_some() {
-                    return Err(bad("'*' is listed twice".into()));
-                }
-                continue;
-            }
-            let group = GroupName::parse(name)
-                .map_err(|e| bad(format!("group '{name}': {}", e.value())))?;
-            if self.slots_for(&group).is_err() {
-                return Err(bad(format!(
-                    "group '{name}' is not configured by FLEETLOCK_GROUPS"
-                )));
-            }
-            if self.settle.insert(group, settle).is_some() {
-                return Err(bad(format!("group '{name}' is listed twice")));
-            }
-        }
+                Some(group) if self.slots_for(group).is_err() => Err(format!(
+                    "group '{group}' is not configured by FLEETLOCK_GROUPS"
+                )),
+                _ => Ok(()),
+            },
+        )
+        .map_err(ConfigError::Settle)?;
+        self.settle = settle;
+        self.settle_others = settle_others;
         Ok(self)
     }
 
