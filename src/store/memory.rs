@@ -16,6 +16,19 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// Runs `f` on every group under the one lock. A poisoned lock means a
+    /// panic mid-update: refuse rather than guess.
+    fn with_groups<T>(
+        &self,
+        f: impl FnOnce(&mut BTreeMap<GroupName, GroupRecord>) -> T,
+    ) -> Result<T, StoreError> {
+        let mut groups = self
+            .groups
+            .lock()
+            .map_err(|_| StoreError::Corrupt("memory store lock poisoned".into()))?;
+        Ok(f(&mut groups))
+    }
+
     /// Applies `change` to the group (created if missing) and returns its
     /// outcome with the group as it stands after.
     fn change<T>(
@@ -23,18 +36,18 @@ impl MemoryStore {
         group: &GroupName,
         change: impl FnOnce(&mut GroupRecord) -> T,
     ) -> Result<Decided<T>, StoreError> {
-        // A poisoned lock means a panic mid-update: refuse rather than guess.
-        let mut groups = self
-            .groups
-            .lock()
-            .map_err(|_| StoreError::Corrupt("memory store lock poisoned".into()))?;
-        let record = groups.entry(group.clone()).or_default();
-        let outcome = change(record);
-        Ok(Decided {
-            outcome,
-            group: record.clone(),
-            write_units: None,
+        self.with_groups(|groups| {
+            let record = groups.entry(group.clone()).or_default();
+            decided(change(record), record)
         })
+    }
+}
+
+fn decided<T>(outcome: T, group: &GroupRecord) -> Decided<T> {
+    Decided {
+        outcome,
+        group: group.clone(),
+        write_units: None,
     }
 }
 
@@ -64,15 +77,10 @@ impl LockStore for MemoryStore {
         now: Timestamp,
     ) -> Result<Decided<Release>, StoreError> {
         // Like a refused conditional write, a release of nothing stores nothing.
-        let known = self.groups(Some(group)).await?;
-        if known.is_empty() {
-            return Ok(Decided {
-                outcome: Release::NotHeld,
-                group: GroupRecord::default(),
-                write_units: None,
-            });
-        }
-        self.change(group, |record| record.release(id, now))
+        self.with_groups(|groups| match groups.get_mut(group) {
+            Some(record) => decided(record.release(id, now), record),
+            None => decided(Release::NotHeld, &GroupRecord::default()),
+        })
     }
 
     async fn pause(
@@ -115,14 +123,12 @@ impl LockStore for MemoryStore {
         &self,
         only: Option<&GroupName>,
     ) -> Result<Vec<(GroupName, GroupRecord)>, StoreError> {
-        let groups = self
-            .groups
-            .lock()
-            .map_err(|_| StoreError::Corrupt("memory store lock poisoned".into()))?;
-        Ok(groups
-            .iter()
-            .filter(|(name, _)| only.is_none_or(|only| *name == only))
-            .map(|(name, record)| (name.clone(), record.clone()))
-            .collect())
+        self.with_groups(|groups| {
+            groups
+                .iter()
+                .filter(|(name, _)| only.is_none_or(|only| *name == only))
+                .map(|(name, record)| (name.clone(), record.clone()))
+                .collect()
+        })
     }
 }
