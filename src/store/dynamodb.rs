@@ -273,8 +273,9 @@ fn unavailable<E: std::error::Error + 'static>(err: E) -> StoreError {
     StoreError::Unavailable(one_line(&err))
 }
 
-/// `Code: message` for an error DynamoDB answered; otherwise the outermost
-/// and the innermost cause ("dispatch failure: Connection refused").
+/// The outermost and the innermost cause of an error, once each: "dispatch
+/// failure: Connection refused (os error 111)", "service error:
+/// ResourceNotFoundException: …".
 fn one_line(err: &(dyn std::error::Error + 'static)) -> String {
     let mut root = err;
     while let Some(source) = root.source() {
@@ -408,6 +409,24 @@ enum Written {
     Refused(GroupRecord),
 }
 
+impl Written {
+    /// `applied` or `refused` as the outcome, with the item and the units.
+    fn decided<T>(self, applied: T, refused: T) -> Decided<T> {
+        match self {
+            Written::Applied(group, write_units) => Decided {
+                outcome: applied,
+                group,
+                write_units,
+            },
+            Written::Refused(group) => Decided {
+                outcome: refused,
+                group,
+                write_units: None,
+            },
+        }
+    }
+}
+
 impl DynamoStore {
     /// Sends one conditional `UpdateItem` on the group's item, asking for the
     /// item after the write, or as it was when the condition refused it.
@@ -445,22 +464,10 @@ impl DynamoStore {
         group: &GroupName,
         request: UpdateItemFluentBuilder,
     ) -> Result<Decided<Changed>, StoreError> {
-        Ok(match self.update(group, request).await? {
-            Written::Applied(group, write_units) => Decided {
-                outcome: Changed::Yes,
-                group,
-                write_units,
-            },
-            Written::Refused(group) => Decided {
-                outcome: Changed::AlreadySo,
-                group,
-                write_units: None,
-            },
-        })
+        let written = self.update(group, request).await?;
+        Ok(written.decided(Changed::Yes, Changed::AlreadySo))
     }
-}
 
-impl DynamoStore {
     /// One write to the set of alarms pausing the group; refused (nothing
     /// changes) when the alarm is already in, or already out of, the set.
     async fn change_alarms(
@@ -563,19 +570,9 @@ impl LockStore for DynamoStore {
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
-        Ok(match self.update(group, request).await? {
-            Written::Applied(group, write_units) => Decided {
-                outcome: Release::Released,
-                group,
-                write_units,
-            },
-            // Not a holder: releasing is idempotent, nothing changed.
-            Written::Refused(group) => Decided {
-                outcome: Release::NotHeld,
-                group,
-                write_units: None,
-            },
-        })
+        // Refused: not a holder. Releasing is idempotent, nothing changed.
+        let written = self.update(group, request).await?;
+        Ok(written.decided(Release::Released, Release::NotHeld))
     }
 
     async fn pause(
