@@ -54,3 +54,79 @@ pub async fn run<S: LockStore>(api: Arc<Api<S>>) -> Result<(), lambda_http::Erro
     }))
     .await
 }
+
+/// What a Lambda function built from this binary does, from its handler name
+/// (`_HANDLER`): chosen before anything else, since each entry point needs
+/// its own settings and clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryPoint {
+    /// The FleetLock API (`api`, or `bootstrap`, the name of 0.1 stacks).
+    Api,
+    /// Slot events from the table's stream (`slot-events`).
+    SlotEvents,
+    /// Pauses from CloudWatch alarms (`alarm-pauses`).
+    AlarmPauses,
+}
+
+impl EntryPoint {
+    pub const NAMES: [&str; 3] = ["api", "slot-events", "alarm-pauses"];
+
+    pub fn from_handler(handler: Option<&str>) -> Result<Self, String> {
+        match handler.map(str::trim) {
+            None | Some("" | "api" | "bootstrap") => Ok(EntryPoint::Api),
+            Some("slot-events") => Ok(EntryPoint::SlotEvents),
+            Some("alarm-pauses") => Ok(EntryPoint::AlarmPauses),
+            Some(other) => Err(format!(
+                "unknown Lambda handler {other:?}; the handler names the entry point: {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryPoint::Api => "api",
+            EntryPoint::SlotEvents => "slot-events",
+            EntryPoint::AlarmPauses => "alarm-pauses",
+        }
+    }
+}
+
+/// Serves events of any other shape: `handle` gets each event's JSON and
+/// answers JSON.
+pub async fn run_json<F, Fut>(handle: F) -> Result<(), lambda_http::Error>
+where
+    F: Fn(serde_json::Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = serde_json::Value> + Send,
+{
+    let handle = Arc::new(handle);
+    lambda_http::lambda_runtime::run(service_fn(
+        move |event: lambda_http::LambdaEvent<serde_json::Value>| {
+            let handle = Arc::clone(&handle);
+            async move { Ok::<_, std::convert::Infallible>(handle(event.payload).await) }
+        },
+    ))
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handler_name_chooses_the_entry_point() {
+        assert_eq!(EntryPoint::from_handler(None), Ok(EntryPoint::Api));
+        assert_eq!(
+            EntryPoint::from_handler(Some("bootstrap")),
+            Ok(EntryPoint::Api)
+        );
+        for name in EntryPoint::NAMES {
+            assert_eq!(
+                EntryPoint::from_handler(Some(name)).map(EntryPoint::name),
+                Ok(name)
+            );
+        }
+        let unknown = EntryPoint::from_handler(Some("events")).unwrap_err();
+        assert!(unknown.contains("slot-events"), "{unknown}");
+    }
+}

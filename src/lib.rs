@@ -11,12 +11,15 @@
 //! - [`http`]: the router shared by [`lambda`] and the local [`server`], with
 //!   client authentication from [`auth`].
 //! - [`cli`]: the command line; [`iam`]: the permissions each party needs.
+//! - [`events`]: slot events from two states of a group, pure; [`stream`]:
+//!   the entry point that reads the table's stream and puts them on EventBridge.
 
 pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod deployed;
 pub mod error;
+pub mod events;
 pub mod http;
 pub mod iam;
 pub mod input;
@@ -27,4 +30,5 @@ pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod stream;
 pub mod windows;

@@ -36,6 +36,15 @@ impl Timestamp {
         }
     }
 
+    /// `2026-11-30T05:12:09.042Z`: UTC to the millisecond, for events.
+    pub fn to_rfc3339_millis(self) -> String {
+        let millis = i64::try_from(self.0).unwrap_or(i64::MAX);
+        match jiff::Timestamp::from_millisecond(millis) {
+            Ok(at) => at.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            Err(_) => self.0.to_string(),
+        }
+    }
+
     pub fn plus(self, span: Duration) -> Timestamp {
         let millis = u64::try_from(span.as_millis()).unwrap_or(u64::MAX);
         Timestamp(self.0.saturating_add(millis))
@@ -447,6 +456,15 @@ mod tests {
             Timestamp(4_102_444_799_000).to_rfc3339(),
             "2099-12-31T23:59:59Z"
         );
+    }
+
+    #[test]
+    fn event_timestamps_keep_the_milliseconds() {
+        assert_eq!(
+            Timestamp(1_764_479_529_042).to_rfc3339_millis(),
+            "2025-11-30T05:12:09.042Z"
+        );
+        assert_eq!(Timestamp(0).to_rfc3339_millis(), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]

@@ -6,18 +6,36 @@ use fleetlock::cli::{self, Command, Targets};
 use fleetlock::config::Config;
 use fleetlock::http::Api;
 use fleetlock::input::{GroupName, NodeId, PauseReason};
+use fleetlock::lambda::EntryPoint;
 use fleetlock::lock::{PersonPause, Release, Timestamp};
 use fleetlock::metrics::EmbeddedMetrics;
 use fleetlock::service::{FleetLock, paused_because};
 use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definition};
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::store::{Changed, LockStore};
+use fleetlock::stream::{self, EventBridge, SlotEvents};
 use fleetlock::{deployed, iam, lambda, logging, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
-        return run_lambda().await;
+        logging::init(true);
+        // The handler name picks the entry point before any setting is read:
+        // each one needs settings and clients of its own.
+        let handler = std::env::var("_HANDLER").ok();
+        let entry = match EntryPoint::from_handler(handler.as_deref()) {
+            Ok(entry) => entry,
+            Err(why) => {
+                tracing::error!(error = %why, "not starting");
+                return ExitCode::FAILURE;
+            }
+        };
+        tracing::info!(entry = entry.name(), handler, "starting");
+        return match entry {
+            EntryPoint::Api => run_lambda().await,
+            EntryPoint::SlotEvents => run_slot_events().await,
+            EntryPoint::AlarmPauses => run_alarm_pauses().await,
+        };
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = match cli::parse(&args) {
@@ -38,7 +56,6 @@ async fn main() -> ExitCode {
 }
 
 async fn run_lambda() -> ExitCode {
-    logging::init(true);
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(err) => {
@@ -82,6 +99,43 @@ async fn run_lambda() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Slot events: the table's stream to EventBridge. Needs no table, no
+/// clients and no group settings: only the bus.
+async fn run_slot_events() -> ExitCode {
+    let bus = std::env::var("FLEETLOCK_EVENT_BUS")
+        .ok()
+        .filter(|bus| !bus.trim().is_empty())
+        .unwrap_or_else(|| stream::DEFAULT_BUS.into());
+    tracing::info!(bus, "slot events go to this EventBridge bus");
+    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock".into());
+    let slot_events = Arc::new(SlotEvents::new(EventBridge::new(
+        stream::client().await,
+        bus,
+    )));
+    let result = lambda::run_json(move |batch| {
+        let slot_events = Arc::clone(&slot_events);
+        let function = function.clone();
+        async move {
+            let report = slot_events.handle(&batch).await;
+            println!("{}", report.metric_line(&function, Timestamp::now()));
+            report.response()
+        }
+    })
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "lambda runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_alarm_pauses() -> ExitCode {
+    tracing::error!("the alarm-pauses entry point is not built yet");
+    ExitCode::FAILURE
 }
 
 async fn run_command(command: Command) -> Result<(), String> {

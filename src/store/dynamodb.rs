@@ -369,6 +369,95 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
     }
 }
 
+/// A group's state from an image of its item in DynamoDB's JSON (`{"S": ..}`,
+/// `{"N": ..}`), as a stream record carries it; `None` (no image) is a group
+/// with no item. The same reading as every other, so a stream sees exactly
+/// what a decision saw.
+pub fn record_from_image(image: Option<&serde_json::Value>) -> Result<GroupRecord, StoreError> {
+    let Some(image) = image else {
+        return Ok(GroupRecord::default());
+    };
+    record_of(Some(&item_from_json(image)?))
+}
+
+/// The group an image's keys (or the image itself) names.
+pub fn group_from_keys(keys: &serde_json::Value) -> Result<GroupName, StoreError> {
+    match item_from_json(keys)?.get(KEY_ATTRIBUTE) {
+        Some(AttributeValue::S(name)) => GroupName::parse(name)
+            .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}"))),
+        _ => Err(StoreError::Corrupt(format!(
+            "the key has no string attribute {KEY_ATTRIBUTE:?}"
+        ))),
+    }
+}
+
+fn item_from_json(item: &serde_json::Value) -> Result<HashMap<String, AttributeValue>, StoreError> {
+    let serde_json::Value::Object(item) = item else {
+        return Err(StoreError::Corrupt("an image is not a JSON object".into()));
+    };
+    item.iter()
+        .map(|(name, value)| {
+            attribute_from_json(value)
+                .map(|value| (name.clone(), value))
+                .map_err(|why| StoreError::Corrupt(format!("attribute {name}: {why}")))
+        })
+        .collect()
+}
+
+/// One attribute in DynamoDB's JSON: an object with exactly one type key.
+fn attribute_from_json(value: &serde_json::Value) -> Result<AttributeValue, String> {
+    use serde_json::Value;
+    let Value::Object(typed) = value else {
+        return Err("not a typed value".into());
+    };
+    let mut entries = typed.iter();
+    let (Some((kind, inner)), None) = (entries.next(), entries.next()) else {
+        return Err("not exactly one type key".into());
+    };
+    let text = |v: &Value| v.as_str().map(str::to_owned).ok_or("expected a string");
+    let texts = |v: &Value| -> Result<Vec<String>, String> {
+        v.as_array()
+            .ok_or("expected a list")?
+            .iter()
+            .map(|v| text(v).map_err(String::from))
+            .collect()
+    };
+    let blob = |v: &Value| -> Result<aws_sdk_dynamodb::primitives::Blob, String> {
+        use base64::Engine;
+        let raw = text(v)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(raw)
+            .map(aws_sdk_dynamodb::primitives::Blob::new)
+            .map_err(|_| "invalid base64".into())
+    };
+    Ok(match (kind.as_str(), inner) {
+        ("S", v) => AttributeValue::S(text(v)?),
+        ("N", v) => AttributeValue::N(text(v)?),
+        ("B", v) => AttributeValue::B(blob(v)?),
+        ("SS", v) => AttributeValue::Ss(texts(v)?),
+        ("NS", v) => AttributeValue::Ns(texts(v)?),
+        ("BS", v) => AttributeValue::Bs(
+            v.as_array()
+                .ok_or("expected a list")?
+                .iter()
+                .map(blob)
+                .collect::<Result<_, _>>()?,
+        ),
+        ("BOOL", Value::Bool(b)) => AttributeValue::Bool(*b),
+        ("NULL", _) => AttributeValue::Null(true),
+        ("M", Value::Object(_)) => {
+            AttributeValue::M(item_from_json(inner).map_err(|e| e.to_string())?)
+        }
+        ("L", Value::Array(items)) => AttributeValue::L(
+            items
+                .iter()
+                .map(attribute_from_json)
+                .collect::<Result<_, _>>()?,
+        ),
+        (other, _) => return Err(format!("unknown or malformed type {other:?}")),
+    })
+}
+
 fn read_person_pause(pause: &HashMap<String, AttributeValue>) -> Result<PersonPause, StoreError> {
     let text = |name: &str| match pause.get(name) {
         Some(AttributeValue::S(text)) => Ok(text.clone()),

@@ -1,0 +1,358 @@
+//! Slot events: what changed in a group between two stored states, as the
+//! events its consumers hear (a node took or gave back a slot, a group was
+//! paused or resumed). Pure: the stream adapter ([`crate::stream`]) reads the
+//! states from the table's stream and sends what this returns.
+//!
+//! The item holds no event data of its own: every field comes from the state
+//! before and after one write, so the protocol's write stays as small as it is.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::input::GroupName;
+use crate::lock::{Group, Timestamp};
+
+/// The `source` of every event this service sends.
+pub const SOURCE: &str = "fleetlock";
+
+/// One `detail-type` per kind of change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    SlotReleased,
+    GroupResumed,
+    GroupPaused,
+    SlotGranted,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [
+        Kind::SlotGranted,
+        Kind::SlotReleased,
+        Kind::GroupPaused,
+        Kind::GroupResumed,
+    ];
+
+    pub fn detail_type(self) -> &'static str {
+        match self {
+            Kind::SlotGranted => "Slot Granted",
+            Kind::SlotReleased => "Slot Released",
+            Kind::GroupPaused => "Group Paused",
+            Kind::GroupResumed => "Group Resumed",
+        }
+    }
+}
+
+/// The stream record that carried a change: what makes a redelivery
+/// recognisable and what dates a change the item does not date itself.
+#[derive(Clone, Copy, Debug)]
+pub struct Origin<'a> {
+    /// The stream record's `eventID`: the same on every delivery of it.
+    pub record_id: &'a str,
+    /// The record's `SequenceNumber`: grows with every write to the group.
+    pub sequence: &'a str,
+    /// When DynamoDB wrote the record (`ApproximateCreationDateTime`).
+    pub written_at: Timestamp,
+}
+
+/// One change of a group, ready to send.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlotEvent {
+    pub kind: Kind,
+    /// When the change happened, as precisely as the item says.
+    pub at: Timestamp,
+    pub detail: Value,
+}
+
+/// Every change from `old` to `new` (an absent item is `Group::default()`),
+/// releases and resumes first, then pauses, then grants; within a kind by
+/// node id or alarm name, so that a redelivery produces the same list.
+pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) -> Vec<SlotEvent> {
+    let after = After::of(group, old, new, origin);
+    let mut events = Vec::new();
+
+    for (id, held_since) in old.holders.holders() {
+        if !new.holders.holds(id) {
+            // A release writes `released_at`; a deleted item has none.
+            let at = new
+                .last_release
+                .filter(|&at| Some(at) != old.last_release)
+                .unwrap_or(origin.written_at);
+            let held_seconds = held_since.age_at(at).as_secs();
+            let fields = json!({
+                "id": id.as_str(),
+                "held_since": held_since.to_rfc3339_millis(),
+                "held_seconds": held_seconds,
+            });
+            events.push(after.event(Kind::SlotReleased, id.as_str(), at, fields));
+        }
+    }
+    if let Some(pause) = old
+        .pause
+        .person
+        .as_ref()
+        .filter(|_| new.pause.person.is_none())
+    {
+        events.push(after.event(
+            Kind::GroupResumed,
+            "person",
+            origin.written_at,
+            json!({ "cause": "person", "reason": pause.reason.as_str(), "by": pause.by }),
+        ));
+    }
+    for alarm in old.pause.alarms.difference(&new.pause.alarms) {
+        events.push(after.event(
+            Kind::GroupResumed,
+            &format!("alarm:{alarm}"),
+            origin.written_at,
+            json!({ "cause": "alarm", "alarm": alarm }),
+        ));
+    }
+    if let Some(pause) = new
+        .pause
+        .person
+        .as_ref()
+        .filter(|_| old.pause.person.is_none())
+    {
+        events.push(after.event(
+            Kind::GroupPaused,
+            "person",
+            pause.since,
+            json!({ "cause": "person", "reason": pause.reason.as_str(), "by": pause.by }),
+        ));
+    }
+    for alarm in new.pause.alarms.difference(&old.pause.alarms) {
+        events.push(after.event(
+            Kind::GroupPaused,
+            &format!("alarm:{alarm}"),
+            origin.written_at,
+            json!({ "cause": "alarm", "alarm": alarm }),
+        ));
+    }
+    for (id, since) in new.holders.holders() {
+        if !old.holders.holds(id) {
+            events.push(after.event(
+                Kind::SlotGranted,
+                id.as_str(),
+                since,
+                json!({ "id": id.as_str() }),
+            ));
+        }
+    }
+    events
+}
+
+/// The fields every event shares: the group as it stands after the write.
+struct After<'a> {
+    group: &'a GroupName,
+    holders: usize,
+    holder_ids: Vec<&'a str>,
+    slots: Option<u32>,
+    paused: bool,
+    origin: Origin<'a>,
+}
+
+impl<'a> After<'a> {
+    fn of(group: &'a GroupName, old: &Group, new: &'a Group, origin: Origin<'a>) -> Self {
+        Self {
+            group,
+            holders: new.holders.len(),
+            holder_ids: new.holders.holders().map(|(id, _)| id.as_str()).collect(),
+            // A deleted item has no slot count left; the last one known is
+            // still the group's.
+            slots: new.slots.or(old.slots),
+            paused: new.pause.is_paused(),
+            origin,
+        }
+    }
+
+    fn event(&self, kind: Kind, subject: &str, at: Timestamp, fields: Value) -> SlotEvent {
+        let mut detail = json!({
+            "group": self.group.as_str(),
+            "at": at.to_rfc3339_millis(),
+            "holders": self.holders,
+            "holder_ids": self.holder_ids,
+            "slots": self.slots,
+            "paused": self.paused,
+            "sequence": self.origin.sequence,
+            "idempotency_key": idempotency_key(self.origin.record_id, kind, subject),
+        });
+        if let (Value::Object(detail), Value::Object(fields)) = (&mut detail, fields) {
+            detail.extend(fields);
+        }
+        SlotEvent { kind, at, detail }
+    }
+}
+
+/// The same for every delivery of one change, different for any other: the
+/// stream record's id, the kind of change and whom it concerns.
+pub fn idempotency_key(record_id: &str, kind: Kind, subject: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(record_id.as_bytes())
+        .chain_update([0])
+        .chain_update(kind.detail_type().as_bytes())
+        .chain_update([0])
+        .chain_update(subject.as_bytes())
+        .finalize();
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::input::{NodeId, PauseReason};
+    use crate::lock::{Pause, PersonPause, Semaphore};
+
+    const ORIGIN: Origin<'static> = Origin {
+        record_id: "rec-1",
+        sequence: "100",
+        written_at: Timestamp(5_000),
+    };
+
+    fn group(holders: &[(&str, u64)]) -> Group {
+        Group {
+            holders: Semaphore::from_holders(
+                holders
+                    .iter()
+                    .map(|(id, at)| (NodeId::parse(id).unwrap(), Timestamp(*at))),
+            ),
+            slots: Some(2),
+            ..Group::default()
+        }
+    }
+
+    fn kinds(events: &[SlotEvent]) -> Vec<(Kind, String)> {
+        events
+            .iter()
+            .map(|e| {
+                let subject = e.detail["id"]
+                    .as_str()
+                    .or(e.detail["alarm"].as_str())
+                    .or(e.detail["cause"].as_str())
+                    .unwrap_or_default();
+                (e.kind, subject.to_owned())
+            })
+            .collect()
+    }
+
+    fn workers() -> GroupName {
+        GroupName::parse("workers").unwrap()
+    }
+
+    #[test]
+    fn a_grant_is_dated_by_the_holder_and_counts_the_holders_after_it() {
+        let events = changes(
+            &workers(),
+            &group(&[("a", 1_000)]),
+            &group(&[("a", 1_000), ("b", 4_000)]),
+            ORIGIN,
+        );
+        assert_eq!(kinds(&events), [(Kind::SlotGranted, "b".to_owned())]);
+        let detail = &events[0].detail;
+        assert_eq!(events[0].at, Timestamp(4_000));
+        assert_eq!(detail["group"], "workers");
+        assert_eq!(detail["at"], "1970-01-01T00:00:04.000Z");
+        assert_eq!(detail["holders"], 2);
+        assert_eq!(detail["holder_ids"], json!(["a", "b"]));
+        assert_eq!(detail["slots"], 2);
+        assert_eq!(detail["paused"], false);
+        assert_eq!(detail["sequence"], "100");
+    }
+
+    #[test]
+    fn a_release_is_dated_by_released_at_and_says_how_long_the_slot_was_held() {
+        let mut after = group(&[]);
+        after.last_release = Some(Timestamp(64_000));
+        let events = changes(&workers(), &group(&[("a", 4_000)]), &after, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::SlotReleased, "a".to_owned())]);
+        assert_eq!(events[0].at, Timestamp(64_000));
+        assert_eq!(events[0].detail["held_seconds"], 60);
+        assert_eq!(events[0].detail["held_since"], "1970-01-01T00:00:04.000Z");
+        assert_eq!(events[0].detail["holders"], 0);
+    }
+
+    #[test]
+    fn a_deleted_item_releases_every_holder_at_the_record_time() {
+        let events = changes(
+            &workers(),
+            &group(&[("a", 1_000), ("b", 2_000)]),
+            &Group::default(),
+            ORIGIN,
+        );
+        assert_eq!(
+            kinds(&events),
+            [
+                (Kind::SlotReleased, "a".to_owned()),
+                (Kind::SlotReleased, "b".to_owned())
+            ]
+        );
+        assert!(events.iter().all(|e| e.at == ORIGIN.written_at));
+        // The last slot count known stays the group's.
+        assert_eq!(events[0].detail["slots"], 2);
+    }
+
+    #[test]
+    fn pauses_and_resumes_by_a_person_and_by_alarms() {
+        let person = PersonPause {
+            reason: PauseReason::parse("kernel regression").unwrap(),
+            since: Timestamp(3_000),
+            by: "ana".into(),
+        };
+        let mut paused = group(&[]);
+        paused.pause = Pause {
+            person: Some(person),
+            alarms: BTreeSet::from(["api-errors".to_owned()]),
+        };
+        let events = changes(&workers(), &group(&[]), &paused, ORIGIN);
+        assert_eq!(
+            kinds(&events),
+            [
+                (Kind::GroupPaused, "person".to_owned()),
+                (Kind::GroupPaused, "api-errors".to_owned())
+            ]
+        );
+        assert_eq!(events[0].detail["reason"], "kernel regression");
+        assert_eq!(events[0].detail["by"], "ana");
+        assert_eq!(events[0].at, Timestamp(3_000));
+        assert_eq!(events[1].detail["cause"], "alarm");
+        assert_eq!(events[1].detail["paused"], true);
+
+        // The person resumes; the alarm's pause stays.
+        let mut alarm_only = paused.clone();
+        alarm_only.pause.person = None;
+        let events = changes(&workers(), &paused, &alarm_only, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::GroupResumed, "person".to_owned())]);
+        assert_eq!(events[0].detail["paused"], true);
+        assert_eq!(events[0].detail["by"], "ana");
+
+        let events = changes(&workers(), &alarm_only, &group(&[]), ORIGIN);
+        assert_eq!(
+            kinds(&events),
+            [(Kind::GroupResumed, "api-errors".to_owned())]
+        );
+        assert_eq!(events[0].detail["paused"], false);
+    }
+
+    #[test]
+    fn nothing_changed_is_no_event() {
+        let same = group(&[("a", 1_000)]);
+        assert!(changes(&workers(), &same, &same, ORIGIN).is_empty());
+    }
+
+    #[test]
+    fn the_key_is_the_same_for_a_redelivery_and_differs_for_anything_else() {
+        let key = idempotency_key("rec-1", Kind::SlotGranted, "a");
+        assert_eq!(key, idempotency_key("rec-1", Kind::SlotGranted, "a"));
+        assert_eq!(key.len(), 32);
+        for other in [
+            idempotency_key("rec-2", Kind::SlotGranted, "a"),
+            idempotency_key("rec-1", Kind::SlotReleased, "a"),
+            idempotency_key("rec-1", Kind::SlotGranted, "b"),
+        ] {
+            assert_ne!(key, other);
+        }
+        let events = changes(&workers(), &group(&[]), &group(&[("a", 1)]), ORIGIN);
+        assert_eq!(events[0].detail["idempotency_key"], key);
+    }
+}
