@@ -20,14 +20,14 @@ use crate::helpers::{basic_auth, local_dynamodb_endpoint, unique_table_name, zin
 
 const HTTP_API: &str = include_str!("../fixtures/http_api_v2_default_stage.json");
 
-struct RuntimeApi {
-    addr: std::net::SocketAddr,
-    events: mpsc::UnboundedSender<String>,
-    answers: mpsc::UnboundedReceiver<(String, Value)>,
+pub(crate) struct RuntimeApi {
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) events: mpsc::UnboundedSender<String>,
+    pub(crate) answers: mpsc::UnboundedReceiver<(String, Value)>,
 }
 
 /// Serves `invocation/next` from a queue and collects `invocation/{id}/response`.
-async fn runtime_api() -> RuntimeApi {
+pub(crate) async fn runtime_api() -> RuntimeApi {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (events, queue) = mpsc::unbounded_channel::<String>();

@@ -13,4 +13,5 @@ mod lambda_events;
 mod lambda_runtime;
 mod local_server;
 mod rollout;
+mod slot_events;
 mod windows;

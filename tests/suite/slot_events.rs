@@ -1,0 +1,388 @@
+//! Slot events end to end: Zincati's calls and a person's pause write to a
+//! table in DynamoDB Local, whose own stream is read as Lambda would read it
+//! and fed to the binary running as the `slot-events` entry point, which puts
+//! its events on a stand-in for EventBridge's PutEvents over HTTP.
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fleetlock::auth::Auth;
+use fleetlock::input::{GroupName, NodeId, PauseReason};
+use fleetlock::lock::{PersonPause, Timestamp};
+use fleetlock::store::LockStore;
+use fleetlock::store::dynamodb::{DynamoStore, client};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::Command;
+
+use crate::helpers::{api, local_dynamodb_endpoint, spawn_server, unique_table_name, zincati};
+use crate::lambda_runtime::runtime_api;
+
+/// One call of DynamoDB's JSON API, as the stream's own reader (Lambda) sees
+/// the answers. DynamoDB Local checks no signature.
+async fn dynamodb(target: &str, body: Value) -> Value {
+    let endpoint = local_dynamodb_endpoint();
+    let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let stream = TcpStream::connect(authority).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = Request::post("/")
+        .header("host", authority)
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amz-target", target)
+        .header(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=local/20261130/us-east-1/dynamodb/aws4_request, \
+             SignedHeaders=host, Signature=00",
+        )
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let json: Value = serde_json::from_slice(&body).unwrap();
+    assert!(status.is_success(), "{target}: {json}");
+    json
+}
+
+/// A lock table with the stream both templates give it.
+async fn table_with_stream() -> (String, String) {
+    let table = unique_table_name("events");
+    dynamodb(
+        "DynamoDB_20120810.CreateTable",
+        json!({
+            "TableName": table,
+            "AttributeDefinitions": [{ "AttributeName": "group", "AttributeType": "S" }],
+            "KeySchema": [{ "AttributeName": "group", "KeyType": "HASH" }],
+            "BillingMode": "PAY_PER_REQUEST",
+            "StreamSpecification": { "StreamEnabled": true, "StreamViewType": "NEW_AND_OLD_IMAGES" },
+        }),
+    )
+    .await;
+    let streams = dynamodb(
+        "DynamoDBStreams_20120810.ListStreams",
+        json!({ "TableName": table }),
+    )
+    .await;
+    let arn = streams["Streams"][0]["StreamArn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (table, arn)
+}
+
+/// Every record of the stream so far, shaped as Lambda delivers them.
+async fn stream_records(stream_arn: &str) -> Vec<Value> {
+    let described = dynamodb(
+        "DynamoDBStreams_20120810.DescribeStream",
+        json!({ "StreamArn": stream_arn }),
+    )
+    .await;
+    let mut records = Vec::new();
+    for shard in described["StreamDescription"]["Shards"].as_array().unwrap() {
+        let iterator = dynamodb(
+            "DynamoDBStreams_20120810.GetShardIterator",
+            json!({
+                "StreamArn": stream_arn,
+                "ShardId": shard["ShardId"],
+                "ShardIteratorType": "TRIM_HORIZON",
+            }),
+        )
+        .await;
+        let got = dynamodb(
+            "DynamoDBStreams_20120810.GetRecords",
+            json!({ "ShardIterator": iterator["ShardIterator"], "Limit": 1000 }),
+        )
+        .await;
+        for mut record in got["Records"].as_array().unwrap().iter().cloned() {
+            record["eventSourceARN"] = stream_arn.into();
+            records.push(record);
+        }
+    }
+    records
+}
+
+/// PutEvents as EventBridge answers it (JSON 1.1), keeping every entry.
+/// Entries whose detail names a node in `failing` fail, every time.
+#[derive(Clone, Default)]
+struct EventBus {
+    entries: Arc<Mutex<Vec<Value>>>,
+    failing: Arc<Mutex<HashSet<String>>>,
+}
+
+impl EventBus {
+    async fn start(&self) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let bus = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let bus = bus.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                        let bus = bus.clone();
+                        async move {
+                            let target = request.headers()["x-amz-target"]
+                                .to_str()
+                                .unwrap()
+                                .to_owned();
+                            assert_eq!(target, "AWSEvents.PutEvents");
+                            let body = request.into_body().collect().await.unwrap().to_bytes();
+                            let body: Value = serde_json::from_slice(&body).unwrap();
+                            let answer = bus.put(&body);
+                            Ok::<_, Infallible>(
+                                Response::builder()
+                                    .header("content-type", "application/x-amz-json-1.1")
+                                    .body(Full::new(Bytes::from(answer.to_string())))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn put(&self, body: &Value) -> Value {
+        let failing = self.failing.lock().unwrap();
+        let mut kept = self.entries.lock().unwrap();
+        let mut results = Vec::new();
+        let mut failed = 0;
+        for entry in body["Entries"].as_array().unwrap() {
+            let detail: Value = serde_json::from_str(entry["Detail"].as_str().unwrap()).unwrap();
+            if detail["id"].as_str().is_some_and(|id| failing.contains(id)) {
+                failed += 1;
+                results
+                    .push(json!({ "ErrorCode": "InternalFailure", "ErrorMessage": "try again" }));
+            } else {
+                results.push(json!({ "EventId": format!("ev-{}", kept.len()) }));
+                kept.push(entry.clone());
+            }
+        }
+        json!({ "FailedEntryCount": failed, "Entries": results })
+    }
+
+    fn take(&self) -> Vec<Value> {
+        std::mem::take(&mut *self.entries.lock().unwrap())
+    }
+}
+
+fn summary(entries: &[Value]) -> Vec<(String, String, String)> {
+    entries
+        .iter()
+        .map(|entry| {
+            let detail: Value = serde_json::from_str(entry["Detail"].as_str().unwrap()).unwrap();
+            let subject = detail["id"]
+                .as_str()
+                .or(detail["alarm"].as_str())
+                .or(detail["cause"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            (
+                entry["DetailType"].as_str().unwrap().to_owned(),
+                detail["group"].as_str().unwrap().to_owned(),
+                subject,
+            )
+        })
+        .collect()
+}
+
+fn keys(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|entry| {
+            let detail: Value = serde_json::from_str(entry["Detail"].as_str().unwrap()).unwrap();
+            detail["idempotency_key"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_redelivery() {
+    let (table, stream_arn) = table_with_stream().await;
+    let store = DynamoStore::new(client().await, &table);
+    let server = spawn_server(api("workers=2", store, Auth::Disabled)).await;
+    let workers = GroupName::parse("workers").unwrap();
+    let operator = DynamoStore::new(client().await, &table);
+
+    // Zincati's calls and a person's commands, as they reach the table.
+    assert_eq!(
+        zincati(server.addr, "pre-reboot", "node-a", "workers")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        zincati(server.addr, "pre-reboot", "node-b", "workers")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        zincati(server.addr, "steady-state", "node-a", "workers")
+            .await
+            .status,
+        200
+    );
+    let pause = PersonPause {
+        reason: PauseReason::parse("kernel 6.18 panics on r7g").unwrap(),
+        since: Timestamp::now(),
+        by: "ana".into(),
+    };
+    operator.pause(&workers, pause).await.unwrap();
+    operator.resume(&workers).await.unwrap();
+    let b = NodeId::parse("node-b").unwrap();
+    operator
+        .release(&workers, &b, Timestamp::now())
+        .await
+        .unwrap();
+    // Answers that change nothing write nothing, so they make no event.
+    assert_eq!(
+        zincati(server.addr, "steady-state", "node-a", "workers")
+            .await
+            .status,
+        200
+    );
+
+    let records = stream_records(&stream_arn).await;
+    assert_eq!(records.len(), 6, "one record per change: {records:#?}");
+    let batch = json!({ "Records": records }).to_string();
+
+    let bus = EventBus::default();
+    let bus_url = bus.start().await;
+    let mut runtime = runtime_api().await;
+    let mut function = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "fleetlock-events")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("_HANDLER", "slot-events")
+        .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
+        .env("FLEETLOCK_EVENT_BUS", "fleet-changes")
+        // None of the API's settings: this entry point must not need them.
+        .env_remove("FLEETLOCK_TABLE")
+        .env_remove("FLEETLOCK_CLIENTS")
+        .env_remove("FLEETLOCK_AUTH")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut deliver = async |batch: &str| -> Value {
+        runtime.events.send(batch.to_owned()).unwrap();
+        let (path, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+            .await
+            .expect("the function answered")
+            .unwrap();
+        assert!(path.ends_with("/response"), "{path}: {answer}");
+        answer
+    };
+
+    let answer = deliver(&batch).await;
+    assert_eq!(answer, json!({ "batchItemFailures": [] }));
+    let first = bus.take();
+    let expected = [
+        ("Slot Granted", "node-a"),
+        ("Slot Granted", "node-b"),
+        ("Slot Released", "node-a"),
+        ("Group Paused", "person"),
+        ("Group Resumed", "person"),
+        ("Slot Released", "node-b"),
+    ];
+    let expected: Vec<(String, String, String)> = expected
+        .iter()
+        .map(|(kind, subject)| (kind.to_string(), "workers".to_owned(), subject.to_string()))
+        .collect();
+    assert_eq!(summary(&first), expected);
+    for entry in &first {
+        assert_eq!(entry["Source"], "fleetlock");
+        assert_eq!(entry["EventBusName"], "fleet-changes");
+        assert!(entry["Time"].is_number(), "{entry}");
+    }
+    let details: Vec<Value> = first
+        .iter()
+        .map(|e| serde_json::from_str(e["Detail"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(details[1]["holders"], 2);
+    assert_eq!(details[1]["holder_ids"], json!(["node-a", "node-b"]));
+    assert_eq!(details[1]["slots"], 2);
+    assert_eq!(details[3]["reason"], "kernel 6.18 panics on r7g");
+    assert_eq!(details[3]["by"], "ana");
+    assert_eq!(details[3]["paused"], true);
+    assert_eq!(details[5]["holders"], 0);
+    let first_keys = keys(&first);
+    assert_eq!(
+        first_keys.iter().collect::<HashSet<_>>().len(),
+        6,
+        "a key per change"
+    );
+
+    // Lambda delivers the same batch again: the same events, the same keys.
+    assert_eq!(deliver(&batch).await, json!({ "batchItemFailures": [] }));
+    let again = bus.take();
+    assert_eq!(summary(&again), expected);
+    assert_eq!(keys(&again), first_keys);
+
+    // EventBridge keeps refusing node-b's events: the others are put, and
+    // the two records that carry node-b's changes are reported for Lambda to
+    // retry from the first of them.
+    bus.failing.lock().unwrap().insert("node-b".into());
+    let answer = deliver(&batch).await;
+    let failed: Vec<String> = answer["batchItemFailures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["itemIdentifier"].as_str().unwrap().to_owned())
+        .collect();
+    let sequence = |i: usize| records_sequence(&batch, i);
+    assert_eq!(failed, [sequence(1), sequence(5)]);
+    assert_eq!(summary(&bus.take()).len(), 4);
+
+    function.start_kill().unwrap();
+    let output = function.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stderr.contains(r#""entry":"slot-events""#),
+        "the entry point is named at start: {stderr}"
+    );
+    // Three tries of node-b's two events, then an error line.
+    assert!(
+        stderr.contains("events still not put after 3 tries"),
+        "{stderr}"
+    );
+    let metrics: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|j| j.get("_aws").is_some())
+        .collect();
+    assert_eq!(metrics.len(), 3);
+    assert_eq!(
+        (
+            metrics[2]["SlotEventsPut"].clone(),
+            metrics[2]["SlotEventsFailed"].clone()
+        ),
+        (json!(4), json!(2))
+    );
+}
+
+fn records_sequence(batch: &str, index: usize) -> String {
+    let batch: Value = serde_json::from_str(batch).unwrap();
+    batch["Records"][index]["dynamodb"]["SequenceNumber"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
