@@ -34,6 +34,10 @@ resource "aws_dynamodb_table" "locks" {
     enabled = true
   }
 
+  # Read by the slot-events function only (slot_events.tf).
+  stream_enabled   = var.slot_events
+  stream_view_type = var.slot_events ? "NEW_AND_OLD_IMAGES" : null
+
   tags = var.tags
 
   # checkov:skip=CKV_AWS_119: encrypted with the AWS managed key; a customer managed key adds cost and a key policy for data that is only node ids and timestamps.

@@ -34,3 +34,13 @@ output "operator_policy_arn" {
   description = "Managed policy for the people on call (fleetlock status, release, pause, resume); attach it to their role."
   value       = aws_iam_policy.operator.arn
 }
+
+output "slot_events_function_name" {
+  description = "The function that turns the lock table's stream into EventBridge events (null unless slot_events)."
+  value       = one(aws_lambda_function.slot_events[*].function_name)
+}
+
+output "slot_events_failure_queue_url" {
+  description = "Descriptions of stream batches whose events could not be put (null unless slot_events)."
+  value       = one(aws_sqs_queue.slot_events_failures[*].url)
+}

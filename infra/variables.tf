@@ -186,3 +186,21 @@ variable "alarm_topic_arn" {
   type        = string
   default     = ""
 }
+
+variable "slot_events" {
+  description = "Turn every grant, release, pause and resume into an EventBridge event: a stream on the lock table, read by a second function (the same zip, handler slot-events). Nothing changes on the protocol path."
+  type        = bool
+  default     = false
+}
+
+variable "event_bus_name" {
+  description = "The EventBridge bus (a name in this account and region) that slot events go to."
+  type        = string
+  default     = "default"
+}
+
+variable "slot_events_iterator_age_seconds" {
+  description = "Alarm when slot events fall this far behind the table. Stream records live 24 hours: what is older is lost."
+  type        = number
+  default     = 3600
+}

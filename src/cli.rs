@@ -28,9 +28,9 @@ USAGE:
     fleetlock credential --name N --groups G [--secret-stdin]
                                            make a client credential: a random secret for
                                            Zincati's base_url and its FLEETLOCK_CLIENTS entry
-    fleetlock iam-policy [--for operator|function] [--table-arn ARN] [--function-arn ARN]
+    fleetlock iam-policy [--for operator|function|slot-events] [--table-arn ARN] [--function-arn ARN]
                                            print the IAM policy the people on call (or the
-                                           function) need
+                                           function, or the slot-events function) need
     fleetlock help | --help | --version
 
 ENVIRONMENT:
@@ -41,6 +41,7 @@ ENVIRONMENT:
     FLEETLOCK_TIME_ZONE  the windows' zone: UTC (default) or an IANA name; never 'localtime'
     FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
     FLEETLOCK_FUNCTION  the deployed function `status` reads its configuration from
+    FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
     FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
     FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
                       unset, Lambda refuses to start without clients and `serve` is open on loopback only
@@ -81,7 +82,7 @@ pub enum Command {
         secret_from_stdin: bool,
     },
     IamPolicy {
-        for_function: bool,
+        policy_for: crate::iam::PolicyFor,
         table_arn: Option<String>,
         function_arn: Option<String>,
     },
@@ -159,14 +160,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             secret_from_stdin: options.flag("--secret-stdin"),
         },
         "iam-policy" => Command::IamPolicy {
-            for_function: match options.value("--for")?.as_deref() {
-                None | Some("operator") => false,
-                Some("function") => true,
-                Some(other) => {
-                    return Err(format!(
-                        "--for takes 'operator' or 'function', not '{other}'"
-                    ));
-                }
+            policy_for: match options.value("--for")? {
+                None => crate::iam::PolicyFor::Operator,
+                Some(name) => crate::iam::PolicyFor::parse(&name).ok_or_else(|| {
+                    format!("--for takes {}, not '{name}'", crate::iam::PolicyFor::NAMES)
+                })?,
             },
             table_arn: options.value("--table-arn")?,
             function_arn: options.value("--function-arn")?,

@@ -17,6 +17,43 @@ pub const OPERATOR_TABLE_ACTIONS: &[&str] =
 /// configuration (slots, settle times, windows).
 pub const OPERATOR_FUNCTION_ACTIONS: &[&str] = &["lambda:GetFunctionConfiguration"];
 
+/// The slot-events function, on the table's stream: what Lambda's event
+/// source mapping reads with the function's role.
+pub const SLOT_EVENTS_STREAM_ACTIONS: &[&str] = &[
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+];
+
+/// The slot-events function, on its bus.
+pub const SLOT_EVENTS_BUS_ACTIONS: &[&str] = &["events:PutEvents"];
+
+/// The slot-events function, on its on-failure queue: Lambda sends a failed
+/// batch's description there with the function's role.
+pub const SLOT_EVENTS_QUEUE_ACTIONS: &[&str] = &["sqs:SendMessage"];
+
+/// Who a policy is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyFor {
+    Operator,
+    Function,
+    SlotEvents,
+}
+
+impl PolicyFor {
+    pub const NAMES: &str = "operator, function or slot-events";
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "operator" => Some(PolicyFor::Operator),
+            "function" => Some(PolicyFor::Function),
+            "slot-events" => Some(PolicyFor::SlotEvents),
+            _ => None,
+        }
+    }
+}
+
 fn statement(sid: &str, actions: &[&str], resource: &str) -> serde_json::Value {
     serde_json::json!({
         "Sid": sid,
@@ -45,6 +82,19 @@ pub fn operator_policy(table_arn: &str, function_arn: &str) -> serde_json::Value
     })
 }
 
+/// The slot-events function: read the table's stream, put on one bus, send
+/// to one queue.
+pub fn slot_events_policy(table_arn: &str, bus_arn: &str, queue_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            statement("LockTableStream", SLOT_EVENTS_STREAM_ACTIONS, &format!("{table_arn}/stream/*")),
+            statement("SlotEventsBus", SLOT_EVENTS_BUS_ACTIONS, bus_arn),
+            statement("SlotEventsFailures", SLOT_EVENTS_QUEUE_ACTIONS, queue_arn),
+        ],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +105,9 @@ mod tests {
             ("dynamodb:", FUNCTION_ACTIONS),
             ("dynamodb:", OPERATOR_TABLE_ACTIONS),
             ("lambda:", OPERATOR_FUNCTION_ACTIONS),
+            ("dynamodb:", SLOT_EVENTS_STREAM_ACTIONS),
+            ("events:", SLOT_EVENTS_BUS_ACTIONS),
+            ("sqs:", SLOT_EVENTS_QUEUE_ACTIONS),
         ] {
             assert!(actions.is_sorted(), "{actions:?}");
             for action in actions {

@@ -235,7 +235,7 @@ async fn run_command(command: Command) -> Result<(), String> {
             }
         }
         Command::IamPolicy {
-            for_function,
+            policy_for,
             table_arn,
             function_arn,
         } => {
@@ -245,10 +245,14 @@ async fn run_command(command: Command) -> Result<(), String> {
             let function = function_arn
                 .as_deref()
                 .unwrap_or("arn:aws:lambda:REGION:ACCOUNT:function:FUNCTION");
-            let policy = if for_function {
-                iam::function_policy(table)
-            } else {
-                iam::operator_policy(table, function)
+            let policy = match policy_for {
+                iam::PolicyFor::Function => iam::function_policy(table),
+                iam::PolicyFor::Operator => iam::operator_policy(table, function),
+                iam::PolicyFor::SlotEvents => iam::slot_events_policy(
+                    table,
+                    "arn:aws:events:REGION:ACCOUNT:event-bus/BUS",
+                    "arn:aws:sqs:REGION:ACCOUNT:QUEUE",
+                ),
             };
             println!("{policy:#}");
         }

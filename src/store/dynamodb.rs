@@ -781,8 +781,14 @@ impl Intercept for OperationLog {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         if let Some(metadata) = cfg.load::<Metadata>() {
+            let service = metadata.service().to_lowercase();
+            // Logged as IAM names it, so the tests compare it with the policies.
+            let prefix = match service.as_str() {
+                "eventbridge" => "events",
+                other => other,
+            };
             tracing::debug!(
-                action = %format!("{}:{}", metadata.service().to_lowercase(), metadata.name()),
+                action = %format!("{prefix}:{}", metadata.name()),
                 "aws request"
             );
         }

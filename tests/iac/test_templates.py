@@ -516,5 +516,146 @@ class Release(unittest.TestCase):
         self.assertIn("sam publish", release)
 
 
+
+def rust_constant(path, name):
+    match = re.search(rf'pub const {name}: &str = "([^"]+)";', (ROOT / path).read_text())
+    if not match:
+        raise AssertionError(f"{name} not found in {path}")
+    return match.group(1)
+
+
+def tf_alarm_key(key):
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+
+
+SAM_EVENTS = SAM_RESOURCES["SlotEventsFunction"]
+TF_EVENTS = TF[("aws_lambda_function", "slot_events")]
+
+
+class SlotEvents(unittest.TestCase):
+    """The second function: the table's stream to EventBridge."""
+
+    def test_off_by_default_and_switched_the_same_way(self):
+        self.assertEqual(sam_param_default("SlotEvents"), "false")
+        self.assertIs(TF_VARS["slot_events"]["default"], False)
+        self.assertEqual(SAM["Conditions"]["HasSlotEvents"], {"Fn::Equals": [{"Ref": "SlotEvents"}, "true"]})
+        for name in ["SlotEventsLogGroup", "SlotEventsFunction", "SlotEventsFailures", "SlotEventsMapping",
+                     "SlotEventsFailedAlarm", "SlotEventsIteratorAgeAlarm", "UnreadableRecordsAlarm"]:
+            self.assertEqual(sam_condition(name), "HasSlotEvents", name)
+        for rtype, name in [("aws_lambda_function", "slot_events"), ("aws_sqs_queue", "slot_events_failures"),
+                            ("aws_lambda_event_source_mapping", "slot_events"), ("aws_iam_role", "slot_events"),
+                            ("aws_cloudwatch_metric_alarm", "slot_events_failed"),
+                            ("aws_cloudwatch_metric_alarm", "slot_events_iterator_age"),
+                            ("aws_cloudwatch_metric_alarm", "unreadable_records")]:
+            self.assertEqual(TF[(rtype, name)]["count"], "${local.slot_events}", name)
+        self.assertEqual(TF_LOCALS["slot_events"], "${var.slot_events ? 1 : 0}")
+
+    def test_the_table_streams_old_and_new_images_only_when_switched_on(self):
+        self.assertEqual(SAM_TABLE["StreamSpecification"],
+                         {"Fn::If": ["HasSlotEvents", {"StreamViewType": "NEW_AND_OLD_IMAGES"}, {"Ref": "AWS::NoValue"}]})
+        self.assertEqual(TF_TABLE["stream_enabled"], "${var.slot_events}")
+        # python-hcl2 prints HCL's null as None.
+        self.assertRegex(TF_TABLE["stream_view_type"], r'^\$\{var.slot_events \? "NEW_AND_OLD_IMAGES" : (null|None)\}$')
+
+    def test_same_binary_with_the_handler_the_code_knows(self):
+        names = re.search(r"pub const NAMES: \[&str; \d\] = \[([^\]]+)\]", (ROOT / "src/lambda.rs").read_text())
+        known = re.findall(r'"([a-z-]+)"', names.group(1))
+        self.assertIn("slot-events", known)
+        self.assertEqual(SAM_EVENTS["Properties"]["Handler"], "slot-events")
+        self.assertEqual(TF_EVENTS["handler"], "slot-events")
+        self.assertEqual(SAM_EVENTS["Properties"]["CodeUri"], SAM_FUNCTION["Properties"]["CodeUri"])
+        self.assertEqual(SAM_EVENTS["Metadata"]["BuildProperties"], SAM_FUNCTION["Metadata"]["BuildProperties"])
+        self.assertEqual(TF_EVENTS["filename"], TF_FUNCTION["filename"])
+        self.assertEqual(SAM_EVENTS["Properties"]["Architectures"], SAM_FUNCTION["Properties"]["Architectures"])
+        self.assertEqual(TF_EVENTS["architectures"], TF_FUNCTION["architectures"])
+        self.assertEqual(SAM_EVENTS["Properties"]["MemorySize"], TF_EVENTS["memory_size"])
+        self.assertEqual(SAM_EVENTS["Properties"]["Timeout"], TF_EVENTS["timeout"])
+        self.assertEqual(TF_EVENTS["logging_config"]["log_format"], "JSON")
+        self.assertEqual(SAM_EVENTS["Properties"]["LoggingConfig"]["LogFormat"], "JSON")
+
+    def test_its_environment_is_the_bus_and_read_by_the_code(self):
+        sam = SAM_EVENTS["Properties"]["Environment"]["Variables"]
+        tf = TF_EVENTS["environment"]["variables"]
+        self.assertEqual(set(sam), set(tf))
+        self.assertEqual(sam["FLEETLOCK_EVENT_BUS"], {"Ref": "EventBusName"})
+        self.assertEqual(tf["FLEETLOCK_EVENT_BUS"], "${var.event_bus_name}")
+        self.assertEqual(sam_param_default("EventBusName"), TF_VARS["event_bus_name"]["default"])
+        documented = fleetlock("help").split("ENVIRONMENT:")[1]
+        for name in sam:
+            self.assertIn(name, documented)
+        # Neither the table nor the clients: this entry point needs neither.
+        self.assertNotIn("FLEETLOCK_TABLE", sam)
+        self.assertNotIn("FLEETLOCK_CLIENTS", sam)
+
+    def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
+        expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "slot-events")["Statement"]}
+        sam = {s["Sid"]: s for s in SAM_EVENTS["Properties"]["Policies"][0]["Statement"]}
+        self.assertEqual({sid: set(s["Action"]) for sid, s in sam.items()}, expected)
+        self.assertEqual(sam["LockTableStream"]["Resource"], {"Fn::Sub": "${LocksTable.Arn}/stream/*"})
+        self.assertEqual(sam["SlotEventsFailures"]["Resource"], {"Fn::GetAtt": ["SlotEventsFailures", "Arn"]})
+        self.assertTrue(sam["SlotEventsBus"]["Resource"]["Fn::Sub"].endswith(":event-bus/${EventBusName}"))
+        tf = {s["sid"]: s for s in tf_statements("slot_events")}
+        logs = tf.pop("Logs")
+        self.assertEqual(set(logs["actions"]), {"logs:CreateLogStream", "logs:PutLogEvents"})
+        self.assertEqual({sid: set(s["actions"]) if isinstance(s["actions"], list) else {s["actions"]}
+                          for sid, s in tf.items()}, expected)
+        self.assertEqual(tf["LockTableStream"]["resources"], "${aws_dynamodb_table.locks.arn}/stream/*")
+        self.assertEqual(tf["SlotEventsBus"]["resources"], "${local.event_bus_arn}")
+        self.assertTrue(TF_LOCALS["event_bus_arn"].endswith(":event-bus/${var.event_bus_name}"))
+        for statement in list(sam.values()) + list(tf.values()):
+            for action in statement.get("Action", statement.get("actions", [])):
+                self.assertNotIn("*", action)
+
+    def test_no_sam_event_attaches_the_wildcard_stream_policy(self):
+        for name, resource in SAM_RESOURCES.items():
+            for event in resource.get("Properties", {}).get("Events", {}).values():
+                self.assertNotIn(event["Type"], ["DynamoDB", "Kinesis"], name)
+            self.assertNotIn("AWSLambdaDynamoDBExecutionRole", json.dumps(resource), name)
+        self.assertNotIn("AWSLambdaDynamoDBExecutionRole", json.dumps([str(v) for v in TF.values()]))
+
+    def test_the_mapping_retries_splits_and_keeps_what_fails_the_same_way(self):
+        sam = SAM_RESOURCES["SlotEventsMapping"]["Properties"]
+        tf = TF[("aws_lambda_event_source_mapping", "slot_events")]
+        self.assertEqual(sam["EventSourceArn"], {"Fn::GetAtt": ["LocksTable", "StreamArn"]})
+        self.assertEqual(tf["event_source_arn"], "${aws_dynamodb_table.locks.stream_arn}")
+        self.assertEqual(sam["FunctionName"], {"Ref": "SlotEventsFunction"})
+        self.assertEqual(sam["FunctionResponseTypes"], ["ReportBatchItemFailures"])
+        self.assertEqual(tf["function_response_types"], "ReportBatchItemFailures")
+        self.assertIs(sam["BisectBatchOnFunctionError"], True)
+        for key in ["StartingPosition", "BatchSize", "ParallelizationFactor", "BisectBatchOnFunctionError",
+                    "MaximumRetryAttempts", "MaximumRecordAgeInSeconds"]:
+            # python-hcl2 reads a negative number as the expression ${-1}.
+            tf_value = tf[tf_alarm_key(key)]
+            if isinstance(tf_value, str) and re.fullmatch(r"\$\{-?\d+\}", tf_value):
+                tf_value = int(tf_value[2:-1])
+            self.assertEqual(sam[key], tf_value, key)
+        self.assertEqual(sam["DestinationConfig"]["OnFailure"]["Destination"],
+                         {"Fn::GetAtt": ["SlotEventsFailures", "Arn"]})
+        self.assertEqual(tf["destination_config"]["on_failure"]["destination_arn"],
+                         "${aws_sqs_queue.slot_events_failures[0].arn}")
+        self.assertIs(SAM_RESOURCES["SlotEventsFailures"]["Properties"]["SqsManagedSseEnabled"], True)
+        self.assertIs(TF[("aws_sqs_queue", "slot_events_failures")]["sqs_managed_sse_enabled"], True)
+
+    def test_alarms_watch_the_queue_the_lag_and_the_metric_the_code_emits(self):
+        unreadable = rust_constant("src/stream.rs", "UNREADABLE_RECORDS")
+        namespace = rust_constant("src/metrics.rs", "NAMESPACE")
+        pairs = [("SlotEventsFailedAlarm", "slot_events_failed", "AWS/SQS", "ApproximateNumberOfMessagesVisible"),
+                 ("SlotEventsIteratorAgeAlarm", "slot_events_iterator_age", "AWS/Lambda", "IteratorAge"),
+                 ("UnreadableRecordsAlarm", "unreadable_records", namespace, unreadable)]
+        for sam_name, tf_name, ns, metric in pairs:
+            sam = SAM_RESOURCES[sam_name]["Properties"]
+            tf = TF[("aws_cloudwatch_metric_alarm", tf_name)]
+            self.assertEqual((sam["Namespace"], sam["MetricName"]), (ns, metric), sam_name)
+            self.assertEqual((tf["namespace"], tf["metric_name"]), (ns, metric), tf_name)
+            for key in ["Statistic", "Period", "ComparisonOperator", "TreatMissingData", "EvaluationPeriods"]:
+                self.assertEqual(sam[key], tf[tf_alarm_key(key)], f"{sam_name} {key}")
+            self.assertIn("AlarmActions", sam)
+            self.assertEqual(tf["alarm_actions"], "${local.alarm_actions}")
+        self.assertEqual(SAM_RESOURCES["UnreadableRecordsAlarm"]["Properties"]["Dimensions"],
+                         [{"Name": "Service", "Value": {"Ref": "SlotEventsFunction"}}])
+        self.assertEqual(sam_param_default("SlotEventsIteratorAgeSeconds"),
+                         TF_VARS["slot_events_iterator_age_seconds"]["default"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -272,6 +272,7 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
         .env("_HANDLER", "slot-events")
         .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
         .env("FLEETLOCK_EVENT_BUS", "fleet-changes")
+        .env("RUST_LOG", "info,fleetlock=debug")
         // None of the API's settings: this entry point must not need them.
         .env_remove("FLEETLOCK_TABLE")
         .env_remove("FLEETLOCK_CLIENTS")
@@ -364,6 +365,18 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
         stderr.contains("events still not put after 3 tries"),
         "{stderr}"
     );
+    // Every AWS call it made is one its policy allows, and no other.
+    let actions: HashSet<String> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["message"] == "aws request")
+        .map(|l| l["action"].as_str().unwrap().to_owned())
+        .collect();
+    let allowed: HashSet<String> = fleetlock::iam::SLOT_EVENTS_BUS_ACTIONS
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(actions, allowed);
     let metrics: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
