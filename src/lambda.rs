@@ -93,17 +93,21 @@ impl EntryPoint {
 }
 
 /// Serves events of any other shape: `handle` gets each event's JSON and
-/// answers JSON.
+/// answers JSON, or an error that Lambda reports as the invocation's.
 pub async fn run_json<F, Fut>(handle: F) -> Result<(), lambda_http::Error>
 where
     F: Fn(serde_json::Value) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = serde_json::Value> + Send,
+    Fut: std::future::Future<Output = Result<serde_json::Value, String>> + Send,
 {
     let handle = Arc::new(handle);
     lambda_http::lambda_runtime::run(service_fn(
         move |event: lambda_http::LambdaEvent<serde_json::Value>| {
             let handle = Arc::clone(&handle);
-            async move { Ok::<_, std::convert::Infallible>(handle(event.payload).await) }
+            async move {
+                handle(event.payload)
+                    .await
+                    .map_err(lambda_http::Error::from)
+            }
         },
     ))
     .await

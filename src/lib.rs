@@ -13,7 +13,11 @@
 //! - [`cli`]: the command line; [`iam`]: the permissions each party needs.
 //! - [`events`]: slot events from two states of a group, pure; [`stream`]:
 //!   the entry point that reads the table's stream and puts them on EventBridge.
+//! - [`alarms`]: pauses that follow CloudWatch alarms, pure; [`alarm_pauses`]:
+//!   the entry point that reads the alarms' states and writes the pauses.
 
+pub mod alarm_pauses;
+pub mod alarms;
 pub mod auth;
 pub mod cli;
 pub mod config;

@@ -1,6 +1,8 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use fleetlock::alarm_pauses::{self, AlarmPauses, CloudWatch};
+use fleetlock::alarms::AlarmGates;
 use fleetlock::auth::{self, Auth};
 use fleetlock::cli::{self, Command, Targets};
 use fleetlock::config::Config;
@@ -120,7 +122,7 @@ async fn run_slot_events() -> ExitCode {
         async move {
             let report = slot_events.handle(&batch).await;
             println!("{}", report.metric_line(&function, Timestamp::now()));
-            report.response()
+            Ok(report.response())
         }
     })
     .await;
@@ -133,9 +135,54 @@ async fn run_slot_events() -> ExitCode {
     }
 }
 
+/// Alarm pauses: CloudWatch alarm state changes and a schedule keep the
+/// table's alarm pauses in step with the gating alarms. Needs the table, the
+/// gates and the groups; no clients.
 async fn run_alarm_pauses() -> ExitCode {
-    tracing::error!("the alarm-pauses entry point is not built yet");
-    ExitCode::FAILURE
+    let setup = async {
+        let config = Config::from_env().map_err(|e| e.to_string())?;
+        let table = config
+            .table
+            .ok_or("FLEETLOCK_TABLE is unset; alarm pauses are written to the lock table")?;
+        let spec = std::env::var("FLEETLOCK_ALARM_PAUSES").unwrap_or_default();
+        let gates =
+            AlarmGates::parse(&spec).map_err(|why| format!("FLEETLOCK_ALARM_PAUSES: {why}"))?;
+        if gates.is_empty() {
+            return Err("FLEETLOCK_ALARM_PAUSES names no alarm: nothing to follow".to_owned());
+        }
+        let configured: Vec<GroupName> = config
+            .groups
+            .listed()
+            .map(|(name, _)| name.clone())
+            .collect();
+        let store = checked_store(table).await?;
+        tracing::info!(alarms = ?gates.alarm_names().collect::<Vec<_>>(), "following these alarms");
+        Ok::<_, String>(AlarmPauses::new(
+            store,
+            CloudWatch::new(alarm_pauses::client().await),
+            gates,
+            configured,
+        ))
+    };
+    let pauses = match setup.await {
+        Ok(pauses) => Arc::new(pauses),
+        Err(why) => {
+            tracing::error!(error = %why, "not starting");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = lambda::run_json(move |event| {
+        let pauses = Arc::clone(&pauses);
+        async move { pauses.handle(&event).await }
+    })
+    .await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "lambda runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn run_command(command: Command) -> Result<(), String> {
