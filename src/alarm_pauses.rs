@@ -66,7 +66,10 @@ impl AlarmStates for CloudWatch {
                     .set_next_token(next_token)
                     .send()
                     .await
-                    .map_err(|e| aws_sdk_cloudwatch::error::DisplayErrorContext(e).to_string())?;
+                    .map_err(|e| {
+                        let why = aws_sdk_cloudwatch::error::DisplayErrorContext(e);
+                        format!("cannot read the alarms' states (DescribeAlarms), nothing changed: {why}")
+                    })?;
                 let metric = page
                     .metric_alarms()
                     .iter()

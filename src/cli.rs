@@ -28,9 +28,9 @@ USAGE:
     fleetlock credential --name N --groups G [--secret-stdin]
                                            make a client credential: a random secret for
                                            Zincati's base_url and its FLEETLOCK_CLIENTS entry
-    fleetlock iam-policy [--for operator|function|slot-events] [--table-arn ARN] [--function-arn ARN]
-                                           print the IAM policy the people on call (or the
-                                           function, or the slot-events function) need
+    fleetlock iam-policy [--for operator|function|slot-events|alarm-pauses] [--table-arn ARN] [--function-arn ARN]
+                                           print the IAM policy the people on call (or one of
+                                           the functions) need
     fleetlock help | --help | --version
 
 ENVIRONMENT:
@@ -42,6 +42,8 @@ ENVIRONMENT:
     FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
     FLEETLOCK_FUNCTION  the deployed function `status` reads its configuration from
     FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
+    FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
+                      in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
     FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
     FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
                       unset, Lambda refuses to start without clients and `serve` is open on loopback only
@@ -550,6 +552,19 @@ pub mod report {
                 out.push_str(&line);
                 out.push('\n');
             }
+        }
+        // Alarm by alarm, which groups it holds: one line an alarm.
+        let mut held_by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for (name, record) in groups {
+            for alarm in &record.pause.alarms {
+                held_by.entry(alarm).or_default().push(name.as_str());
+            }
+        }
+        for (alarm, held) in held_by {
+            out.push_str(&format!(
+                "alarm '{alarm}' is in ALARM and holds: {}\n",
+                held.join(", ")
+            ));
         }
         // Without the configuration a settling group would show as open.
         if deployed.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {

@@ -33,22 +33,35 @@ pub const SLOT_EVENTS_BUS_ACTIONS: &[&str] = &["events:PutEvents"];
 /// batch's description there with the function's role.
 pub const SLOT_EVENTS_QUEUE_ACTIONS: &[&str] = &["sqs:SendMessage"];
 
+/// The alarm-pauses function, on the table: one `DescribeTable` at start-up,
+/// a `Scan` to read every group's alarm pauses, one `UpdateItem` per change.
+pub const ALARM_PAUSES_TABLE_ACTIONS: &[&str] = &[
+    "dynamodb:DescribeTable",
+    "dynamodb:Scan",
+    "dynamodb:UpdateItem",
+];
+
+/// The alarm-pauses function, on the account's alarms: their states.
+pub const ALARM_PAUSES_ALARM_ACTIONS: &[&str] = &["cloudwatch:DescribeAlarms"];
+
 /// Who a policy is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PolicyFor {
     Operator,
     Function,
     SlotEvents,
+    AlarmPauses,
 }
 
 impl PolicyFor {
-    pub const NAMES: &str = "operator, function or slot-events";
+    pub const NAMES: &str = "operator, function, slot-events or alarm-pauses";
 
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "operator" => Some(PolicyFor::Operator),
             "function" => Some(PolicyFor::Function),
             "slot-events" => Some(PolicyFor::SlotEvents),
+            "alarm-pauses" => Some(PolicyFor::AlarmPauses),
             _ => None,
         }
     }
@@ -95,6 +108,18 @@ pub fn slot_events_policy(table_arn: &str, bus_arn: &str, queue_arn: &str) -> se
     })
 }
 
+/// The alarm-pauses function: the table, and the states of this account's
+/// alarms in this region.
+pub fn alarm_pauses_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            statement("LockTable", ALARM_PAUSES_TABLE_ACTIONS, table_arn),
+            statement("AlarmStates", ALARM_PAUSES_ALARM_ACTIONS, alarms_arn),
+        ],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +133,8 @@ mod tests {
             ("dynamodb:", SLOT_EVENTS_STREAM_ACTIONS),
             ("events:", SLOT_EVENTS_BUS_ACTIONS),
             ("sqs:", SLOT_EVENTS_QUEUE_ACTIONS),
+            ("dynamodb:", ALARM_PAUSES_TABLE_ACTIONS),
+            ("cloudwatch:", ALARM_PAUSES_ALARM_ACTIONS),
         ] {
             assert!(actions.is_sorted(), "{actions:?}");
             for action in actions {

@@ -300,6 +300,9 @@ async fn run_command(command: Command) -> Result<(), String> {
                     "arn:aws:events:REGION:ACCOUNT:event-bus/BUS",
                     "arn:aws:sqs:REGION:ACCOUNT:QUEUE",
                 ),
+                iam::PolicyFor::AlarmPauses => {
+                    iam::alarm_pauses_policy(table, "arn:aws:cloudwatch:REGION:ACCOUNT:alarm:*")
+                }
             };
             println!("{policy:#}");
         }

@@ -3,6 +3,7 @@
 //! Zincati calls it, and the command line. `./scripts/test` starts DynamoDB
 //! Local and sets `AWS_ENDPOINT_URL`; without it the DynamoDB tests fail.
 
+mod alarm_pauses;
 mod cli;
 mod client_auth;
 mod dynamodb_faults;

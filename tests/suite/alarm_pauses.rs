@@ -1,0 +1,448 @@
+//! Alarm pauses end to end: the binary as the `alarm-pauses` entry point, fed
+//! real-shaped "CloudWatch Alarm State Change" and schedule events, reading
+//! alarm states from a stand-in for CloudWatch's DescribeAlarms (its own wire
+//! protocol, Smithy RPC v2 CBOR, over HTTP) and writing pauses to DynamoDB
+//! Local.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_smithy_cbor::data::Type;
+use aws_smithy_cbor::{Decoder, Encoder};
+use fleetlock::input::{GroupName, PauseReason};
+use fleetlock::lock::{PersonPause, Timestamp};
+use fleetlock::store::LockStore;
+use fleetlock::store::dynamodb::{DynamoStore, client};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::process::{Child, Command};
+
+use crate::helpers::{local_dynamodb_endpoint, unique_table_name};
+use crate::lambda_runtime::{RuntimeApi, runtime_api};
+
+/// CloudWatch's alarms as DescribeAlarms reports them: name to (composite?, state).
+#[derive(Clone, Default)]
+struct Alarms {
+    alarms: Arc<Mutex<BTreeMap<String, (bool, String)>>>,
+    calls: Arc<AtomicU32>,
+}
+
+impl Alarms {
+    fn set(&self, name: &str, state: &str) {
+        let composite = name.starts_with("composite-");
+        self.alarms
+            .lock()
+            .unwrap()
+            .insert(name.into(), (composite, state.into()));
+    }
+
+    fn delete(&self, name: &str) {
+        self.alarms.lock().unwrap().remove(name);
+    }
+
+    async fn start(&self) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let alarms = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let alarms = alarms.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                        let alarms = alarms.clone();
+                        async move {
+                            assert_eq!(
+                                request.uri().path(),
+                                "/service/GraniteServiceVersion20100801/operation/DescribeAlarms"
+                            );
+                            assert_eq!(request.headers()["smithy-protocol"], "rpc-v2-cbor");
+                            let body = request.into_body().collect().await.unwrap().to_bytes();
+                            alarms.calls.fetch_add(1, Ordering::Relaxed);
+                            let answer = alarms.describe(&requested_names(&body));
+                            Ok::<_, Infallible>(
+                                Response::builder()
+                                    .header("content-type", "application/cbor")
+                                    .header("smithy-protocol", "rpc-v2-cbor")
+                                    .body(Full::new(Bytes::from(answer)))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    /// The named alarms that exist, metric and composite apart.
+    fn describe(&self, names: &[String]) -> Vec<u8> {
+        let alarms = self.alarms.lock().unwrap();
+        let found: Vec<(&String, &(bool, String))> = alarms
+            .iter()
+            .filter(|(name, _)| names.contains(name))
+            .collect();
+        let mut out = Encoder::new(Vec::new());
+        out.map(2);
+        for (key, composite) in [("MetricAlarms", false), ("CompositeAlarms", true)] {
+            let these: Vec<_> = found.iter().filter(|(_, (c, _))| *c == composite).collect();
+            out.str(key).array(these.len());
+            for (name, (_, state)) in these {
+                out.map(2)
+                    .str("AlarmName")
+                    .str(name)
+                    .str("StateValue")
+                    .str(state);
+            }
+        }
+        out.into_writer()
+    }
+}
+
+/// `AlarmNames` of a DescribeAlarms request (a CBOR map, maybe of indefinite length).
+fn requested_names(body: &[u8]) -> Vec<String> {
+    let mut decoder = Decoder::new(body);
+    let length = decoder.map().unwrap();
+    let mut names = Vec::new();
+    let mut read = 0;
+    while length.is_none_or(|n| read < n) {
+        if decoder.datatype().unwrap() == Type::Break {
+            break;
+        }
+        let key = decoder.string().unwrap();
+        if key == "AlarmNames" {
+            let count = decoder.list().unwrap();
+            let mut i = 0;
+            while count.is_none_or(|n| i < n) {
+                if decoder.datatype().unwrap() == Type::Break {
+                    decoder.skip().unwrap();
+                    break;
+                }
+                names.push(decoder.string().unwrap());
+                i += 1;
+            }
+        } else {
+            decoder.skip().unwrap();
+        }
+        read += 1;
+    }
+    names
+}
+
+/// An EventBridge "CloudWatch Alarm State Change" event, as the rule delivers it.
+fn state_change(alarm: &str, from: &str, to: &str) -> String {
+    json!({
+        "version": "0",
+        "id": "c4c1c1c9-6542-e61b-6ef0-8c4d36933a92",
+        "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch",
+        "account": "123456789012",
+        "time": "2026-11-30T10:00:00Z",
+        "region": "eu-west-1",
+        "resources": [format!("arn:aws:cloudwatch:eu-west-1:123456789012:alarm:{alarm}")],
+        "detail": {
+            "alarmName": alarm,
+            "state": {
+                "value": to,
+                "reason": "Threshold Crossed: 1 datapoint [12.0 (30/11/26 09:55:00)] was greater than the threshold (5.0).",
+                "timestamp": "2026-11-30T10:00:00.123+0000",
+            },
+            "previousState": {
+                "value": from,
+                "reason": "Threshold Crossed: 1 datapoint [0.0 (30/11/26 09:50:00)] was not greater than the threshold (5.0).",
+                "timestamp": "2026-11-30T09:55:00.456+0000",
+            },
+            "configuration": { "description": "5xx answers", "metrics": [] },
+        },
+    })
+    .to_string()
+}
+
+/// The schedule rule's event.
+fn scheduled() -> String {
+    json!({
+        "version": "0",
+        "id": "89d1a02d-5ec7-412e-82f5-13505f849b41",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": "123456789012",
+        "time": "2026-11-30T10:05:00Z",
+        "region": "eu-west-1",
+        "resources": ["arn:aws:events:eu-west-1:123456789012:rule/fleetlock-alarm-pauses"],
+        "detail": {},
+    })
+    .to_string()
+}
+
+struct Function {
+    runtime: RuntimeApi,
+    process: Child,
+}
+
+impl Function {
+    async fn start(table: &str, alarms_url: &str) -> Self {
+        let runtime = runtime_api().await;
+        let process = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+            .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", "fleetlock-alarm-pauses")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("_HANDLER", "alarm-pauses")
+            .env("AWS_ENDPOINT_URL_CLOUDWATCH", alarms_url)
+            .env("FLEETLOCK_TABLE", table)
+            .env("FLEETLOCK_GROUPS", "default=1,workers=2,db=1,*=1")
+            .env(
+                "FLEETLOCK_ALARM_PAUSES",
+                "api-5xx=*;db-latency=db,workers;composite-health=db;gone=workers",
+            )
+            .env("RUST_LOG", "info,fleetlock=debug")
+            .env_remove("FLEETLOCK_CLIENTS")
+            .env_remove("FLEETLOCK_AUTH")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        Self { runtime, process }
+    }
+
+    /// One invocation: the answer, or the error Lambda records.
+    async fn invoke(&mut self, event: String) -> Result<Value, Value> {
+        self.runtime.events.send(event).unwrap();
+        let (path, answer) =
+            tokio::time::timeout(Duration::from_secs(30), self.runtime.answers.recv())
+                .await
+                .expect("the function answered")
+                .unwrap();
+        if path.ends_with("/response") {
+            Ok(answer)
+        } else {
+            Err(answer)
+        }
+    }
+}
+
+/// Each group's alarm pauses and whether a person paused it, as stored.
+async fn pauses(store: &DynamoStore) -> BTreeMap<String, (BTreeSet<String>, bool)> {
+    store
+        .groups(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(name, record)| {
+            let person = record.pause.person.is_some();
+            (name.to_string(), (record.pause.alarms, person))
+        })
+        .collect()
+}
+
+fn alarms_of(stored: &BTreeMap<String, (BTreeSet<String>, bool)>, group: &str) -> Vec<String> {
+    stored
+        .get(group)
+        .map(|(alarms, _)| alarms.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("alarms");
+    let store = DynamoStore::new(client().await, &table);
+    assert!(store.create_table().await.unwrap());
+    // A group the configuration names only through '*', with an item.
+    let web = GroupName::parse("web").unwrap();
+    store
+        .pause(
+            &web,
+            PersonPause {
+                reason: PauseReason::parse("setting up").unwrap(),
+                since: Timestamp::now(),
+                by: "ops".into(),
+            },
+        )
+        .await
+        .unwrap();
+    store.resume(&web).await.unwrap();
+
+    let cloudwatch = Alarms::default();
+    for name in ["api-5xx", "db-latency", "composite-health", "gone"] {
+        cloudwatch.set(name, "OK");
+    }
+    let url = cloudwatch.start().await;
+    let mut function = Function::start(&table, &url).await;
+
+    // ALARM pauses every group '*' covers: the configured ones (an item is
+    // made for a group never used) and every stored one.
+    cloudwatch.set("api-5xx", "ALARM");
+    let answer = function
+        .invoke(state_change("api-5xx", "OK", "ALARM"))
+        .await
+        .unwrap();
+    assert_eq!(answer["paused"], 4, "{answer}");
+    let stored = pauses(&store).await;
+    for group in ["default", "workers", "db", "web"] {
+        assert_eq!(alarms_of(&stored, group), ["api-5xx"], "{group}");
+    }
+
+    // The same event again changes nothing.
+    let again = function
+        .invoke(state_change("api-5xx", "OK", "ALARM"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (again["paused"].clone(), again["cleared"].clone()),
+        (json!(0), json!(0))
+    );
+
+    // Two alarms on one group; a person's pause on another.
+    let workers = GroupName::parse("workers").unwrap();
+    store
+        .pause(
+            &workers,
+            PersonPause {
+                reason: PauseReason::parse("watching canaries").unwrap(),
+                since: Timestamp::now(),
+                by: "ana".into(),
+            },
+        )
+        .await
+        .unwrap();
+    cloudwatch.set("db-latency", "ALARM");
+    function
+        .invoke(state_change("db-latency", "OK", "ALARM"))
+        .await
+        .unwrap();
+    let stored = pauses(&store).await;
+    assert_eq!(alarms_of(&stored, "db"), ["api-5xx", "db-latency"]);
+    assert_eq!(alarms_of(&stored, "workers"), ["api-5xx", "db-latency"]);
+
+    // OK clears that alarm only: db stays paused by the other, workers by
+    // its person.
+    cloudwatch.set("api-5xx", "OK");
+    let answer = function
+        .invoke(state_change("api-5xx", "ALARM", "OK"))
+        .await
+        .unwrap();
+    assert_eq!(answer["cleared"], 4, "{answer}");
+    let stored = pauses(&store).await;
+    assert_eq!(alarms_of(&stored, "db"), ["db-latency"]);
+    assert_eq!(alarms_of(&stored, "default"), Vec::<String>::new());
+    assert_eq!(
+        stored["workers"],
+        (BTreeSet::from(["db-latency".to_owned()]), true)
+    );
+
+    // Out of order: an old ALARM event arrives after the alarm went back to
+    // OK. The current state decides: cleared, not paused.
+    cloudwatch.set("db-latency", "OK");
+    function
+        .invoke(state_change("db-latency", "OK", "ALARM"))
+        .await
+        .unwrap();
+    let stored = pauses(&store).await;
+    assert_eq!(alarms_of(&stored, "db"), Vec::<String>::new());
+    assert_eq!(
+        stored["workers"],
+        (BTreeSet::new(), true),
+        "the person's pause stays"
+    );
+
+    // INSUFFICIENT_DATA does not pause; a composite alarm in ALARM does.
+    cloudwatch.set("db-latency", "INSUFFICIENT_DATA");
+    cloudwatch.set("composite-health", "ALARM");
+    function
+        .invoke(state_change("db-latency", "OK", "INSUFFICIENT_DATA"))
+        .await
+        .unwrap();
+    let stored = pauses(&store).await;
+    assert_eq!(alarms_of(&stored, "db"), ["composite-health"]);
+    assert_eq!(alarms_of(&stored, "workers"), Vec::<String>::new());
+
+    // A lost event: only the schedule sees "gone" in ALARM. Then the alarm
+    // is deleted while in ALARM: the next run clears its pause and warns.
+    cloudwatch.set("gone", "ALARM");
+    function.invoke(scheduled()).await.unwrap();
+    assert_eq!(alarms_of(&pauses(&store).await, "workers"), ["gone"]);
+    cloudwatch.delete("gone");
+    let answer = function.invoke(scheduled()).await.unwrap();
+    assert_eq!(answer["alarms"]["gone"], "missing");
+    assert_eq!(
+        alarms_of(&pauses(&store).await, "workers"),
+        Vec::<String>::new()
+    );
+
+    // An alarm that gates nothing: ignored without a call to CloudWatch.
+    let calls = cloudwatch.calls.load(Ordering::Relaxed);
+    let answer = function
+        .invoke(state_change("someone-elses", "OK", "ALARM"))
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({ "ignored": "someone-elses" }));
+    assert_eq!(cloudwatch.calls.load(Ordering::Relaxed), calls);
+
+    // `fleetlock status` says which alarm holds which group.
+    let status = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .arg("status")
+        .env("FLEETLOCK_TABLE", &table)
+        .output()
+        .await
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("alarm 'composite-health' is in ALARM and holds: db\n"),
+        "{status}"
+    );
+
+    function.process.start_kill().unwrap();
+    let output = function.process.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(r#""entry":"alarm-pauses""#), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains("does not exist") && l.contains(r#""alarm":"gone""#)),
+        "a deleted alarm is warned about: {stderr}"
+    );
+    // Every AWS call it made is one its policy allows, and all of them are.
+    let actions: HashSet<String> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["message"] == "aws request")
+        .map(|l| l["action"].as_str().unwrap().to_owned())
+        .collect();
+    let allowed: HashSet<String> = fleetlock::iam::ALARM_PAUSES_TABLE_ACTIONS
+        .iter()
+        .chain(fleetlock::iam::ALARM_PAUSES_ALARM_ACTIONS)
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(actions, allowed);
+}
+
+#[tokio::test]
+async fn when_cloudwatch_cannot_be_read_nothing_changes_and_lambda_hears_an_error() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("alarms");
+    let store = DynamoStore::new(client().await, &table);
+    assert!(store.create_table().await.unwrap());
+    // Port 9 (discard): nothing answers there.
+    let mut function = Function::start(&table, "http://127.0.0.1:9").await;
+    let failed = function.invoke(scheduled()).await.unwrap_err();
+    assert!(
+        failed["errorMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot read the alarms' states (DescribeAlarms), nothing changed"),
+        "{failed}"
+    );
+    assert!(pauses(&store).await.is_empty(), "nothing was written");
+}
