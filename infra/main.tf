@@ -5,7 +5,8 @@ locals {
   use_function_url = var.endpoint == "function_url"
   has_domain       = var.domain_name != "" && local.use_http_api
   has_access_log   = local.use_http_api && var.api_access_log
-  alarm_actions    = var.alarm_topic_arn == "" ? [] : [var.alarm_topic_arn]
+  # Every alarm notifies alarm_topic_arn, or the topic made in alarms.tf.
+  alarm_actions = [var.alarm_topic_arn == "" ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn]
   # A function URL ends with "/" already.
   base_url = local.use_function_url ? aws_lambda_function_url.this[0].function_url : (
     local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this[0].api_endpoint}/"

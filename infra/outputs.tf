@@ -44,3 +44,18 @@ output "slot_events_failure_queue_url" {
   description = "Descriptions of stream batches whose events could not be put (null unless slot_events)."
   value       = one(aws_sqs_queue.slot_events_failures[*].url)
 }
+
+output "alarm_topic_arn" {
+  description = "The SNS topic every alarm notifies (created unless alarm_topic_arn was given)."
+  value       = local.alarm_actions[0]
+}
+
+output "alarm_pauses_function_name" {
+  description = "The function that pauses groups while their alarms are in ALARM (null unless alarm_pauses)."
+  value       = one(aws_lambda_function.alarm_pauses[*].function_name)
+}
+
+output "dashboard_url" {
+  description = "The CloudWatch dashboard of this deployment."
+  value       = "https://${data.aws_region.current.region}.console.aws.amazon.com/cloudwatch/home?region=${data.aws_region.current.region}#dashboards/dashboard/${aws_cloudwatch_dashboard.this.dashboard_name}"
+}

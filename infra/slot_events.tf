@@ -194,3 +194,21 @@ resource "aws_cloudwatch_metric_alarm" "unreadable_records" {
   ok_actions          = local.alarm_actions
   tags                = var.tags
 }
+
+resource "aws_cloudwatch_metric_alarm" "slot_events_errors" {
+  count               = local.slot_events
+  alarm_name          = "${var.name}-slot-events-errors"
+  alarm_description   = "The slot-events function fails (crashes or times out): Lambda retries the batch, and the stream falls behind. See its log."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = aws_lambda_function.slot_events[0].function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}

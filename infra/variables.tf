@@ -182,7 +182,24 @@ variable "server_error_alarm_threshold" {
 }
 
 variable "alarm_topic_arn" {
-  description = "Optional SNS topic that the alarms notify; empty for none."
+  description = "SNS topic that every alarm notifies. Empty: the module creates one (output alarm_topic_arn), with alarm_email subscribed if given."
+  type        = string
+  default     = ""
+}
+
+variable "alarm_email" {
+  description = "With the created topic: an email address subscribed to it. AWS sends a confirmation mail; nothing arrives until the link in it is followed. Terraform cannot delete a subscription that was never confirmed."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.alarm_email == "" || can(regex("^[^@\\s]+@[^@\\s]+$", var.alarm_email))
+    error_message = "alarm_email must be an email address, or empty."
+  }
+}
+
+variable "alarm_pauses" {
+  description = "FLEETLOCK_ALARM_PAUSES: CloudWatch alarms that pause groups while in ALARM, ';'-separated, each ALARM=GROUPS with GROUPS '*' or a comma list, e.g. \"api-5xx=*;db-latency=workers,db\". Empty: no alarm pauses anything (and no alarm-pauses function is created)."
   type        = string
   default     = ""
 }

@@ -202,7 +202,9 @@ impl BatchReport {
         json!({ "batchItemFailures": failures })
     }
 
-    /// One line in the Embedded Metric Format for the batch.
+    /// One line in the Embedded Metric Format for the batch. Only the count
+    /// an alarm watches is a metric (each is billed monthly); the others are
+    /// plain properties, for Logs Insights and the dashboard.
     pub fn metric_line(&self, service: &str, now: Timestamp) -> String {
         json!({
             "_aws": {
@@ -210,11 +212,7 @@ impl BatchReport {
                 "CloudWatchMetrics": [{
                     "Namespace": NAMESPACE,
                     "Dimensions": [["Service"]],
-                    "Metrics": [
-                        { "Name": EVENTS_PUT, "Unit": "Count" },
-                        { "Name": EVENTS_FAILED, "Unit": "Count" },
-                        { "Name": UNREADABLE_RECORDS, "Unit": "Count" },
-                    ],
+                    "Metrics": [{ "Name": UNREADABLE_RECORDS, "Unit": "Count" }],
                 }],
             },
             "Service": service,
@@ -577,8 +575,8 @@ mod tests {
         assert_eq!(metrics[UNREADABLE_RECORDS], 2);
         assert_eq!(metrics[EVENTS_PUT], 2);
         assert_eq!(
-            metrics["_aws"]["CloudWatchMetrics"][0]["Metrics"][2]["Name"],
-            UNREADABLE_RECORDS
+            metrics["_aws"]["CloudWatchMetrics"][0]["Metrics"],
+            json!([{ "Name": UNREADABLE_RECORDS, "Unit": "Count" }])
         );
     }
 

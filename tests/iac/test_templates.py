@@ -7,6 +7,7 @@ makes and the environment variables `fleetlock help` lists.
 Run by scripts/test after `cargo test` has built target/debug/fleetlock.
 """
 
+import ast
 import json
 import os
 import re
@@ -655,6 +656,203 @@ class SlotEvents(unittest.TestCase):
                          [{"Name": "Service", "Value": {"Ref": "SlotEventsFunction"}}])
         self.assertEqual(sam_param_default("SlotEventsIteratorAgeSeconds"),
                          TF_VARS["slot_events_iterator_age_seconds"]["default"])
+
+
+SAM_PAUSES = SAM_RESOURCES["AlarmPausesFunction"]
+TF_PAUSES = TF[("aws_lambda_function", "alarm_pauses")]
+DASHBOARD_TEMPLATE = (INFRA / "dashboard.json.tftpl").read_text()
+PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+
+def sam_alarms():
+    return {name: r for name, r in SAM_RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+
+
+def tf_alarms():
+    return {name: body for (rtype, name), body in TF.items() if rtype == "aws_cloudwatch_metric_alarm"}
+
+
+def dashboard(values=None):
+    """The dashboard body with every placeholder filled."""
+    return json.loads(PLACEHOLDER.sub(lambda m: (values or {}).get(m.group(1), f"<{m.group(1)}>"), DASHBOARD_TEMPLATE))
+
+
+class AlarmsReachAPerson(unittest.TestCase):
+    def test_a_topic_is_created_unless_one_is_given(self):
+        self.assertEqual(SAM["Conditions"]["CreateAlarmTopic"], {"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]})
+        self.assertEqual(sam_condition("AlarmTopic"), "CreateAlarmTopic")
+        self.assertEqual(TF[("aws_sns_topic", "alarms")]["count"], "${local.create_alarm_topic ? 1 : 0}")
+        self.assertEqual(TF_LOCALS["create_alarm_topic"], '${var.alarm_topic_arn == ""}')
+        self.assertEqual(sam_param_default("AlarmTopicArn"), TF_VARS["alarm_topic_arn"]["default"])
+
+    def test_the_email_subscription_is_optional_and_only_on_the_created_topic(self):
+        sam = SAM_RESOURCES["AlarmEmailSubscription"]
+        self.assertEqual(sam["Condition"], "HasAlarmEmail")
+        self.assertIn({"Condition": "CreateAlarmTopic"}, SAM["Conditions"]["HasAlarmEmail"]["Fn::And"])
+        self.assertEqual(sam["Properties"]["Protocol"], "email")
+        tf = TF[("aws_sns_topic_subscription", "alarm_email")]
+        self.assertEqual(tf["protocol"], "email")
+        self.assertEqual(tf["count"], '${local.create_alarm_topic && var.alarm_email != "" ? 1 : 0}')
+        self.assertEqual(sam_param_default("AlarmEmail"), TF_VARS["alarm_email"]["default"])
+
+    def test_unencrypted_on_purpose_and_said_so_in_both(self):
+        skips = SAM_RESOURCES["AlarmTopic"]["Metadata"]["checkov"]["skip"]
+        self.assertEqual([s["id"] for s in skips], ["CKV_AWS_26"])
+        self.assertNotIn("KmsMasterKeyId", SAM_RESOURCES["AlarmTopic"]["Properties"])
+        self.assertIn("checkov:skip=CKV_AWS_26", (INFRA / "alarms.tf").read_text())
+        self.assertNotIn("kms_master_key_id", TF[("aws_sns_topic", "alarms")])
+
+    def test_every_alarm_notifies_the_topic_in_both(self):
+        topic = [{"Fn::If": ["CreateAlarmTopic", {"Ref": "AlarmTopic"}, {"Ref": "AlarmTopicArn"}]}]
+        for name, alarm in sam_alarms().items():
+            self.assertEqual(alarm["Properties"]["AlarmActions"], topic, name)
+            self.assertEqual(alarm["Properties"]["OKActions"], topic, name)
+        for name, alarm in tf_alarms().items():
+            self.assertEqual(alarm["alarm_actions"], "${local.alarm_actions}", name)
+            self.assertEqual(alarm["ok_actions"], "${local.alarm_actions}", name)
+        self.assertIn("aws_sns_topic.alarms[0].arn", TF_LOCALS["alarm_actions"])
+        self.assertEqual(len(sam_alarms()), len(tf_alarms()))
+        self.assertEqual(len(sam_alarms()), 8)
+
+
+class AlarmPauses(unittest.TestCase):
+    def test_created_only_when_alarms_are_named(self):
+        self.assertEqual(sam_param_default("AlarmPauses"), "")
+        self.assertEqual(TF_VARS["alarm_pauses"]["default"], "")
+        self.assertEqual(SAM["Conditions"]["HasAlarmPauses"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmPauses"}, ""]}]})
+        self.assertEqual(TF_LOCALS["alarm_pauses"], '${var.alarm_pauses == "" ? 0 : 1}')
+        for name in ["AlarmPausesLogGroup", "AlarmPausesFunction", "AlarmPausesErrorsAlarm"]:
+            self.assertEqual(sam_condition(name), "HasAlarmPauses", name)
+
+    def test_same_binary_with_the_handler_the_code_knows(self):
+        names = re.search(r"pub const NAMES: \[&str; \d\] = \[([^\]]+)\]", (ROOT / "src/lambda.rs").read_text())
+        self.assertIn("alarm-pauses", re.findall(r'"([a-z-]+)"', names.group(1)))
+        self.assertEqual(SAM_PAUSES["Properties"]["Handler"], "alarm-pauses")
+        self.assertEqual(TF_PAUSES["handler"], "alarm-pauses")
+        self.assertEqual(SAM_PAUSES["Properties"]["CodeUri"], SAM_FUNCTION["Properties"]["CodeUri"])
+        self.assertEqual(TF_PAUSES["filename"], TF_FUNCTION["filename"])
+        self.assertEqual(SAM_PAUSES["Properties"]["MemorySize"], TF_PAUSES["memory_size"])
+        self.assertEqual(SAM_PAUSES["Properties"]["Timeout"], TF_PAUSES["timeout"])
+
+    def test_its_environment_is_the_same_and_read_by_the_code(self):
+        sam = SAM_PAUSES["Properties"]["Environment"]["Variables"]
+        tf = TF_PAUSES["environment"]["variables"]
+        self.assertEqual(set(sam), {"FLEETLOCK_TABLE", "FLEETLOCK_GROUPS", "FLEETLOCK_ALARM_PAUSES", "RUST_LOG"})
+        self.assertEqual(set(sam), set(tf))
+        self.assertEqual(sam["FLEETLOCK_GROUPS"], SAM_FUNCTION["Properties"]["Environment"]["Variables"]["FLEETLOCK_GROUPS"])
+        self.assertEqual(tf["FLEETLOCK_GROUPS"], TF_FUNCTION["environment"]["variables"]["FLEETLOCK_GROUPS"])
+        documented = fleetlock("help").split("ENVIRONMENT:")[1]
+        for name in sam:
+            self.assertIn(name, documented)
+
+    def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
+        expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "alarm-pauses")["Statement"]}
+        sam = {s["Sid"]: s for s in SAM_PAUSES["Properties"]["Policies"][0]["Statement"]}
+        self.assertEqual({sid: set(s["Action"]) for sid, s in sam.items()}, expected)
+        self.assertEqual(sam["LockTable"]["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
+        self.assertTrue(sam["AlarmStates"]["Resource"]["Fn::Sub"].endswith(":alarm:*"))
+        tf = {s["sid"]: s for s in tf_statements("alarm_pauses")}
+        tf.pop("Logs")
+        self.assertEqual({sid: set(s["actions"]) if isinstance(s["actions"], list) else {s["actions"]}
+                          for sid, s in tf.items()}, expected)
+        self.assertTrue(tf["AlarmStates"]["resources"].endswith(":alarm:*"))
+
+    def test_the_same_rule_and_schedule_reach_it(self):
+        events = SAM_PAUSES["Properties"]["Events"]
+        self.assertEqual(events["AlarmStateChange"]["Type"], "EventBridgeRule")
+        sam_pattern = events["AlarmStateChange"]["Properties"]["Pattern"]
+        self.assertEqual(sam_pattern, {"source": ["aws.cloudwatch"], "detail-type": ["CloudWatch Alarm State Change"]})
+        tf_pattern = TF[("aws_cloudwatch_event_rule", "alarm_state_change")]["event_pattern"]
+        # python-hcl2 prints jsonencode's argument as a Python literal.
+        inner = re.fullmatch(r"\$\{jsonencode\((.*)\)\}", tf_pattern, re.S).group(1)
+        self.assertEqual(ast.literal_eval(inner), sam_pattern)
+        self.assertEqual(events["Reconcile"]["Properties"]["Schedule"],
+                         TF[("aws_cloudwatch_event_rule", "alarm_reconcile")]["schedule_expression"])
+        for rule in ["alarm_state_change", "alarm_reconcile"]:
+            self.assertEqual(TF[("aws_cloudwatch_event_target", rule)]["arn"], "${aws_lambda_function.alarm_pauses[0].arn}")
+            permission = TF[("aws_lambda_permission", rule)]
+            self.assertEqual(permission["principal"], "events.amazonaws.com")
+            self.assertEqual(permission["source_arn"], f"${{aws_cloudwatch_event_rule.{rule}[0].arn}}")
+
+
+class Dashboard(unittest.TestCase):
+    def sam_body(self):
+        body, values = SAM_RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+        return body, values
+
+    def test_the_body_is_the_same_in_both(self):
+        body, _ = self.sam_body()
+        self.assertEqual(json.loads(PLACEHOLDER.sub(r"<\1>", body)), dashboard())
+        tf = TF[("aws_cloudwatch_dashboard", "this")]["dashboard_body"]
+        self.assertIn('templatefile("${path.module}/dashboard.json.tftpl"', tf)
+
+    def test_every_placeholder_is_given_a_value_in_both(self):
+        used = set(PLACEHOLDER.findall(DASHBOARD_TEMPLATE))
+        _, sam_values = self.sam_body()
+        self.assertEqual(set(sam_values), used)
+        tf = TF[("aws_cloudwatch_dashboard", "this")]["dashboard_body"]
+        # python-hcl2 prints the map as a Python dict: 'key': 'value'.
+        tf_keys = set(re.findall(r"'(\w+)': ", tf.split("tftpl\",", 1)[1]))
+        self.assertEqual(tf_keys, used)
+
+    def test_a_valid_body_of_known_widgets(self):
+        body = dashboard()
+        self.assertTrue(body["widgets"])
+        cells = set()
+        for widget in body["widgets"]:
+            self.assertIn(widget["type"], ["metric", "log"])
+            for key in ["x", "y", "width", "height"]:
+                self.assertIsInstance(widget[key], int)
+            self.assertLessEqual(widget["x"] + widget["width"], 24)
+            for x in range(widget["x"], widget["x"] + widget["width"]):
+                for y in range(widget["y"], widget["y"] + widget["height"]):
+                    self.assertNotIn((x, y), cells, f"widgets overlap: {widget['properties']['title']}")
+                    cells.add((x, y))
+            props = widget["properties"]
+            self.assertEqual(props["region"], "<region>")
+            self.assertTrue(props["title"])
+            if widget["type"] == "log":
+                self.assertRegex(props["query"], r"^SOURCE '<\w+_log_group>' \| ")
+            else:
+                self.assertTrue(props["metrics"])
+
+    def test_every_metric_and_dimension_is_one_the_code_or_aws_emits(self):
+        ours = {
+            rust_constant("src/metrics.rs", "OLDEST_HOLDER_AGE"): "<function>",
+            rust_constant("src/stream.rs", "UNREADABLE_RECORDS"): "<slot_events_function>",
+        }
+        namespace = rust_constant("src/metrics.rs", "NAMESPACE")
+        # AWS's own metrics: namespace -> name -> the dimension it is read by.
+        aws = {
+            "AWS/ApiGateway": ({"4xx", "5xx", "Latency"}, "ApiId"),
+            "AWS/Lambda": ({"Errors", "Throttles", "IteratorAge", "Url4xxCount", "Url5xxCount", "UrlRequestLatency"},
+                           "FunctionName"),
+        }
+        seen = set()
+        for widget in dashboard()["widgets"]:
+            for metric in widget["properties"].get("metrics", []):
+                ns, name, dimension, value = metric[:4]
+                seen.add(name)
+                if ns == namespace:
+                    self.assertIn(name, ours)
+                    # The one dimension the code's EMF lines declare.
+                    self.assertEqual(dimension, "Service")
+                    self.assertEqual(value, ours[name])
+                else:
+                    names, dim = aws[ns]
+                    self.assertIn(name, names)
+                    self.assertEqual(dimension, dim)
+        self.assertTrue(set(ours) <= seen)
+        # The metric line declares these, and only these, as metrics.
+        self.assertIn('"Metrics": [{ "Name": UNREADABLE_RECORDS, "Unit": "Count" }]', (ROOT / "src/stream.rs").read_text())
+        self.assertIn('"Metrics": [{ "Name": OLDEST_HOLDER_AGE, "Unit": "Seconds" }]', (ROOT / "src/metrics.rs").read_text())
+
+    def test_the_endpoint_and_the_optional_functions_have_placeholders_when_absent(self):
+        _, values = self.sam_body()
+        self.assertEqual(values["api_id"], {"Fn::If": ["UseHttpApi", {"Ref": "HttpApi"}, "none"]})
+        self.assertEqual(values["slot_events_function"]["Fn::If"][0], "HasSlotEvents")
+        self.assertEqual(values["alarm_pauses_log_group"],
+                         {"Fn::If": ["HasAlarmPauses", {"Ref": "AlarmPausesLogGroup"}, {"Ref": "FunctionLogGroup"}]})
 
 
 if __name__ == "__main__":

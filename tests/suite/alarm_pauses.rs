@@ -413,6 +413,21 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
             .any(|l| l.contains("does not exist") && l.contains(r#""alarm":"gone""#)),
         "a deleted alarm is warned about: {stderr}"
     );
+    let emitted: BTreeSet<String> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["message"] == "alarm pause")
+        .flat_map(|l| l.as_object().unwrap().keys().cloned().collect::<Vec<_>>())
+        .collect();
+    let read = crate::helpers::dashboard_fields("alarm_pauses_log_group");
+    assert!(
+        read.contains("alarm") && read.contains("action"),
+        "{read:?}"
+    );
+    assert!(
+        read.is_subset(&emitted),
+        "the dashboard reads {read:?}; the lines have {emitted:?}"
+    );
     // Every AWS call it made is one its policy allows, and all of them are.
     let actions: HashSet<String> = stderr
         .lines()

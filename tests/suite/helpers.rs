@@ -170,3 +170,53 @@ pub async fn zincati(addr: SocketAddr, endpoint: &str, id: &str, group: &str) ->
     )
     .await
 }
+
+/// The log fields the dashboard's Logs Insights queries read from the log
+/// group behind `placeholder` (e.g. `function_log_group`): the fields each
+/// query filters, groups or shows, without functions, keywords, aliases and
+/// Logs Insights' own `@` fields. The tests check them against the lines the
+/// binary really writes.
+pub fn dashboard_fields(placeholder: &str) -> std::collections::BTreeSet<String> {
+    const KEYWORDS: &[&str] = &[
+        "filter", "stats", "by", "as", "fields", "sort", "desc", "asc", "limit", "and", "or", "not",
+    ];
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/infra/dashboard.json.tftpl");
+    // Placeholders sit inside JSON strings: the template is JSON as it is.
+    let body: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let source = format!("SOURCE '${{{placeholder}}}' |");
+    let mut fields = std::collections::BTreeSet::new();
+    for widget in body["widgets"].as_array().unwrap() {
+        let query = widget["properties"]["query"].as_str().unwrap_or_default();
+        let Some(query) = query.strip_prefix(&source) else {
+            continue;
+        };
+        // Without string literals, every word with what follows it.
+        let mut bare: String = query.split('\'').step_by(2).collect::<Vec<_>>().join(" ");
+        bare.push(' ');
+        let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '@';
+        let mut previous = "";
+        for (at, word) in bare
+            .match_indices(|c: char| !is_word(c))
+            .scan(0, |start, (at, sep)| {
+                let word = &bare[*start..at];
+                *start = at + sep.len();
+                Some((at, word))
+            })
+        {
+            if word.is_empty() {
+                continue;
+            }
+            let is_function = bare[at..].starts_with('(');
+            let is_field = word.starts_with(|c: char| c.is_ascii_alphabetic())
+                && !is_function
+                && previous != "as"
+                && !KEYWORDS.contains(&word);
+            if is_field {
+                fields.insert(word.to_owned());
+            }
+            previous = word;
+        }
+    }
+    fields
+}

@@ -201,6 +201,24 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         logs.iter()
             .any(|l| l["message"] == "decision" && l["id"] == "node-a" && l["client"] == "fleet")
     );
+
+    // Every field the dashboard's queries read from this log group is one
+    // these lines carry.
+    let emitted: std::collections::BTreeSet<String> = logs
+        .iter()
+        .filter(|l| ["decision", "refusal"].contains(&l["message"].as_str().unwrap_or_default()))
+        .flat_map(|l| l.as_object().unwrap().keys().cloned())
+        .collect();
+    let read = crate::helpers::dashboard_fields("function_log_group");
+    assert!(
+        read.contains("outcome") && read.contains("oldest_holder_age_s"),
+        "{read:?}"
+    );
+    let missing: Vec<&String> = read.difference(&emitted).collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard reads fields no line has: {missing:?}"
+    );
     assert!(!stderr.contains(&credential.secret) && !stdout.contains(&credential.secret));
 
     // What a call puts into CloudWatch Logs from the function itself (the

@@ -383,6 +383,16 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
         .filter(|j| j.get("_aws").is_some())
         .collect();
     assert_eq!(metrics.len(), 3);
+    let emitted: std::collections::BTreeSet<String> = metrics
+        .iter()
+        .flat_map(|l| l.as_object().unwrap().keys().cloned())
+        .collect();
+    let read = crate::helpers::dashboard_fields("slot_events_log_group");
+    assert!(read.contains("SlotEventsFailed"), "{read:?}");
+    assert!(
+        read.is_subset(&emitted),
+        "the dashboard reads {read:?}; the lines have {emitted:?}"
+    );
     assert_eq!(
         (
             metrics[2]["SlotEventsPut"].clone(),

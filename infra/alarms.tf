@@ -1,0 +1,197 @@
+# Where alarms go, and alarms that pause groups. The same resources as the SAM
+# template's AlarmTopic, AlarmEmailSubscription and AlarmPauses* resources.
+
+locals {
+  create_alarm_topic = var.alarm_topic_arn == ""
+  alarm_pauses       = var.alarm_pauses == "" ? 0 : 1
+}
+
+# Not encrypted: CloudWatch cannot publish to a topic under the AWS managed SNS
+# key, and a customer managed key (with a key policy for CloudWatch) costs $1 a
+# month for notifications that carry alarm names and metric values only.
+resource "aws_sns_topic" "alarms" {
+  count        = local.create_alarm_topic ? 1 : 0
+  name         = "${var.name}-alarms"
+  display_name = "FleetLock alarms"
+  tags         = var.tags
+
+  # checkov:skip=CKV_AWS_26: CloudWatch cannot publish to a topic encrypted with the AWS managed key; the messages are alarm names and metric values, not worth a customer managed key and its key policy.
+}
+
+# Terraform cannot delete an email subscription that was never confirmed: it
+# stays "pending confirmation" until AWS drops it after 3 days.
+resource "aws_sns_topic_subscription" "alarm_email" {
+  count     = local.create_alarm_topic && var.alarm_email != "" ? 1 : 0
+  topic_arn = aws_sns_topic.alarms[0].arn
+  protocol  = "email"
+  endpoint  = var.alarm_email
+}
+
+resource "aws_cloudwatch_log_group" "alarm_pauses" {
+  count             = local.alarm_pauses
+  name              = "/aws/lambda/${var.name}-alarm-pauses"
+  retention_in_days = var.log_retention_days
+  tags              = var.tags
+
+  # checkov:skip=CKV_AWS_158: logs hold group and alarm names, no secrets; the default encryption applies.
+  # checkov:skip=CKV_AWS_338: retention is the operator's choice (log_retention_days), 30 days by default.
+}
+
+resource "aws_iam_role" "alarm_pauses" {
+  count              = local.alarm_pauses
+  name               = "${var.name}-alarm-pauses"
+  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+  tags               = var.tags
+}
+
+# `fleetlock iam-policy --for alarm-pauses`.
+data "aws_iam_policy_document" "alarm_pauses" {
+  statement {
+    sid       = "LockTable"
+    actions   = ["dynamodb:DescribeTable", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.locks.arn]
+  }
+
+  statement {
+    sid       = "AlarmStates"
+    actions   = ["cloudwatch:DescribeAlarms"]
+    resources = ["arn:${data.aws_partition.current.partition}:cloudwatch:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:alarm:*"]
+  }
+
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${one(aws_cloudwatch_log_group.alarm_pauses[*].arn)}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "alarm_pauses" {
+  count  = local.alarm_pauses
+  name   = "${var.name}-alarm-pauses"
+  role   = aws_iam_role.alarm_pauses[0].id
+  policy = data.aws_iam_policy_document.alarm_pauses.json
+}
+
+resource "aws_lambda_function" "alarm_pauses" {
+  count            = local.alarm_pauses
+  function_name    = "${var.name}-alarm-pauses"
+  description      = "FleetLock alarm pauses (CloudWatch alarms pause groups)"
+  role             = aws_iam_role.alarm_pauses[0].arn
+  filename         = var.lambda_zip_path
+  source_code_hash = filebase64sha256(var.lambda_zip_path)
+  runtime          = "provided.al2023"
+  handler          = "alarm-pauses"
+  architectures    = [var.architecture]
+  memory_size      = 128
+  # DescribeAlarms, a Scan and a write per change, each bounded at 5 s.
+  timeout = 30
+  tags    = var.tags
+
+  environment {
+    variables = {
+      FLEETLOCK_TABLE        = aws_dynamodb_table.locks.name
+      FLEETLOCK_GROUPS       = var.groups
+      FLEETLOCK_ALARM_PAUSES = var.alarm_pauses
+      RUST_LOG               = var.log_level
+    }
+  }
+
+  logging_config {
+    log_format       = "JSON"
+    log_group        = aws_cloudwatch_log_group.alarm_pauses[0].name
+    system_log_level = var.platform_log_level
+  }
+
+  depends_on = [aws_iam_role_policy.alarm_pauses]
+
+  # checkov:skip=CKV_AWS_116: a failed event is not lost: the schedule reads every gating alarm's state every 5 minutes and repairs the pauses.
+  # checkov:skip=CKV_AWS_117: talks only to DynamoDB and CloudWatch over their public endpoints; a VPC adds NAT cost and nothing else.
+  # checkov:skip=CKV_AWS_173: the environment holds a table name, slot counts, alarm names and a log level, no secrets.
+  # checkov:skip=CKV_AWS_115: invoked by two rules only; at most a few invocations a minute.
+  # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
+  # checkov:skip=CKV_AWS_50: X-Ray tracing is optional cost; every change is logged.
+}
+
+# Every alarm state change in the region, as in the SAM template (which
+# cannot take the names out of the parameter); an alarm that gates nothing is
+# ignored without any AWS call.
+resource "aws_cloudwatch_event_rule" "alarm_state_change" {
+  count       = local.alarm_pauses
+  name        = "${var.name}-alarm-state-change"
+  description = "FleetLock alarm pauses: CloudWatch alarm state changes"
+  event_pattern = jsonencode({
+    source        = ["aws.cloudwatch"]
+    "detail-type" = ["CloudWatch Alarm State Change"]
+  })
+  tags = var.tags
+}
+
+resource "aws_cloudwatch_event_rule" "alarm_reconcile" {
+  count               = local.alarm_pauses
+  name                = "${var.name}-alarm-reconcile"
+  description         = "FleetLock alarm pauses, reconciled with the alarms' states"
+  schedule_expression = "rate(5 minutes)"
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "alarm_state_change" {
+  count = local.alarm_pauses
+  rule  = aws_cloudwatch_event_rule.alarm_state_change[0].name
+  arn   = aws_lambda_function.alarm_pauses[0].arn
+}
+
+resource "aws_cloudwatch_event_target" "alarm_reconcile" {
+  count = local.alarm_pauses
+  rule  = aws_cloudwatch_event_rule.alarm_reconcile[0].name
+  arn   = aws_lambda_function.alarm_pauses[0].arn
+}
+
+resource "aws_lambda_permission" "alarm_state_change" {
+  count         = local.alarm_pauses
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.alarm_pauses[0].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.alarm_state_change[0].arn
+}
+
+resource "aws_lambda_permission" "alarm_reconcile" {
+  count         = local.alarm_pauses
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.alarm_pauses[0].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.alarm_reconcile[0].arn
+}
+
+resource "aws_cloudwatch_metric_alarm" "alarm_pauses_errors" {
+  count               = local.alarm_pauses
+  alarm_name          = "${var.name}-alarm-pauses-errors"
+  alarm_description   = "The alarm-pauses function failed twice in a row (it could not read the alarms or write a pause): groups may not be paused while a gating alarm is in ALARM. See its log."
+  namespace           = "AWS/Lambda"
+  metric_name         = "Errors"
+  dimensions          = { FunctionName = aws_lambda_function.alarm_pauses[0].function_name }
+  statistic           = "Sum"
+  period              = 300
+  evaluation_periods  = 2
+  datapoints_to_alarm = 2
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}
+
+# One dashboard; its body is shared with the SAM template (tests/iac).
+resource "aws_cloudwatch_dashboard" "this" {
+  dashboard_name = "${var.name}-fleetlock"
+  dashboard_body = templatefile("${path.module}/dashboard.json.tftpl", {
+    region                 = data.aws_region.current.region
+    function               = aws_lambda_function.this.function_name
+    function_log_group     = aws_cloudwatch_log_group.function.name
+    api_id                 = local.use_http_api ? aws_apigatewayv2_api.this[0].id : "none"
+    slot_events_function   = var.slot_events ? aws_lambda_function.slot_events[0].function_name : "none"
+    slot_events_log_group  = var.slot_events ? aws_cloudwatch_log_group.slot_events[0].name : aws_cloudwatch_log_group.function.name
+    alarm_pauses_function  = local.alarm_pauses == 1 ? aws_lambda_function.alarm_pauses[0].function_name : "none"
+    alarm_pauses_log_group = local.alarm_pauses == 1 ? aws_cloudwatch_log_group.alarm_pauses[0].name : aws_cloudwatch_log_group.function.name
+  })
+}
