@@ -110,6 +110,11 @@ class EveryFileParses(unittest.TestCase):
             self.assertTrue((INFRA / name).exists(), name)
         self.assertTrue((INFRA / "examples" / "basic" / "main.tf").exists())
 
+    def test_every_variable_and_output_is_in_the_module_readme(self):
+        readme = (INFRA / "README.md").read_text()
+        for name in list(TF_VARS) + list(TF_OUTPUTS):
+            self.assertIn(f"`{name}`", readme, name)
+
     def test_every_variable_is_typed_and_described(self):
         for name, body in TF_VARS.items():
             with self.subTest(variable=name):
