@@ -499,5 +499,82 @@ async fn main() {
     requests_per_answer_kind().await;
     cpu_per_call().await;
     write_units_by_group_size().await;
+    slot_events_cpu().await;
     release_binary().await;
+}
+
+/// Takes every event and fails none: what the slot-events function spends
+/// itself, without EventBridge's round trips.
+struct NullSink;
+
+impl fleetlock::stream::EventSink for NullSink {
+    async fn put(
+        &self,
+        entries: &[fleetlock::stream::Outgoing],
+    ) -> Result<Vec<Option<String>>, String> {
+        Ok(vec![None; entries.len()])
+    }
+}
+
+/// CPU of the slot-events handler per stream record: read both images, diff
+/// them, build the events. Records as Lambda delivers them, each a grant in a
+/// group of `holders` holders.
+async fn slot_events_cpu() {
+    use serde_json::json;
+    const BATCHES: usize = 200;
+    const RECORDS: usize = 100;
+    println!(
+        "### Slot events: CPU per stream record ({BATCHES} batches of {RECORDS}, EventBridge not counted)\n"
+    );
+    println!("| holders in the item | CPU per record, µs | events per record |");
+    println!("|---:|---:|---:|");
+    let handler = fleetlock::stream::SlotEvents::new(NullSink);
+    for holders in [1usize, 10, 50] {
+        let image = |count: usize| {
+            let mut item = json!({
+                "group": { "S": "workers" },
+                "holder_count": { "N": count.to_string() },
+                "slots": { "N": "50" },
+            });
+            for n in 0..count {
+                item[format!("h:{n:032x}")] = json!({ "N": "1764479529042" });
+            }
+            item
+        };
+        let record = |n: usize| {
+            json!({
+                "eventID": format!("{n:032x}"),
+                "eventName": "MODIFY",
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "eu-west-1",
+                "dynamodb": {
+                    "ApproximateCreationDateTime": 1_764_479_529.0,
+                    "Keys": { "group": { "S": "workers" } },
+                    "OldImage": image(holders - 1),
+                    "NewImage": image(holders),
+                    "SequenceNumber": format!("{n:021}"),
+                    "SizeBytes": 100 + 42 * holders,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
+                },
+                "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/fleetlock/stream/2026-11-30T00:00:00.000",
+            })
+        };
+        let batch = json!({ "Records": (0..RECORDS).map(record).collect::<Vec<_>>() });
+        let cpu = process_cpu();
+        let mut events = 0;
+        for _ in 0..BATCHES {
+            let report = handler.handle(&batch).await;
+            assert_eq!(report.unreadable_records, 0);
+            events += report.events_put;
+        }
+        let cpu = process_cpu() - cpu;
+        let records = (BATCHES * RECORDS) as f64;
+        println!(
+            "| {holders} | {:.1} | {:.2} |",
+            cpu.as_secs_f64() * 1e6 / records,
+            events as f64 / records
+        );
+    }
+    println!();
 }
