@@ -619,6 +619,34 @@ class SlotEvents(unittest.TestCase):
             self.assertNotIn("AWSLambdaDynamoDBExecutionRole", json.dumps(resource), name)
         self.assertNotIn("AWSLambdaDynamoDBExecutionRole", json.dumps([str(v) for v in TF.values()]))
 
+    def test_after_the_sam_transform_every_role_has_the_basic_policy_only(self):
+        # SAM's own transform, with every switch on: no role gets
+        # AWSLambdaDynamoDBExecutionRole or any other managed policy on "*".
+        from samtranslator.translator.transform import transform
+        from samtranslator.yaml_helper import yaml_parse
+
+        basic = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+
+        class Policies:
+            def load(self):
+                return {"AWSLambdaBasicExecutionRole": basic}
+
+        text = (ROOT / "template.yaml").read_text()
+        text = text.replace("      CodeUri: .\n", "      CodeUri: s3://bucket/fleetlock.zip\n")
+        template = yaml_parse(text)
+        template["Parameters"]["SlotEvents"]["Default"] = "true"
+        template["Parameters"]["AlarmPauses"]["Default"] = "api-5xx=*"
+        os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        resources = transform(template, {}, Policies())["Resources"]
+        roles = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
+        self.assertEqual(set(roles), {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole"})
+        for name, role in roles.items():
+            self.assertEqual(role["Properties"]["ManagedPolicyArns"], [basic], name)
+        self.assertEqual(resources["SlotEventsFunction"]["Properties"]["Handler"], "slot-events")
+        self.assertEqual(resources["AlarmPausesFunction"]["Properties"]["Handler"], "alarm-pauses")
+        rules = sorted(n for n, r in resources.items() if r["Type"] == "AWS::Events::Rule")
+        self.assertEqual(rules, ["AlarmPausesFunctionAlarmStateChange", "AlarmPausesFunctionReconcile"])
+
     def test_the_mapping_retries_splits_and_keeps_what_fails_the_same_way(self):
         sam = SAM_RESOURCES["SlotEventsMapping"]["Properties"]
         tf = TF[("aws_lambda_event_source_mapping", "slot_events")]
