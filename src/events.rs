@@ -86,47 +86,25 @@ pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) 
             events.push(after.event(Kind::SlotReleased, id.as_str(), at, fields));
         }
     }
-    if let Some(pause) = old
-        .pause
-        .person
-        .as_ref()
-        .filter(|_| new.pause.person.is_none())
-    {
-        events.push(after.event(
-            Kind::GroupResumed,
-            "person",
-            origin.written_at,
-            json!({ "cause": "person", "reason": pause.reason.as_str(), "by": pause.by }),
-        ));
-    }
-    for alarm in old.pause.alarms.difference(&new.pause.alarms) {
-        events.push(after.event(
-            Kind::GroupResumed,
-            &format!("alarm:{alarm}"),
-            origin.written_at,
-            json!({ "cause": "alarm", "alarm": alarm }),
-        ));
-    }
-    if let Some(pause) = new
-        .pause
-        .person
-        .as_ref()
-        .filter(|_| old.pause.person.is_none())
-    {
-        events.push(after.event(
-            Kind::GroupPaused,
-            "person",
-            pause.since,
-            json!({ "cause": "person", "reason": pause.reason.as_str(), "by": pause.by }),
-        ));
-    }
-    for alarm in new.pause.alarms.difference(&old.pause.alarms) {
-        events.push(after.event(
-            Kind::GroupPaused,
-            &format!("alarm:{alarm}"),
-            origin.written_at,
-            json!({ "cause": "alarm", "alarm": alarm }),
-        ));
+    // Resumes (a pause in `old` gone from `new`), then pauses (the reverse).
+    for (kind, has, lacks) in [
+        (Kind::GroupResumed, &old.pause, &new.pause),
+        (Kind::GroupPaused, &new.pause, &old.pause),
+    ] {
+        if let Some(pause) = has.person.as_ref().filter(|_| lacks.person.is_none()) {
+            // A person's pause is dated by its own `since`; a resume, by the record.
+            let at = match kind {
+                Kind::GroupPaused => pause.since,
+                _ => origin.written_at,
+            };
+            let fields =
+                json!({ "cause": "person", "reason": pause.reason.as_str(), "by": pause.by });
+            events.push(after.event(kind, "person", at, fields));
+        }
+        for alarm in has.alarms.difference(&lacks.alarms) {
+            let fields = json!({ "cause": "alarm", "alarm": alarm });
+            events.push(after.event(kind, &format!("alarm:{alarm}"), origin.written_at, fields));
+        }
     }
     for (id, since) in new.holders.holders() {
         if !old.holders.holds(id) {

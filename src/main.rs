@@ -94,13 +94,7 @@ async fn run_lambda() -> ExitCode {
     let service = FleetLock::new(config.groups, store).with_windows(config.windows);
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock".into());
     let api = Api::new(service, auth).with_metrics(EmbeddedMetrics::new(function));
-    match lambda::run(Arc::new(api)).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!(error = %err, "lambda runtime stopped");
-            ExitCode::FAILURE
-        }
-    }
+    runtime_stopped(lambda::run(Arc::new(api)).await)
 }
 
 /// Slot events: the table's stream to EventBridge. Needs no table, no
@@ -126,13 +120,7 @@ async fn run_slot_events() -> ExitCode {
         }
     })
     .await;
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!(error = %err, "lambda runtime stopped");
-            ExitCode::FAILURE
-        }
-    }
+    runtime_stopped(result)
 }
 
 /// Alarm pauses: CloudWatch alarm state changes and a schedule keep the
@@ -176,6 +164,11 @@ async fn run_alarm_pauses() -> ExitCode {
         async move { pauses.handle(&event).await }
     })
     .await;
+    runtime_stopped(result)
+}
+
+/// How the process ends when the Lambda runtime loop returns.
+fn runtime_stopped(result: Result<(), lambda_http::Error>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -4,8 +4,7 @@
 //! protocol, Smithy RPC v2 CBOR, over HTTP) and writing pauses to DynamoDB
 //! Local.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::convert::Infallible;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,15 +15,12 @@ use fleetlock::input::{GroupName, PauseReason};
 use fleetlock::lock::{PersonPause, Timestamp};
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, client};
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 
-use crate::helpers::{local_dynamodb_endpoint, unique_table_name};
+use crate::helpers::{
+    aws_actions, json_lines, local_dynamodb_endpoint, stand_in, unique_table_name,
+};
 use crate::lambda_runtime::{RuntimeApi, runtime_api};
 
 /// CloudWatch's alarms as DescribeAlarms reports them: name to (composite?, state).
@@ -48,41 +44,21 @@ impl Alarms {
     }
 
     async fn start(&self) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let alarms = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                let alarms = alarms.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                        let alarms = alarms.clone();
-                        async move {
-                            assert_eq!(
-                                request.uri().path(),
-                                "/service/GraniteServiceVersion20100801/operation/DescribeAlarms"
-                            );
-                            assert_eq!(request.headers()["smithy-protocol"], "rpc-v2-cbor");
-                            let body = request.into_body().collect().await.unwrap().to_bytes();
-                            alarms.calls.fetch_add(1, Ordering::Relaxed);
-                            let answer = alarms.describe(&requested_names(&body));
-                            Ok::<_, Infallible>(
-                                Response::builder()
-                                    .header("content-type", "application/cbor")
-                                    .header("smithy-protocol", "rpc-v2-cbor")
-                                    .body(Full::new(Bytes::from(answer)))
-                                    .unwrap(),
-                            )
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        format!("http://{addr}")
+        stand_in(move |request, body| {
+            assert_eq!(
+                request.uri.path(),
+                "/service/GraniteServiceVersion20100801/operation/DescribeAlarms"
+            );
+            assert_eq!(request.headers["smithy-protocol"], "rpc-v2-cbor");
+            alarms.calls.fetch_add(1, Ordering::Relaxed);
+            (
+                200,
+                "application/cbor",
+                alarms.describe(&requested_names(&body)),
+            )
+        })
+        .await
     }
 
     /// The named alarms that exist, metric and composite apart.
@@ -413,9 +389,8 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
             .any(|l| l.contains("does not exist") && l.contains(r#""alarm":"gone""#)),
         "a deleted alarm is warned about: {stderr}"
     );
-    let emitted: BTreeSet<String> = stderr
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let emitted: BTreeSet<String> = json_lines(&stderr)
+        .into_iter()
         .filter(|l| l["message"] == "alarm pause")
         .flat_map(|l| l.as_object().unwrap().keys().cloned().collect::<Vec<_>>())
         .collect();
@@ -429,13 +404,8 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
         "the dashboard reads {read:?}; the lines have {emitted:?}"
     );
     // Every AWS call it made is one its policy allows, and all of them are.
-    let actions: HashSet<String> = stderr
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|l| l["message"] == "aws request")
-        .map(|l| l["action"].as_str().unwrap().to_owned())
-        .collect();
-    let allowed: HashSet<String> = fleetlock::iam::ALARM_PAUSES_TABLE_ACTIONS
+    let actions = aws_actions(&stderr);
+    let allowed: BTreeSet<String> = fleetlock::iam::ALARM_PAUSES_TABLE_ACTIONS
         .iter()
         .chain(fleetlock::iam::ALARM_PAUSES_ALARM_ACTIONS)
         .map(|a| a.to_string())

@@ -220,3 +220,66 @@ pub fn dashboard_fields(placeholder: &str) -> std::collections::BTreeSet<String>
     }
     fields
 }
+
+/// A stand-in for an AWS API on a random loopback port: every request's
+/// method, path, headers and body go to `answer`, which gives the status, the
+/// content type and the body. Returns the endpoint URL.
+pub async fn stand_in<F>(answer: F) -> String
+where
+    F: Fn(&hyper::http::request::Parts, Bytes) -> (u16, &'static str, Vec<u8>)
+        + Send
+        + Sync
+        + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answer = Arc::new(answer);
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let answer = Arc::clone(&answer);
+            tokio::spawn(async move {
+                let service =
+                    hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                        let answer = Arc::clone(&answer);
+                        async move {
+                            let (parts, body) = request.into_parts();
+                            let body = body.collect().await.unwrap().to_bytes();
+                            let (status, content_type, body) = answer(&parts, body);
+                            let mut response = hyper::Response::builder()
+                                .status(status)
+                                .header("content-type", content_type);
+                            // An RPC v2 answer names its protocol, as the request did.
+                            if let Some(protocol) = parts.headers.get("smithy-protocol") {
+                                response = response.header("smithy-protocol", protocol);
+                            }
+                            Ok::<_, std::convert::Infallible>(
+                                response.body(Full::new(Bytes::from(body))).unwrap(),
+                            )
+                        }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// The lines of a log or of stdout that are JSON objects.
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(serde_json::Value::is_object)
+        .collect()
+}
+
+/// The AWS actions a process sent, from its debug log ("aws request" lines).
+pub fn aws_actions(stderr: &str) -> std::collections::BTreeSet<String> {
+    json_lines(stderr)
+        .into_iter()
+        .filter(|line| line["message"] == "aws request")
+        .map(|line| line["action"].as_str().unwrap().to_owned())
+        .collect()
+}

@@ -4,7 +4,6 @@
 //! its events on a stand-in for EventBridge's PutEvents over HTTP.
 
 use std::collections::HashSet;
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,14 +13,17 @@ use fleetlock::lock::{PersonPause, Timestamp};
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, client};
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response};
+use hyper::Request;
+use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::process::Command;
 
-use crate::helpers::{api, local_dynamodb_endpoint, spawn_server, unique_table_name, zincati};
+use crate::helpers::{
+    api, aws_actions, json_lines, local_dynamodb_endpoint, spawn_server, stand_in,
+    unique_table_name, zincati,
+};
 use crate::lambda_runtime::runtime_api;
 
 /// One call of DynamoDB's JSON API, as the stream's own reader (Lambda) sees
@@ -120,40 +122,17 @@ struct EventBus {
 
 impl EventBus {
     async fn start(&self) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let bus = self.clone();
-        tokio::spawn(async move {
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                let bus = bus.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                        let bus = bus.clone();
-                        async move {
-                            let target = request.headers()["x-amz-target"]
-                                .to_str()
-                                .unwrap()
-                                .to_owned();
-                            assert_eq!(target, "AWSEvents.PutEvents");
-                            let body = request.into_body().collect().await.unwrap().to_bytes();
-                            let body: Value = serde_json::from_slice(&body).unwrap();
-                            let answer = bus.put(&body);
-                            Ok::<_, Infallible>(
-                                Response::builder()
-                                    .header("content-type", "application/x-amz-json-1.1")
-                                    .body(Full::new(Bytes::from(answer.to_string())))
-                                    .unwrap(),
-                            )
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        format!("http://{addr}")
+        stand_in(move |request, body| {
+            assert_eq!(request.headers["x-amz-target"], "AWSEvents.PutEvents");
+            let answer = bus.put(&serde_json::from_slice(&body).unwrap());
+            (
+                200,
+                "application/x-amz-json-1.1",
+                answer.to_string().into_bytes(),
+            )
+        })
+        .await
     }
 
     fn put(&self, body: &Value) -> Value {
@@ -366,20 +345,14 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
         "{stderr}"
     );
     // Every AWS call it made is one its policy allows, and no other.
-    let actions: HashSet<String> = stderr
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|l| l["message"] == "aws request")
-        .map(|l| l["action"].as_str().unwrap().to_owned())
-        .collect();
-    let allowed: HashSet<String> = fleetlock::iam::SLOT_EVENTS_BUS_ACTIONS
+    let actions = aws_actions(&stderr);
+    let allowed: std::collections::BTreeSet<String> = fleetlock::iam::SLOT_EVENTS_BUS_ACTIONS
         .iter()
         .map(|a| a.to_string())
         .collect();
     assert_eq!(actions, allowed);
-    let metrics: Vec<Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let metrics: Vec<Value> = json_lines(&stdout)
+        .into_iter()
         .filter(|j| j.get("_aws").is_some())
         .collect();
     assert_eq!(metrics.len(), 3);
