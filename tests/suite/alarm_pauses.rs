@@ -21,7 +21,7 @@ use tokio::process::{Child, Command};
 use crate::helpers::{
     aws_actions, json_lines, local_dynamodb_endpoint, stand_in, unique_table_name,
 };
-use crate::lambda_runtime::{RuntimeApi, runtime_api};
+use crate::lambda_runtime::{RuntimeApi, lambda_command, runtime_api};
 
 /// CloudWatch's alarms as DescribeAlarms reports them: name to (composite?, state).
 #[derive(Clone, Default)]
@@ -168,12 +168,7 @@ struct Function {
 impl Function {
     async fn start(table: &str, alarms_url: &str) -> Self {
         let runtime = runtime_api().await;
-        let process = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
-            .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
-            .env("AWS_LAMBDA_FUNCTION_NAME", "fleetlock-alarm-pauses")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("_HANDLER", "alarm-pauses")
+        let process = lambda_command(&runtime, "fleetlock-alarm-pauses", "alarm-pauses")
             .env("AWS_ENDPOINT_URL_CLOUDWATCH", alarms_url)
             .env("FLEETLOCK_TABLE", table)
             .env("FLEETLOCK_GROUPS", "default=1,workers=2,db=1,*=1")
@@ -182,11 +177,6 @@ impl Function {
                 "api-5xx=*;db-latency=db,workers;composite-health=db;gone=workers",
             )
             .env("RUST_LOG", "info,fleetlock=debug")
-            .env_remove("FLEETLOCK_CLIENTS")
-            .env_remove("FLEETLOCK_AUTH")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .unwrap();
         Self { runtime, process }

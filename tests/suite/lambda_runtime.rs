@@ -88,6 +88,25 @@ pub(crate) async fn runtime_api() -> RuntimeApi {
     }
 }
 
+/// The binary as Lambda starts it: polling `runtime`, as the function named
+/// `function` with the handler `handler`, its output piped, no client
+/// settings unless the caller adds them.
+pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
+    command
+        .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", function)
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("_HANDLER", handler)
+        .env_remove("FLEETLOCK_CLIENTS")
+        .env_remove("FLEETLOCK_AUTH")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
 fn event(body: String, authorization: Option<&str>) -> String {
     let mut json: Value = serde_json::from_str(HTTP_API).unwrap();
     json["body"] = body.into();
@@ -112,18 +131,11 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
     let authorization = basic_auth("fleet", &credential.secret);
 
     let mut runtime = runtime_api().await;
-    let mut function = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
-        .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "fleetlock-test")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+    // The handler name the templates give the API function.
+    let mut function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
         .env("FLEETLOCK_TABLE", &table)
         .env("FLEETLOCK_GROUPS", "default=1")
         .env("FLEETLOCK_CLIENTS", &credential.entry)
-        .env_remove("FLEETLOCK_AUTH")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
 
@@ -245,4 +257,33 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         "a log line grew past 600 bytes: {request_lines:?} {metric_lines:?}"
     );
     assert!(!stderr.contains(authorization.trim_start_matches("Basic ")));
+}
+
+#[tokio::test]
+async fn an_unknown_handler_or_an_entry_point_without_its_settings_does_not_start() {
+    let runtime = runtime_api().await;
+    for (handler, unset, says) in [
+        ("events", "", "unknown Lambda handler \\\"events\\\""),
+        ("alarm-pauses", "FLEETLOCK_ALARM_PAUSES", "names no alarm"),
+        (
+            "alarm-pauses",
+            "FLEETLOCK_TABLE",
+            "FLEETLOCK_TABLE is unset",
+        ),
+    ] {
+        let mut command = lambda_command(&runtime, "fleetlock", handler);
+        command
+            .env("FLEETLOCK_TABLE", "fleetlock")
+            .env("FLEETLOCK_ALARM_PAUSES", "api-5xx=*");
+        if !unset.is_empty() {
+            command.env_remove(unset);
+        }
+        let output = tokio::time::timeout(Duration::from_secs(30), command.output())
+            .await
+            .expect("it stops by itself")
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{handler}: {stderr}");
+        assert!(stderr.contains(says), "{handler} without {unset}: {stderr}");
+    }
 }

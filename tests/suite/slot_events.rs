@@ -18,13 +18,12 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
-use tokio::process::Command;
 
 use crate::helpers::{
     api, aws_actions, json_lines, local_dynamodb_endpoint, spawn_server, stand_in,
     unique_table_name, zincati,
 };
-use crate::lambda_runtime::runtime_api;
+use crate::lambda_runtime::{lambda_command, runtime_api};
 
 /// One call of DynamoDB's JSON API, as the stream's own reader (Lambda) sees
 /// the answers. DynamoDB Local checks no signature.
@@ -243,22 +242,12 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
     let bus = EventBus::default();
     let bus_url = bus.start().await;
     let mut runtime = runtime_api().await;
-    let mut function = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
-        .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "fleetlock-events")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("_HANDLER", "slot-events")
+    let mut function = lambda_command(&runtime, "fleetlock-events", "slot-events")
         .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
         .env("FLEETLOCK_EVENT_BUS", "fleet-changes")
         .env("RUST_LOG", "info,fleetlock=debug")
         // None of the API's settings: this entry point must not need them.
         .env_remove("FLEETLOCK_TABLE")
-        .env_remove("FLEETLOCK_CLIENTS")
-        .env_remove("FLEETLOCK_AUTH")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut deliver = async |batch: &str| -> Value {
