@@ -23,10 +23,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use fleetlock::aws::load_config;
 use fleetlock::input::{GroupName, PauseReason};
 use fleetlock::lock::{PersonPause, Timestamp};
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, load_aws_config};
+use fleetlock::store::dynamodb::DynamoStore;
 use tokio::sync::RwLock;
 
 mod support;
@@ -248,10 +249,7 @@ async fn main() {
         .collect::<Vec<_>>()
         .join(",");
 
-    let reader = DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&load_aws_config().await),
-        &table,
-    );
+    let reader = DynamoStore::new(aws_sdk_dynamodb::Client::new(&load_config().await), &table);
     reader.create_table().await.expect("create the soak table");
 
     let settle_spec = format!("{SETTLE_GROUP}={}s", SETTLE.as_secs());
@@ -273,10 +271,7 @@ async fn main() {
     // so that every node can give its slot back and finish.
     let operator = {
         let (tally, pauses) = (Arc::clone(&tally), Arc::clone(&pauses));
-        let store = DynamoStore::new(
-            aws_sdk_dynamodb::Client::new(&load_aws_config().await),
-            &table,
-        );
+        let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&load_config().await), &table);
         tokio::spawn(async move {
             let group = GroupName::parse(PAUSED_GROUP).unwrap();
             let reason = PauseReason::parse("soak: paused by the operator task").unwrap();

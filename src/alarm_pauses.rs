@@ -39,12 +39,11 @@ impl CloudWatch {
     }
 }
 
-/// A CloudWatch client with the service's timeouts, retries and debug log.
-pub async fn client() -> aws_sdk_cloudwatch::Client {
-    let config =
-        aws_sdk_cloudwatch::config::Builder::from(&crate::store::dynamodb::load_aws_config().await)
-            .interceptor(crate::store::dynamodb::OperationLog)
-            .build();
+/// A CloudWatch client on the shared configuration, with the debug log.
+pub fn client(aws: &aws_config::SdkConfig) -> aws_sdk_cloudwatch::Client {
+    let config = aws_sdk_cloudwatch::config::Builder::from(aws)
+        .interceptor(crate::aws::OperationLog)
+        .build();
     aws_sdk_cloudwatch::Client::from_conf(config)
 }
 

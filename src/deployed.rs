@@ -5,12 +5,15 @@
 
 use std::collections::HashMap;
 
+use crate::aws::OperationLog;
 use crate::config::{Config, ConfigError};
-use crate::store::dynamodb::{OperationLog, load_aws_config};
 
 /// The variables of the function `name` (a name or an ARN).
-pub async fn function_environment(name: &str) -> Result<HashMap<String, String>, String> {
-    let config = aws_sdk_lambda::config::Builder::from(&load_aws_config().await)
+pub async fn function_environment(
+    aws: &aws_config::SdkConfig,
+    name: &str,
+) -> Result<HashMap<String, String>, String> {
+    let config = aws_sdk_lambda::config::Builder::from(aws)
         .interceptor(OperationLog)
         .build();
     let client = aws_sdk_lambda::Client::from_conf(config);

@@ -10,6 +10,7 @@
 //! - [`store`]: the storage trait with its in-memory and DynamoDB adapters.
 //! - [`http`]: the router shared by [`lambda`] and the local [`server`], with
 //!   client authentication from [`auth`].
+//! - [`aws`]: the AWS configuration and request log every client shares.
 //! - [`cli`]: the command line; [`iam`]: the permissions each party needs.
 //! - [`events`]: slot events from two states of a group, pure; [`stream`]:
 //!   the entry point that reads the table's stream and puts them on EventBridge.
@@ -19,6 +20,7 @@
 pub mod alarm_pauses;
 pub mod alarms;
 pub mod auth;
+pub mod aws;
 pub mod cli;
 pub mod config;
 pub mod deployed;

@@ -1,6 +1,8 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use aws_config::SdkConfig;
+
 use fleetlock::alarm_pauses::{self, AlarmPauses, CloudWatch};
 use fleetlock::alarms::AlarmGates;
 use fleetlock::auth::{self, Auth};
@@ -16,7 +18,7 @@ use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definiti
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::store::{Changed, LockStore};
 use fleetlock::stream::{self, EventBridge, SlotEvents};
-use fleetlock::{deployed, iam, lambda, logging, server};
+use fleetlock::{aws, deployed, iam, lambda, logging, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -84,7 +86,7 @@ async fn run_lambda() -> ExitCode {
             "FLEETLOCK_AUTH=disabled: anyone who reaches this endpoint can take and release slots"
         );
     }
-    let store = match checked_store(table).await {
+    let store = match checked_store(&aws::load_config().await, table).await {
         Ok(store) => store,
         Err(why) => {
             tracing::error!(error = %why, "the lock table cannot be used; not starting");
@@ -107,7 +109,7 @@ async fn run_slot_events() -> ExitCode {
     tracing::info!(bus, "slot events go to this EventBridge bus");
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock".into());
     let slot_events = Arc::new(SlotEvents::new(EventBridge::new(
-        stream::client().await,
+        stream::client(&aws::load_config().await),
         bus,
     )));
     let result = lambda::run_json(move |batch| {
@@ -143,11 +145,13 @@ async fn run_alarm_pauses() -> ExitCode {
             .listed()
             .map(|(name, _)| name.clone())
             .collect();
-        let store = checked_store(table).await?;
+        // One configuration for both clients.
+        let aws = aws::load_config().await;
+        let store = checked_store(&aws, table).await?;
         tracing::info!(alarms = ?gates.alarm_names().collect::<Vec<_>>(), "following these alarms");
         Ok::<_, String>(AlarmPauses::new(
             store,
-            CloudWatch::new(alarm_pauses::client().await),
+            CloudWatch::new(alarm_pauses::client(&aws)),
             gates,
             configured,
         ))
@@ -197,7 +201,7 @@ async fn run_command(command: Command) -> Result<(), String> {
             };
             match config.table {
                 Some(table) => {
-                    let store = checked_store(table).await?;
+                    let store = checked_store(&aws::load_config().await, table).await?;
                     let service = FleetLock::new(config.groups, store).with_windows(config.windows);
                     serve(listen, Api::new(service, auth)).await?;
                 }
@@ -235,7 +239,7 @@ async fn run_command(command: Command) -> Result<(), String> {
         Command::Pause { groups, reason, by } => {
             let reason = PauseReason::parse(&reason).map_err(|why| format!("--reason: {why}"))?;
             let by = operator_name(by)?;
-            let store = dynamo_store(required_table("pause")?).await;
+            let store = dynamo_store(&aws::load_config().await, required_table("pause")?);
             let since = Timestamp::now();
             for group in targets(&store, &groups).await? {
                 let pause = PersonPause {
@@ -257,7 +261,7 @@ async fn run_command(command: Command) -> Result<(), String> {
             }
         }
         Command::Resume { groups } => {
-            let store = dynamo_store(required_table("resume")?).await;
+            let store = dynamo_store(&aws::load_config().await, required_table("resume")?);
             for group in targets(&store, &groups).await? {
                 let decided = store.resume(&group).await.map_err(|e| e.to_string())?;
                 let verb = match decided.outcome {
@@ -303,7 +307,7 @@ async fn run_command(command: Command) -> Result<(), String> {
             println!("{:#}", table_definition());
         }
         Command::CreateTable { dry_run: false } => {
-            let store = dynamo_store(required_table("create-table")?).await;
+            let store = dynamo_store(&aws::load_config().await, required_table("create-table")?);
             let created = store.create_table().await.map_err(|e| e.to_string())?;
             let verb = if created {
                 "created"
@@ -321,13 +325,15 @@ async fn run_command(command: Command) -> Result<(), String> {
                 .map(|g| GroupName::parse(&g))
                 .transpose()
                 .map_err(|e| e.value())?;
-            let store = dynamo_store(required_table("status")?).await;
+            // One configuration for the table and the function's settings.
+            let aws = aws::load_config().await;
+            let store = dynamo_store(&aws, required_table("status")?);
             let groups = store
                 .groups(group.as_ref())
                 .await
                 .map_err(|e| e.to_string())?;
             let now = Timestamp::now();
-            let deployed = deployed_config(function).await?;
+            let deployed = deployed_config(&aws, function).await?;
             let deployed = deployed.as_ref();
             if json {
                 println!("{:#}", cli::report::json(&groups, deployed, now));
@@ -345,7 +351,7 @@ async fn run_command(command: Command) -> Result<(), String> {
         Command::Release { group, id } => {
             let group = GroupName::parse(&group).map_err(|e| e.value())?;
             let id = NodeId::parse(&id).map_err(|e| e.value())?;
-            let store = dynamo_store(required_table("release")?).await;
+            let store = dynamo_store(&aws::load_config().await, required_table("release")?);
             let decided = store
                 .release(&group, &id, Timestamp::now())
                 .await
@@ -424,10 +430,13 @@ fn operator_name(by: Option<String>) -> Result<String, String> {
 /// The configuration the function runs with: its environment through the
 /// Lambda API (`--function`, or `FLEETLOCK_FUNCTION`), else the same variables
 /// in this shell when any is set, else unknown.
-async fn deployed_config(function: Option<String>) -> Result<Option<Config>, String> {
+async fn deployed_config(
+    aws: &SdkConfig,
+    function: Option<String>,
+) -> Result<Option<Config>, String> {
     let function = function.or_else(|| std::env::var("FLEETLOCK_FUNCTION").ok());
     if let Some(function) = function.filter(|f| !f.trim().is_empty()) {
-        let variables = deployed::function_environment(&function).await?;
+        let variables = deployed::function_environment(aws, &function).await?;
         let config = deployed::config_of(&variables)
             .map_err(|e| format!("function '{function}' has an invalid configuration: {e}"))?;
         return Ok(Some(config));
@@ -459,8 +468,8 @@ fn required_table(command: &str) -> Result<String, String> {
 /// The store of a serving process, after one check of its table: a missing
 /// table or a wrong key stops the start; an unreachable DynamoDB does not (it
 /// is an outage, answered `store_unavailable` until it ends, with no restart).
-async fn checked_store(table: String) -> Result<DynamoStore, String> {
-    let store = dynamo_store(table).await;
+async fn checked_store(aws: &SdkConfig, table: String) -> Result<DynamoStore, String> {
+    let store = dynamo_store(aws, table);
     match store.check_table().await {
         Ok(()) => Ok(store),
         Err(TableProblem::Unreachable(why)) => {
@@ -471,8 +480,8 @@ async fn checked_store(table: String) -> Result<DynamoStore, String> {
     }
 }
 
-async fn dynamo_store(table: String) -> DynamoStore {
-    DynamoStore::new(dynamodb::client().await, table)
+fn dynamo_store(aws: &SdkConfig, table: String) -> DynamoStore {
+    DynamoStore::new(dynamodb::client(aws), table)
 }
 
 async fn serve<S: LockStore>(listen: std::net::SocketAddr, api: Api<S>) -> Result<(), String> {

@@ -79,13 +79,11 @@ impl EventBridge {
     }
 }
 
-/// An EventBridge client with the service's timeouts, retries and debug log.
-pub async fn client() -> Client {
-    let config = aws_sdk_eventbridge::config::Builder::from(
-        &crate::store::dynamodb::load_aws_config().await,
-    )
-    .interceptor(crate::store::dynamodb::OperationLog)
-    .build();
+/// An EventBridge client on the shared configuration, with the debug log.
+pub fn client(aws: &aws_config::SdkConfig) -> Client {
+    let config = aws_sdk_eventbridge::config::Builder::from(aws)
+        .interceptor(crate::aws::OperationLog)
+        .build();
     Client::from_conf(config)
 }
 

@@ -31,9 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use aws_config::BehaviorVersion;
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
+use aws_config::SdkConfig;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::client::Waiters;
 use aws_sdk_dynamodb::config::Intercept;
@@ -47,9 +45,9 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConsumedCapacity, KeySchemaElement, KeyType,
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
-use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
 use super::{Changed, Decided, GroupRecord, LockStore, StoreError};
+use crate::aws::{self, OperationLog};
 use crate::input::{GroupName, NodeId, PauseReason};
 use crate::lock::{Acquire, GroupRules, Pause, PersonPause, Release, Semaphore, Timestamp};
 
@@ -65,33 +63,10 @@ const HOLDER_PREFIX: &str = "h:";
 /// The holder prefix of version 0.1 items: read and released, never written.
 const LEGACY_HOLDER_PREFIX: &str = "holder:";
 
-/// Bounds on every DynamoDB call, chosen to fit well inside the function's
-/// timeout: the SDK has no operation timeout of its own.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
-pub const MAX_ATTEMPTS: u32 = 3;
-
-/// Loads the standard AWS configuration (`AWS_REGION`, `AWS_ENDPOINT_URL`, the
-/// credential chain) with this service's timeouts and retry limits.
-pub async fn load_aws_config() -> aws_config::SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest())
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(CONNECT_TIMEOUT)
-                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
-                .operation_timeout(OPERATION_TIMEOUT)
-                .build(),
-        )
-        .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
-        .load()
-        .await
-}
-
-/// The client every part of the program uses: the standard configuration,
-/// with each request's operation in the debug log.
-pub async fn client() -> Client {
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+/// A DynamoDB client on the shared configuration, with each request's
+/// operation in the debug log.
+pub fn client(aws: &SdkConfig) -> Client {
+    let config = aws_sdk_dynamodb::config::Builder::from(aws)
         .interceptor(OperationLog)
         .build();
     Client::from_conf(config)
@@ -101,7 +76,7 @@ pub async fn client() -> Client {
 /// benchmark and the tests count the DynamoDB requests of each protocol call.
 pub async fn counted_client() -> (Client, RequestCounter) {
     let counter = RequestCounter::default();
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+    let config = aws_sdk_dynamodb::config::Builder::from(&aws::load_config().await)
         .interceptor(OperationLog)
         .interceptor(counter.clone())
         .build();
@@ -760,39 +735,6 @@ impl LockStore for DynamoStore {
             .collect::<Result<Vec<_>, StoreError>>()?;
         groups.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(groups)
-    }
-}
-
-/// Logs each AWS request's service and operation at debug level
-/// (`RUST_LOG=debug`): what a command needs in IAM terms, and what the tests
-/// check against [`crate::iam`]. Used by the DynamoDB and Lambda clients.
-#[derive(Clone, Copy, Debug)]
-pub struct OperationLog;
-
-impl Intercept for OperationLog {
-    fn name(&self) -> &'static str {
-        "OperationLog"
-    }
-
-    fn read_before_transmit(
-        &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        if let Some(metadata) = cfg.load::<Metadata>() {
-            let service = metadata.service().to_lowercase();
-            // Logged as IAM names it, so the tests compare it with the policies.
-            let prefix = match service.as_str() {
-                "eventbridge" => "events",
-                other => other,
-            };
-            tracing::debug!(
-                action = %format!("{prefix}:{}", metadata.name()),
-                "aws request"
-            );
-        }
-        Ok(())
     }
 }
 

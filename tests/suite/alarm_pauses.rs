@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use aws_smithy_cbor::data::Type;
 use aws_smithy_cbor::{Decoder, Encoder};
+use fleetlock::aws::load_config;
 use fleetlock::input::{GroupName, PauseReason};
 use fleetlock::lock::{PersonPause, Timestamp};
 use fleetlock::store::LockStore;
@@ -223,7 +224,7 @@ fn alarms_of(stored: &BTreeMap<String, (BTreeSet<String>, bool)>, group: &str) -
 async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
     local_dynamodb_endpoint();
     let table = unique_table_name("alarms");
-    let store = DynamoStore::new(client().await, &table);
+    let store = DynamoStore::new(client(&load_config().await), &table);
     assert!(store.create_table().await.unwrap());
     // A group the configuration names only through '*', with an item.
     let web = GroupName::parse("web").unwrap();
@@ -407,7 +408,7 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
 async fn when_cloudwatch_cannot_be_read_nothing_changes_and_lambda_hears_an_error() {
     local_dynamodb_endpoint();
     let table = unique_table_name("alarms");
-    let store = DynamoStore::new(client().await, &table);
+    let store = DynamoStore::new(client(&load_config().await), &table);
     assert!(store.create_table().await.unwrap());
     // Port 9 (discard): nothing answers there.
     let mut function = Function::start(&table, "http://127.0.0.1:9").await;

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::retry::RetryPartition;
 use fleetlock::auth::Auth;
+use fleetlock::aws::{MAX_ATTEMPTS, load_config};
 use fleetlock::http::Api;
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, MAX_ATTEMPTS, load_aws_config};
+use fleetlock::store::dynamodb::DynamoStore;
 
 use crate::fault_proxy::{Fault, FaultProxy};
 use crate::helpers::{
@@ -33,7 +34,7 @@ async fn rig(groups: &str) -> Rig {
     let table = unique_table_name("faults");
     // The SDK's retry quota is shared per partition in a process; a rig of its
     // own keeps one test's faults from using up another's retries.
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_config().await)
         .endpoint_url(proxy.url())
         .retry_partition(RetryPartition::new(table.clone()))
         .build();

@@ -12,9 +12,7 @@ use aws_sdk_dynamodb::types::{
 use fleetlock::input::{GroupName, NodeId};
 use fleetlock::lock::{Acquire, GroupRules, Release, Timestamp};
 use fleetlock::store::LockStore;
-use fleetlock::store::dynamodb::{
-    DynamoStore, RequestCounter, TableProblem, counted_client, load_aws_config,
-};
+use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, TableProblem, counted_client};
 
 use crate::helpers::{dynamo_store, unique_table_name};
 
@@ -487,7 +485,7 @@ async fn the_table_check_tells_a_mistake_from_an_outage() {
     }
 
     // Nothing listens on the discard port: DynamoDB cannot be reached.
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_aws_config().await)
+    let config = aws_sdk_dynamodb::config::Builder::from(&fleetlock::aws::load_config().await)
         .endpoint_url("http://127.0.0.1:9")
         .retry_partition(RetryPartition::new("unreachable"))
         .build();

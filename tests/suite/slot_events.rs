@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fleetlock::auth::Auth;
+use fleetlock::aws::load_config;
 use fleetlock::input::{GroupName, NodeId, PauseReason};
 use fleetlock::lock::{PersonPause, Timestamp};
 use fleetlock::store::LockStore;
@@ -191,10 +192,11 @@ fn keys(entries: &[Value]) -> Vec<String> {
 #[tokio::test]
 async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_redelivery() {
     let (table, stream_arn) = table_with_stream().await;
-    let store = DynamoStore::new(client().await, &table);
+    let aws = load_config().await;
+    let store = DynamoStore::new(client(&aws), &table);
     let server = spawn_server(api("workers=2", store, Auth::Disabled)).await;
     let workers = GroupName::parse("workers").unwrap();
-    let operator = DynamoStore::new(client().await, &table);
+    let operator = DynamoStore::new(client(&aws), &table);
 
     // Zincati's calls and a person's commands, as they reach the table.
     assert_eq!(

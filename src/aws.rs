@@ -1,0 +1,72 @@
+//! What every AWS client of this program shares: one configuration, loaded
+//! once per process (the region, `AWS_ENDPOINT_URL`, the credential chain,
+//! this service's timeouts and retries), and the debug log of each request.
+//! Each SDK's client is built from it where it is used.
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+// The smithy runtime's interceptor types, the same in every SDK; these come
+// through the DynamoDB crate's re-exports.
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+
+/// Bounds on every AWS call, chosen to fit well inside the functions'
+/// timeouts: the SDK has no operation timeout of its own.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// Loads the standard AWS configuration with this service's timeouts and
+/// retry limits.
+pub async fn load_config() -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                .operation_timeout(OPERATION_TIMEOUT)
+                .build(),
+        )
+        .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
+        .load()
+        .await
+}
+
+/// Logs each AWS request's action at debug level (`RUST_LOG=debug`), named
+/// as IAM names it: what a command needs in IAM terms, and what the tests
+/// check against [`crate::iam`]. On every client this program builds.
+#[derive(Clone, Copy, Debug)]
+pub struct OperationLog;
+
+impl Intercept for OperationLog {
+    fn name(&self) -> &'static str {
+        "OperationLog"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(metadata) = cfg.load::<Metadata>() {
+            let service = metadata.service().to_lowercase();
+            // The SDK's service name, where IAM's prefix differs.
+            let prefix = match service.as_str() {
+                "eventbridge" => "events",
+                other => other,
+            };
+            tracing::debug!(
+                action = %format!("{prefix}:{}", metadata.name()),
+                "aws request"
+            );
+        }
+        Ok(())
+    }
+}
