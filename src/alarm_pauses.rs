@@ -179,34 +179,30 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
         let changes = reconcile(&self.gates, &states, &stored, &self.configured);
         let (mut paused, mut cleared, mut failed) = (0, 0, Vec::new());
         for change in &changes {
-            let (group, alarm, written, action) = match change {
+            let (group, alarm, action, written) = match change {
                 Change::Pause { group, alarm } => (
                     group,
                     alarm,
-                    self.store.pause_for_alarm(group, alarm).await,
                     "paused",
+                    self.store.pause_for_alarm(group, alarm).await,
                 ),
                 Change::Clear { group, alarm } => (
                     group,
                     alarm,
-                    self.store.clear_alarm(group, alarm).await,
                     "cleared",
+                    self.store.clear_alarm(group, alarm).await,
                 ),
             };
             let state = states.get(alarm).map_or("not configured", |s| s.as_str());
-            match written {
-                Ok(_) => {
-                    tracing::info!(group = %group, alarm, state, action, "alarm pause");
-                    if action == "paused" {
-                        paused += 1;
-                    } else {
-                        cleared += 1;
-                    }
-                }
-                Err(err) => {
-                    tracing::error!(group = %group, alarm, action, error = %err, "alarm pause not written");
-                    failed.push(format!("{group}/{alarm}"));
-                }
+            if let Err(err) = written {
+                tracing::error!(group = %group, alarm, action, error = %err, "alarm pause not written");
+                failed.push(format!("{group}/{alarm}"));
+                continue;
+            }
+            tracing::info!(group = %group, alarm, state, action, "alarm pause");
+            match change {
+                Change::Pause { .. } => paused += 1,
+                Change::Clear { .. } => cleared += 1,
             }
         }
         if !failed.is_empty() {

@@ -250,17 +250,15 @@ impl<S: EventSink> SlotEvents<S> {
             .and_then(Value::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        // Each event with the index of the record that carried it.
-        let mut outgoing: Vec<(usize, Outgoing)> = Vec::new();
-        let mut sequences: Vec<String> = Vec::new();
-        for (index, record) in records.iter().enumerate() {
+        // Each event with the sequence number of the record that carried it.
+        let mut outgoing: Vec<(String, Outgoing)> = Vec::new();
+        for record in records {
             match read_record(record) {
-                Ok(read) => {
-                    for event in &read.events {
-                        outgoing.push((index, Outgoing::from(event)));
-                    }
-                    sequences.push(read.sequence);
-                }
+                Ok(read) => outgoing.extend(
+                    read.events
+                        .iter()
+                        .map(|event| (read.sequence.clone(), Outgoing::from(event))),
+                ),
                 Err(why) => {
                     report.unreadable_records += 1;
                     let event_id = record.get("eventID").and_then(Value::as_str);
@@ -269,7 +267,6 @@ impl<S: EventSink> SlotEvents<S> {
                         error = %why,
                         "stream record skipped: its events cannot be known"
                     );
-                    sequences.push(String::new());
                 }
             }
         }
@@ -278,20 +275,16 @@ impl<S: EventSink> SlotEvents<S> {
         report.events_failed = failed.len();
         report.events_put = outgoing.len() - failed.len();
         // Lambda retries from the first failed record on; naming each failed
-        // record is what the contract asks, the earliest is what counts.
-        let mut failed_records: Vec<usize> = failed.iter().map(|&i| outgoing[i].0).collect();
-        failed_records.sort_unstable();
-        failed_records.dedup();
-        report.failed_records = failed_records
-            .into_iter()
-            .map(|index| sequences[index].clone())
-            .collect();
+        // record is what the contract asks, the earliest is what counts. The
+        // failed events come in record order, so a record's repeats are adjacent.
+        report.failed_records = failed.iter().map(|&i| outgoing[i].0.clone()).collect();
+        report.failed_records.dedup();
         report
     }
 
     /// Puts every entry, trying failed ones again; returns the indices of
-    /// those that failed every try.
-    async fn put_with_retries(&self, outgoing: &[(usize, Outgoing)]) -> Vec<usize> {
+    /// those that failed every try, in ascending order.
+    async fn put_with_retries(&self, outgoing: &[(String, Outgoing)]) -> Vec<usize> {
         let mut pending: Vec<usize> = (0..outgoing.len()).collect();
         let mut pause = self.retry_pause;
         for attempt in 1..=PUT_ATTEMPTS {
