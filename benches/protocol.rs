@@ -371,6 +371,7 @@ async fn write_units_by_group_size() {
     let open_group = GroupRules {
         slots: 1_000,
         settle: Duration::ZERO,
+        wildcard_limit: None,
     };
     println!("### Write units per call by holders in the group (32-hex ids, as Zincati's)\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");

@@ -48,7 +48,7 @@ resource "aws_iam_role" "alarm_pauses" {
 data "aws_iam_policy_document" "alarm_pauses" {
   statement {
     sid       = "LockTable"
-    actions   = ["dynamodb:DescribeTable", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.locks.arn]
   }
 
@@ -83,7 +83,8 @@ resource "aws_lambda_function" "alarm_pauses" {
   handler          = "alarm-pauses"
   architectures    = [var.architecture]
   memory_size      = 128
-  # DescribeAlarms, a Scan and a write per change, each bounded at 5 s.
+  # DescribeAlarms, a read per configured group, a Scan and a write per
+  # change, each bounded at 5 s.
   timeout = 30
   tags    = var.tags
 

@@ -101,12 +101,12 @@ resource "aws_iam_role_policy" "function" {
   policy = data.aws_iam_policy_document.function.json
 }
 
-# For the people on call: exactly what `fleetlock status`, `release`, `pause`
-# and `resume` call (`fleetlock iam-policy`). Attach it to their role.
+# For the people on call: exactly what `fleetlock status`, `release`, `forget`,
+# `pause` and `resume` call (`fleetlock iam-policy`). Attach it to their role.
 data "aws_iam_policy_document" "operator" {
   statement {
     sid       = "FleetLockTable"
-    actions   = ["dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.locks.arn]
   }
 
@@ -141,14 +141,15 @@ resource "aws_lambda_function" "this" {
 
   environment {
     variables = {
-      FLEETLOCK_TABLE     = aws_dynamodb_table.locks.name
-      FLEETLOCK_GROUPS    = var.groups
-      FLEETLOCK_SETTLE    = var.settle
-      FLEETLOCK_WINDOWS   = var.maintenance_windows
-      FLEETLOCK_TIME_ZONE = var.time_zone
-      RUST_LOG            = var.log_level
-      FLEETLOCK_CLIENTS   = var.clients
-      FLEETLOCK_AUTH      = var.allow_anonymous ? "disabled" : "required"
+      FLEETLOCK_TABLE               = aws_dynamodb_table.locks.name
+      FLEETLOCK_GROUPS              = var.groups
+      FLEETLOCK_SETTLE              = var.settle
+      FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
+      FLEETLOCK_WINDOWS             = var.maintenance_windows
+      FLEETLOCK_TIME_ZONE           = var.time_zone
+      RUST_LOG                      = var.log_level
+      FLEETLOCK_CLIENTS             = var.clients
+      FLEETLOCK_AUTH                = var.allow_anonymous ? "disabled" : "required"
     }
   }
 

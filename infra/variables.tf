@@ -47,6 +47,17 @@ variable "settle" {
   }
 }
 
+variable "max_wildcard_groups" {
+  description = "FLEETLOCK_MAX_WILDCARD_GROUPS: how many groups that only \"*=N\" covers may come into existence; past it a new one is refused (too_many_groups), so a credential scoped to \"*\" cannot fill the table."
+  type        = number
+  default     = 100
+
+  validation {
+    condition     = var.max_wildcard_groups >= 1 && var.max_wildcard_groups <= 2000 && floor(var.max_wildcard_groups) == var.max_wildcard_groups
+    error_message = "max_wildcard_groups must be a whole number from 1 to 2000."
+  }
+}
+
 variable "maintenance_windows" {
   description = "FLEETLOCK_WINDOWS: maintenance windows per group in the words of Zincati's periodic strategy, separated by ';': \"workers: days=Sat,Sun start_time=22:00 length_minutes=120\". Outside them every pre-reboot of the group is refused. Empty: always open."
   type        = string
@@ -98,13 +109,13 @@ variable "platform_log_level" {
 }
 
 variable "log_level" {
-  description = "RUST_LOG of the function."
+  description = "RUST_LOG of the functions. No trace: at that level the Lambda runtime would log each raw event, a node's Authorization header included (the functions never log at trace, whatever RUST_LOG says)."
   type        = string
   default     = "info"
 
   validation {
-    condition     = contains(["error", "warn", "info", "debug", "trace"], var.log_level)
-    error_message = "log_level must be one of error, warn, info, debug, trace."
+    condition     = contains(["error", "warn", "info", "debug"], var.log_level)
+    error_message = "log_level must be one of error, warn, info, debug."
   }
 }
 
@@ -124,12 +135,22 @@ variable "throttling_rate_limit" {
   description = "Steady requests per second the API accepts. Each node sends about one request per 300 s while it waits for a slot."
   type        = number
   default     = 50
+
+  validation {
+    condition     = var.throttling_rate_limit >= 1
+    error_message = "throttling_rate_limit must be at least 1, as the SAM parameter ThrottlingRateLimit: 0 would refuse every node."
+  }
 }
 
 variable "throttling_burst_limit" {
   description = "Requests the API accepts in a burst."
   type        = number
   default     = 100
+
+  validation {
+    condition     = var.throttling_burst_limit >= 1 && floor(var.throttling_burst_limit) == var.throttling_burst_limit
+    error_message = "throttling_burst_limit must be a whole number of at least 1, as the SAM parameter ThrottlingBurstLimit."
+  }
 }
 
 variable "domain_name" {

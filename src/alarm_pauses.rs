@@ -121,6 +121,22 @@ fn trigger_of(event: &Value) -> Trigger {
     }
 }
 
+/// What a set of changes came to.
+#[derive(Default)]
+struct Written {
+    paused: usize,
+    cleared: usize,
+    failed: Vec<String>,
+}
+
+impl Written {
+    fn add(&mut self, more: Written) {
+        self.paused += more.paused;
+        self.cleared += more.cleared;
+        self.failed.extend(more.failed);
+    }
+}
+
 /// Keeps the table's alarm pauses in step with the gating alarms.
 pub struct AlarmPauses<S, A> {
     store: S,
@@ -139,6 +155,40 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
             gates,
             configured,
         }
+    }
+
+    /// Writes each change, one conditional write each; a failed one is
+    /// logged and counted, and the others still go.
+    async fn apply(&self, changes: &[Change], states: &BTreeMap<String, AlarmState>) -> Written {
+        let mut written = Written::default();
+        for change in changes {
+            let (group, alarm, action, result) = match change {
+                Change::Pause { group, alarm } => (
+                    group,
+                    alarm,
+                    "paused",
+                    self.store.pause_for_alarm(group, alarm).await,
+                ),
+                Change::Clear { group, alarm } => (
+                    group,
+                    alarm,
+                    "cleared",
+                    self.store.clear_alarm(group, alarm).await,
+                ),
+            };
+            let state = states.get(alarm).map_or("not configured", |s| s.as_str());
+            if let Err(err) = result {
+                tracing::error!(group = %group, alarm, action, error = %err, "alarm pause not written");
+                written.failed.push(format!("{group}/{alarm}"));
+                continue;
+            }
+            tracing::info!(group = %group, alarm, state, action, "alarm pause");
+            match change {
+                Change::Pause { .. } => written.paused += 1,
+                Change::Clear { .. } => written.cleared += 1,
+            }
+        }
+        written
     }
 
     /// Handles one event; `Err` when nothing could be decided (the alarms or
@@ -168,43 +218,44 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
                 );
             }
         }
-        let stored: Vec<(GroupName, BTreeSet<String>)> = self
+        // The groups the configuration knows first, one read each, so that an
+        // alarm reaches them before any scan of groups nobody configured.
+        let known = self.gates.known_groups(&self.configured);
+        let mut stored_known = Vec::new();
+        for group in &known {
+            let read = self
+                .store
+                .groups(Some(group))
+                .await
+                .map_err(|e| e.to_string())?;
+            stored_known.extend(
+                read.into_iter()
+                    .map(|(name, record)| (name, record.pause.alarms)),
+            );
+        }
+        let first = reconcile(&self.gates, &states, &stored_known, &self.configured);
+        let mut written = self.apply(&first, &states).await;
+        // Then every other stored group: those only `*` covers, and any an
+        // alarm no longer configured still pauses.
+        let others: Vec<(GroupName, BTreeSet<String>)> = self
             .store
             .groups(None)
             .await
             .map_err(|e| e.to_string())?
             .into_iter()
+            .filter(|(name, _)| !known.contains(name))
             .map(|(name, record)| (name, record.pause.alarms))
             .collect();
-        let changes = reconcile(&self.gates, &states, &stored, &self.configured);
-        let (mut paused, mut cleared, mut failed) = (0, 0, Vec::new());
-        for change in &changes {
-            let (group, alarm, action, written) = match change {
-                Change::Pause { group, alarm } => (
-                    group,
-                    alarm,
-                    "paused",
-                    self.store.pause_for_alarm(group, alarm).await,
-                ),
-                Change::Clear { group, alarm } => (
-                    group,
-                    alarm,
-                    "cleared",
-                    self.store.clear_alarm(group, alarm).await,
-                ),
-            };
-            let state = states.get(alarm).map_or("not configured", |s| s.as_str());
-            if let Err(err) = written {
-                tracing::error!(group = %group, alarm, action, error = %err, "alarm pause not written");
-                failed.push(format!("{group}/{alarm}"));
-                continue;
-            }
-            tracing::info!(group = %group, alarm, state, action, "alarm pause");
-            match change {
-                Change::Pause { .. } => paused += 1,
-                Change::Clear { .. } => cleared += 1,
-            }
-        }
+        let rest: Vec<Change> = reconcile(&self.gates, &states, &others, &[])
+            .into_iter()
+            .filter(|change| !known.contains(change.group()))
+            .collect();
+        written.add(self.apply(&rest, &states).await);
+        let Written {
+            paused,
+            cleared,
+            failed,
+        } = written;
         if !failed.is_empty() {
             return Err(format!("alarm pauses not written: {}", failed.join(", ")));
         }

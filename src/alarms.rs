@@ -102,6 +102,17 @@ impl AlarmGates {
     fn any_gates_all(&self) -> bool {
         self.gates.values().any(|gated| *gated == Gated::All)
     }
+
+    /// The groups the configuration knows that an alarm gates: those an
+    /// alarm names, and with `*` those `FLEETLOCK_GROUPS` names. They are
+    /// reconciled first, before any group nobody configured.
+    pub fn known_groups(&self, configured: &[GroupName]) -> BTreeSet<GroupName> {
+        let mut known: BTreeSet<GroupName> = self.named_groups().cloned().collect();
+        if self.any_gates_all() {
+            known.extend(configured.iter().cloned());
+        }
+        known
+    }
 }
 
 /// An alarm's state as CloudWatch reports it, or its absence.
@@ -138,6 +149,14 @@ impl AlarmState {
 pub enum Change {
     Pause { group: GroupName, alarm: String },
     Clear { group: GroupName, alarm: String },
+}
+
+impl Change {
+    pub fn group(&self) -> &GroupName {
+        match self {
+            Change::Pause { group, .. } | Change::Clear { group, .. } => group,
+        }
+    }
 }
 
 /// The changes that make every group's alarm pauses match the alarms' states:

@@ -2,6 +2,10 @@
 //! [`Command`]; `main` carries it out.
 
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::config::parse_duration;
+use crate::server::Limits;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
@@ -12,14 +16,21 @@ Under the AWS Lambda runtime it serves API Gateway and Function URL events.
 Elsewhere:
 
 USAGE:
-    fleetlock serve [--listen ADDR]        serve FleetLock over HTTP (default 127.0.0.1:8080)
+    fleetlock serve [--listen ADDR] [--header-timeout D] [--body-timeout D] [--max-connections N]
+                                           serve FleetLock over HTTP (default 127.0.0.1:8080);
+                                           headers and body each within 10s (also the idle
+                                           keep-alive time), at most 512 connections at once
     fleetlock create-table [--dry-run]     create FLEETLOCK_TABLE and wait until it is active
                                            (--dry-run: print the table definition only)
-    fleetlock status [--group G] [--json] [--function NAME]
+    fleetlock status [--group G] [--json] [--function NAME] [--all]
                                            show who holds a slot, since when, and each group's
                                            pause, settle time and windows (read from the
-                                           deployed function's configuration with --function)
-    fleetlock release --group G --id ID    release a slot by hand
+                                           deployed function's configuration with --function);
+                                           past 20 idle groups, the rest are counted (--all lists them)
+    fleetlock release --group G --id ID    release a slot by hand (ID as status shows it)
+    fleetlock forget --group G [--function NAME]
+                                           remove a group that holds nothing, is not paused and
+                                           is not named in the configuration
     fleetlock pause (--group G ... | --all) --reason TEXT [--by NAME]
                                            stop new reboots in these groups at once
                                            (holders keep their slots; --by defaults to $USER)
@@ -36,6 +47,8 @@ USAGE:
 ENVIRONMENT:
     FLEETLOCK_GROUPS  slots per group, e.g. 'default=1,workers=3,*=1' (default: default=1)
     FLEETLOCK_SETTLE  settle time after each release, per group: 'workers=10m,*=2m' (default: none)
+    FLEETLOCK_MAX_WILDCARD_GROUPS  how many groups only '*' covers may come into existence
+                      (default: 100, at most 2000); past it a new one is refused (too_many_groups)
     FLEETLOCK_WINDOWS maintenance windows per group, in Zincati's words, ';'-separated:
                       'workers: days=Sat,Sun start_time=22:00 length_minutes=120' (default: always open)
     FLEETLOCK_TIME_ZONE  the windows' zone: UTC (default) or an IANA name; never 'localtime'
@@ -57,6 +70,7 @@ pub enum Command {
     Version,
     Serve {
         listen: SocketAddr,
+        limits: Limits,
     },
     CreateTable {
         dry_run: bool,
@@ -65,10 +79,16 @@ pub enum Command {
         group: Option<String>,
         json: bool,
         function: Option<String>,
+        /// Every group, the idle ones too.
+        all: bool,
     },
     Release {
         group: String,
         id: String,
+    },
+    Forget {
+        group: String,
+        function: Option<String>,
     },
     Pause {
         groups: Targets,
@@ -110,6 +130,18 @@ fn targets(options: &mut Options, command: &str) -> Result<Targets, String> {
     }
 }
 
+/// A timeout option of `serve`: from 1 s to 10 min.
+fn timeout(options: &mut Options, name: &str) -> Result<Option<Duration>, String> {
+    let Some(text) = options.value(name)? else {
+        return Ok(None);
+    };
+    let duration = parse_duration(&text).map_err(|why| format!("{name}: {why}"))?;
+    if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&duration) {
+        return Err(format!("{name}: '{text}' is not from 1s to 10m"));
+    }
+    Ok(Some(duration))
+}
+
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Command, String> {
     let Some((command, rest)) = args.split_first() else {
@@ -126,7 +158,24 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             let listen = listen.parse().map_err(|_| {
                 format!("--listen: '{listen}' is not an address like 127.0.0.1:8080")
             })?;
-            Command::Serve { listen }
+            let defaults = Limits::default();
+            let limits = Limits {
+                header_timeout: timeout(&mut options, "--header-timeout")?
+                    .unwrap_or(defaults.header_timeout),
+                body_timeout: timeout(&mut options, "--body-timeout")?
+                    .unwrap_or(defaults.body_timeout),
+                max_connections: match options.value("--max-connections")? {
+                    None => defaults.max_connections,
+                    Some(text) => text
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=65_535).contains(n))
+                        .ok_or_else(|| {
+                            format!("--max-connections: '{text}' is not a number from 1 to 65535")
+                        })?,
+                },
+            };
+            Command::Serve { listen, limits }
         }
         "create-table" => Command::CreateTable {
             dry_run: options.flag("--dry-run"),
@@ -135,12 +184,19 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             group: options.value("--group")?,
             json: options.flag("--json"),
             function: options.value("--function")?,
+            all: options.flag("--all"),
         },
         "release" => Command::Release {
             group: options
                 .value("--group")?
                 .ok_or("release needs --group GROUP")?,
             id: options.value("--id")?.ok_or("release needs --id ID")?,
+        },
+        "forget" => Command::Forget {
+            group: options
+                .value("--group")?
+                .ok_or("forget needs --group GROUP")?,
+            function: options.value("--function")?,
         },
         "pause" => Command::Pause {
             groups: targets(&mut options, "pause")?,
@@ -277,6 +333,7 @@ mod tests {
             "create-table",
             "status",
             "release",
+            "forget",
             "pause",
             "resume",
             "credential",
@@ -308,13 +365,29 @@ mod tests {
         assert_eq!(
             parse(&args("serve")),
             Ok(Command::Serve {
-                listen: DEFAULT_LISTEN.parse().unwrap()
+                listen: DEFAULT_LISTEN.parse().unwrap(),
+                limits: Limits::default(),
             })
         );
         assert_eq!(
-            parse(&args("serve --listen 0.0.0.0:9000")),
+            parse(&args(
+                "serve --listen 0.0.0.0:9000 --header-timeout 2s --body-timeout 1m \
+                 --max-connections 64"
+            )),
             Ok(Command::Serve {
-                listen: "0.0.0.0:9000".parse().unwrap()
+                listen: "0.0.0.0:9000".parse().unwrap(),
+                limits: Limits {
+                    header_timeout: Duration::from_secs(2),
+                    body_timeout: Duration::from_secs(60),
+                    max_connections: 64,
+                },
+            })
+        );
+        assert_eq!(
+            parse(&args("forget --group old.cluster")),
+            Ok(Command::Forget {
+                group: "old.cluster".into(),
+                function: None,
             })
         );
         assert_eq!(
@@ -323,6 +396,7 @@ mod tests {
                 group: Some("workers".into()),
                 json: true,
                 function: None,
+                all: false,
             })
         );
         assert_eq!(
@@ -362,6 +436,11 @@ mod tests {
             ("reboot", "unknown command"),
             ("serve --listen nowhere", "not an address"),
             ("serve --listen", "needs a value"),
+            ("serve --header-timeout 0s", "not from 1s to 10m"),
+            ("serve --body-timeout 11m", "not from 1s to 10m"),
+            ("serve --body-timeout soon", "not a duration"),
+            ("serve --max-connections 0", "not a number from 1 to 65535"),
+            ("forget", "needs --group"),
             ("release --group g", "needs --id"),
             ("status --verbose", "unknown option"),
             ("status --group a --group b", "given twice"),
@@ -477,14 +556,50 @@ pub mod report {
         ))
     }
 
+    /// Idle groups (no holder, no pause) listed before the rest are only
+    /// counted: a table with thousands of groups nobody uses hides the few
+    /// that matter.
+    pub const IDLE_SHOWN: usize = 20;
+
+    /// How many groups only `*` covers are counted, and the limit when the
+    /// configuration is known.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Wildcard {
+        pub counted: usize,
+        pub limit: Option<u32>,
+    }
+
+    fn is_idle(record: &GroupRecord) -> bool {
+        record.holders.is_empty() && !record.pause.is_paused()
+    }
+
     /// Holders per group, then a line for each paused, settling or windowed
     /// group. `deployed` is the configuration the function runs with, when
-    /// known (`--function`, or the same variables in the shell).
+    /// known (`--function`, or the same variables in the shell). With
+    /// `idle_shown`, only that many idle groups are listed, the rest counted.
     pub fn table(
         groups: &[(GroupName, GroupRecord)],
         deployed: Option<&Config>,
         now: Timestamp,
+        idle_shown: Option<usize>,
+        wildcard: Wildcard,
     ) -> String {
+        let mut idle_left = idle_shown.unwrap_or(usize::MAX);
+        let mut idle_hidden = 0usize;
+        let groups: Vec<&(GroupName, GroupRecord)> = groups
+            .iter()
+            .filter(|(_, record)| {
+                if !is_idle(record) {
+                    return true;
+                }
+                if idle_left == 0 {
+                    idle_hidden += 1;
+                    return false;
+                }
+                idle_left -= 1;
+                true
+            })
+            .collect();
         let mut rows = vec![[
             "GROUP".to_string(),
             "HELD".to_string(),
@@ -493,7 +608,7 @@ pub mod report {
             "SINCE (UTC)".to_string(),
             "FOR".to_string(),
         ]];
-        for (name, record) in groups {
+        for &(name, record) in &groups {
             let state = state(name, record, deployed, now).to_string();
             if record.holders.is_empty() {
                 rows.push([
@@ -510,7 +625,8 @@ pub mod report {
                     name.to_string(),
                     slots_text(record),
                     state.clone(),
-                    id.to_string(),
+                    // Escaped where it could pass for another id.
+                    id.shown(),
                     rfc3339(at),
                     human_duration(at.age_at(now).as_secs()),
                 ]);
@@ -534,7 +650,7 @@ pub mod report {
             out.push_str(cells.join("  ").trim_end());
             out.push('\n');
         }
-        for (name, record) in groups {
+        for &(name, record) in &groups {
             if record.pause.is_paused() {
                 out.push_str(&format!(
                     "{name} is paused {}\n",
@@ -555,7 +671,7 @@ pub mod report {
         }
         // Alarm by alarm, which groups it holds: one line an alarm.
         let mut held_by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-        for (name, record) in groups {
+        for &(name, record) in &groups {
             for alarm in &record.pause.alarms {
                 held_by.entry(alarm).or_default().push(name.as_str());
             }
@@ -564,6 +680,21 @@ pub mod report {
             out.push_str(&format!(
                 "alarm '{alarm}' is in ALARM and holds: {}\n",
                 held.join(", ")
+            ));
+        }
+        if idle_hidden > 0 {
+            out.push_str(&format!(
+                "... and {idle_hidden} more group(s) that hold nothing and are not paused \
+                 (--all lists them; 'fleetlock forget --group G' removes one nobody uses)\n"
+            ));
+        }
+        if wildcard.counted > 0 || wildcard.limit.is_some() {
+            let limit = wildcard
+                .limit
+                .map_or(String::new(), |limit| format!(" of {limit} allowed"));
+            out.push_str(&format!(
+                "{}{limit} group(s) exist that only '*' covers (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
+                wildcard.counted
             ));
         }
         // Without the configuration a settling group would show as open.
@@ -580,6 +711,7 @@ pub mod report {
         groups: &[(GroupName, GroupRecord)],
         deployed: Option<&Config>,
         now: Timestamp,
+        wildcard: Wildcard,
     ) -> serde_json::Value {
         let groups: Vec<_> = groups
             .iter()
@@ -590,6 +722,7 @@ pub mod report {
                     .map(|(id, at)| {
                         serde_json::json!({
                             "id": id.as_str(),
+                            "id_shown": id.shown(),
                             "acquired_at": rfc3339(at),
                             "acquired_at_ms": at.0,
                             "held_for_seconds": at.age_at(now).as_secs(),
@@ -635,6 +768,9 @@ pub mod report {
                 })
             })
             .collect();
-        serde_json::json!({ "groups": groups })
+        serde_json::json!({
+            "groups": groups,
+            "wildcard_groups": { "counted": wildcard.counted, "limit": wildcard.limit },
+        })
     }
 }

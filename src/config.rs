@@ -17,6 +17,19 @@ pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub const DEFAULT_GROUPS: &str = "default=1";
 
+/// The most slots a group may have. Each holder is an attribute of its
+/// group's item: 500 holders with the longest ids an older version stored
+/// (256 bytes) make an item of about 133 KB, a third of DynamoDB's 400 KB
+/// item limit, which leaves room for the pause and the alarms.
+pub const MAX_SLOTS: u32 = 500;
+
+/// How many groups only `*` covers may have an item, unless
+/// `FLEETLOCK_MAX_WILDCARD_GROUPS` says otherwise.
+pub const DEFAULT_WILDCARD_GROUPS: u32 = 100;
+/// The highest `FLEETLOCK_MAX_WILDCARD_GROUPS`: their names are kept in one
+/// item, at most 64 characters each.
+pub const MAX_WILDCARD_GROUPS: u32 = 2000;
+
 /// Slot count per group, from `FLEETLOCK_GROUPS` (`default=1,workers=3,*=2`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupSlots {
@@ -26,6 +39,8 @@ pub struct GroupSlots {
     /// From `FLEETLOCK_SETTLE`; a group in neither map settles for zero.
     settle: BTreeMap<GroupName, Duration>,
     settle_others: Option<Duration>,
+    /// How many groups only `*` covers may have an item.
+    wildcard_limit: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +52,7 @@ pub enum ConfigError {
     Table(String),
     Clients(String),
     Auth(String),
+    MaxWildcardGroups(String),
 }
 
 impl fmt::Display for ConfigError {
@@ -49,6 +65,9 @@ impl fmt::Display for ConfigError {
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
             ConfigError::Clients(why) => write!(f, "FLEETLOCK_CLIENTS: {why}"),
             ConfigError::Auth(why) => write!(f, "FLEETLOCK_AUTH: {why}"),
+            ConfigError::MaxWildcardGroups(why) => {
+                write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
+            }
         }
     }
 }
@@ -102,9 +121,16 @@ impl GroupSlots {
             "GROUP=SLOTS",
             "default=1,workers=3",
             |name, count| {
-                count.parse().map_err(|_| {
+                let slots: u32 = count.parse().map_err(|_| {
                     format!("slot count '{count}' of '{name}' is not a whole number from 0 up")
-                })
+                })?;
+                if slots > MAX_SLOTS {
+                    return Err(format!(
+                        "slot count {slots} of '{name}' is above {MAX_SLOTS}, the most a group \
+                         can hold: every holder is part of the group's one DynamoDB item"
+                    ));
+                }
+                Ok(slots)
             },
             |_| Ok(()),
         )
@@ -114,7 +140,28 @@ impl GroupSlots {
             others,
             settle: BTreeMap::new(),
             settle_others: None,
+            wildcard_limit: DEFAULT_WILDCARD_GROUPS,
         })
+    }
+
+    /// Sets how many groups only `*` covers may have an item
+    /// (`FLEETLOCK_MAX_WILDCARD_GROUPS`): 1 to [`MAX_WILDCARD_GROUPS`].
+    pub fn with_wildcard_limit(mut self, text: &str) -> Result<Self, ConfigError> {
+        let bad = |why: String| Err(ConfigError::MaxWildcardGroups(why));
+        let limit: u32 = match text.trim().parse() {
+            Ok(limit) => limit,
+            Err(_) => return bad(format!("'{text}' is not a whole number")),
+        };
+        if !(1..=MAX_WILDCARD_GROUPS).contains(&limit) {
+            return bad(format!("{limit} is not from 1 to {MAX_WILDCARD_GROUPS}"));
+        }
+        self.wildcard_limit = limit;
+        Ok(self)
+    }
+
+    /// How many groups only `*` covers may have an item.
+    pub fn wildcard_limit(&self) -> u32 {
+        self.wildcard_limit
     }
 
     /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
@@ -150,7 +197,12 @@ impl GroupSlots {
             .copied()
             .or(self.settle_others)
             .unwrap_or(Duration::ZERO);
-        Ok(GroupRules { slots, settle })
+        let wildcard_limit = (!self.listed.contains_key(group)).then_some(self.wildcard_limit);
+        Ok(GroupRules {
+            slots,
+            settle,
+            wildcard_limit,
+        })
     }
 
     /// The slot count of a group, or `unknown_group` if this server does not
@@ -201,6 +253,10 @@ impl Config {
         };
         let groups = match var("FLEETLOCK_SETTLE").filter(|v| !v.trim().is_empty()) {
             Some(spec) => groups.with_settle(&spec)?,
+            None => groups,
+        };
+        let groups = match var("FLEETLOCK_MAX_WILDCARD_GROUPS").filter(|v| !v.trim().is_empty()) {
+            Some(limit) => groups.with_wildcard_limit(&limit)?,
             None => groups,
         };
         let schedule = Schedule::in_zone(var("FLEETLOCK_TIME_ZONE").as_deref())
@@ -376,6 +432,52 @@ mod tests {
             "default=99999999999",
         ] {
             assert!(GroupSlots::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn a_slot_count_past_what_one_item_holds_stops_start_up() {
+        assert_eq!(
+            GroupSlots::parse(&format!("default={MAX_SLOTS}"))
+                .unwrap()
+                .slots_for(&group("default")),
+            Ok(MAX_SLOTS)
+        );
+        let err = GroupSlots::parse(&format!("default=1,*={}", MAX_SLOTS + 1)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "FLEETLOCK_GROUPS: slot count 501 of '*' is above 500, the most a group can hold: \
+             every holder is part of the group's one DynamoDB item"
+        );
+    }
+
+    #[test]
+    fn only_groups_the_wildcard_alone_covers_are_counted() {
+        let with = |limit: Option<&str>| {
+            let limit = limit.map(String::from);
+            Config::from_vars(move |n| match n {
+                "FLEETLOCK_GROUPS" => Some("default=1,*=2".into()),
+                "FLEETLOCK_MAX_WILDCARD_GROUPS" => limit.clone(),
+                _ => None,
+            })
+        };
+        let groups = with(None).unwrap().groups;
+        assert_eq!(
+            groups.rules_for(&group("default")).unwrap().wildcard_limit,
+            None
+        );
+        assert_eq!(
+            groups.rules_for(&group("other")).unwrap().wildcard_limit,
+            Some(DEFAULT_WILDCARD_GROUPS)
+        );
+        let groups = with(Some(" 7 ")).unwrap().groups;
+        assert_eq!(
+            groups.rules_for(&group("other")).unwrap().wildcard_limit,
+            Some(7)
+        );
+        for bad in ["0", "-1", "many", "2001"] {
+            let err = with(Some(bad)).unwrap_err().to_string();
+            assert!(err.starts_with("FLEETLOCK_MAX_WILDCARD_GROUPS: "), "{err}");
         }
     }
 

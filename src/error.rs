@@ -18,6 +18,10 @@ pub enum Error {
     BodyTooLarge {
         limit: usize,
     },
+    /// The body did not arrive within the local server's body timeout.
+    RequestTimeout {
+        seconds: u64,
+    },
     /// The body is not UTF-8 JSON of the FleetLock shape.
     InvalidBody(String),
     InvalidId(String),
@@ -26,6 +30,12 @@ pub enum Error {
     UnknownGroup(String),
     /// The client's credential is not scoped to this group.
     ForbiddenGroup(String),
+    /// A group only `*` covers, new, while as many such groups as allowed
+    /// have an item already.
+    TooManyGroups {
+        group: String,
+        limit: u32,
+    },
     /// Every slot of the group is taken: an expected answer, Zincati retries.
     SemaphoreFull {
         group: String,
@@ -64,11 +74,13 @@ impl Error {
         "unauthorized",
         "missing_protocol_header",
         "body_too_large",
+        "request_timeout",
         "invalid_body",
         "invalid_id",
         "invalid_group",
         "unknown_group",
         "forbidden_group",
+        "too_many_groups",
         "semaphore_full",
         "group_paused",
         "settling",
@@ -84,11 +96,13 @@ impl Error {
             Error::Unauthorized => "unauthorized",
             Error::MissingProtocolHeader => "missing_protocol_header",
             Error::BodyTooLarge { .. } => "body_too_large",
+            Error::RequestTimeout { .. } => "request_timeout",
             Error::InvalidBody(_) => "invalid_body",
             Error::InvalidId(_) => "invalid_id",
             Error::InvalidGroup(_) => "invalid_group",
             Error::UnknownGroup(_) => "unknown_group",
             Error::ForbiddenGroup(_) => "forbidden_group",
+            Error::TooManyGroups { .. } => "too_many_groups",
             Error::SemaphoreFull { .. } => "semaphore_full",
             Error::GroupPaused { .. } => "group_paused",
             Error::Settling { .. } => "settling",
@@ -108,7 +122,8 @@ impl Error {
             | Error::InvalidId(_)
             | Error::InvalidGroup(_) => 400,
             Error::BodyTooLarge { .. } => 413,
-            Error::UnknownGroup(_) | Error::ForbiddenGroup(_) => 403,
+            Error::RequestTimeout { .. } => 408,
+            Error::UnknownGroup(_) | Error::ForbiddenGroup(_) | Error::TooManyGroups { .. } => 403,
             // 423 Locked: expected and retried by Zincati; not 429, which API
             // Gateway's own throttling uses without a FleetLock body.
             // Paused, settling and outside a window are refusals Zincati
@@ -141,6 +156,9 @@ impl Error {
             Error::BodyTooLarge { limit } => {
                 format!("the request body is larger than {limit} bytes")
             }
+            Error::RequestTimeout { seconds } => {
+                format!("the request body did not arrive within {seconds} s; nothing was decided")
+            }
             Error::InvalidBody(why) | Error::InvalidId(why) | Error::InvalidGroup(why) => {
                 why.clone()
             }
@@ -150,6 +168,11 @@ impl Error {
             Error::ForbiddenGroup(group) => {
                 format!("these credentials may not take or release slots of group '{group}'")
             }
+            Error::TooManyGroups { group, limit } => format!(
+                "group '{group}' is new and only '*' covers it, but the {limit} such groups this \
+                 server allows are in use; ask an operator to name the group in \
+                 FLEETLOCK_GROUPS or to remove an unused one with 'fleetlock forget'"
+            ),
             Error::SemaphoreFull {
                 group,
                 holders,
@@ -212,11 +235,16 @@ mod tests {
             Error::Unauthorized,
             Error::MissingProtocolHeader,
             Error::BodyTooLarge { limit: 1 },
+            Error::RequestTimeout { seconds: 1 },
             Error::InvalidBody("b".into()),
             Error::InvalidId("i".into()),
             Error::InvalidGroup("g".into()),
             Error::UnknownGroup("g".into()),
             Error::ForbiddenGroup("g".into()),
+            Error::TooManyGroups {
+                group: "g".into(),
+                limit: 1,
+            },
             Error::SemaphoreFull {
                 group: "g".into(),
                 holders: 1,

@@ -8,13 +8,14 @@ use lambda_http::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, he
 
 use crate::auth::Auth;
 use crate::error::Error;
-use crate::input::ClientParams;
+use crate::input::{ClientParams, IdRule};
 use crate::lock::Timestamp;
 use crate::metrics::EmbeddedMetrics;
 use crate::service::{Answer, FleetLock};
 use crate::store::LockStore;
 
-/// Largest body read. Zincati's is about 100 bytes; an id is at most 256.
+/// Largest body read. Zincati's is about 100 bytes; an id is at most 256
+/// (the stored rule, which a steady-state is read under).
 pub const MAX_BODY_BYTES: usize = 4096;
 
 pub const PROTOCOL_HEADER: &str = "fleet-lock-protocol";
@@ -76,6 +77,10 @@ impl<S: LockStore> Api<S> {
 
     pub fn service(&self) -> &FleetLock<S> {
         &self.service
+    }
+
+    pub fn auth(&self) -> &Auth {
+        &self.auth
     }
 
     /// Answers one request. `path` is the path after any API Gateway stage. A
@@ -192,7 +197,13 @@ impl<S: LockStore> Api<S> {
                 None,
             )));
         }
-        let params = ClientParams::from_body(body).map_err(|err| Box::new((err, None)))?;
+        // Taking a slot needs an id of today's rule; giving one back takes
+        // any id a slot may be held under.
+        let rule = match endpoint {
+            Endpoint::PreReboot => IdRule::New,
+            Endpoint::SteadyState => IdRule::Stored,
+        };
+        let params = ClientParams::from_body(body, rule).map_err(|err| Box::new((err, None)))?;
         let scope = caller.as_ref().map_or(Ok(()), |c| c.may_use(&params.group));
         let checked = Checked {
             params,

@@ -8,10 +8,15 @@ pub const FUNCTION_ACTIONS: &[&str] = &["dynamodb:DescribeTable", "dynamodb:Upda
 
 /// An operator, on the table: `status` (`GetItem`, `Scan`), `release`,
 /// `pause`, `resume` (`UpdateItem`, and a `Scan` for `--all` or to say where
-/// an id holds a slot). No `CreateTable`: production tables come from the
-/// templates.
-pub const OPERATOR_TABLE_ACTIONS: &[&str] =
-    &["dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"];
+/// an id holds a slot), `forget` (`DeleteItem`, then `UpdateItem` on the
+/// list of groups only `*` covers). No `CreateTable`: production tables come
+/// from the templates.
+pub const OPERATOR_TABLE_ACTIONS: &[&str] = &[
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:Scan",
+    "dynamodb:UpdateItem",
+];
 
 /// An operator, on the function: `status --function` reads the deployed
 /// configuration (slots, settle times, windows).
@@ -34,9 +39,12 @@ pub const SLOT_EVENTS_BUS_ACTIONS: &[&str] = &["events:PutEvents"];
 pub const SLOT_EVENTS_QUEUE_ACTIONS: &[&str] = &["sqs:SendMessage"];
 
 /// The alarm-pauses function, on the table: one `DescribeTable` at start-up,
-/// a `Scan` to read every group's alarm pauses, one `UpdateItem` per change.
+/// a `GetItem` for each group the configuration names (reconciled first), a
+/// `Scan` to read every other group's alarm pauses, one `UpdateItem` per
+/// change.
 pub const ALARM_PAUSES_TABLE_ACTIONS: &[&str] = &[
     "dynamodb:DescribeTable",
+    "dynamodb:GetItem",
     "dynamodb:Scan",
     "dynamodb:UpdateItem",
 ];
@@ -143,6 +151,9 @@ mod tests {
             }
         }
         assert!(!OPERATOR_TABLE_ACTIONS.contains(&"dynamodb:CreateTable"));
-        assert!(!OPERATOR_TABLE_ACTIONS.contains(&"dynamodb:DeleteItem"));
+        // `forget` deletes an item only under a condition (nothing held,
+        // nothing paused); the table itself stays out of reach.
+        assert!(!OPERATOR_TABLE_ACTIONS.contains(&"dynamodb:DeleteTable"));
+        assert!(!FUNCTION_ACTIONS.contains(&"dynamodb:DeleteItem"));
     }
 }

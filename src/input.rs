@@ -5,28 +5,57 @@ use std::fmt;
 
 use crate::error::Error;
 
-/// Longest node id accepted, in bytes. Zincati sends 32 hex characters; the
-/// protocol lets other clients send other names, so leave room but stay bounded
-/// (each id becomes a DynamoDB attribute name and part of a 400 KB item).
-pub const MAX_ID_BYTES: usize = 256;
+/// Longest node id accepted from a client, in bytes. Zincati sends 32 hex
+/// characters and other clients send host names; each id becomes a DynamoDB
+/// attribute name, billed on every write to its group's item, refused polls
+/// included.
+pub const MAX_ID_BYTES: usize = 128;
+/// The bound of versions up to 0.2. An id stored under it is still read,
+/// shown and released (steady-state, `fleetlock release`), never taken anew.
+pub const STORED_ID_BYTES: usize = 256;
 /// Longest group name accepted, in characters.
 pub const MAX_GROUP_CHARS: usize = 64;
 /// A pause's reason reaches node journals through the refusal's value.
 pub const MAX_REASON_CHARS: usize = 200;
 
-/// A node's identity as sent by the client: 1 to 256 bytes of printable
+/// A node's identity as sent by the client: 1 to 128 bytes of visible
 /// characters, compared exactly (no case folding, no trimming).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeId(String);
 
+/// How strictly an id is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdRule {
+    /// An id that takes a slot: the current bounds.
+    New,
+    /// An id that may already hold a slot: the bounds it was stored under
+    /// (up to 256 bytes, invisible characters allowed), so that no holder
+    /// of an older version is kept from giving its slot back.
+    Stored,
+}
+
 impl NodeId {
+    /// An id as a client sends it to take a slot.
     pub fn parse(raw: &str) -> Result<Self, Error> {
+        Self::parse_as(raw, IdRule::New)
+    }
+
+    /// An id read from the table, or sent to give a slot back.
+    pub fn stored(raw: &str) -> Result<Self, Error> {
+        Self::parse_as(raw, IdRule::Stored)
+    }
+
+    pub fn parse_as(raw: &str, rule: IdRule) -> Result<Self, Error> {
+        let limit = match rule {
+            IdRule::New => MAX_ID_BYTES,
+            IdRule::Stored => STORED_ID_BYTES,
+        };
         if raw.is_empty() {
             return Err(Error::InvalidId("the id is empty".into()));
         }
-        if raw.len() > MAX_ID_BYTES {
+        if raw.len() > limit {
             return Err(Error::InvalidId(format!(
-                "the id is {} bytes long; at most {MAX_ID_BYTES} are allowed",
+                "the id is {} bytes long; at most {limit} are allowed",
                 raw.len()
             )));
         }
@@ -35,12 +64,99 @@ impl NodeId {
                 "the id contains a control character".into(),
             ));
         }
+        if rule == IdRule::New
+            && let Some(c) = raw.chars().find(|c| is_deceptive(*c))
+        {
+            return Err(Error::InvalidId(format!(
+                "the id contains U+{:04X}, a character that is invisible or reorders the \
+                 text around it; an id must read as what it is",
+                u32::from(c)
+            )));
+        }
         Ok(Self(raw.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The id for a person's screen, unambiguous: an invisible, reordering
+    /// or control character, and any space but the plain one, appears as
+    /// `\u{200b}`, and a backslash as `\\`. [`NodeId::from_shown`] reads it
+    /// back.
+    pub fn shown(&self) -> String {
+        let mut out = String::with_capacity(self.0.len());
+        for c in self.0.chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else if c.is_control() || is_deceptive(c) {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// An id as [`NodeId::shown`] printed it (or as it is, when it has no
+    /// backslash), under the stored rule: what `fleetlock release --id` takes.
+    pub fn from_shown(text: &str) -> Result<Self, Error> {
+        let mut raw = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find('\\') {
+            raw.push_str(&rest[..at]);
+            let escape = &rest[at..];
+            if let Some(after) = escape.strip_prefix("\\\\") {
+                raw.push('\\');
+                rest = after;
+                continue;
+            }
+            let bad = || {
+                Error::InvalidId(format!(
+                    "'{text}' has a backslash that is neither \\\\ nor \\u{{HEX}}, as \
+                     'fleetlock status' writes an id"
+                ))
+            };
+            let hex = escape.strip_prefix("\\u{").ok_or_else(bad)?;
+            let end = hex.find('}').ok_or_else(bad)?;
+            let c = u32::from_str_radix(&hex[..end], 16)
+                .ok()
+                .and_then(char::from_u32)
+                .ok_or_else(bad)?;
+            raw.push(c);
+            rest = &hex[end + 1..];
+        }
+        raw.push_str(rest);
+        Self::stored(&raw)
+    }
+}
+
+/// Characters that show as nothing, look like a plain space, or reorder the
+/// text around them: with one, an id can pass for another (`node\u{200b}-1`
+/// for `node-1`; U+202E reverses what follows).
+fn is_deceptive(c: char) -> bool {
+    (c.is_whitespace() && c != ' ')
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{034F}'
+                | '\u{061C}'
+                | '\u{115F}'
+                | '\u{1160}'
+                | '\u{17B4}'
+                | '\u{17B5}'
+                | '\u{180B}'..='\u{180F}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{3164}'
+                | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}'
+                | '\u{FFA0}'
+                | '\u{FFF9}'..='\u{FFFB}'
+                | '\u{1D173}'..='\u{1D17A}'
+                | '\u{E0000}'..='\u{E0FFF}'
+        )
 }
 
 impl fmt::Display for NodeId {
@@ -139,9 +255,10 @@ struct WireClientParams {
 }
 
 impl ClientParams {
-    /// Parses a request body. The bytes are read as they are: Zincati sends no
-    /// Content-Type and pretty-printed JSON, so nothing here looks at headers.
-    pub fn from_body(body: &[u8]) -> Result<Self, Error> {
+    /// Parses a request body, its id under `rule`. The bytes are read as they
+    /// are: Zincati sends no Content-Type and pretty-printed JSON, so nothing
+    /// here looks at headers.
+    pub fn from_body(body: &[u8], rule: IdRule) -> Result<Self, Error> {
         if body.is_empty() {
             return Err(Error::InvalidBody("the request body is empty".into()));
         }
@@ -153,7 +270,7 @@ impl ClientParams {
             ))
         })?;
         Ok(Self {
-            id: NodeId::parse(&wire.client_params.id)?,
+            id: NodeId::parse_as(&wire.client_params.id, rule)?,
             group: GroupName::parse(&wire.client_params.group)?,
         })
     }
@@ -181,8 +298,8 @@ mod tests {
         for bad in [
             String::new(),
             "x".repeat(MAX_ID_BYTES + 1),
-            // 129 two-byte characters: 258 bytes, over the byte limit.
-            "é".repeat(129),
+            // 65 two-byte characters: 130 bytes, over the byte limit.
+            "é".repeat(65),
             "a\nb".into(),
             "tab\there".into(),
             "nul\0".into(),
@@ -191,6 +308,51 @@ mod tests {
         ] {
             let err = NodeId::parse(&bad).unwrap_err();
             assert_eq!(err.kind(), "invalid_id", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn new_ids_refuse_what_could_pass_for_another_id() {
+        for (bad, shown) in [
+            ("node\u{200b}-1", "node\\u{200b}-1"),
+            ("\u{202e}1-edon", "\\u{202e}1-edon"),
+            ("node\u{00a0}1", "node\\u{a0}1"),
+            ("\u{feff}node", "\\u{feff}node"),
+            ("node\u{2066}x", "node\\u{2066}x"),
+            ("tag\u{e0041}", "tag\\u{e0041}"),
+        ] {
+            let err = NodeId::parse(bad).unwrap_err();
+            assert_eq!(err.kind(), "invalid_id", "{bad:?}");
+            assert!(err.value().contains("U+"), "{}", err.value());
+            // Stored by an older version: still read, and shown unambiguously.
+            let stored = NodeId::stored(bad).unwrap();
+            assert_eq!(stored.shown(), shown);
+            assert_eq!(NodeId::from_shown(shown).unwrap(), stored);
+        }
+    }
+
+    #[test]
+    fn the_stored_rule_keeps_ids_an_older_version_granted() {
+        let long = "x".repeat(STORED_ID_BYTES);
+        assert_eq!(NodeId::parse(&long).unwrap_err().kind(), "invalid_id");
+        assert_eq!(NodeId::stored(&long).unwrap().as_str(), long);
+        assert!(NodeId::stored(&"x".repeat(STORED_ID_BYTES + 1)).is_err());
+        assert!(NodeId::stored("a\nb").is_err());
+        // A steady-state body reads its id under the stored rule.
+        let body = format!(r#"{{"client_params":{{"id":"{long}","group":"g"}}}}"#);
+        assert!(ClientParams::from_body(body.as_bytes(), IdRule::New).is_err());
+        assert!(ClientParams::from_body(body.as_bytes(), IdRule::Stored).is_ok());
+    }
+
+    #[test]
+    fn shown_ids_read_back_and_plain_ones_are_unchanged() {
+        for plain in ["e0f3745b108f471cbd4883c6fbed8cdd", "ünïcode host", "a\\b"] {
+            let id = NodeId::stored(plain).unwrap();
+            assert_eq!(NodeId::from_shown(&id.shown()).unwrap(), id);
+        }
+        assert_eq!(NodeId::stored("a\\b").unwrap().shown(), "a\\\\b");
+        for bad in ["a\\", "a\\x", "a\\u{zz}", "a\\u{110000}", "a\\u{41"] {
+            assert_eq!(NodeId::from_shown(bad).unwrap_err().kind(), "invalid_id");
         }
     }
 
@@ -234,7 +396,7 @@ mod tests {
     "group": "default"
   }
 }"#;
-        let params = ClientParams::from_body(body).unwrap();
+        let params = ClientParams::from_body(body, IdRule::New).unwrap();
         assert_eq!(params.id.as_str(), "e0f3745b108f471cbd4883c6fbed8cdd");
         assert_eq!(params.group.as_str(), "default");
     }
@@ -242,7 +404,7 @@ mod tests {
     #[test]
     fn unknown_fields_are_ignored() {
         let body = br#"{"client_params":{"id":"a","group":"g","extra":1},"future":true}"#;
-        assert!(ClientParams::from_body(body).is_ok());
+        assert!(ClientParams::from_body(body, IdRule::New).is_ok());
     }
 
     #[test]
@@ -259,7 +421,7 @@ mod tests {
             br#"{"client_params":{"id":"a","group":null}}"#,
             br#"{"client_params":"a"}"#,
         ] {
-            let err = ClientParams::from_body(bad).unwrap_err();
+            let err = ClientParams::from_body(bad, IdRule::New).unwrap_err();
             assert_eq!(
                 err.kind(),
                 "invalid_body",
@@ -272,10 +434,14 @@ mod tests {
     #[test]
     fn field_errors_surface_with_their_own_kind() {
         let err =
-            ClientParams::from_body(br#"{"client_params":{"id":"","group":"g"}}"#).unwrap_err();
+            ClientParams::from_body(br#"{"client_params":{"id":"","group":"g"}}"#, IdRule::New)
+                .unwrap_err();
         assert_eq!(err.kind(), "invalid_id");
-        let err =
-            ClientParams::from_body(br#"{"client_params":{"id":"a","group":"a b"}}"#).unwrap_err();
+        let err = ClientParams::from_body(
+            br#"{"client_params":{"id":"a","group":"a b"}}"#,
+            IdRule::New,
+        )
+        .unwrap_err();
         assert_eq!(err.kind(), "invalid_group");
     }
 

@@ -129,6 +129,11 @@ pub struct GroupRules {
     /// After any release, no new slot until this long has passed: one settle
     /// period for the whole group, not one per slot.
     pub settle: Duration,
+    /// For a group only `*` covers: how many such groups may have an item.
+    /// The store counts them, so that a credential scoped to `*` cannot
+    /// fill the table with groups nobody configured. `None` for a group the
+    /// configuration names.
+    pub wildcard_limit: Option<u32>,
 }
 
 /// A group as stored: the state that decides a request for a slot.
@@ -197,6 +202,9 @@ pub enum Acquire {
     Paused,
     /// A slot was given back less than the settle time ago.
     Settling { until: Timestamp },
+    /// The group has no item yet, only `*` covers it, and as many such
+    /// groups as allowed exist already: nothing was stored.
+    TooManyGroups { limit: u32 },
 }
 
 /// The answer to a release.
@@ -355,7 +363,11 @@ mod tests {
     const TEN_MIN: Duration = Duration::from_secs(600);
 
     fn rules(slots: u32, settle: Duration) -> GroupRules {
-        GroupRules { slots, settle }
+        GroupRules {
+            slots,
+            settle,
+            wildcard_limit: None,
+        }
     }
 
     #[test]

@@ -1,11 +1,21 @@
 //! Structured logs: JSON under Lambda (CloudWatch parses it), readable text on
 //! a terminal. `RUST_LOG` filters; the default keeps the SDK quiet.
+//!
+//! Nothing is ever logged at `trace`, whatever `RUST_LOG` says: at that level
+//! the Lambda runtime crate logs each raw event, and with it the
+//! `Authorization` header that carries a node's secret.
 
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 const DEFAULT_FILTER: &str = "info,aws_config=warn,aws_smithy_runtime=warn";
+
+/// The most detailed level any target logs at.
+pub const MOST_DETAILED: LevelFilter = LevelFilter::DEBUG;
 
 pub fn init(json: bool) {
     let filter =
@@ -20,12 +30,16 @@ pub fn init(json: bool) {
             .flatten_event(true)
             .with_current_span(false)
             .with_ansi(false)
+            .finish()
+            .with(MOST_DETAILED)
             .try_init()
     } else {
         // Colour only on a terminal: a file or a pipe gets plain text.
         builder
             .compact()
             .with_ansi(std::io::stderr().is_terminal())
+            .finish()
+            .with(MOST_DETAILED)
             .try_init()
     };
 }

@@ -16,7 +16,7 @@ use fleetlock::metrics::EmbeddedMetrics;
 use fleetlock::service::{FleetLock, paused_because};
 use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definition};
 use fleetlock::store::memory::MemoryStore;
-use fleetlock::store::{Changed, LockStore};
+use fleetlock::store::{Changed, Forgot, LockStore};
 use fleetlock::stream::{self, EventBridge, SlotEvents};
 use fleetlock::{aws, deployed, iam, lambda, logging, server};
 
@@ -186,7 +186,7 @@ async fn run_command(command: Command) -> Result<(), String> {
     match command {
         Command::Help => print!("{}", cli::HELP),
         Command::Version => println!("fleetlock {}", env!("CARGO_PKG_VERSION")),
-        Command::Serve { listen } => {
+        Command::Serve { listen, limits } => {
             let config = Config::from_env().map_err(|e| e.to_string())?;
             let auth = match config.auth {
                 Some(auth) => auth,
@@ -203,7 +203,7 @@ async fn run_command(command: Command) -> Result<(), String> {
                 Some(table) => {
                     let store = checked_store(&aws::load_config().await, table).await?;
                     let service = FleetLock::new(config.groups, store).with_windows(config.windows);
-                    serve(listen, Api::new(service, auth)).await?;
+                    serve(listen, Api::new(service, auth), limits).await?;
                 }
                 None => {
                     tracing::info!(
@@ -211,7 +211,7 @@ async fn run_command(command: Command) -> Result<(), String> {
                     );
                     let store = MemoryStore::default();
                     let service = FleetLock::new(config.groups, store).with_windows(config.windows);
-                    serve(listen, Api::new(service, auth)).await?;
+                    serve(listen, Api::new(service, auth), limits).await?;
                 }
             }
         }
@@ -320,6 +320,7 @@ async fn run_command(command: Command) -> Result<(), String> {
             group,
             json,
             function,
+            all,
         } => {
             let group = group
                 .map(|g| GroupName::parse(&g))
@@ -335,10 +336,19 @@ async fn run_command(command: Command) -> Result<(), String> {
             let now = Timestamp::now();
             let deployed = deployed_config(&aws, function).await?;
             let deployed = deployed.as_ref();
+            let wildcard = store.wildcard_groups().await.map_err(|e| e.to_string())?;
+            let wildcard = cli::report::Wildcard {
+                counted: wildcard.len(),
+                limit: deployed.map(|config| config.groups.wildcard_limit()),
+            };
             if json {
-                println!("{:#}", cli::report::json(&groups, deployed, now));
+                println!("{:#}", cli::report::json(&groups, deployed, now, wildcard));
             } else {
-                print!("{}", cli::report::table(&groups, deployed, now));
+                let idle_shown = (!all).then_some(cli::report::IDLE_SHOWN);
+                print!(
+                    "{}",
+                    cli::report::table(&groups, deployed, now, idle_shown, wildcard)
+                );
                 match (&group, groups.is_empty()) {
                     (_, false) => {}
                     (None, true) => println!("(no group has been used yet)"),
@@ -348,17 +358,84 @@ async fn run_command(command: Command) -> Result<(), String> {
                 }
             }
         }
+        Command::Forget { group, function } => {
+            let group = GroupName::parse(&group).map_err(|e| e.value())?;
+            let table = required_table("forget")?;
+            let aws = aws::load_config().await;
+            let deployed = deployed_config(&aws, function).await?;
+            match &deployed {
+                Some(config) if config.groups.listed().any(|(name, _)| *name == group) => {
+                    return Err(format!(
+                        "group '{group}' is named in the function's FLEETLOCK_GROUPS: its next \
+                         request would bring it back, without its last release; take it out \
+                         of the configuration first"
+                    ));
+                }
+                Some(_) => {}
+                None => println!(
+                    "(the configuration was not read: pass --function NAME to refuse a group \
+                     it names)"
+                ),
+            }
+            let store = dynamo_store(&aws, table);
+            match store.forget(&group).await.map_err(|e| e.to_string())? {
+                Forgot::Removed { counted } => println!(
+                    "forgot group '{group}': its item is removed{}",
+                    if counted {
+                        ", and it no longer counts toward FLEETLOCK_MAX_WILDCARD_GROUPS"
+                    } else {
+                        ""
+                    }
+                ),
+                Forgot::Uncounted => println!(
+                    "group '{group}' had no item; it no longer counts toward \
+                     FLEETLOCK_MAX_WILDCARD_GROUPS"
+                ),
+                Forgot::NothingStored => {
+                    return Err(format!(
+                        "group '{group}' is not stored in table '{}': nothing to forget \
+                         ('fleetlock status' lists the groups)",
+                        store.table()
+                    ));
+                }
+                Forgot::Kept(record) => {
+                    let mut why = Vec::new();
+                    if !record.holders.is_empty() {
+                        let ids: Vec<String> =
+                            record.holders.holders().map(|(id, _)| id.shown()).collect();
+                        why.push(format!(
+                            "it holds {} slot(s) ({}): release them first",
+                            ids.len(),
+                            ids.join(", ")
+                        ));
+                    }
+                    if record.pause.is_paused() {
+                        why.push(format!(
+                            "it is paused {}: resume it first (an alarm's pause clears when \
+                             the alarm does)",
+                            paused_because(&record.pause)
+                        ));
+                    }
+                    return Err(format!(
+                        "group '{group}' was kept: {}; nothing changed",
+                        why.join("; and ")
+                    ));
+                }
+            }
+        }
         Command::Release { group, id } => {
             let group = GroupName::parse(&group).map_err(|e| e.value())?;
-            let id = NodeId::parse(&id).map_err(|e| e.value())?;
+            // As `status` shows it: an invisible character escaped.
+            let id = NodeId::from_shown(&id).map_err(|e| e.value())?;
             let store = dynamo_store(&aws::load_config().await, required_table("release")?);
             let decided = store
                 .release(&group, &id, Timestamp::now())
                 .await
                 .map_err(|e| e.to_string())?;
             let left = decided.group.holders.len();
+            let id_shown = id.shown();
             if decided.outcome == Release::Released {
-                println!("released '{id}' from group '{group}' ({left} holder(s) left)");
+                println!("released '{id_shown}' from group '{group}' ({left} holder(s) left)");
                 return Ok(());
             }
             // Nothing released: most often the wrong group. Say where it holds.
@@ -372,20 +449,33 @@ async fn run_command(command: Command) -> Result<(), String> {
                 .collect();
             if held_in.is_empty() {
                 println!(
-                    "'{id}' held no slot in group '{group}' and holds none in any group; \
+                    "'{id_shown}' held no slot in group '{group}' and holds none in any group; \
                      nothing changed"
                 );
             } else {
                 return Err(format!(
-                    "'{id}' holds no slot in group '{group}' but holds one in: {}; nothing \
-                     changed (run: fleetlock release --group {} --id {id})",
+                    "'{id_shown}' holds no slot in group '{group}' but holds one in: {}; nothing \
+                     changed (run: fleetlock release --group {} --id {})",
                     held_in.join(", "),
-                    held_in[0]
+                    held_in[0],
+                    shell_word(&id_shown)
                 ));
             }
         }
     }
     Ok(())
+}
+
+/// `text` as one shell word: as it is when plain, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '@'));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// The groups a pause or resume names, or every group stored for `--all`.
@@ -484,17 +574,40 @@ fn dynamo_store(aws: &SdkConfig, table: String) -> DynamoStore {
     DynamoStore::new(dynamodb::client(aws), table)
 }
 
-async fn serve<S: LockStore>(listen: std::net::SocketAddr, api: Api<S>) -> Result<(), String> {
+async fn serve<S: LockStore>(
+    listen: std::net::SocketAddr,
+    api: Api<S>,
+    limits: server::Limits,
+) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     // Printed on stdout so scripts and tests can learn a port chosen by the OS.
-    println!("fleetlock listening on http://{addr}/");
+    // Whoever reads it may close the pipe after the first line: the lines
+    // after it must not stop the server.
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "fleetlock listening on http://{addr}/");
+    if api.auth() == &Auth::Disabled {
+        let _ = writeln!(
+            stdout,
+            "no client authentication: anyone who can reach {addr} may take and release \
+             reboot slots"
+        );
+    }
+    let _ = writeln!(
+        stdout,
+        "limits: headers within {}, body within {}, at most {} connections at once",
+        fleetlock::config::format_duration(limits.header_timeout),
+        fleetlock::config::format_duration(limits.body_timeout),
+        limits.max_connections
+    );
+    let _ = stdout.flush();
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    server::serve(listener, Arc::new(api), shutdown)
+    server::serve(listener, Arc::new(api), limits, shutdown)
         .await
         .map_err(|e| e.to_string())
 }

@@ -1,37 +1,95 @@
 //! `fleetlock serve`: the same router over plain HTTP/1.1, for a laptop or a
-//! private network. One task per connection; bodies are read up to the cap.
+//! private network. One task per connection, each bounded in time and
+//! buffer, and a bounded number of them; bodies are read up to the cap.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONNECTION, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use crate::error::Error;
 use crate::http::{Api, MAX_BODY_BYTES, refusal};
 use crate::store::LockStore;
 
+/// What one client may hold of the server: time, buffer, connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// How long a request's headers may take to arrive, counted from the
+    /// moment the server waits for them: from the connection's start, and
+    /// on a kept-alive connection from the end of the previous answer, so it
+    /// is the idle keep-alive timeout too.
+    pub header_timeout: Duration,
+    /// How long the body may take once the headers are in.
+    pub body_timeout: Duration,
+    /// Connections served at once; past it, new ones wait in the kernel's
+    /// queue until one closes.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    /// A Zincati request is one small POST every 5 minutes a node: seconds
+    /// are plenty, and 512 connections serve fleets of many thousands.
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            max_connections: 512,
+        }
+    }
+}
+
+/// The most a connection buffers: a request's headers (Zincati's are about
+/// 300 bytes) and a slice of its body. hyper's own floor is 8 KiB.
+pub const MAX_BUFFER_BYTES: usize = 16 * 1024;
+/// The most header lines a request may have.
+pub const MAX_HEADERS: usize = 32;
+/// Pauses after a failed `accept` (out of descriptors, say): from the first
+/// to the longest, doubling, so the loop neither spins nor stalls for long.
+const ACCEPT_PAUSE_FIRST: Duration = Duration::from_millis(10);
+const ACCEPT_PAUSE_LONGEST: Duration = Duration::from_secs(1);
+/// At most one log line about failed accepts in this long.
+const ACCEPT_LOG_EVERY: Duration = Duration::from_secs(10);
+
 /// Accepts connections on `listener` until `shutdown` completes.
 pub async fn serve<S: LockStore>(
     listener: TcpListener,
     api: Arc<Api<S>>,
+    limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     tokio::pin!(shutdown);
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let mut accept_failures = AcceptFailures::default();
     loop {
-        let (stream, _) = tokio::select! {
+        // A place first: at the cap, nothing is accepted until one is free.
+        let place = tokio::select! {
+            place = Arc::clone(&connections).acquire_owned() => {
+                place.expect("the semaphore is never closed")
+            }
+            () = &mut shutdown => return Ok(()),
+        };
+        let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
+                Ok((stream, _)) => {
+                    accept_failures.succeeded();
+                    stream
+                }
                 Err(err) => {
-                    // Out of file descriptors and the like: keep serving.
-                    tracing::warn!(error = %err, "accept failed");
-                    continue;
+                    let pause = accept_failures.failed(&err);
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => continue,
+                        () = &mut shutdown => return Ok(()),
+                    }
                 }
             },
             () = &mut shutdown => return Ok(()),
@@ -40,26 +98,79 @@ pub async fn serve<S: LockStore>(
         tokio::spawn(async move {
             let answer = service_fn(move |request| {
                 let api = Arc::clone(&api);
-                async move { Ok::<_, Infallible>(answer(&api, request).await) }
+                async move { Ok::<_, Infallible>(answer(&api, request, limits.body_timeout).await) }
             });
-            if let Err(err) = http1::Builder::new()
+            let served = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .max_buf_size(MAX_BUFFER_BYTES)
+                .max_headers(MAX_HEADERS)
                 .serve_connection(TokioIo::new(stream), answer)
-                .await
-            {
+                .await;
+            if let Err(err) = served {
                 tracing::debug!(error = %err, "connection ended with an error");
             }
+            drop(place);
         });
     }
 }
 
-async fn answer<S: LockStore>(api: &Api<S>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+/// Failed accepts in a row: how long to pause, and when to say so.
+#[derive(Default)]
+struct AcceptFailures {
+    in_a_row: u32,
+    unlogged: u64,
+    logged_at: Option<Instant>,
+}
+
+impl AcceptFailures {
+    fn succeeded(&mut self) {
+        self.in_a_row = 0;
+    }
+
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        self.in_a_row = self.in_a_row.saturating_add(1);
+        self.unlogged += 1;
+        if self
+            .logged_at
+            .is_none_or(|at| at.elapsed() >= ACCEPT_LOG_EVERY)
+        {
+            tracing::warn!(
+                error = %err,
+                failures = self.unlogged,
+                "accept failed; pausing before the next (one line per 10 s at most)"
+            );
+            self.unlogged = 0;
+            self.logged_at = Some(Instant::now());
+        }
+        let doublings = self.in_a_row.saturating_sub(1).min(16);
+        (ACCEPT_PAUSE_FIRST * 2u32.pow(doublings)).min(ACCEPT_PAUSE_LONGEST)
+    }
+}
+
+async fn answer<S: LockStore>(
+    api: &Api<S>,
+    request: Request<Incoming>,
+    body_timeout: Duration,
+) -> Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
-    let response = match read_capped(body).await {
-        Ok(body) => {
+    let read = tokio::time::timeout(body_timeout, read_capped(body)).await;
+    let response = match read {
+        Ok(Ok(body)) => {
             api.handle(&parts.method, parts.uri.path(), &parts.headers, &body)
                 .await
         }
-        Err(err) => refusal(&err),
+        Ok(Err(err)) => refusal(&err),
+        Err(_) => {
+            // Said, then the connection closes: its framing is lost.
+            let mut response = refusal(&Error::RequestTimeout {
+                seconds: body_timeout.as_secs(),
+            });
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
     };
     let (parts, body) = response.into_parts();
     Response::from_parts(parts, Full::new(Bytes::copy_from_slice(body.as_ref())))
@@ -87,4 +198,25 @@ async fn read_capped(mut body: Incoming) -> Result<Vec<u8>, Error> {
         }
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_accepts_pause_longer_each_time_up_to_a_second() {
+        let mut failures = AcceptFailures::default();
+        let err = std::io::Error::from_raw_os_error(24);
+        let pauses: Vec<Duration> = (0..10).map(|_| failures.failed(&err)).collect();
+        assert_eq!(pauses[0], Duration::from_millis(10));
+        assert_eq!(pauses[1], Duration::from_millis(20));
+        assert_eq!(pauses[6], Duration::from_millis(640));
+        assert_eq!(pauses[7], ACCEPT_PAUSE_LONGEST);
+        assert_eq!(pauses[9], ACCEPT_PAUSE_LONGEST);
+        // One line said it; the nine after it wait for the next.
+        assert_eq!(failures.unlogged, 9);
+        failures.succeeded();
+        assert_eq!(failures.failed(&err), Duration::from_millis(10));
+    }
 }

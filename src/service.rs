@@ -22,6 +22,8 @@ pub enum Outcome {
     Paused,
     /// The group settles after a release: refused at the edge.
     Settling,
+    /// A new group only `*` covers, past the limit: refused at the edge.
+    TooManyGroups,
     Released,
     NotHeld,
 }
@@ -34,6 +36,7 @@ impl Outcome {
             Outcome::Full => "full",
             Outcome::Paused => "paused",
             Outcome::Settling => "settling",
+            Outcome::TooManyGroups => "too_many_groups",
             Outcome::Released => "released",
             Outcome::NotHeld => "not_held",
         }
@@ -125,6 +128,10 @@ impl<S: LockStore> FleetLock<S> {
                     why: paused_because(&group.pause),
                 }),
             ),
+            Acquire::TooManyGroups { limit } => (
+                Outcome::TooManyGroups,
+                Some(Error::TooManyGroups { group: name, limit }),
+            ),
             Acquire::Settling { until } => (
                 Outcome::Settling,
                 Some(Error::Settling {
@@ -199,6 +206,7 @@ mod tests {
     fn params(id: &str, group: &str) -> ClientParams {
         ClientParams::from_body(
             format!(r#"{{"client_params":{{"id":"{id}","group":"{group}"}}}}"#).as_bytes(),
+            crate::input::IdRule::New,
         )
         .unwrap()
     }

@@ -162,7 +162,13 @@ fn read_record(record: &Value) -> Result<RecordEvents, String> {
         StreamRecord::deserialize(record).map_err(|e| format!("not a stream record: {e}"))?;
     let data = &record.dynamodb;
     let at = |what: &str, e: crate::store::StoreError| format!("{what}: {e}");
-    let group = group_from_keys(&data.keys).map_err(|e| at("Keys", e))?;
+    let Some(group) = group_from_keys(&data.keys).map_err(|e| at("Keys", e))? else {
+        // The list of groups only `*` covers: no slot changes there.
+        return Ok(RecordEvents {
+            sequence: data.sequence.clone(),
+            events: Vec::new(),
+        });
+    };
     let old = record_from_image(data.old_image.as_ref()).map_err(|e| at("OldImage", e))?;
     let new = record_from_image(data.new_image.as_ref()).map_err(|e| at("NewImage", e))?;
     // Seconds, with a fraction in Streams' own API; Lambda passes it on.

@@ -20,6 +20,13 @@
 //! second request. A retried write is harmless for the same reason: the retry
 //! finds the holder already there.
 //!
+//! Groups that only `*` covers are counted: their names are kept in a string
+//! set `names` on one more item, keyed [`WILDCARD_KEY`], which no group name
+//! can be (`~` is not allowed in one). The first grant of such a group finds
+//! no item (the write asks `attribute_exists(group)`), adds the name to the
+//! set under `size(names) < :limit`, then writes again: three requests, once
+//! per group; every later call is one request again.
+//!
 //! Versions up to 0.1 named holders `holder:<id>`. The shorter prefix keeps an
 //! item of 32-hex ids 5 bytes a holder smaller (a write unit is 1 KB of the
 //! item); such holders are still read, kept, counted and released, and every
@@ -39,6 +46,7 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, RuntimeComponents};
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
@@ -46,7 +54,7 @@ use aws_sdk_dynamodb::types::{
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
 
-use super::{Changed, Decided, GroupRecord, LockStore, StoreError};
+use super::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
 use crate::aws::{self, OperationLog};
 use crate::input::{GroupName, NodeId, PauseReason};
 use crate::lock::{Acquire, GroupRules, Pause, PersonPause, Release, Semaphore, Timestamp};
@@ -60,6 +68,9 @@ const PAUSED_ATTRIBUTE: &str = "paused";
 const ALARMS_ATTRIBUTE: &str = "alarms";
 const RELEASED_ATTRIBUTE: &str = "released_at";
 const HOLDER_PREFIX: &str = "h:";
+/// The key of the item that lists the groups only `*` covers.
+pub const WILDCARD_KEY: &str = "~wildcard-groups";
+const WILDCARD_NAMES_ATTRIBUTE: &str = "names";
 /// The holder prefix of version 0.1 items: read and released, never written.
 const LEGACY_HOLDER_PREFIX: &str = "holder:";
 
@@ -302,7 +313,7 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
                 .strip_prefix(HOLDER_PREFIX)
                 .or_else(|| name.strip_prefix(LEGACY_HOLDER_PREFIX));
             if let Some(raw_id) = raw_id {
-                let id = NodeId::parse(raw_id)
+                let id = NodeId::stored(raw_id)
                     .map_err(|_| StoreError::Corrupt(format!("invalid holder id {raw_id:?}")))?;
                 let at = read_number(item, name)?.unwrap_or_default();
                 holders.push((id, Timestamp(at)));
@@ -355,10 +366,18 @@ pub fn record_from_image(image: Option<&serde_json::Value>) -> Result<GroupRecor
     record_of(Some(&item_from_json(image)?))
 }
 
-/// The group an image's keys (or the image itself) names.
-pub fn group_from_keys(keys: &serde_json::Value) -> Result<GroupName, StoreError> {
+/// The item that lists the groups only `*` covers: not a group.
+fn is_wildcard_list(item: &HashMap<String, AttributeValue>) -> bool {
+    matches!(item.get(KEY_ATTRIBUTE), Some(AttributeValue::S(key)) if key == WILDCARD_KEY)
+}
+
+/// The group an image's keys (or the image itself) names; `None` for the
+/// item that lists the groups only `*` covers, which is no group.
+pub fn group_from_keys(keys: &serde_json::Value) -> Result<Option<GroupName>, StoreError> {
     match item_from_json(keys)?.get(KEY_ATTRIBUTE) {
+        Some(AttributeValue::S(name)) if name == WILDCARD_KEY => Ok(None),
         Some(AttributeValue::S(name)) => GroupName::parse(name)
+            .map(Some)
             .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}"))),
         _ => Err(StoreError::Corrupt(format!(
             "the key has no string attribute {KEY_ATTRIBUTE:?}"
@@ -467,10 +486,10 @@ fn record_of(item: Option<&HashMap<String, AttributeValue>>) -> Result<GroupReco
 }
 
 /// What a conditional write did, with the item after it (applied) or as the
-/// condition saw it (refused).
+/// condition saw it (refused; `None` when there was no item).
 enum Written {
     Applied(GroupRecord, Option<f64>),
-    Refused(GroupRecord),
+    Refused(Option<GroupRecord>),
 }
 
 impl Written {
@@ -484,7 +503,7 @@ impl Written {
             },
             Written::Refused(group) => Decided {
                 outcome: refused,
-                group,
+                group: group.unwrap_or_default(),
                 write_units: None,
             },
         }
@@ -513,9 +532,9 @@ impl DynamoStore {
                 write_units(output.consumed_capacity()),
             )),
             Err(SdkError::ServiceError(err)) => match err.into_err() {
-                UpdateItemError::ConditionalCheckFailedException(refused) => {
-                    Ok(Written::Refused(record_of(refused.item())?))
-                }
+                UpdateItemError::ConditionalCheckFailedException(refused) => Ok(Written::Refused(
+                    refused.item().map(GroupRecord::try_from).transpose()?,
+                )),
                 other => Err(unavailable(other)),
             },
             Err(err) => Err(unavailable(err)),
@@ -553,14 +572,24 @@ impl DynamoStore {
     }
 }
 
-impl LockStore for DynamoStore {
-    async fn acquire(
+fn decided<T>(outcome: T, group: GroupRecord) -> Decided<T> {
+    Decided {
+        outcome,
+        group,
+        write_units: None,
+    }
+}
+
+impl DynamoStore {
+    /// The one conditional write that takes a slot; with `item_exists`, only
+    /// on a group that has an item already.
+    fn acquire_request(
         &self,
-        group: &GroupName,
         id: &NodeId,
         rules: GroupRules,
         now: Timestamp,
-    ) -> Result<Decided<Acquire>, StoreError> {
+        item_exists: bool,
+    ) -> UpdateItemFluentBuilder {
         // A missing count means a group never used: free, unless it has no slots.
         let room = if rules.slots > 0 {
             "(attribute_not_exists(#count) OR #count < :slots)"
@@ -592,28 +621,132 @@ impl LockStore for DynamoStore {
                 .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
                 .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
         }
-        match self
-            .update(group, request.condition_expression(condition))
-            .await?
-        {
-            Written::Applied(group, write_units) => Ok(Decided {
-                outcome: Acquire::Granted,
-                group,
-                write_units,
-            }),
+        if item_exists {
+            condition.push_str(" AND attribute_exists(#key)");
+            request = request.expression_attribute_names("#key", KEY_ATTRIBUTE);
+        }
+        request.condition_expression(condition)
+    }
+
+    /// Counts a group only `*` covers, unless `limit` such groups are
+    /// counted already; `false` then. Counting a counted group again is
+    /// harmless (a set), so a retried or repeated call changes nothing.
+    async fn count_wildcard_group(
+        &self,
+        group: &GroupName,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
+            .update_expression("ADD #names :group")
+            .condition_expression(
+                "contains(#names, :name) OR attribute_not_exists(#names) OR size(#names) < :limit",
+            )
+            .expression_attribute_names("#names", WILDCARD_NAMES_ATTRIBUTE)
+            .expression_attribute_values(":group", AttributeValue::Ss(vec![group.to_string()]))
+            .expression_attribute_values(":name", AttributeValue::S(group.to_string()))
+            .expression_attribute_values(":limit", number(limit.into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(err))
+                if err.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(unavailable(err)),
+        }
+    }
+
+    /// The groups only `*` covers that are counted, sorted.
+    pub async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?
+            .item;
+        let names = match item.as_ref().and_then(|i| i.get(WILDCARD_NAMES_ATTRIBUTE)) {
+            None => return Ok(Vec::new()),
+            Some(AttributeValue::Ss(names)) => names,
+            Some(_) => {
+                return Err(StoreError::Corrupt(format!(
+                    "{WILDCARD_KEY}.{WILDCARD_NAMES_ATTRIBUTE} is not a string set"
+                )));
+            }
+        };
+        let mut groups = names
+            .iter()
+            .map(|name| {
+                GroupName::parse(name)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        groups.sort();
+        Ok(groups)
+    }
+}
+
+impl LockStore for DynamoStore {
+    async fn acquire(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> Result<Decided<Acquire>, StoreError> {
+        // A group only `*` covers is written to only once it has an item, or
+        // once it is counted: see the module's item design.
+        let mut needs_item = rules.wildcard_limit;
+        loop {
+            let written = self
+                .update(
+                    group,
+                    self.acquire_request(id, rules, now, needs_item.is_some()),
+                )
+                .await?;
+            let current = match written {
+                Written::Applied(group, write_units) => {
+                    return Ok(Decided {
+                        outcome: Acquire::Granted,
+                        group,
+                        write_units,
+                    });
+                }
+                Written::Refused(current) => current,
+            };
+            if let (None, Some(limit)) = (&current, needs_item.take()) {
+                // A new group: counted first, unless it would be refused anyway.
+                let outcome = GroupRecord::default().decide_acquire(id, rules, now);
+                if outcome != Acquire::Granted {
+                    return Ok(decided(outcome, GroupRecord::default()));
+                }
+                if !self.count_wildcard_group(group, limit).await? {
+                    return Ok(decided(
+                        Acquire::TooManyGroups { limit },
+                        GroupRecord::default(),
+                    ));
+                }
+                continue;
+            }
             // Refused: already held (a repeat, or a retry of a write whose
             // answer was lost), paused, settling or full. The pure rules tell
             // which from the item the condition saw.
-            Written::Refused(current) => match current.decide_acquire(id, rules, now) {
+            let current = current.unwrap_or_default();
+            return match current.decide_acquire(id, rules, now) {
                 Acquire::Granted => Err(StoreError::Corrupt(
                     "the conditional write was refused although a slot is free".into(),
                 )),
-                outcome => Ok(Decided {
-                    outcome,
-                    group: current,
-                    write_units: None,
-                }),
-            },
+                outcome => Ok(decided(outcome, current)),
+            };
         }
     }
 
@@ -693,6 +826,62 @@ impl LockStore for DynamoStore {
         .await
     }
 
+    async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .condition_expression(
+                "(attribute_not_exists(#count) OR #count = :zero) \
+                 AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms)",
+            )
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":zero", number(0))
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let removed = match deleted {
+            Ok(output) => output.attributes().is_some(),
+            Err(SdkError::ServiceError(err)) => match err.into_err() {
+                DeleteItemError::ConditionalCheckFailedException(refused) => {
+                    return Ok(Forgot::Kept(record_of(refused.item())?));
+                }
+                other => return Err(unavailable(other)),
+            },
+            Err(err) => return Err(unavailable(err)),
+        };
+        let uncounted = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
+            .update_expression("DELETE #names :group")
+            .condition_expression("contains(#names, :name)")
+            .expression_attribute_names("#names", WILDCARD_NAMES_ATTRIBUTE)
+            .expression_attribute_values(":group", AttributeValue::Ss(vec![group.to_string()]))
+            .expression_attribute_values(":name", AttributeValue::S(group.to_string()))
+            .send()
+            .await;
+        let counted = match uncounted {
+            Ok(_) => true,
+            Err(SdkError::ServiceError(err))
+                if err.err().is_conditional_check_failed_exception() =>
+            {
+                false
+            }
+            Err(err) => return Err(unavailable(err)),
+        };
+        Ok(match (removed, counted) {
+            (true, counted) => Forgot::Removed { counted },
+            (false, true) => Forgot::Uncounted,
+            (false, false) => Forgot::NothingStored,
+        })
+    }
+
     async fn groups(
         &self,
         only: Option<&GroupName>,
@@ -724,6 +913,7 @@ impl LockStore for DynamoStore {
         };
         let mut groups = items
             .iter()
+            .filter(|item| !is_wildcard_list(item))
             .map(|item| {
                 let name = match item.get(KEY_ATTRIBUTE) {
                     Some(AttributeValue::S(name)) => GroupName::parse(name)

@@ -3,30 +3,35 @@
 //! would hold a semaphore of its own. The rules are those of [`crate::lock`],
 //! applied under one mutex.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use super::{Changed, Decided, GroupRecord, LockStore, StoreError};
+use super::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
 use crate::input::{GroupName, NodeId};
 use crate::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
 
 #[derive(Default)]
 pub struct MemoryStore {
-    groups: Mutex<BTreeMap<GroupName, GroupRecord>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    groups: BTreeMap<GroupName, GroupRecord>,
+    /// Groups only `*` covers that were given a record, as the DynamoDB
+    /// store counts them.
+    wildcard: BTreeSet<GroupName>,
 }
 
 impl MemoryStore {
     /// Runs `f` on every group under the one lock. A poisoned lock means a
     /// panic mid-update: refuse rather than guess.
-    fn with_groups<T>(
-        &self,
-        f: impl FnOnce(&mut BTreeMap<GroupName, GroupRecord>) -> T,
-    ) -> Result<T, StoreError> {
-        let mut groups = self
-            .groups
+    fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> Result<T, StoreError> {
+        let mut state = self
+            .state
             .lock()
             .map_err(|_| StoreError::Corrupt("memory store lock poisoned".into()))?;
-        Ok(f(&mut groups))
+        Ok(f(&mut state))
     }
 
     /// Applies `change` to the group (created if missing) and returns its
@@ -36,8 +41,8 @@ impl MemoryStore {
         group: &GroupName,
         change: impl FnOnce(&mut GroupRecord) -> T,
     ) -> Result<Decided<T>, StoreError> {
-        self.with_groups(|groups| {
-            let record = groups.entry(group.clone()).or_default();
+        self.with_state(|state| {
+            let record = state.groups.entry(group.clone()).or_default();
             decided(change(record), record)
         })
     }
@@ -67,7 +72,19 @@ impl LockStore for MemoryStore {
         rules: GroupRules,
         now: Timestamp,
     ) -> Result<Decided<Acquire>, StoreError> {
-        self.change(group, |record| record.acquire(id, rules, now))
+        self.with_state(|state| {
+            if let Some(limit) = rules.wildcard_limit
+                && !state.groups.contains_key(group)
+                && !state.wildcard.contains(group)
+            {
+                if state.wildcard.len() >= limit as usize {
+                    return decided(Acquire::TooManyGroups { limit }, &GroupRecord::default());
+                }
+                state.wildcard.insert(group.clone());
+            }
+            let record = state.groups.entry(group.clone()).or_default();
+            decided(record.acquire(id, rules, now), record)
+        })
     }
 
     async fn release(
@@ -77,7 +94,7 @@ impl LockStore for MemoryStore {
         now: Timestamp,
     ) -> Result<Decided<Release>, StoreError> {
         // Like a refused conditional write, a release of nothing stores nothing.
-        self.with_groups(|groups| match groups.get_mut(group) {
+        self.with_state(|state| match state.groups.get_mut(group) {
             Some(record) => decided(record.release(id, now), record),
             None => decided(Release::NotHeld, &GroupRecord::default()),
         })
@@ -119,12 +136,29 @@ impl LockStore for MemoryStore {
         self.change(group, |record| changed(record.pause.alarms.remove(alarm)))
     }
 
+    async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {
+        self.with_state(|state| {
+            if let Some(record) = state.groups.get(group)
+                && (!record.holders.is_empty() || record.pause.is_paused())
+            {
+                return Forgot::Kept(record.clone());
+            }
+            let counted = state.wildcard.remove(group);
+            match (state.groups.remove(group), counted) {
+                (Some(_), counted) => Forgot::Removed { counted },
+                (None, true) => Forgot::Uncounted,
+                (None, false) => Forgot::NothingStored,
+            }
+        })
+    }
+
     async fn groups(
         &self,
         only: Option<&GroupName>,
     ) -> Result<Vec<(GroupName, GroupRecord)>, StoreError> {
-        self.with_groups(|groups| {
-            groups
+        self.with_state(|state| {
+            state
+                .groups
                 .iter()
                 .filter(|(name, _)| only.is_none_or(|only| *name == only))
                 .map(|(name, record)| (name.clone(), record.clone()))

@@ -31,6 +31,21 @@ pub enum Changed {
     AlreadySo,
 }
 
+/// What [`LockStore::forget`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Forgot {
+    /// The group's item is gone, and the group is no longer counted among
+    /// those only `*` covers (`counted`: whether it was).
+    Removed { counted: bool },
+    /// The group had no item but was counted: it is no longer.
+    Uncounted,
+    /// No item, not counted: nothing to forget.
+    NothingStored,
+    /// Refused, nothing changed: the group holds a slot, or a person or an
+    /// alarm paused it. The group as it stands.
+    Kept(GroupRecord),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreError {
     /// The store could not be reached or refused the request; nothing was
@@ -109,6 +124,11 @@ pub trait LockStore: Send + Sync + 'static {
         group: &GroupName,
         alarm: &str,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// Removes a group's item, and its place among the groups only `*`
+    /// covers, unless it holds a slot or is paused (one conditional write
+    /// each).
+    fn forget(&self, group: &GroupName) -> impl Future<Output = Result<Forgot, StoreError>> + Send;
 
     /// Every stored group (or just `only`), sorted by name, read consistently.
     fn groups(

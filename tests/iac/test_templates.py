@@ -205,6 +205,14 @@ class Environment(unittest.TestCase):
         self.assertEqual(sam["FLEETLOCK_SETTLE"], {"Ref": "Settle"})
         self.assertEqual(tf["FLEETLOCK_SETTLE"], "${var.settle}")
         self.assertEqual(sam_param_default("Settle"), TF_VARS["settle"]["default"])
+        self.assertEqual(sam["FLEETLOCK_MAX_WILDCARD_GROUPS"], {"Ref": "MaxWildcardGroups"})
+        self.assertEqual(tf["FLEETLOCK_MAX_WILDCARD_GROUPS"], "${tostring(var.max_wildcard_groups)}")
+        self.assertEqual(int(sam_param_default("MaxWildcardGroups")), TF_VARS["max_wildcard_groups"]["default"])
+        for bound, value in [("MinValue", 1), ("MaxValue", 2000)]:
+            self.assertEqual(SAM["Parameters"]["MaxWildcardGroups"][bound], value)
+        self.assertIn("var.max_wildcard_groups <= 2000", TF_VARS["max_wildcard_groups"]["validation"]["condition"])
+        self.assertEqual(SAM["Parameters"]["LogLevel"]["AllowedValues"], ["error", "warn", "info", "debug"])
+        self.assertIn('["error", "warn", "info", "debug"]', TF_VARS["log_level"]["validation"]["condition"])
         for env, param, var in [
             ("FLEETLOCK_WINDOWS", "MaintenanceWindows", "maintenance_windows"),
             ("FLEETLOCK_TIME_ZONE", "TimeZone", "time_zone"),

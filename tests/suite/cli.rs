@@ -435,6 +435,7 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
         vec!["pause", "--all", "--reason", "test"],
         vec!["resume", "--group", "default"],
         vec!["resume", "--all"],
+        vec!["forget", "--group", "default"],
     ] {
         let r = run(with_table().args(&args)).await;
         operator.extend(operations(&r.stderr));

@@ -29,6 +29,7 @@ fn slots(count: u32) -> GroupRules {
     GroupRules {
         slots: count,
         settle: Duration::ZERO,
+        wildcard_limit: None,
     }
 }
 

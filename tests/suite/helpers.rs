@@ -94,7 +94,8 @@ pub async fn spawn_server<S: LockStore>(api: Arc<Api<S>>) -> TestServer {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(fleetlock::server::serve(listener, api, async {
+    let limits = fleetlock::server::Limits::default();
+    tokio::spawn(fleetlock::server::serve(listener, api, limits, async {
         let _ = stopped.await;
     }));
     TestServer { addr, _stop: stop }

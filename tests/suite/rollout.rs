@@ -28,7 +28,11 @@ fn group(s: &str) -> GroupName {
 }
 
 fn rules(slots: u32, settle: Duration) -> GroupRules {
-    GroupRules { slots, settle }
+    GroupRules {
+        slots,
+        settle,
+        wildcard_limit: None,
+    }
 }
 
 fn person(reason: &str, since: Timestamp) -> PersonPause {
