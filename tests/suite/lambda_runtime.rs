@@ -287,3 +287,81 @@ async fn an_unknown_handler_or_an_entry_point_without_its_settings_does_not_star
         assert!(stderr.contains(says), "{handler} without {unset}: {stderr}");
     }
 }
+
+#[tokio::test]
+async fn no_log_level_puts_a_nodes_secret_in_the_logs() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("loglevels");
+    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .arg("create-table")
+        .env("FLEETLOCK_TABLE", &table)
+        .output()
+        .await
+        .unwrap();
+    assert!(created.status.success());
+    let credential = fleetlock::auth::new_credential("fleet", "*").unwrap();
+    let authorization = basic_auth("fleet", &credential.secret);
+    let token = authorization.trim_start_matches("Basic ").to_owned();
+    // The templates' LogLevel values, and trace as a person might set it by
+    // hand: the binary never logs at trace, whatever RUST_LOG says.
+    for level in [
+        "error",
+        "warn",
+        "info",
+        "debug",
+        "trace",
+        "lambda_runtime=trace",
+    ] {
+        let mut runtime = runtime_api().await;
+        // Into a file, read at the end: a pipe nobody reads while the
+        // function runs would fill and stop it at the more verbose levels.
+        let log_path = std::env::temp_dir().join(format!("{table}-{level}.log"));
+        let log_file = std::fs::File::create(&log_path).unwrap();
+        let mut function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
+            .env("FLEETLOCK_TABLE", &table)
+            .env("FLEETLOCK_GROUPS", "default=1")
+            .env("FLEETLOCK_CLIENTS", &credential.entry)
+            .env("RUST_LOG", level)
+            .stderr(log_file)
+            .spawn()
+            .unwrap();
+        runtime
+            .events
+            .send(event(
+                zincati_body("node-a", "default"),
+                Some(&authorization),
+            ))
+            .unwrap();
+        let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+            .await
+            .expect("the function answered")
+            .unwrap();
+        assert_eq!(answer["statusCode"], 200, "{level}: {answer}");
+        function.start_kill().unwrap();
+        let output = function.wait_with_output().await.unwrap();
+        let stderr = std::fs::read_to_string(&log_path).unwrap();
+        let _ = std::fs::remove_file(&log_path);
+        let logs = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
+        assert!(
+            !logs.contains(&credential.secret),
+            "{level}: the secret is logged"
+        );
+        assert!(!logs.contains(&token), "{level}: the Basic token is logged");
+        assert!(
+            !logs.to_lowercase().contains("authorization"),
+            "{level}: the header is logged:\n{logs}"
+        );
+        let lines = crate::helpers::json_lines(&stderr);
+        assert!(
+            lines.iter().all(|line| line["level"] != "TRACE"),
+            "{level}: a trace line"
+        );
+        if level == "trace" || level == "debug" {
+            // Not a quiet run that proves nothing: debug lines are there.
+            assert!(
+                lines.iter().any(|line| line["level"] == "DEBUG"),
+                "{level}: no debug line at all"
+            );
+        }
+    }
+}

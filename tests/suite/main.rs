@@ -14,5 +14,6 @@ mod lambda_events;
 mod lambda_runtime;
 mod local_server;
 mod rollout;
+mod serve_limits;
 mod slot_events;
 mod windows;
