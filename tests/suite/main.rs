@@ -16,4 +16,5 @@ mod local_server;
 mod rollout;
 mod serve_limits;
 mod slot_events;
+mod wildcard_groups;
 mod windows;

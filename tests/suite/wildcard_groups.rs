@@ -1,0 +1,219 @@
+//! Groups that only `*=N` covers: counted, bounded, and forgotten again, on
+//! both stores (the DynamoDB one against DynamoDB Local).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleetlock::input::{GroupName, NodeId};
+use fleetlock::lock::{Acquire, GroupRules, PersonPause, Timestamp};
+use fleetlock::store::memory::MemoryStore;
+use fleetlock::store::{Forgot, LockStore};
+
+use crate::helpers::{dynamo_store, memory_api, spawn_server, zincati};
+
+fn group(s: &str) -> GroupName {
+    GroupName::parse(s).unwrap()
+}
+
+fn id(s: &str) -> NodeId {
+    NodeId::parse(s).unwrap()
+}
+
+/// A group only `*` covers, with room for `limit` such groups.
+fn wildcard(limit: u32) -> GroupRules {
+    GroupRules {
+        slots: 1,
+        settle: Duration::ZERO,
+        wildcard_limit: Some(limit),
+    }
+}
+
+/// A group the configuration names: never counted.
+const LISTED: GroupRules = GroupRules {
+    slots: 1,
+    settle: Duration::ZERO,
+    wildcard_limit: None,
+};
+
+async fn names<S: LockStore>(store: &S) -> Vec<String> {
+    store
+        .groups(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// The same story on either store.
+async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: LockStore>(store: S) {
+    let at = Timestamp(1_000);
+    for name in ["a", "b", "c"] {
+        let took = store
+            .acquire(&group(name), &id("n1"), wildcard(3), at)
+            .await;
+        assert_eq!(took.unwrap().outcome, Acquire::Granted, "{name}");
+    }
+    let refused = store
+        .acquire(&group("d"), &id("n1"), wildcard(3), at)
+        .await
+        .unwrap();
+    assert_eq!(refused.outcome, Acquire::TooManyGroups { limit: 3 });
+    assert_eq!(names(&store).await, ["a", "b", "c"], "nothing stored for d");
+    // Groups that exist go on as before, and named groups are never counted.
+    let again = store.acquire(&group("a"), &id("n2"), wildcard(3), at).await;
+    assert_eq!(again.unwrap().outcome, Acquire::Full);
+    let listed = store.acquire(&group("named"), &id("n1"), LISTED, at).await;
+    assert_eq!(listed.unwrap().outcome, Acquire::Granted);
+
+    // A group that holds a slot, or is paused, is kept.
+    match store.forget(&group("b")).await.unwrap() {
+        Forgot::Kept(record) => assert!(record.holders.holds(&id("n1"))),
+        other => panic!("forgot a group holding a slot: {other:?}"),
+    }
+    store.release(&group("b"), &id("n1"), at).await.unwrap();
+    let pause = PersonPause {
+        reason: fleetlock::input::PauseReason::parse("hold on").unwrap(),
+        since: at,
+        by: "alice".into(),
+    };
+    store.pause(&group("b"), pause).await.unwrap();
+    assert!(matches!(
+        store.forget(&group("b")).await.unwrap(),
+        Forgot::Kept(_)
+    ));
+    store.resume(&group("b")).await.unwrap();
+    assert_eq!(
+        store.forget(&group("b")).await.unwrap(),
+        Forgot::Removed { counted: true }
+    );
+    assert_eq!(
+        store.forget(&group("b")).await.unwrap(),
+        Forgot::NothingStored
+    );
+    store.release(&group("named"), &id("n1"), at).await.unwrap();
+    assert_eq!(
+        store.forget(&group("named")).await.unwrap(),
+        Forgot::Removed { counted: false }
+    );
+    // A place is free again.
+    let took = store.acquire(&group("d"), &id("n1"), wildcard(3), at).await;
+    assert_eq!(took.unwrap().outcome, Acquire::Granted);
+    assert_eq!(names(&store).await, ["a", "c", "d"]);
+}
+
+#[tokio::test]
+async fn the_memory_store_counts_wildcard_groups() {
+    the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten(MemoryStore::default()).await;
+}
+
+#[tokio::test]
+async fn the_dynamodb_store_counts_wildcard_groups() {
+    let (store, _) = dynamo_store("wildcard").await;
+    the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten(store).await;
+}
+
+#[tokio::test]
+async fn a_new_wildcard_group_costs_three_requests_once_then_one() {
+    let (store, requests) = dynamo_store("wildcard-cost").await;
+    let at = Timestamp(1_000);
+    let mut sent = Vec::new();
+    for (label, name, node) in [
+        ("first grant of a new group", "new", "n1"),
+        ("second node, full", "new", "n2"),
+        ("the holder again", "new", "n1"),
+        ("a second new group", "other", "n1"),
+        ("a new group past the limit", "third", "n1"),
+    ] {
+        let before = requests.get();
+        let outcome = store
+            .acquire(&group(name), &id(node), wildcard(2), at)
+            .await
+            .unwrap()
+            .outcome;
+        sent.push((label, outcome, requests.get() - before));
+    }
+    assert_eq!(
+        sent,
+        [
+            ("first grant of a new group", Acquire::Granted, 3),
+            ("second node, full", Acquire::Full, 1),
+            ("the holder again", Acquire::AlreadyHeld, 1),
+            ("a second new group", Acquire::Granted, 3),
+            (
+                "a new group past the limit",
+                Acquire::TooManyGroups { limit: 2 },
+                2
+            ),
+        ]
+    );
+    // The list of counted groups is no group itself.
+    assert_eq!(names(&store).await, ["new", "other"]);
+    let counted: Vec<String> = store
+        .wildcard_groups()
+        .await
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(counted, ["new", "other"]);
+}
+
+/// Many new groups at once for the last free place: exactly one gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_race_for_the_last_place_admits_exactly_one_group() {
+    let (store, _) = dynamo_store("wildcard-race").await;
+    let store = Arc::new(store);
+    let at = Timestamp(1_000);
+    for name in ["g0", "g1", "g2", "g3"] {
+        store
+            .acquire(&group(name), &id("n"), wildcard(5), at)
+            .await
+            .unwrap();
+    }
+    let tasks: Vec<_> = (0..12)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let name = group(&format!("new{n}"));
+                store
+                    .acquire(&name, &id("n"), wildcard(5), at)
+                    .await
+                    .unwrap()
+                    .outcome
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let granted = outcomes.iter().filter(|o| **o == Acquire::Granted).count();
+    let refused = outcomes
+        .iter()
+        .filter(|o| **o == Acquire::TooManyGroups { limit: 5 })
+        .count();
+    assert_eq!((granted, refused), (1, 11), "{outcomes:?}");
+    assert_eq!(names(&*store).await.len(), 5);
+    assert_eq!(store.wildcard_groups().await.unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn zincati_hears_too_many_groups_with_a_sentence_for_its_journal() {
+    let server = spawn_server(memory_api("default=1,*=1")).await;
+    for n in 0..100 {
+        let r = zincati(server.addr, "pre-reboot", "n", &format!("g{n}")).await;
+        assert_eq!(r.status, 200, "group {n}");
+    }
+    let r = zincati(server.addr, "pre-reboot", "n", "g100").await;
+    assert_eq!((r.status, r.kind().as_str()), (403, "too_many_groups"));
+    assert_eq!(
+        r.json()["value"],
+        "group 'g100' is new and only '*' covers it, but the 100 such groups this server \
+         allows are in use; ask an operator to name the group in FLEETLOCK_GROUPS or to remove \
+         an unused one with 'fleetlock forget'"
+    );
+    // The named group is never refused for it.
+    let r = zincati(server.addr, "pre-reboot", "n", "default").await;
+    assert_eq!(r.status, 200);
+}
