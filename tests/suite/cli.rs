@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fleetlock::iam;
+use fleetlock::store::LockStore;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -17,6 +18,7 @@ fn fleetlock() -> Command {
         .env_remove("FLEETLOCK_TABLE")
         .env_remove("FLEETLOCK_GROUPS")
         .env_remove("FLEETLOCK_SETTLE")
+        .env_remove("FLEETLOCK_MAX_WILDCARD_GROUPS")
         .env_remove("FLEETLOCK_WINDOWS")
         .env_remove("FLEETLOCK_TIME_ZONE")
         .env_remove("FLEETLOCK_FUNCTION")
@@ -866,3 +868,206 @@ const UTC_TZIF: &[u8] = &[
     0, 0, 0, 0, 0, 0, // ttinfo: utoff 0, isdst 0, desigidx 0
     b'U', b'T', b'C', 0,
 ];
+
+#[tokio::test]
+async fn a_slot_count_one_item_cannot_hold_stops_serve_at_start() {
+    let r = run(fleetlock()
+        .env("FLEETLOCK_GROUPS", "default=1,big=501")
+        .args(["serve", "--listen", "127.0.0.1:0"]))
+    .await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains("FLEETLOCK_GROUPS: slot count 501 of 'big' is above 500"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test]
+async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("forget");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    // The configuration as deployed, in the shell: status and forget read it.
+    let configured = || {
+        let mut command = with_table();
+        command
+            .env("FLEETLOCK_GROUPS", "default=1,*=1")
+            .env("FLEETLOCK_MAX_WILDCARD_GROUPS", "2");
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let (client, _) = fleetlock::store::dynamodb::counted_client().await;
+    // Holders an older version granted: an id with a zero-width space, and
+    // one of 200 bytes in a group only '*' covers.
+    let long_id = "l".repeat(200);
+    for (group, holder) in [
+        ("default", "node\u{200b}-1".to_owned()),
+        ("legacy", long_id.clone()),
+    ] {
+        client
+            .put_item()
+            .table_name(&table)
+            .item(
+                "group",
+                aws_sdk_dynamodb::types::AttributeValue::S(group.into()),
+            )
+            .item(
+                "holder_count",
+                aws_sdk_dynamodb::types::AttributeValue::N("1".into()),
+            )
+            .item(
+                format!("h:{holder}"),
+                aws_sdk_dynamodb::types::AttributeValue::N("1000".into()),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+
+    let (mut child, addr) = serve(&mut configured()).await;
+    let answer = |r: crate::helpers::HttpResponse| (r.status, r.kind());
+    assert_eq!(
+        zincati(addr, "pre-reboot", "a1", "junk-a").await.status,
+        200
+    );
+    assert_eq!(
+        zincati(addr, "pre-reboot", "b1", "junk-b").await.status,
+        200
+    );
+    assert_eq!(
+        answer(zincati(addr, "pre-reboot", "c1", "junk-c").await),
+        (403, "too_many_groups".into())
+    );
+    // Such an id is no longer taken anew, but its holder can give it back.
+    assert_eq!(
+        answer(zincati(addr, "pre-reboot", "node\u{200b}-2", "default").await),
+        (400, "invalid_id".into())
+    );
+    assert_eq!(
+        answer(zincati(addr, "pre-reboot", &long_id, "legacy").await),
+        (400, "invalid_id".into())
+    );
+    let r = zincati(addr, "steady-state", &long_id, "legacy").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].clone()),
+        (200, "released".into())
+    );
+
+    // status: the invisible character escaped, the count of '*' groups.
+    let r = run(configured().arg("status")).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(r.stdout.contains("node\\u{200b}-1"), "{}", r.stdout);
+    assert!(!r.stdout.contains('\u{200b}'), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("2 of 2 allowed group(s) exist that only '*' covers"),
+        "{}",
+        r.stdout
+    );
+    let r = run(configured().args(["status", "--json"])).await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        status["wildcard_groups"],
+        serde_json::json!({"counted": 2, "limit": 2})
+    );
+    assert_eq!(status["groups"][0]["holders"][0]["id"], "node\u{200b}-1");
+    assert_eq!(
+        status["groups"][0]["holders"][0]["id_shown"],
+        "node\\u{200b}-1"
+    );
+    // And release takes the id as status shows it.
+    let r =
+        run(with_table().args(["release", "--group", "default", "--id", "node\\u{200b}-1"])).await;
+    assert!(
+        r.ok && r.stdout.contains("released 'node\\u{200b}-1'"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+
+    // forget: refused while a slot is held, for a named group, for a typo.
+    let r = run(configured().args(["forget", "--group", "junk-a"])).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains("group 'junk-a' was kept: it holds 1 slot(s) (a1): release them first"),
+        "{}",
+        r.stderr
+    );
+    let r = run(configured().args(["forget", "--group", "default"])).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr
+            .contains("is named in the function's FLEETLOCK_GROUPS"),
+        "{}",
+        r.stderr
+    );
+    let r = run(configured().args(["forget", "--group", "junk-x"])).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("group 'junk-x' is not stored in table"),
+        "{}",
+        r.stderr
+    );
+
+    assert_eq!(
+        zincati(addr, "steady-state", "a1", "junk-a").await.status,
+        200
+    );
+    let r = run(configured().args(["forget", "--group", "junk-a"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stdout.trim(),
+        "forgot group 'junk-a': its item is removed, and it no longer counts toward \
+         FLEETLOCK_MAX_WILDCARD_GROUPS"
+    );
+    // Its place is free for a new group.
+    assert_eq!(
+        zincati(addr, "pre-reboot", "c1", "junk-c").await.status,
+        200
+    );
+    child.kill().await.unwrap();
+
+    // Past 20 idle groups, status counts the rest; --all lists them.
+    let store = fleetlock::store::dynamodb::DynamoStore::new(client, &table);
+    for n in 0..25 {
+        let name = fleetlock::input::GroupName::parse(&format!("idle{n:02}")).unwrap();
+        let node = fleetlock::input::NodeId::parse("n").unwrap();
+        let rules = fleetlock::lock::GroupRules {
+            slots: 1,
+            settle: Duration::ZERO,
+            wildcard_limit: None,
+        };
+        let at = fleetlock::lock::Timestamp(1_000);
+        store.acquire(&name, &node, rules, at).await.unwrap();
+        store.release(&name, &node, at).await.unwrap();
+    }
+    let r = run(with_table().arg("status")).await;
+    assert!(
+        r.stdout.contains("junk-b") && r.stdout.contains("junk-c"),
+        "{}",
+        r.stdout
+    );
+    let hidden = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("... and "))
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    // 25 idle groups, 'default' and 'legacy' idle too: 27, of which 20 shown.
+    assert!(
+        hidden.starts_with("... and 7 more group(s) that hold nothing"),
+        "{hidden}"
+    );
+    let r = run(with_table().args(["status", "--all"])).await;
+    assert!(
+        r.stdout.contains("idle24") && !r.stdout.contains("... and "),
+        "{}",
+        r.stdout
+    );
+}
