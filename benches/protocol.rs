@@ -361,24 +361,24 @@ async fn cpu_per_call() {
 /// Write units per call against the size of the group's item: DynamoDB bills
 /// a write by the larger of the item before and after it, in 1 KB steps, and a
 /// refused conditional write by the item's size too (it does not report those).
-async fn write_units_by_group_size() {
+async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, report_at: &[usize]) {
     let (client, _) = counted_client().await;
-    let store = DynamoStore::new(client, format!("bench-units-{}", std::process::id()))
-        .reporting_write_units();
+    let table = format!("bench-units-{}-{}", std::process::id(), report_at.len());
+    let store = DynamoStore::new(client, table).reporting_write_units();
     store.create_table().await.expect("create the table");
     let group = GroupName::parse("units").unwrap();
     let now = Timestamp::now();
     let open_group = GroupRules {
-        slots: 1_000,
+        slots: fleetlock::config::MAX_SLOTS,
         settle: Duration::ZERO,
         wildcard_limit: None,
     };
-    println!("### Write units per call by holders in the group (32-hex ids, as Zincati's)\n");
+    println!("### {title}\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");
     println!("|---:|---:|---:|");
-    let report_at = [1, 5, 10, 15, 20, 23, 24, 30, 40, 50, 75, 100];
-    for n in 1..=100usize {
-        let id = NodeId::parse(&format!("{n:032x}")).unwrap();
+    let most = report_at.iter().copied().max().unwrap_or(0);
+    for n in 1..=most {
+        let id = NodeId::parse(&id_of(n)).unwrap();
         let granted = store
             .acquire(&group, &id, open_group, now)
             .await
@@ -499,7 +499,20 @@ async fn main() {
     in_process(CONCURRENCY, 20_000).await;
     requests_per_answer_kind().await;
     cpu_per_call().await;
-    write_units_by_group_size().await;
+    write_units_by_group_size(
+        "Write units per call by holders in the group (32-hex ids, as Zincati's)",
+        |n| format!("{n:032x}"),
+        &[1, 5, 10, 15, 20, 23, 24, 30, 40, 50, 75, 100],
+    )
+    .await;
+    // The longest id accepted, up to the most slots a group may have: the
+    // most a call can cost.
+    write_units_by_group_size(
+        "Write units per call by holders in the group (128-byte ids, the longest accepted)",
+        |n| format!("{n:0128x}"),
+        &[1, 7, 8, 50, 100, 250, 500],
+    )
+    .await;
     slot_events_cpu().await;
     release_binary().await;
 }

@@ -50,6 +50,13 @@ pub struct Clients {
     credentials: Vec<Credential>,
 }
 
+impl Clients {
+    /// The names of the clients, in the order listed.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.credentials.iter().map(|c| c.name.as_str())
+    }
+}
+
 /// Whether requests must carry credentials.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Auth {

@@ -42,6 +42,9 @@ USAGE:
     fleetlock iam-policy [--for operator|function|slot-events|alarm-pauses] [--table-arn ARN] [--function-arn ARN]
                                            print the IAM policy the people on call (or one of
                                            the functions) need
+    fleetlock config check                 check the FLEETLOCK_* settings in this shell as the
+                                           function would read them, and print what each group
+                                           gets and every bound the server enforces
     fleetlock help | --help | --version
 
 ENVIRONMENT:
@@ -90,6 +93,7 @@ pub enum Command {
         group: String,
         function: Option<String>,
     },
+    ConfigCheck,
     Pause {
         groups: Targets,
         reason: String,
@@ -147,6 +151,18 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     let Some((command, rest)) = args.split_first() else {
         return Ok(Command::Help);
     };
+    // `config check`: a command of two words.
+    let (command, rest) = match (command.as_str(), rest.split_first()) {
+        ("config", Some((word, rest))) if !word.starts_with("--") => {
+            if word != "check" {
+                return Err(format!(
+                    "unknown command 'config {word}' (try 'config check')"
+                ));
+            }
+            ("config check".to_owned(), rest)
+        }
+        _ => (command.clone(), rest),
+    };
     let mut options = Options::new(rest)?;
     let command = match command.as_str() {
         "help" | "--help" | "-h" => Command::Help,
@@ -192,6 +208,8 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 .ok_or("release needs --group GROUP")?,
             id: options.value("--id")?.ok_or("release needs --id ID")?,
         },
+        "config check" => Command::ConfigCheck,
+        "config" => return Err("config needs a command: 'fleetlock config check'".into()),
         "forget" => Command::Forget {
             group: options
                 .value("--group")?
@@ -338,12 +356,13 @@ mod tests {
             "resume",
             "credential",
             "iam-policy",
+            "config check",
             "help",
         ] {
             let usage = format!("fleetlock {command}");
             assert!(HELP.contains(&usage), "help lacks {command}");
             assert!(readme.contains(&usage), "README lacks {command}");
-            let parsed = parse(&[command.to_string()]);
+            let parsed = parse(&args(command));
             assert!(
                 !parsed.is_err_and(|e| e.starts_with("unknown command")),
                 "{command}"
@@ -457,6 +476,35 @@ mod tests {
     }
 
     #[test]
+    fn config_check_says_what_each_group_gets_and_every_bound() {
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=3,db=1".into()),
+            "FLEETLOCK_SETTLE" => Some("workers=10m".into()),
+            "FLEETLOCK_TABLE" => Some("fleetlock".into()),
+            "FLEETLOCK_AUTH" => Some("disabled".into()),
+            _ => None,
+        })
+        .unwrap();
+        let summary = report::config_summary(&config);
+        for line in [
+            "  db: 1 slot(s), settle 0s, always open",
+            "  workers: 3 slot(s), settle 10m, always open",
+            "  no '*': any other group is refused (unknown_group)",
+            "  (no 'default': nodes without [identity] group in Zincati's config are refused)",
+            "clients: none, authentication disabled (private networks only)",
+            "table: fleetlock",
+            "  slots of a group: at most 500",
+        ] {
+            assert!(
+                summary.lines().any(|l| l == line),
+                "{line:?} not in:\n{summary}"
+            );
+        }
+        assert!(summary.contains("an id: at most 128 bytes"), "{summary}");
+        assert!(summary.contains("at most 512 connections"), "{summary}");
+    }
+
+    #[test]
     fn durations_read_naturally() {
         assert_eq!(human_duration(45), "45s");
         assert_eq!(human_duration(125), "2m 5s");
@@ -477,6 +525,98 @@ pub mod report {
 
     fn rfc3339(at: Timestamp) -> String {
         at.to_rfc3339()
+    }
+
+    /// What `config check` prints of a valid configuration: each group's
+    /// rules, who may call, where the locks live, and every fixed bound.
+    pub fn config_summary(config: &Config) -> String {
+        use crate::auth::Auth;
+        use crate::config::{MAX_SLOTS, format_duration};
+        use crate::input::{MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
+        let mut out = String::from("groups:\n");
+        let windows_of = |group: Option<&GroupName>| {
+            config
+                .windows
+                .calendars()
+                .find(|(g, _)| *g == group)
+                .map(|(_, calendar)| {
+                    let list: Vec<String> =
+                        calendar.windows().iter().map(ToString::to_string).collect();
+                    format!(
+                        "reboots only in {} ({})",
+                        list.join("; "),
+                        config.windows.zone_name()
+                    )
+                })
+                .unwrap_or_else(|| "always open".into())
+        };
+        let rule_text = |rules: crate::lock::GroupRules| {
+            format!(
+                "{} slot(s), settle {}",
+                rules.slots,
+                format_duration(rules.settle)
+            )
+        };
+        for (name, _) in config.groups.listed() {
+            if let Ok(rules) = config.groups.rules_for(name) {
+                out.push_str(&format!(
+                    "  {name}: {}, {}\n",
+                    rule_text(rules),
+                    windows_of(Some(name))
+                ));
+            }
+        }
+        match config.groups.others_rules() {
+            Some(rules) => out.push_str(&format!(
+                "  * (every other valid group): {}, {}; at most {} such groups come into \
+                 existence (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
+                rule_text(rules),
+                windows_of(None),
+                config.groups.wildcard_limit()
+            )),
+            None => out.push_str("  no '*': any other group is refused (unknown_group)\n"),
+        }
+        let default = GroupName::parse("default").expect("a valid name");
+        if config.groups.slots_for(&default).is_err() {
+            out.push_str(
+                "  (no 'default': nodes without [identity] group in Zincati's config are \
+                 refused)\n",
+            );
+        }
+        out.push_str(&match &config.auth {
+            Some(Auth::Required(clients)) => {
+                let names: Vec<&str> = clients.names().collect();
+                format!("clients: {}\n", names.join(", "))
+            }
+            Some(Auth::Disabled) => {
+                "clients: none, authentication disabled (private networks only)\n".into()
+            }
+            None => "clients: not set; under Lambda the function refuses to start, and \
+                     'serve' is open on loopback only\n"
+                .into(),
+        });
+        out.push_str(&match &config.table {
+            Some(table) => format!("table: {table}\n"),
+            None => "table: none; 'serve' keeps the locks in memory\n".into(),
+        });
+        let limits = crate::server::Limits::default();
+        out.push_str(&format!(
+            "bounds:\n  \
+             an id: at most {MAX_ID_BYTES} bytes of visible characters (a steady-state also takes \
+             the ids of up to {STORED_ID_BYTES} bytes that 0.2 granted)\n  \
+             a group name: at most {MAX_GROUP_CHARS} characters of A-Z a-z 0-9 . -\n  \
+             slots of a group: at most {MAX_SLOTS}\n  \
+             a request body: at most {} bytes\n  \
+             serve (defaults): headers within {}, body within {}, at most {} connections, \
+             {} KiB of buffer and {} header lines a connection\n",
+            crate::http::MAX_BODY_BYTES,
+            format_duration(limits.header_timeout),
+            format_duration(limits.body_timeout),
+            limits.max_connections,
+            crate::server::MAX_BUFFER_BYTES / 1024,
+            crate::server::MAX_HEADERS,
+        ));
+        out
     }
 
     /// What `status --group G` says of a group with no item.

@@ -222,6 +222,15 @@ impl GroupSlots {
     pub fn others(&self) -> Option<u32> {
         self.others
     }
+
+    /// The rules of every group `*` covers, if there is a `*`.
+    pub fn others_rules(&self) -> Option<GroupRules> {
+        Some(GroupRules {
+            slots: self.others?,
+            settle: self.settle_others.unwrap_or(Duration::ZERO),
+            wildcard_limit: Some(self.wildcard_limit),
+        })
+    }
 }
 
 impl Default for GroupSlots {

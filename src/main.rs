@@ -358,6 +358,23 @@ async fn run_command(command: Command) -> Result<(), String> {
                 }
             }
         }
+        Command::ConfigCheck => {
+            // Only this shell's variables: nothing is asked of AWS.
+            let config = Config::from_env().map_err(|e| format!("invalid configuration: {e}"))?;
+            // The alarm-pauses function's own setting, when given.
+            let gates = std::env::var("FLEETLOCK_ALARM_PAUSES").unwrap_or_default();
+            let gates = AlarmGates::parse(&gates)
+                .map_err(|why| format!("invalid configuration: FLEETLOCK_ALARM_PAUSES: {why}"))?;
+            println!("configuration in this shell: valid");
+            print!("{}", cli::report::config_summary(&config));
+            let alarms: Vec<&str> = gates.alarm_names().collect();
+            if !alarms.is_empty() {
+                println!(
+                    "alarms that pause groups while in ALARM: {}",
+                    alarms.join(", ")
+                );
+            }
+        }
         Command::Forget { group, function } => {
             let group = GroupName::parse(&group).map_err(|e| e.value())?;
             let table = required_table("forget")?;

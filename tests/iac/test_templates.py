@@ -212,7 +212,7 @@ class Environment(unittest.TestCase):
             self.assertEqual(SAM["Parameters"]["MaxWildcardGroups"][bound], value)
         self.assertIn("var.max_wildcard_groups <= 2000", TF_VARS["max_wildcard_groups"]["validation"]["condition"])
         self.assertEqual(SAM["Parameters"]["LogLevel"]["AllowedValues"], ["error", "warn", "info", "debug"])
-        self.assertIn('["error", "warn", "info", "debug"]', TF_VARS["log_level"]["validation"]["condition"])
+        self.assertIn("['error', 'warn', 'info', 'debug']", TF_VARS["log_level"]["validation"]["condition"])
         for env, param, var in [
             ("FLEETLOCK_WINDOWS", "MaintenanceWindows", "maintenance_windows"),
             ("FLEETLOCK_TIME_ZONE", "TimeZone", "time_zone"),

@@ -1071,3 +1071,38 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
         r.stdout
     );
 }
+
+#[tokio::test]
+async fn config_check_refuses_a_bad_setting_before_anything_is_deployed() {
+    let r = run(fleetlock()
+        .env("FLEETLOCK_GROUPS", "default=1,*=2")
+        .env("FLEETLOCK_MAX_WILDCARD_GROUPS", "5")
+        .env("FLEETLOCK_ALARM_PAUSES", "api-5xx=*")
+        .args(["config", "check"]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(r.stdout.contains("at most 5 such groups"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("alarms that pause groups while in ALARM: api-5xx"),
+        "{}",
+        r.stdout
+    );
+    for (name, value, says) in [
+        ("FLEETLOCK_GROUPS", "default=501", "above 500"),
+        ("FLEETLOCK_MAX_WILDCARD_GROUPS", "0", "not from 1 to 2000"),
+        (
+            "FLEETLOCK_ALARM_PAUSES",
+            "no-groups",
+            "FLEETLOCK_ALARM_PAUSES",
+        ),
+    ] {
+        let r = run(fleetlock().env(name, value).args(["config", "check"])).await;
+        assert!(!r.ok, "{name}={value} passed");
+        assert!(
+            r.stderr.contains("invalid configuration") && r.stderr.contains(says),
+            "{}",
+            r.stderr
+        );
+    }
+}
