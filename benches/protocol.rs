@@ -387,10 +387,7 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
             continue;
         }
         // Release it, read the units, and take the slot back for the next size.
-        let released = store
-            .release(&group, &id, Timestamp(0))
-            .await
-            .expect("release");
+        let released = store.release(&group, &id, now).await.expect("release");
         store
             .acquire(&group, &id, open_group, now)
             .await

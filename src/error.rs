@@ -189,6 +189,14 @@ impl Error {
                 group,
                 until,
                 settle,
+            } if settle == "0s" => format!(
+                "a slot of group '{group}' was given back at {until}, by a request that arrived \
+                 after this one; nothing was decided, ask again"
+            ),
+            Error::Settling {
+                group,
+                until,
+                settle,
             } => format!(
                 "group '{group}' lets the cluster settle for {settle} after each reboot; the \
                  next slot can be taken from {until}"

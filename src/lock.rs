@@ -149,10 +149,13 @@ pub struct Group {
 }
 
 impl Group {
-    /// When the group's settle period ends, if it has not yet at `now`.
+    /// When the group's settle period ends, if it has not yet at `now`. It
+    /// runs from the arrival of the latest release that freed a slot; a
+    /// request that arrived before that release (its write landed late)
+    /// is inside it even with no settle time at all.
     pub fn settling_until(&self, settle: Duration, now: Timestamp) -> Option<Timestamp> {
         let until = self.last_release?.plus(settle);
-        (settle > Duration::ZERO && until > now).then_some(until)
+        (until > now).then_some(until)
     }
 
     /// What a request for a slot gets, without changing anything. Which
@@ -179,13 +182,20 @@ impl Group {
         outcome
     }
 
-    /// Any release starts the group's settle period.
+    /// A release that arrived at `now` frees the node's slot only if it was
+    /// granted no later than that: a release whose write lands late never
+    /// frees a newer grant of the same node. A release that frees a slot
+    /// starts the group's settle period again, and never moves its start
+    /// backwards: a late write of an older release leaves the newer time.
     pub fn release(&mut self, id: &NodeId, now: Timestamp) -> Release {
-        let outcome = self.holders.release(id);
-        if outcome == Release::Released {
-            self.last_release = Some(now);
+        match self.holders.held_since(id) {
+            Some(granted) if granted <= now => {
+                self.holders.release(id);
+                self.last_release = Some(self.last_release.map_or(now, |last| last.max(now)));
+                Release::Released
+            }
+            _ => Release::NotHeld,
         }
-        outcome
     }
 }
 
@@ -259,6 +269,11 @@ impl Semaphore {
 
     pub fn holds(&self, id: &NodeId) -> bool {
         self.holders.contains_key(id)
+    }
+
+    /// When `id` took its slot, if it holds one.
+    pub fn held_since(&self, id: &NodeId) -> Option<Timestamp> {
+        self.holders.get(id).copied()
     }
 
     pub fn len(&self) -> usize {
@@ -451,6 +466,55 @@ mod tests {
         ));
         group.last_release = None;
         assert_eq!(group.decide_acquire(&id("b"), r, now), Acquire::Full);
+    }
+
+    #[test]
+    fn a_late_release_never_moves_the_settle_period_back_nor_frees_a_newer_grant() {
+        let r = rules(3, TEN_MIN);
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        group.acquire(&id("b"), r, Timestamp(0));
+        // b's release arrived at 200 and landed first; a's arrived at 100
+        // and lands after it.
+        assert_eq!(group.release(&id("b"), Timestamp(200)), Release::Released);
+        assert_eq!(group.release(&id("a"), Timestamp(100)), Release::Released);
+        assert_eq!(group.last_release, Some(Timestamp(200)));
+        let until = Timestamp(200).plus(TEN_MIN);
+        assert_eq!(
+            group.decide_acquire(&id("c"), r, until.minus(Duration::from_millis(1))),
+            Acquire::Settling { until }
+        );
+        // A node granted again at 300: its old release, arriving at 250 and
+        // landing now, frees nothing.
+        group.acquire(&id("a"), rules(3, Duration::ZERO), until.plus(TEN_MIN));
+        let regranted = until.plus(TEN_MIN);
+        assert_eq!(
+            group.release(&id("a"), regranted.minus(Duration::from_secs(1))),
+            Release::NotHeld
+        );
+        assert!(group.holders.holds(&id("a")));
+        assert_eq!(group.last_release, Some(Timestamp(200)), "unmoved");
+    }
+
+    #[test]
+    fn a_request_that_arrived_before_the_latest_release_is_refused_even_without_settle() {
+        let mut group = Group::default();
+        let open = rules(2, Duration::ZERO);
+        group.acquire(&id("a"), open, Timestamp(10));
+        group.release(&id("a"), Timestamp(50));
+        // a's own pre-reboot of 40, landing after its release of 50: no
+        // holder nobody knows about.
+        assert_eq!(
+            group.acquire(&id("a"), open, Timestamp(40)),
+            Acquire::Settling {
+                until: Timestamp(50)
+            }
+        );
+        assert!(group.holders.is_empty());
+        assert_eq!(
+            group.acquire(&id("a"), open, Timestamp(50)),
+            Acquire::Granted
+        );
     }
 
     #[test]

@@ -613,19 +613,50 @@ impl DynamoStore {
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":slots", number(rules.slots.into()))
             .expression_attribute_values(":one", number(1));
-        if rules.settle > Duration::ZERO {
-            // The settle period is over when the last release is at least
-            // `settle` before now; the time is a value, never in the expression.
-            condition.push_str(" AND (attribute_not_exists(#released) OR #released <= :settled)");
-            request = request
-                .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
-                .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
-        }
+        // The settle period is over when the last release is at least
+        // `settle` before now; the time is a value, never in the expression.
+        // With no settle time this still refuses a request that arrived
+        // before the latest release, so that its write, landing late, cannot
+        // give a slot back to a node that has since released it.
+        condition.push_str(" AND (attribute_not_exists(#released) OR #released <= :settled)");
+        request = request
+            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
+            .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
         if item_exists {
             condition.push_str(" AND attribute_exists(#key)");
             request = request.expression_attribute_names("#key", KEY_ATTRIBUTE);
         }
         request.condition_expression(condition)
+    }
+
+    /// The conditional write that frees the slot of `id` if it was granted
+    /// no later than `now`; with `stamp`, it also records `now` as the last
+    /// release, only if no later release is recorded.
+    fn release_request(&self, id: &NodeId, now: Timestamp, stamp: bool) -> UpdateItemFluentBuilder {
+        let held = "((attribute_exists(#holder) AND #holder <= :now) \
+                    OR (attribute_exists(#legacy) AND #legacy <= :now))";
+        let request = self
+            .client
+            .update_item()
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_values(":now", number(now.0))
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
+        if stamp {
+            request
+                .update_expression(
+                    "REMOVE #holder, #legacy SET #released = :now ADD #count :minus_one",
+                )
+                .condition_expression(format!(
+                    "{held} AND (attribute_not_exists(#released) OR #released <= :now)"
+                ))
+                .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
+        } else {
+            request
+                .update_expression("REMOVE #holder, #legacy ADD #count :minus_one")
+                .condition_expression(held)
+        }
     }
 
     /// Counts a group only `*` covers, unless `limit` such groups are
@@ -756,19 +787,26 @@ impl LockStore for DynamoStore {
         id: &NodeId,
         now: Timestamp,
     ) -> Result<Decided<Release>, StoreError> {
-        let request = self
-            .client
-            .update_item()
-            .update_expression("REMOVE #holder, #legacy SET #released = :now ADD #count :minus_one")
-            .condition_expression("attribute_exists(#holder) OR attribute_exists(#legacy)")
-            .expression_attribute_names("#holder", holder_attribute(id))
-            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
-            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
-            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
-            .expression_attribute_values(":now", number(now.0))
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
-        // Refused: not a holder. Releasing is idempotent, nothing changed.
-        let written = self.update(group, request).await?;
+        // Frees the slot only if it was granted before this request arrived,
+        // and starts the settle period again only if no later release did.
+        let written = self
+            .update(group, self.release_request(id, now, true))
+            .await?;
+        let Written::Refused(current) = written else {
+            return Ok(written.decided(Release::Released, Release::NotHeld));
+        };
+        let current = current.unwrap_or_default();
+        if current.clone().release(id, now) == Release::NotHeld {
+            // Not a holder (a repeat, a retry whose first attempt landed,
+            // or a newer grant of the same node): idempotent, nothing changed.
+            return Ok(decided(Release::NotHeld, current));
+        }
+        // A holder, but a later release is recorded: this one landed late.
+        // Free the slot and keep the later time (a second request, only
+        // in this case).
+        let written = self
+            .update(group, self.release_request(id, now, false))
+            .await?;
         Ok(written.decided(Release::Released, Release::NotHeld))
     }
 

@@ -6,17 +6,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::config::retry::RetryPartition;
 use fleetlock::auth::Auth;
-use fleetlock::aws::{MAX_ATTEMPTS, load_config};
+use fleetlock::aws::MAX_ATTEMPTS;
 use fleetlock::http::Api;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::DynamoStore;
 
-use crate::fault_proxy::{Fault, FaultProxy};
-use crate::helpers::{
-    TestServer, api, local_dynamodb_endpoint, spawn_server, unique_table_name, zincati,
-};
+use crate::fault_proxy::{Fault, FaultProxy, proxied_store};
+use crate::helpers::{TestServer, api, spawn_server, zincati};
 
 struct Rig {
     proxy: FaultProxy,
@@ -26,20 +23,7 @@ struct Rig {
 
 /// The service over HTTP, its DynamoDB client talking through the proxy.
 async fn rig(groups: &str) -> Rig {
-    let upstream = local_dynamodb_endpoint()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let proxy = FaultProxy::start(upstream).await;
-    let table = unique_table_name("faults");
-    // The SDK's retry quota is shared per partition in a process; a rig of its
-    // own keeps one test's faults from using up another's retries.
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_config().await)
-        .endpoint_url(proxy.url())
-        .retry_partition(RetryPartition::new(table.clone()))
-        .build();
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table);
-    store.create_table().await.unwrap();
+    let (proxy, store) = proxied_store("faults").await;
     let api = api(groups, store, Auth::Disabled);
     let server = spawn_server(Arc::clone(&api)).await;
     Rig { proxy, api, server }

@@ -103,12 +103,12 @@ async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
         .acquire(&g, &id("a"), slots(1), Timestamp(1_000))
         .await
         .unwrap();
-    let by_other = store.release(&g, &id("b"), Timestamp(0)).await.unwrap();
+    let by_other = store.release(&g, &id("b"), Timestamp(2_000)).await.unwrap();
     assert_eq!(by_other.outcome, Release::NotHeld);
     assert_eq!(holders(&store, "default").await, vec![("a".into(), 1_000)]);
     assert_eq!(
         store
-            .release(&g, &id("a"), Timestamp(0))
+            .release(&g, &id("a"), Timestamp(2_000))
             .await
             .unwrap()
             .outcome,
@@ -116,7 +116,7 @@ async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
     );
     assert_eq!(
         store
-            .release(&g, &id("a"), Timestamp(0))
+            .release(&g, &id("a"), Timestamp(2_000))
             .await
             .unwrap()
             .outcome,
@@ -126,7 +126,7 @@ async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
     // A release in a group never used creates nothing.
     assert_eq!(
         store
-            .release(&group("never"), &id("a"), Timestamp(0))
+            .release(&group("never"), &id("a"), Timestamp(2_000))
             .await
             .unwrap()
             .outcome,
@@ -186,10 +186,10 @@ async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
     assert_eq!(take(&store, &g, "d", 1, 5).await, Acquire::Full);
     assert_eq!(take(&store, &g, "c", 1, 5).await, Acquire::AlreadyHeld);
     assert_eq!(holders(&store, "default").await.len(), 3);
-    store.release(&g, &id("a"), Timestamp(0)).await.unwrap();
-    store.release(&g, &id("b"), Timestamp(0)).await.unwrap();
+    store.release(&g, &id("a"), Timestamp(5)).await.unwrap();
+    store.release(&g, &id("b"), Timestamp(5)).await.unwrap();
     assert_eq!(take(&store, &g, "d", 1, 6).await, Acquire::Full);
-    store.release(&g, &id("c"), Timestamp(0)).await.unwrap();
+    store.release(&g, &id("c"), Timestamp(6)).await.unwrap();
     assert_eq!(take(&store, &g, "d", 1, 7).await, Acquire::Granted);
 }
 
@@ -299,7 +299,7 @@ async fn a_race_of_many_nodes_never_over_grants() {
                 tokio::spawn(async move {
                     let node = id(&format!("node-{round}-{n:03}"));
                     store
-                        .release(&g, &node, Timestamp(0))
+                        .release(&g, &node, Timestamp::now())
                         .await
                         .unwrap()
                         .outcome
@@ -382,7 +382,7 @@ async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second()
     );
 
     let released = store
-        .release(&g, &id("old-node"), Timestamp(0))
+        .release(&g, &id("old-node"), Timestamp(10_000))
         .await
         .unwrap();
     assert_eq!(released.outcome, Release::Released);
@@ -406,7 +406,7 @@ async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second()
         "new holders use the short name"
     );
     assert_eq!(raw["holder_count"], AttributeValue::N("1".into()));
-    assert_eq!(take(&store, &g, "third", 2, 9_000).await, Acquire::Granted);
+    assert_eq!(take(&store, &g, "third", 2, 11_000).await, Acquire::Granted);
 }
 
 #[tokio::test]

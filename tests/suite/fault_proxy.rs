@@ -8,8 +8,33 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use aws_sdk_dynamodb::config::retry::RetryPartition;
+use fleetlock::aws::load_config;
+use fleetlock::store::dynamodb::DynamoStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use crate::helpers::{local_dynamodb_endpoint, unique_table_name};
+
+/// A fresh table in DynamoDB Local, its store's client talking through a
+/// proxy of its own.
+pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
+    let upstream = local_dynamodb_endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let proxy = FaultProxy::start(upstream).await;
+    let table = unique_table_name(prefix);
+    // The SDK's retry quota is shared per partition in a process; a store of
+    // its own keeps one test's faults from using up another's retries.
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_config().await)
+        .endpoint_url(proxy.url())
+        .retry_partition(RetryPartition::new(table.clone()))
+        .build();
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table);
+    store.create_table().await.unwrap();
+    (proxy, store)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -21,6 +46,9 @@ pub enum Fault {
     DropAnswer,
     /// Forward, then hold the answer this long before passing it on.
     DelayAnswer(Duration),
+    /// Hold the request this long, then forward it: its write lands late,
+    /// after requests sent later went through.
+    DelayForward(Duration),
     /// Answer `400 ThrottlingException` without forwarding.
     Throttle,
     /// Answer `500 InternalServerError` without forwarding.
@@ -95,7 +123,7 @@ fn take_fault(plan: &Mutex<Plan>) -> Fault {
         .unwrap_or(Fault::None);
     if matches!(
         fault,
-        Fault::None | Fault::DropAnswer | Fault::DelayAnswer(_)
+        Fault::None | Fault::DropAnswer | Fault::DelayAnswer(_) | Fault::DelayForward(_)
     ) {
         plan.forwarded += 1;
     }
@@ -131,6 +159,9 @@ async fn serve_connection(mut client: TcpStream, upstream: SocketAddr, plan: Arc
                 }
             }
             fault => {
+                if let Fault::DelayForward(delay) = fault {
+                    tokio::time::sleep(delay).await;
+                }
                 if server.is_none() {
                     server = TcpStream::connect(upstream).await.ok();
                 }

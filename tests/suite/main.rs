@@ -12,6 +12,7 @@ mod fault_proxy;
 mod helpers;
 mod lambda_events;
 mod lambda_runtime;
+mod late_writes;
 mod local_server;
 mod rollout;
 mod serve_limits;

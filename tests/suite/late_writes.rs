@@ -1,0 +1,132 @@
+//! Writes that land in another order than their requests arrived (an SDK
+//! retry after a lost answer, a slow connection): a late one never undoes a
+//! newer one. On both stores; on DynamoDB Local through the fault proxy, so
+//! that the late write is a real request the proxy held back.
+
+use std::time::Duration;
+
+use fleetlock::input::{GroupName, NodeId};
+use fleetlock::lock::{Acquire, GroupRules, Release, Timestamp};
+use fleetlock::store::memory::MemoryStore;
+use fleetlock::store::{GroupRecord, LockStore};
+
+use crate::fault_proxy::{Fault, proxied_store};
+
+const SETTLE: Duration = Duration::from_secs(10);
+
+fn group() -> GroupName {
+    GroupName::parse("workers").unwrap()
+}
+
+fn id(s: &str) -> NodeId {
+    NodeId::parse(s).unwrap()
+}
+
+fn rules(settle: Duration) -> GroupRules {
+    GroupRules {
+        slots: 3,
+        settle,
+        wildcard_limit: None,
+    }
+}
+
+async fn stored<S: LockStore>(store: &S) -> GroupRecord {
+    let mut groups = store.groups(Some(&group())).await.unwrap();
+    groups.pop().map(|(_, record)| record).unwrap_or_default()
+}
+
+async fn take<S: LockStore>(store: &S, node: &str, settle: Duration, at: u64) -> Acquire {
+    let (group, node) = (group(), id(node));
+    let decided = store.acquire(&group, &node, rules(settle), Timestamp(at));
+    decided.await.unwrap().outcome
+}
+
+async fn give_back<S: LockStore>(store: &S, node: &str, at: u64) -> Release {
+    let (group, node) = (group(), id(node));
+    let decided = store.release(&group, &node, Timestamp(at));
+    decided.await.unwrap().outcome
+}
+
+/// Both orders' aftermath, once the late writes have landed: the settle
+/// period runs from the later release, a newer grant is kept, and a
+/// pre-reboot older than its node's release left no holder.
+async fn after_the_late_writes<S: LockStore>(store: &S) {
+    let record = stored(store).await;
+    assert_eq!(
+        record.last_release,
+        Some(Timestamp(2_000)),
+        "never moved back"
+    );
+    let until = Timestamp(2_000).plus(SETTLE);
+    // Inside the later release's settle period: refused.
+    assert_eq!(
+        take(store, "newcomer", SETTLE, 11_500).await,
+        Acquire::Settling { until }
+    );
+    assert_eq!(
+        take(store, "newcomer", SETTLE, 12_000).await,
+        Acquire::Granted
+    );
+}
+
+#[tokio::test]
+async fn memory_store_late_writes_never_undo_newer_ones() {
+    let store = MemoryStore::default();
+    assert_eq!(take(&store, "a", SETTLE, 100).await, Acquire::Granted);
+    assert_eq!(take(&store, "b", SETTLE, 100).await, Acquire::Granted);
+    // b's release arrived at 2000 and lands first; a's arrived at 1000.
+    assert_eq!(give_back(&store, "b", 2_000).await, Release::Released);
+    assert_eq!(give_back(&store, "a", 1_000).await, Release::Released);
+    after_the_late_writes(&store).await;
+    late_steady_state_and_late_pre_reboot(&store).await;
+}
+
+/// A node granted again at 30_000: its old steady-state of 25_000 landing
+/// now frees nothing; and its pre-reboot of 40_000 landing after its
+/// steady-state of 45_000 leaves no holder.
+async fn late_steady_state_and_late_pre_reboot<S: LockStore>(store: &S) {
+    assert_eq!(
+        take(store, "c", Duration::ZERO, 30_000).await,
+        Acquire::Granted
+    );
+    assert_eq!(give_back(store, "c", 25_000).await, Release::NotHeld);
+    assert!(stored(store).await.holders.holds(&id("c")));
+    assert_eq!(give_back(store, "c", 45_000).await, Release::Released);
+    assert!(matches!(
+        take(store, "c", Duration::ZERO, 40_000).await,
+        Acquire::Settling { .. }
+    ));
+    assert!(!stored(store).await.holders.holds(&id("c")));
+}
+
+#[tokio::test]
+async fn dynamodb_late_writes_never_undo_newer_ones() {
+    let (proxy, store) = proxied_store("late").await;
+    let store = std::sync::Arc::new(store);
+    assert_eq!(take(&*store, "a", SETTLE, 100).await, Acquire::Granted);
+    assert_eq!(take(&*store, "b", SETTLE, 100).await, Acquire::Granted);
+    // a's release is sent first and held back by the proxy for 1.5 s (less
+    // than the SDK's 2 s attempt timeout: no retry, the write lands late);
+    // b's, sent after it, goes straight through.
+    proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+    let (before, _) = proxy.counts();
+    let late = tokio::spawn({
+        let store = std::sync::Arc::clone(&store);
+        async move { give_back(&*store, "a", 1_000).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(give_back(&*store, "b", 2_000).await, Release::Released);
+    let (on_time, _) = proxy.counts();
+    assert_eq!(on_time - before, 2, "a's held-back request and b's");
+    assert_eq!(
+        late.await.unwrap(),
+        Release::Released,
+        "a's slot is freed all the same"
+    );
+    // The late release found a later time recorded and freed the slot with
+    // a second request that leaves that time as it is.
+    let (after, _) = proxy.counts();
+    after_the_late_writes(&*store).await;
+    assert_eq!(after - on_time, 1);
+    late_steady_state_and_late_pre_reboot(&*store).await;
+}
