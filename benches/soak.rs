@@ -14,13 +14,23 @@
 //!   a pause was certainly in force (the pause was stored before the request
 //!   was sent, the resume not yet sent when the answer came) is a violation;
 //!   so is a holder the reader sees that took its slot less than the settle
-//!   time after the group's last release (both times are the server's).
+//!   time after a release the reader had already seen stored (both times are
+//!   the server's), and so is a group's release time that moves backwards;
+//! - the nodes count themselves: one that heard it was granted counts as down
+//!   until it sends steady-state, and more nodes down in a group than its
+//!   slots is a violation, although the table may never have held more.
+//!
+//! With `SOAK_FAULTS=1` (`./scripts/soak SECONDS faults`) the server's
+//! DynamoDB requests go through the tests' fault proxy, which holds some back
+//! so that they land late (past the SDK's attempt timeout too, so that its
+//! retry lands first), drops answers after the write landed, and delays
+//! others: every invariant above must hold under retries as well.
 //!
 //! Exits non-zero on any violation.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fleetlock::aws::load_config;
@@ -31,6 +41,12 @@ use fleetlock::store::dynamodb::DynamoStore;
 use tokio::sync::RwLock;
 
 mod support;
+
+#[path = "../tests/suite/fault_proxy.rs"]
+#[allow(dead_code)] // the soak uses the proxy's chaos, not its every plan
+mod fault_proxy;
+
+use fault_proxy::{Fault, FaultProxy};
 
 use support::{call, connect, memory_kib, spawn_serve};
 
@@ -82,7 +98,38 @@ struct Tally {
     settling: AtomicU64,
     grants_while_paused: AtomicU64,
     grants_inside_settle: AtomicU64,
+    /// A scan that shows a group's last release earlier than one seen before.
+    release_time_moved_back: AtomicU64,
+    /// More nodes of a group down at once (granted, steady-state not yet
+    /// sent) than its slots.
+    down_over_slots: AtomicU64,
+    /// `settling` in a group without a settle time: the pre-reboot arrived
+    /// before a release whose write landed first.
+    raced_a_later_release: AtomicU64,
     pause_flips: AtomicU64,
+}
+
+/// How many nodes of each group are down (heard granted, not yet back).
+#[derive(Default)]
+struct Down(BTreeMap<&'static str, AtomicI64>);
+
+impl Down {
+    fn new() -> Self {
+        Self(GROUPS.iter().map(|(g, _)| (*g, AtomicI64::new(0))).collect())
+    }
+
+    /// A node heard it was granted; more down than slots is a violation.
+    fn goes_down(&self, group: &str, slots: u32, tally: &Tally) {
+        let now = self.0[group].fetch_add(1, Ordering::SeqCst) + 1;
+        if now > i64::from(slots) {
+            tally.down_over_slots.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Before its steady-state: the node is back.
+    fn comes_back(&self, group: &str) {
+        self.0[group].fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Counts an answer the soak did not expect, and says which (the first few).
@@ -104,12 +151,21 @@ impl Rng {
     }
 }
 
+/// Whether `id` holds a slot of `group` in the table (a consistent read).
+async fn holds(table: &DynamoStore, group: &str, id: &str) -> bool {
+    let group = GroupName::parse(group).unwrap();
+    let id = fleetlock::input::NodeId::parse(id).unwrap();
+    let groups = table.groups(Some(&group)).await.expect("consistent read");
+    groups.iter().any(|(_, record)| record.holders.holds(&id))
+}
+
 async fn node(
     n: usize,
     addr: String,
     deadline: Instant,
     tally: Arc<Tally>,
     pauses: Arc<RwLock<Pauses>>,
+    (down, table): (Arc<Down>, Arc<DynamoStore>),
 ) {
     let (group, slots) = GROUPS[n % GROUPS.len()];
     let id = format!("soak-node-{n:04}");
@@ -147,6 +203,7 @@ async fn node(
         match (status, json["outcome"].as_str(), json["kind"].as_str()) {
             (200, Some("granted"), _) => {
                 tally.granted.fetch_add(1, Ordering::Relaxed);
+                down.goes_down(group, slots, &tally);
                 if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
                 }
@@ -166,6 +223,10 @@ async fn node(
                 tally.settling.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
+            (423, _, Some("settling")) => {
+                tally.raced_a_later_release.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             (200, Some("already_held"), _) => {
                 // A call whose write landed but whose answer was lost: after
                 // our 503 (maybe_holding), or inside the server when the SDK
@@ -175,6 +236,7 @@ async fn node(
                 if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
                 }
+                down.goes_down(group, slots, &tally);
             }
             _ if unavailable(status, &json) => {
                 tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
@@ -203,6 +265,7 @@ async fn node(
         // on 503 like Zincati; `not_held` after a 503 means the timed-out
         // release had landed.
         tokio::time::sleep(Duration::from_millis(50 + rng.below(300))).await;
+        down.comes_back(group);
         let mut timed_out = false;
         for _ in 0..20 {
             let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
@@ -212,6 +275,13 @@ async fn node(
                     tally.released.fetch_add(1, Ordering::Relaxed);
                 }
                 (200, Some("not_held")) if timed_out => {
+                    tally.released.fetch_add(1, Ordering::Relaxed);
+                    tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
+                }
+                // The SDK's own retry inside the server, after an answer
+                // lost on the way back: the first attempt had released. Only
+                // a slot still held is a lost release.
+                (200, Some("not_held")) if !holds(&table, group, &id).await => {
                     tally.released.fetch_add(1, Ordering::Relaxed);
                     tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
                 }
@@ -253,17 +323,45 @@ async fn main() {
     reader.create_table().await.expect("create the soak table");
 
     let settle_spec = format!("{SETTLE_GROUP}={}s", SETTLE.as_secs());
-    let (mut server, addr) = spawn_serve(&binary, &table, &groups_spec, &settle_spec).await;
+    let faults = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "1");
+    let proxy = if faults {
+        let upstream = std::env::var("AWS_ENDPOINT_URL").unwrap();
+        let proxy = FaultProxy::start(upstream.trim_start_matches("http://").parse().unwrap()).await;
+        // One request in twenty meets a fault: held back past the SDK's 2 s
+        // attempt timeout (its retry lands first) or within it (no retry, a
+        // late landing), an answer dropped after the write, or delayed.
+        proxy.chaos(
+            0x5EED,
+            &[
+                (15, Fault::DelayForward(Duration::from_millis(2_500))),
+                (15, Fault::DelayForward(Duration::from_millis(1_200))),
+                (10, Fault::DropAnswer),
+                (10, Fault::DelayAnswer(Duration::from_millis(2_500))),
+            ],
+        );
+        Some(proxy)
+    } else {
+        None
+    };
+    let endpoint = proxy.as_ref().map(FaultProxy::url);
+    let (mut server, addr) =
+        spawn_serve(&binary, &table, &groups_spec, &settle_spec, endpoint.as_deref()).await;
     let pid = server.id().unwrap();
 
     let tally = Arc::new(Tally::default());
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
     let pauses = Arc::new(RwLock::new(Pauses::default()));
+    let down = Arc::new(Down::new());
+    let table_reader = Arc::new(DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&load_config().await),
+        &table,
+    ));
     let nodes: Vec<_> = (0..NODES)
         .map(|n| {
             let (tally, pauses) = (Arc::clone(&tally), Arc::clone(&pauses));
-            tokio::spawn(node(n, addr.clone(), deadline, tally, pauses))
+            let checks = (Arc::clone(&down), Arc::clone(&table_reader));
+            tokio::spawn(node(n, addr.clone(), deadline, tally, pauses, checks))
         })
         .collect();
 
@@ -301,31 +399,58 @@ async fn main() {
         tokio::spawn(async move {
             let slots: BTreeMap<&str, u32> = GROUPS.iter().copied().collect();
             let mut most: BTreeMap<String, usize> = BTreeMap::new();
+            // Per group: the latest release time seen stored, and the
+            // holders seen in the previous scan.
+            let mut latest_release: BTreeMap<String, Timestamp> = BTreeMap::new();
+            let mut seen: BTreeMap<String, Vec<(String, Timestamp)>> = BTreeMap::new();
+            let mut first_scan = true;
             while !stop.load(Ordering::Relaxed) {
                 let groups = reader.groups(None).await.expect("consistent scan");
                 tally.reads.fetch_add(1, Ordering::Relaxed);
                 for (name, record) in &groups {
-                    // Server times on both sides: a slot taken within the
-                    // settle time after the group's last release.
-                    if name.as_str() == SETTLE_GROUP
-                        && let Some(released) = record.last_release
+                    let name = name.to_string();
+                    let before = latest_release.get(&name).copied();
+                    // A holder new since the last scan landed after every
+                    // release seen until then: it must have taken its slot
+                    // (server time) at least the settle time after them.
+                    if name == SETTLE_GROUP
+                        && let Some(released) = before
+                        && !first_scan
                     {
+                        let known = seen.get(&name).cloned().unwrap_or_default();
                         let early = record
                             .holders
                             .holders()
-                            .filter(|(_, at)| *at > released && *at < released.plus(SETTLE))
+                            .filter(|(id, at)| !known.contains(&(id.to_string(), *at)))
+                            .filter(|(_, at)| *at < released.plus(SETTLE))
                             .count();
                         tally
                             .grants_inside_settle
                             .fetch_add(early as u64, Ordering::Relaxed);
                     }
+                    if let Some(released) = record.last_release {
+                        if before.is_some_and(|before| released < before) {
+                            tally.release_time_moved_back.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let latest = before.map_or(released, |b| b.max(released));
+                        latest_release.insert(name.clone(), latest);
+                    }
+                    seen.insert(
+                        name.clone(),
+                        record
+                            .holders
+                            .holders()
+                            .map(|(id, at)| (id.to_string(), at))
+                            .collect(),
+                    );
                     let held = record.holders.len();
-                    let entry = most.entry(name.to_string()).or_default();
+                    let entry = most.entry(name.clone()).or_default();
                     *entry = (*entry).max(held);
                     if held > slots[name.as_str()] as usize {
                         tally.reads_over_slots.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+                first_scan = false;
             }
             (reader, most)
         })
@@ -361,7 +486,12 @@ async fn main() {
     let t = &tally;
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
-    println!("### Soak: {NODES} nodes, groups {groups_spec}, {elapsed:.0} s\n");
+    let under = if faults {
+        ", DynamoDB behind the fault proxy"
+    } else {
+        ""
+    };
+    println!("### Soak: {NODES} nodes, groups {groups_spec}, {elapsed:.0} s{under}\n");
     println!("| figure | value |");
     println!("|---|---:|");
     println!(
@@ -412,9 +542,25 @@ async fn main() {
         get(&t.settling)
     );
     println!(
-        "| **holders of `{SETTLE_GROUP}` seen taken within the settle time after a release** | **{}** |",
+        "| **holders of `{SETTLE_GROUP}` seen taken within the settle time after a release seen stored** | **{}** |",
         get(&t.grants_inside_settle)
     );
+    println!(
+        "| **scans whose last release is earlier than one seen before** | **{}** |",
+        get(&t.release_time_moved_back)
+    );
+    println!(
+        "| **times more nodes of a group were down than its slots** | **{}** |",
+        get(&t.down_over_slots)
+    );
+    println!(
+        "| `settling` in groups without a settle time (the request arrived before a release that landed first) | {} |",
+        get(&t.raced_a_later_release)
+    );
+    if let Some(proxy) = &proxy {
+        let (seen, forwarded) = proxy.counts();
+        println!("| DynamoDB requests through the fault proxy / forwarded | {seen} / {forwarded} |");
+    }
     println!(
         "| `503 store_unavailable` while DynamoDB Local stalled / answers found on retry | {} / {} |",
         get(&t.store_unavailable),
@@ -430,6 +576,8 @@ async fn main() {
     let violations = get(&t.reads_over_slots)
         + get(&t.grants_while_paused)
         + get(&t.grants_inside_settle)
+        + get(&t.release_time_moved_back)
+        + get(&t.down_over_slots)
         + get(&t.over_grants)
         + get(&t.lost_releases)
         + get(&t.unexpected)

@@ -16,17 +16,29 @@ pub fn zincati_body(id: &str, group: &str) -> Vec<u8> {
 }
 
 /// `fleetlock serve` from `binary` on a free loopback port, on DynamoDB table
-/// `table` with these groups and settle times; returns the child and its
-/// address once it prints that it listens.
-pub async fn spawn_serve(binary: &str, table: &str, groups: &str, settle: &str) -> (Child, String) {
-    let mut child = tokio::process::Command::new(binary)
+/// `table` with these groups and settle times (its DynamoDB requests sent to
+/// `endpoint` instead of `AWS_ENDPOINT_URL`, when given); returns the child
+/// and its address once it prints that it listens.
+pub async fn spawn_serve(
+    binary: &str,
+    table: &str,
+    groups: &str,
+    settle: &str,
+    endpoint: Option<&str>,
+) -> (Child, String) {
+    let mut command = tokio::process::Command::new(binary);
+    command
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env("FLEETLOCK_TABLE", table)
         .env("FLEETLOCK_GROUPS", groups)
         .env("FLEETLOCK_SETTLE", settle)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    if let Some(endpoint) = endpoint {
+        command.env("AWS_ENDPOINT_URL", endpoint);
+    }
+    let mut child = command
         .spawn()
         .expect("spawn fleetlock serve");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();

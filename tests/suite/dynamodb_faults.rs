@@ -12,7 +12,8 @@ use fleetlock::http::Api;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::DynamoStore;
 
-use crate::fault_proxy::{Fault, FaultProxy, proxied_store};
+use crate::fault_proxy::{Fault, FaultProxy};
+use crate::helpers::proxied_store;
 use crate::helpers::{TestServer, api, spawn_server, zincati};
 
 struct Rig {

@@ -1,40 +1,17 @@
 //! A fault-injecting HTTP/1.1 proxy between the SDK and DynamoDB Local: it
 //! forwards real requests to the real server and, on command, resets a
-//! connection, delays or drops an answer after the write landed, or answers
-//! with a throttling or server error instead of forwarding.
+//! connection, delays or drops an answer after the write landed, holds a
+//! request back so that it lands late, or answers with a throttling or
+//! server error instead of forwarding. The soak run uses it too, with faults
+//! drawn at random.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::config::retry::RetryPartition;
-use fleetlock::aws::load_config;
-use fleetlock::store::dynamodb::DynamoStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-use crate::helpers::{local_dynamodb_endpoint, unique_table_name};
-
-/// A fresh table in DynamoDB Local, its store's client talking through a
-/// proxy of its own.
-pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
-    let upstream = local_dynamodb_endpoint()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let proxy = FaultProxy::start(upstream).await;
-    let table = unique_table_name(prefix);
-    // The SDK's retry quota is shared per partition in a process; a store of
-    // its own keeps one test's faults from using up another's retries.
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_config().await)
-        .endpoint_url(proxy.url())
-        .retry_partition(RetryPartition::new(table.clone()))
-        .build();
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table);
-    store.create_table().await.unwrap();
-    (proxy, store)
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -59,8 +36,33 @@ pub enum Fault {
 struct Plan {
     next: VecDeque<Fault>,
     otherwise: Option<Fault>,
+    /// Faults drawn at random for requests nothing else plans for.
+    chaos: Option<Chaos>,
     requests: u64,
     forwarded: u64,
+}
+
+/// Each fault with its chance in a thousand; `None` otherwise.
+struct Chaos {
+    faults: Vec<(u64, Fault)>,
+    state: u64,
+}
+
+impl Chaos {
+    fn draw(&mut self) -> Fault {
+        // xorshift64*: enough to scatter faults, and the same for a seed.
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let mut roll = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) % 1000;
+        for (per_mille, fault) in &self.faults {
+            if roll < *per_mille {
+                return *fault;
+            }
+            roll -= per_mille;
+        }
+        Fault::None
+    }
 }
 
 pub struct FaultProxy {
@@ -106,6 +108,17 @@ impl FaultProxy {
         plan.otherwise = Some(fault);
     }
 
+    /// Every request nothing else plans for meets one of `faults`, each with
+    /// its chance in a thousand, drawn from `seed`.
+    #[allow(dead_code)] // the soak run's (benches/soak.rs), not the suite's
+    pub fn chaos(&self, seed: u64, faults: &[(u64, Fault)]) {
+        let mut plan = self.plan.lock().unwrap();
+        plan.chaos = Some(Chaos {
+            faults: faults.to_vec(),
+            state: seed | 1,
+        });
+    }
+
     /// (requests seen, requests forwarded to DynamoDB)
     pub fn counts(&self) -> (u64, u64) {
         let plan = self.plan.lock().unwrap();
@@ -116,11 +129,12 @@ impl FaultProxy {
 fn take_fault(plan: &Mutex<Plan>) -> Fault {
     let mut plan = plan.lock().unwrap();
     plan.requests += 1;
-    let fault = plan
-        .next
-        .pop_front()
-        .or(plan.otherwise)
-        .unwrap_or(Fault::None);
+    let planned = plan.next.pop_front().or(plan.otherwise);
+    let fault = match (planned, plan.chaos.as_mut()) {
+        (Some(fault), _) => fault,
+        (None, Some(chaos)) => chaos.draw(),
+        (None, None) => Fault::None,
+    };
     if matches!(
         fault,
         Fault::None | Fault::DropAnswer | Fault::DelayAnswer(_) | Fault::DelayForward(_)

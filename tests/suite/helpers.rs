@@ -2,7 +2,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use aws_sdk_dynamodb::config::retry::RetryPartition;
 use fleetlock::auth::Auth;
+use fleetlock::aws::load_config;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
 use fleetlock::service::FleetLock;
@@ -15,6 +17,8 @@ use hyper::{HeaderMap, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
+
+use crate::fault_proxy::FaultProxy;
 
 pub const ZINCATI_ID: &str = "e0f3745b108f471cbd4883c6fbed8cdd";
 
@@ -283,4 +287,24 @@ pub fn aws_actions(stderr: &str) -> std::collections::BTreeSet<String> {
         .filter(|line| line["message"] == "aws request")
         .map(|line| line["action"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// A fresh table in DynamoDB Local, its store's client talking through a
+/// proxy of its own.
+pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
+    let upstream = local_dynamodb_endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let proxy = FaultProxy::start(upstream).await;
+    let table = unique_table_name(prefix);
+    // The SDK's retry quota is shared per partition in a process; a store of
+    // its own keeps one test's faults from using up another's retries.
+    let config = aws_sdk_dynamodb::config::Builder::from(&load_config().await)
+        .endpoint_url(proxy.url())
+        .retry_partition(RetryPartition::new(table.clone()))
+        .build();
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table);
+    store.create_table().await.unwrap();
+    (proxy, store)
 }

@@ -10,7 +10,8 @@ use fleetlock::lock::{Acquire, GroupRules, Release, Timestamp};
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::store::{GroupRecord, LockStore};
 
-use crate::fault_proxy::{Fault, proxied_store};
+use crate::fault_proxy::Fault;
+use crate::helpers::proxied_store;
 
 const SETTLE: Duration = Duration::from_secs(10);
 
