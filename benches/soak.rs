@@ -115,7 +115,12 @@ struct Down(BTreeMap<&'static str, AtomicI64>);
 
 impl Down {
     fn new() -> Self {
-        Self(GROUPS.iter().map(|(g, _)| (*g, AtomicI64::new(0))).collect())
+        Self(
+            GROUPS
+                .iter()
+                .map(|(g, _)| (*g, AtomicI64::new(0)))
+                .collect(),
+        )
     }
 
     /// A node heard it was granted; more down than slots is a violation.
@@ -326,7 +331,8 @@ async fn main() {
     let faults = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "1");
     let proxy = if faults {
         let upstream = std::env::var("AWS_ENDPOINT_URL").unwrap();
-        let proxy = FaultProxy::start(upstream.trim_start_matches("http://").parse().unwrap()).await;
+        let proxy =
+            FaultProxy::start(upstream.trim_start_matches("http://").parse().unwrap()).await;
         // One request in twenty meets a fault: held back past the SDK's 2 s
         // attempt timeout (its retry lands first) or within it (no retry, a
         // late landing), an answer dropped after the write, or delayed.
@@ -344,8 +350,14 @@ async fn main() {
         None
     };
     let endpoint = proxy.as_ref().map(FaultProxy::url);
-    let (mut server, addr) =
-        spawn_serve(&binary, &table, &groups_spec, &settle_spec, endpoint.as_deref()).await;
+    let (mut server, addr) = spawn_serve(
+        &binary,
+        &table,
+        &groups_spec,
+        &settle_spec,
+        endpoint.as_deref(),
+    )
+    .await;
     let pid = server.id().unwrap();
 
     let tally = Arc::new(Tally::default());
@@ -430,7 +442,9 @@ async fn main() {
                     }
                     if let Some(released) = record.last_release {
                         if before.is_some_and(|before| released < before) {
-                            tally.release_time_moved_back.fetch_add(1, Ordering::Relaxed);
+                            tally
+                                .release_time_moved_back
+                                .fetch_add(1, Ordering::Relaxed);
                         }
                         let latest = before.map_or(released, |b| b.max(released));
                         latest_release.insert(name.clone(), latest);
@@ -559,7 +573,9 @@ async fn main() {
     );
     if let Some(proxy) = &proxy {
         let (seen, forwarded) = proxy.counts();
-        println!("| DynamoDB requests through the fault proxy / forwarded | {seen} / {forwarded} |");
+        println!(
+            "| DynamoDB requests through the fault proxy / forwarded | {seen} / {forwarded} |"
+        );
     }
     println!(
         "| `503 store_unavailable` while DynamoDB Local stalled / answers found on retry | {} / {} |",

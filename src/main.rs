@@ -253,6 +253,10 @@ async fn run_command(command: Command) -> Result<(), String> {
                     .map_err(|e| e.to_string())?;
                 match decided.outcome {
                     Changed::Yes => println!("paused '{group}': no new reboot slots"),
+                    Changed::Overtaken => println!(
+                        "'{group}' was resumed by someone else while this pause was being \
+                         written; nothing changed (pause it again if it should stop)"
+                    ),
                     Changed::AlreadySo => println!(
                         "'{group}' was already paused {}; kept as it was",
                         paused_because(&decided.group.pause)
@@ -267,6 +271,10 @@ async fn run_command(command: Command) -> Result<(), String> {
                 let verb = match decided.outcome {
                     Changed::Yes => format!("resumed '{group}'"),
                     Changed::AlreadySo => format!("'{group}' was not paused by a person"),
+                    Changed::Overtaken => format!(
+                        "'{group}' was paused again by someone else while this resume was \
+                         being written; nothing changed"
+                    ),
                 };
                 if decided.group.pause.is_paused() {
                     println!(

@@ -38,9 +38,7 @@ pub async fn spawn_serve(
     if let Some(endpoint) = endpoint {
         command.env("AWS_ENDPOINT_URL", endpoint);
     }
-    let mut child = command
-        .spawn()
-        .expect("spawn fleetlock serve");
+    let mut child = command.spawn().expect("spawn fleetlock serve");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let line = lines
         .next_line()

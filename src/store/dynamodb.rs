@@ -9,6 +9,10 @@
 //! | `holder_count` | N    | how many `h:*` attributes the item has              |
 //! | `h:<id>`       | N    | one per holder: when it took its slot, epoch ms     |
 //! | `slots`        | N    | the slot count applied at the last grant (for people) |
+//! | `released_at`  | N    | the arrival of the latest release that freed a slot, epoch ms |
+//! | `paused`       | M    | a person's pause: `reason`, `since` (epoch ms), `by` |
+//! | `pause_version`| N    | how many times a person paused or resumed the group |
+//! | `alarms`       | SS   | the gating alarms in ALARM that pause the group |
 //!
 //! Each holder is a top-level attribute rather than an entry of a map, so the
 //! first request of a new group needs no existing parent: `SET h:<id>` and
@@ -67,6 +71,9 @@ const SLOTS_ATTRIBUTE: &str = "slots";
 const PAUSED_ATTRIBUTE: &str = "paused";
 const ALARMS_ATTRIBUTE: &str = "alarms";
 const RELEASED_ATTRIBUTE: &str = "released_at";
+/// Counts a person's pauses and resumes: each writes only on the count it
+/// read, so a late one never undoes a newer one.
+const PAUSE_VERSION_ATTRIBUTE: &str = "pause_version";
 const HOLDER_PREFIX: &str = "h:";
 /// The key of the item that lists the groups only `*` covers.
 pub const WILDCARD_KEY: &str = "~wildcard-groups";
@@ -366,6 +373,9 @@ pub fn record_from_image(image: Option<&serde_json::Value>) -> Result<GroupRecor
     record_of(Some(&item_from_json(image)?))
 }
 
+/// A person's pause or resume writes only on the pause version it read.
+const VERSION_AS_READ: &str = "(attribute_not_exists(#version) OR #version = :seen)";
+
 /// The item that lists the groups only `*` covers: not a group.
 fn is_wildcard_list(item: &HashMap<String, AttributeValue>) -> bool {
     matches!(item.get(KEY_ATTRIBUTE), Some(AttributeValue::S(key)) if key == WILDCARD_KEY)
@@ -629,6 +639,61 @@ impl DynamoStore {
         request.condition_expression(condition)
     }
 
+    /// The group and its pause version, read consistently: what a person's
+    /// pause or resume writes on.
+    async fn read_pause_version(
+        &self,
+        group: &GroupName,
+    ) -> Result<(GroupRecord, u64), StoreError> {
+        let item = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?
+            .item;
+        let version = match &item {
+            Some(item) => read_number(item, PAUSE_VERSION_ATTRIBUTE)?.unwrap_or(0),
+            None => 0,
+        };
+        Ok((record_of(item.as_ref())?, version))
+    }
+
+    /// A person's pause or resume, written only on the pause version `seen`
+    /// and moving it on. Refused: `AlreadySo` when the group already is as
+    /// asked (`already`), else `Overtaken`.
+    async fn person_pause_write(
+        &self,
+        group: &GroupName,
+        request: UpdateItemFluentBuilder,
+        seen: u64,
+        already: impl Fn(&GroupRecord) -> bool,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let request = request
+            .expression_attribute_names("#version", PAUSE_VERSION_ATTRIBUTE)
+            .expression_attribute_values(":seen", number(seen))
+            .expression_attribute_values(":next", number(seen + 1));
+        match self.update(group, request).await? {
+            Written::Applied(group, write_units) => Ok(Decided {
+                outcome: Changed::Yes,
+                group,
+                write_units,
+            }),
+            Written::Refused(now) => {
+                let now = now.unwrap_or_default();
+                let outcome = if already(&now) {
+                    Changed::AlreadySo
+                } else {
+                    Changed::Overtaken
+                };
+                Ok(decided(outcome, now))
+            }
+        }
+    }
+
     /// The conditional write that frees the slot of `id` if it was granted
     /// no later than `now`; with `stamp`, it also records `now` as the last
     /// release, only if no later release is recorded.
@@ -815,24 +880,36 @@ impl LockStore for DynamoStore {
         group: &GroupName,
         pause: PersonPause,
     ) -> Result<Decided<Changed>, StoreError> {
+        let (current, seen) = self.read_pause_version(group).await?;
+        if current.pause.person.is_some() {
+            return Ok(decided(Changed::AlreadySo, current));
+        }
         let request = self
             .client
             .update_item()
-            .update_expression("SET #paused = :pause")
-            .condition_expression("attribute_not_exists(#paused)")
+            .update_expression("SET #paused = :pause, #version = :next")
+            .condition_expression(format!(
+                "attribute_not_exists(#paused) AND {VERSION_AS_READ}"
+            ))
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
             .expression_attribute_values(":pause", person_pause_value(&pause));
-        self.change(group, request).await
+        self.person_pause_write(group, request, seen, |now| now.pause.person.is_some())
+            .await
     }
 
     async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
+        let (current, seen) = self.read_pause_version(group).await?;
+        if current.pause.person.is_none() {
+            return Ok(decided(Changed::AlreadySo, current));
+        }
         let request = self
             .client
             .update_item()
-            .update_expression("REMOVE #paused")
-            .condition_expression("attribute_exists(#paused)")
+            .update_expression("REMOVE #paused SET #version = :next")
+            .condition_expression(format!("attribute_exists(#paused) AND {VERSION_AS_READ}"))
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE);
-        self.change(group, request).await
+        self.person_pause_write(group, request, seen, |now| now.pause.person.is_none())
+            .await
     }
 
     async fn pause_for_alarm(

@@ -29,6 +29,10 @@ pub struct Decided<T> {
 pub enum Changed {
     Yes,
     AlreadySo,
+    /// Refused, nothing changed: between this call's read of the group and
+    /// its write, another person's pause or resume changed it, and this
+    /// write, landing after that one, would have undone it.
+    Overtaken,
 }
 
 /// What [`LockStore::forget`] did.
@@ -98,14 +102,17 @@ pub trait LockStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Decided<Release>, StoreError>> + Send;
 
     /// A person's pause; a group never used gets its item. A group already
-    /// paused by a person keeps that pause, which is returned unchanged.
+    /// paused by a person keeps that pause, which is returned unchanged. It
+    /// applies only to the group as this call read it: it never undoes a
+    /// resume that landed in between (`Overtaken`).
     fn pause(
         &self,
         group: &GroupName,
         pause: PersonPause,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
 
-    /// Clears a person's pause; alarms' pauses stay.
+    /// Clears a person's pause; alarms' pauses stay. Like `pause`, it never
+    /// undoes a pause that landed after this call read the group.
     fn resume(
         &self,
         group: &GroupName,

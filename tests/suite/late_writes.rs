@@ -131,3 +131,68 @@ async fn dynamodb_late_writes_never_undo_newer_ones() {
     assert_eq!(after - on_time, 1);
     late_steady_state_and_late_pre_reboot(&*store).await;
 }
+
+fn person(reason: &str) -> fleetlock::lock::PersonPause {
+    fleetlock::lock::PersonPause {
+        reason: fleetlock::input::PauseReason::parse(reason).unwrap(),
+        since: Timestamp::now(),
+        by: "operator".into(),
+    }
+}
+
+/// Two people: A's pause (or resume) is held back by the proxy after A read
+/// the group, while B pauses and resumes (or resumes and pauses) directly.
+/// A's write lands last and changes nothing.
+#[tokio::test]
+async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
+    use fleetlock::store::Changed;
+    let (proxy, late) = proxied_store("late-pause").await;
+    let late = std::sync::Arc::new(late);
+    let (client, _) = fleetlock::store::dynamodb::counted_client().await;
+    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, late.table());
+    let held_back = || {
+        // A's read goes through; its write waits 1.5 s.
+        proxy.next(Fault::None, 1);
+        proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+    };
+
+    held_back();
+    let pausing = tokio::spawn({
+        let late = std::sync::Arc::clone(&late);
+        async move { late.pause(&group(), person("A: stop")).await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let b = direct.pause(&group(), person("B: stop")).await.unwrap();
+    assert_eq!(b.outcome, Changed::Yes);
+    assert_eq!(direct.resume(&group()).await.unwrap().outcome, Changed::Yes);
+    let a = pausing.await.unwrap();
+    assert_eq!(a.outcome, Changed::Overtaken);
+    assert!(
+        !stored(&direct).await.pause.is_paused(),
+        "B's resume stands"
+    );
+
+    direct.pause(&group(), person("C: stop")).await.unwrap();
+    held_back();
+    let resuming = tokio::spawn({
+        let late = std::sync::Arc::clone(&late);
+        async move { late.resume(&group()).await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(direct.resume(&group()).await.unwrap().outcome, Changed::Yes);
+    assert_eq!(
+        direct
+            .pause(&group(), person("D: stop again"))
+            .await
+            .unwrap()
+            .outcome,
+        Changed::Yes
+    );
+    assert_eq!(resuming.await.unwrap().outcome, Changed::Overtaken);
+    let pause = stored(&direct)
+        .await
+        .pause
+        .person
+        .expect("D's pause stands");
+    assert_eq!(pause.reason.as_str(), "D: stop again");
+}
