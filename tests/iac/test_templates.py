@@ -82,6 +82,23 @@ SAM = load_sam()
 TF, TF_DATA, TF_VARS, TF_OUTPUTS, TF_LOCALS = load_tf(INFRA)
 SAM_RESOURCES = SAM["Resources"]
 SAM_FUNCTION = SAM_RESOURCES["FleetLockFunction"]
+
+
+def sam_role_statements(function):
+    """The statements of a function's own role (every function has one)."""
+    role = SAM_RESOURCES[function]["Properties"]["Role"]
+    assert role == {"Fn::GetAtt": [f"{function}Role", "Arn"]}, role
+    (policy,) = SAM_RESOURCES[f"{function}Role"]["Properties"]["Policies"]
+    return policy["PolicyDocument"]["Statement"]
+
+
+def without_logs(statements, log_group):
+    """The statements but the one on the function's own log group, checked."""
+    logs = [s for s in statements if s.get("Sid") == "Logs"]
+    assert len(logs) == 1, statements
+    assert set(logs[0]["Action"]) == {"logs:CreateLogStream", "logs:PutLogEvents"}, logs
+    assert logs[0]["Resource"] == {"Fn::GetAtt": [log_group, "Arn"]}, logs
+    return [s for s in statements if s.get("Sid") != "Logs"]
 SAM_TABLE = SAM_RESOURCES["LocksTable"]["Properties"]
 TF_FUNCTION = TF[("aws_lambda_function", "this")]
 TF_TABLE = TF[("aws_dynamodb_table", "locks")]
@@ -292,10 +309,7 @@ class Alarms(unittest.TestCase):
 
 class Permissions(unittest.TestCase):
     def sam_statements(self):
-        statements = []
-        for policy in SAM_FUNCTION["Properties"]["Policies"]:
-            statements.extend(policy["Statement"])
-        return statements
+        return without_logs(sam_role_statements("FleetLockFunction"), "FunctionLogGroup")
 
 
     def test_same_dynamodb_actions_on_the_table_only(self):
@@ -603,7 +617,8 @@ class SlotEvents(unittest.TestCase):
 
     def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
         expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "slot-events")["Statement"]}
-        sam = {s["Sid"]: s for s in SAM_EVENTS["Properties"]["Policies"][0]["Statement"]}
+        statements = without_logs(sam_role_statements("SlotEventsFunction"), "SlotEventsLogGroup")
+        sam = {s["Sid"]: s for s in statements}
         self.assertEqual({sid: set(s["Action"]) for sid, s in sam.items()}, expected)
         self.assertEqual(sam["LockTableStream"]["Resource"], {"Fn::Sub": "${LocksTable.Arn}/stream/*"})
         self.assertEqual(sam["SlotEventsFailures"]["Resource"], {"Fn::GetAtt": ["SlotEventsFailures", "Arn"]})
@@ -627,9 +642,11 @@ class SlotEvents(unittest.TestCase):
             self.assertNotIn("AWSLambdaDynamoDBExecutionRole", json.dumps(resource), name)
         self.assertNotIn("AWSLambdaDynamoDBExecutionRole", json.dumps([str(v) for v in TF.values()]))
 
-    def test_after_the_sam_transform_every_role_has_the_basic_policy_only(self):
-        # SAM's own transform, with every switch on: no role gets
-        # AWSLambdaDynamoDBExecutionRole or any other managed policy on "*".
+    def test_after_the_sam_transform_every_role_is_our_own_with_no_managed_policy(self):
+        # SAM's own transform, with every switch on: each function keeps the
+        # role the template gives it, and no role gets a managed policy
+        # (AWSLambdaBasicExecutionRole's log actions, or
+        # AWSLambdaDynamoDBExecutionRole's stream actions, on "*").
         from samtranslator.translator.transform import transform
         from samtranslator.yaml_helper import yaml_parse
 
@@ -649,7 +666,10 @@ class SlotEvents(unittest.TestCase):
         roles = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
         self.assertEqual(set(roles), {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole"})
         for name, role in roles.items():
-            self.assertEqual(role["Properties"]["ManagedPolicyArns"], [basic], name)
+            self.assertNotIn("ManagedPolicyArns", role["Properties"], name)
+            self.assertNotIn(basic, json.dumps(role), name)
+            function = resources[name.removesuffix("Role")]["Properties"]
+            self.assertEqual(function["Role"], {"Fn::GetAtt": [name, "Arn"]})
         self.assertEqual(resources["SlotEventsFunction"]["Properties"]["Handler"], "slot-events")
         self.assertEqual(resources["AlarmPausesFunction"]["Properties"]["Handler"], "alarm-pauses")
         rules = sorted(n for n, r in resources.items() if r["Type"] == "AWS::Events::Rule")
@@ -788,7 +808,8 @@ class AlarmPauses(unittest.TestCase):
 
     def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
         expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "alarm-pauses")["Statement"]}
-        sam = {s["Sid"]: s for s in SAM_PAUSES["Properties"]["Policies"][0]["Statement"]}
+        statements = without_logs(sam_role_statements("AlarmPausesFunction"), "AlarmPausesLogGroup")
+        sam = {s["Sid"]: s for s in statements}
         self.assertEqual({sid: set(s["Action"]) for sid, s in sam.items()}, expected)
         self.assertEqual(sam["LockTable"]["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
         self.assertTrue(sam["AlarmStates"]["Resource"]["Fn::Sub"].endswith(":alarm:*"))
