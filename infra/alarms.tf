@@ -46,6 +46,9 @@ resource "aws_iam_role" "alarm_pauses" {
 
 # `fleetlock iam-policy --for alarm-pauses`.
 data "aws_iam_policy_document" "alarm_pauses" {
+  # Only with the feature on: the log group it names exists only then.
+  count = local.alarm_pauses
+
   statement {
     sid       = "LockTable"
     actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
@@ -61,7 +64,7 @@ data "aws_iam_policy_document" "alarm_pauses" {
   statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${one(aws_cloudwatch_log_group.alarm_pauses[*].arn)}:*"]
+    resources = ["${aws_cloudwatch_log_group.alarm_pauses[0].arn}:*"]
   }
 }
 
@@ -69,7 +72,7 @@ resource "aws_iam_role_policy" "alarm_pauses" {
   count  = local.alarm_pauses
   name   = "${var.name}-alarm-pauses"
   role   = aws_iam_role.alarm_pauses[0].id
-  policy = data.aws_iam_policy_document.alarm_pauses.json
+  policy = data.aws_iam_policy_document.alarm_pauses[0].json
 }
 
 resource "aws_lambda_function" "alarm_pauses" {

@@ -32,6 +32,10 @@ resource "aws_iam_role" "slot_events" {
 # `fleetlock iam-policy --for slot-events`: this table's stream, one bus, one
 # queue. Not AWSLambdaDynamoDBExecutionRole, which reads every stream ("*").
 data "aws_iam_policy_document" "slot_events" {
+  # Only with the feature on: the queue and the log group it names exist
+  # only then.
+  count = local.slot_events
+
   statement {
     sid = "LockTableStream"
     actions = [
@@ -52,13 +56,13 @@ data "aws_iam_policy_document" "slot_events" {
   statement {
     sid       = "SlotEventsFailures"
     actions   = ["sqs:SendMessage"]
-    resources = [one(aws_sqs_queue.slot_events_failures[*].arn)]
+    resources = [aws_sqs_queue.slot_events_failures[0].arn]
   }
 
   statement {
     sid       = "Logs"
     actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${one(aws_cloudwatch_log_group.slot_events[*].arn)}:*"]
+    resources = ["${aws_cloudwatch_log_group.slot_events[0].arn}:*"]
   }
 }
 
@@ -66,7 +70,7 @@ resource "aws_iam_role_policy" "slot_events" {
   count  = local.slot_events
   name   = "${var.name}-slot-events"
   role   = aws_iam_role.slot_events[0].id
-  policy = data.aws_iam_policy_document.slot_events.json
+  policy = data.aws_iam_policy_document.slot_events[0].json
 }
 
 resource "aws_lambda_function" "slot_events" {

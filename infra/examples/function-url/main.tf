@@ -1,0 +1,42 @@
+# The module behind a Lambda function URL instead of an HTTP API: no $1.00 per
+# million requests, but no throttling, access log or custom domain (reserved
+# concurrency is the brake). Build the zip first (scripts/build-lambda).
+
+terraform {
+  required_version = ">= 1.5.0, < 2.0.0"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 6.29.0, < 7.0.0" # invoked_via_function_url came in 6.29.0
+    }
+  }
+}
+
+provider "aws" {
+  region = "eu-west-1"
+}
+
+module "fleetlock" {
+  source = "../../"
+
+  lambda_zip_path = "${path.module}/../../../target/lambda/fleetlock-arm64.zip"
+  architecture    = "arm64"
+  endpoint        = "function_url"
+  groups          = "default=1"
+  clients         = var.clients
+}
+
+variable "clients" {
+  description = "FLEETLOCK_CLIENTS entries from `fleetlock credential` (salted hashes only)."
+  type        = string
+  sensitive   = true
+}
+
+output "base_url" {
+  value = module.fleetlock.base_url
+}
+
+output "table_name" {
+  value = module.fleetlock.table_name
+}

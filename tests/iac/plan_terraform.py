@@ -1,0 +1,142 @@
+"""Plans the Terraform module and its examples, every variant, with
+`terraform test` and a mocked AWS provider: no AWS account, no network.
+
+A mocked provider still needs the provider's schema, so Terraform needs an AWS
+provider binary. The registry cannot be reached from the machines this project
+is built on, but they carry the AWS provider 5.100 in a local filesystem
+mirror. The module needs 6.29, so this plans a copy of it (under
+target/terraform-plan/) in which the few names that differ between 6.x and
+5.100 are substituted: SUBSTITUTIONS lists every one, and the copy is checked
+to differ from the module by those alone.
+
+Where Terraform or the provider is missing, it fails with one line that says
+which; it never skips.
+"""
+
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+WORK = ROOT / "target" / "terraform-plan"
+TESTS = Path(__file__).resolve().parent / "terraform"
+
+# (files, the module's text, the text for provider 5.100, why)
+SUBSTITUTIONS = [
+    (
+        "versions.tf examples/*/main.tf",
+        'version = ">= 6.29.0, < 7.0.0" # invoked_via_function_url came in 6.29.0',
+        'version = "5.100.0"',
+        "the mirror holds 5.100.0 only",
+    ),
+    (
+        "*.tf",
+        "data.aws_region.current.region",
+        "data.aws_region.current.name",
+        "6.0 renamed aws_region's `name` to `region`",
+    ),
+    (
+        "main.tf",
+        "  invoked_via_function_url = true\n",
+        "",
+        "aws_lambda_permission.invoked_via_function_url came in 6.29",
+    ),
+]
+
+
+def fail(line):
+    print(f"plan_terraform: {line}", file=sys.stderr)
+    sys.exit(1)
+
+
+def provider_mirror():
+    """The folder holding registry.terraform.io/hashicorp/aws/5.100.0/..."""
+    given = os.environ.get("FLEETLOCK_TF_PROVIDER_MIRROR")
+    candidates = [Path(given)] if given else []
+    if not given:
+        found = subprocess.run(
+            ["find", "/", "-xdev", "(", "-path", "/proc", "-o", "-path", "/sys", ")", "-prune",
+             "-o", "-type", "f", "-name", "terraform-provider-aws_v5.100.0*", "-print"],
+            capture_output=True, text=True, timeout=300,
+        ).stdout.split()
+        for binary in found:
+            parts = Path(binary).parts
+            if "registry.terraform.io" in parts:
+                candidates.append(Path(*parts[: parts.index("registry.terraform.io")]))
+    for mirror in candidates:
+        if (mirror / "registry.terraform.io" / "hashicorp" / "aws" / "5.100.0").is_dir():
+            return mirror
+    fail("no AWS provider 5.100.0 in a filesystem mirror (looked for "
+         "registry.terraform.io/hashicorp/aws/5.100.0 under every terraform-provider-aws_v5.100.0* "
+         "on this machine; set FLEETLOCK_TF_PROVIDER_MIRROR to the mirror's folder)")
+
+
+def files_of(patterns):
+    return sorted({p for pattern in patterns.split() for p in INFRA.glob(pattern)})
+
+
+def copy_with_substitutions():
+    """infra/ into WORK/infra with SUBSTITUTIONS applied. Each must apply and
+    leave none of its 6.x text, and the copy must differ from the module only
+    in lines that a substitution explains."""
+    if WORK.exists():
+        shutil.rmtree(WORK)
+    copy = WORK / "infra"
+    shutil.copytree(INFRA, copy, ignore=shutil.ignore_patterns(".terraform*", "terraform.tfstate*"))
+    for patterns, new6, old5, why in SUBSTITUTIONS:
+        applied = 0
+        for original in files_of(patterns):
+            target = copy / original.relative_to(INFRA)
+            text = target.read_text()
+            applied += text.count(new6)
+            target.write_text(text.replace(new6, old5))
+        if applied == 0:
+            fail(f"the substitution for '{why}' ({new6!r}) matches nothing: remove it from SUBSTITUTIONS")
+    for target in sorted(copy.rglob("*.tf")):
+        module = (INFRA / target.relative_to(copy)).read_text().splitlines()
+        planned = target.read_text().splitlines()
+        for line in difflib.unified_diff(module, planned, lineterm="", n=0):
+            if line.startswith(("---", "+++", "@@")):
+                continue
+            side = 1 if line.startswith("-") else 2
+            if not any(sub[side] and sub[side].strip() in line for sub in SUBSTITUTIONS):
+                fail(f"{target.relative_to(WORK)} differs from the module beyond SUBSTITUTIONS: {line!r}")
+        for _, new6, _, why in SUBSTITUTIONS:
+            if new6.strip() in "\n".join(planned):
+                fail(f"{target.relative_to(WORK)} still has {new6!r} ({why})")
+    # The tests, and stand-ins for the zips the module and the examples hash.
+    shutil.copytree(TESTS, copy / "tests")
+    (copy / "tests" / "fleetlock.zip").write_bytes(b"a stand-in for the Lambda zip")
+    (WORK / "target" / "lambda").mkdir(parents=True)
+    (WORK / "target" / "lambda" / "fleetlock-arm64.zip").write_bytes(b"a stand-in")
+    return copy
+
+
+def main():
+    terraform = shutil.which("terraform")
+    if not terraform:
+        fail("terraform is not on PATH: the module cannot be planned (Terraform 1.11 or later)")
+    mirror = provider_mirror()
+    copy = copy_with_substitutions()
+    config = WORK / "terraform.tfrc"
+    config.write_text(
+        "provider_installation {\n"
+        f'  filesystem_mirror {{\n    path    = "{mirror}"\n'
+        '    include = ["registry.terraform.io/hashicorp/aws"]\n  }\n}\n'
+    )
+    env = dict(os.environ, TF_CLI_CONFIG_FILE=str(config), TF_IN_AUTOMATION="1",
+               CHECKPOINT_DISABLE="1")
+    for args in (["init", "-backend=false", "-input=false", "-no-color"], ["test", "-no-color"]):
+        print(f"$ terraform {' '.join(args)}   (in {copy.relative_to(ROOT)}, provider mirror {mirror})",
+              flush=True)
+        done = subprocess.run([terraform, *args], cwd=copy, env=env)
+        if done.returncode != 0:
+            fail(f"terraform {args[0]} failed (exit {done.returncode})")
+
+
+if __name__ == "__main__":
+    main()
