@@ -2,18 +2,20 @@
 # template's AlarmTopic, AlarmEmailSubscription and AlarmPauses* resources.
 
 locals {
-  create_alarm_topic = var.alarm_topic_arn == ""
-  alarm_pauses       = var.alarm_pauses == "" ? 0 : 1
+  create_alarm_topic = var.alarm_topic_arn == null
+  alarm_pauses       = length(var.alarm_pauses) == 0 ? 0 : 1
+  alarm_pauses_env   = join(";", [for alarm, groups in var.alarm_pauses : "${alarm}=${join(",", groups)}"])
 }
 
 # Not encrypted: CloudWatch cannot publish to a topic under the AWS managed SNS
 # key, and a customer managed key (with a key policy for CloudWatch) costs $1 a
 # month for notifications that carry alarm names and metric values only.
 resource "aws_sns_topic" "alarms" {
-  count        = local.create_alarm_topic ? 1 : 0
-  name         = "${var.name}-alarms"
-  display_name = "FleetLock alarms"
-  tags         = var.tags
+  count             = local.create_alarm_topic ? 1 : 0
+  name              = "${var.name}-alarms"
+  display_name      = "FleetLock alarms"
+  kms_master_key_id = var.topic_kms_key_arn
+  tags              = var.tags
 
   # checkov:skip=CKV_AWS_26: CloudWatch cannot publish to a topic encrypted with the AWS managed key; the messages are alarm names and metric values, not worth a customer managed key and its key policy.
 }
@@ -21,7 +23,7 @@ resource "aws_sns_topic" "alarms" {
 # Terraform cannot delete an email subscription that was never confirmed: it
 # stays "pending confirmation" until AWS drops it after 3 days.
 resource "aws_sns_topic_subscription" "alarm_email" {
-  count     = local.create_alarm_topic && var.alarm_email != "" ? 1 : 0
+  count     = local.create_alarm_topic && var.alarm_email != null ? 1 : 0
   topic_arn = aws_sns_topic.alarms[0].arn
   protocol  = "email"
   endpoint  = var.alarm_email
@@ -31,6 +33,7 @@ resource "aws_cloudwatch_log_group" "alarm_pauses" {
   count             = local.alarm_pauses
   name              = "/aws/lambda/${var.name}-alarm-pauses"
   retention_in_days = var.log_retention_days
+  kms_key_id        = var.logs_kms_key_arn
   tags              = var.tags
 
   # checkov:skip=CKV_AWS_158: logs hold group and alarm names, no secrets; the default encryption applies.
@@ -38,10 +41,18 @@ resource "aws_cloudwatch_log_group" "alarm_pauses" {
 }
 
 resource "aws_iam_role" "alarm_pauses" {
-  count              = local.alarm_pauses
-  name               = "${var.name}-alarm-pauses"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
-  tags               = var.tags
+  count                = local.alarm_pauses
+  name_prefix          = "${local.iam_prefix}-alarm-pauses-"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary
+  assume_role_policy   = data.aws_iam_policy_document.assume_lambda.json
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "alarm_pauses_xray" {
+  count      = local.alarm_pauses == 1 && var.tracing_mode == "Active" ? 1 : 0
+  role       = aws_iam_role.alarm_pauses[0].name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"
 }
 
 # `fleetlock iam-policy --for alarm-pauses`.
@@ -70,22 +81,25 @@ data "aws_iam_policy_document" "alarm_pauses" {
 
 resource "aws_iam_role_policy" "alarm_pauses" {
   count  = local.alarm_pauses
-  name   = "${var.name}-alarm-pauses"
+  name   = "fleetlock-alarm-pauses"
   role   = aws_iam_role.alarm_pauses[0].id
   policy = data.aws_iam_policy_document.alarm_pauses[0].json
 }
 
 resource "aws_lambda_function" "alarm_pauses" {
-  count            = local.alarm_pauses
-  function_name    = "${var.name}-alarm-pauses"
-  description      = "FleetLock alarm pauses (CloudWatch alarms pause groups)"
-  role             = aws_iam_role.alarm_pauses[0].arn
-  filename         = var.lambda_zip_path
-  source_code_hash = filebase64sha256(var.lambda_zip_path)
-  runtime          = "provided.al2023"
-  handler          = "alarm-pauses"
-  architectures    = [var.architecture]
-  memory_size      = 128
+  count             = local.alarm_pauses
+  function_name     = "${var.name}-alarm-pauses"
+  description       = "FleetLock alarm pauses (CloudWatch alarms pause groups)"
+  role              = aws_iam_role.alarm_pauses[0].arn
+  filename          = var.lambda_zip_path
+  s3_bucket         = var.lambda_s3_bucket
+  s3_key            = var.lambda_s3_key
+  s3_object_version = var.lambda_s3_object_version
+  source_code_hash  = local.source_code_hash
+  runtime           = "provided.al2023"
+  handler           = "alarm-pauses"
+  architectures     = [var.architecture]
+  memory_size       = 128
   # DescribeAlarms, a read per configured group, a Scan and a write per
   # change, each bounded at 5 s.
   timeout = 30
@@ -94,8 +108,8 @@ resource "aws_lambda_function" "alarm_pauses" {
   environment {
     variables = {
       FLEETLOCK_TABLE        = aws_dynamodb_table.locks.name
-      FLEETLOCK_GROUPS       = var.groups
-      FLEETLOCK_ALARM_PAUSES = var.alarm_pauses
+      FLEETLOCK_GROUPS       = local.groups_env
+      FLEETLOCK_ALARM_PAUSES = local.alarm_pauses_env
       RUST_LOG               = var.log_level
     }
   }
@@ -106,6 +120,10 @@ resource "aws_lambda_function" "alarm_pauses" {
     system_log_level = var.platform_log_level
   }
 
+  tracing_config {
+    mode = var.tracing_mode
+  }
+
   depends_on = [aws_iam_role_policy.alarm_pauses]
 
   # checkov:skip=CKV_AWS_116: a failed event is not lost: the schedule reads every gating alarm's state every 5 minutes and repairs the pauses.
@@ -113,12 +131,12 @@ resource "aws_lambda_function" "alarm_pauses" {
   # checkov:skip=CKV_AWS_173: the environment holds a table name, slot counts, alarm names and a log level, no secrets.
   # checkov:skip=CKV_AWS_115: invoked by two rules only; at most a few invocations a minute.
   # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
-  # checkov:skip=CKV_AWS_50: X-Ray tracing is optional cost; every change is logged.
+  # checkov:skip=CKV_AWS_50: X-Ray tracing is tracing_mode, PassThrough by default (optional cost); every change is logged.
 }
 
-# Every alarm state change in the region, as in the SAM template (which
-# cannot take the names out of the parameter); an alarm that gates nothing is
-# ignored without any AWS call.
+# The state changes of the gating alarms only (the SAM template, which cannot
+# take the names out of its string parameter, takes every alarm's; the
+# function ignores one that gates nothing without any AWS call).
 resource "aws_cloudwatch_event_rule" "alarm_state_change" {
   count       = local.alarm_pauses
   name        = "${var.name}-alarm-state-change"
@@ -126,6 +144,7 @@ resource "aws_cloudwatch_event_rule" "alarm_state_change" {
   event_pattern = jsonencode({
     source        = ["aws.cloudwatch"]
     "detail-type" = ["CloudWatch Alarm State Change"]
+    detail        = { alarmName = keys(var.alarm_pauses) }
   })
   tags = var.tags
 }
@@ -187,7 +206,8 @@ resource "aws_cloudwatch_metric_alarm" "alarm_pauses_errors" {
 
 # One dashboard; its body is shared with the SAM template (tests/iac).
 resource "aws_cloudwatch_dashboard" "this" {
-  dashboard_name = "${var.name}-fleetlock"
+  # Dashboards are account-wide: the region keeps two deployments apart.
+  dashboard_name = "${var.name}-fleetlock-${data.aws_region.current.region}"
   dashboard_body = templatefile("${path.module}/dashboard.json.tftpl", {
     region                 = data.aws_region.current.region
     function               = aws_lambda_function.this.function_name

@@ -3,17 +3,32 @@
 locals {
   use_http_api     = var.endpoint == "http_api"
   use_function_url = var.endpoint == "function_url"
-  has_domain       = var.domain_name != "" && local.use_http_api
-  has_access_log   = local.use_http_api && var.api_access_log
+  # Both or neither, or the function's precondition refuses the plan.
+  has_domain     = var.domain_name != null && var.certificate_arn != null && local.use_http_api
+  has_access_log = local.use_http_api && var.api_access_log
   # Every alarm notifies alarm_topic_arn, or the topic made in alarms.tf.
-  alarm_actions = [var.alarm_topic_arn == "" ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn]
+  alarm_actions = [var.alarm_topic_arn == null ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn]
   # A function URL ends with "/" already.
   base_url = local.use_function_url ? aws_lambda_function_url.this[0].function_url : (
     local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this[0].api_endpoint}/"
   )
-  # 0 means none reserved behind the HTTP API (its throttling bounds the load)
-  # and 10 behind a function URL, where it is the only brake.
-  reserved_concurrency = var.reserved_concurrency != 0 ? var.reserved_concurrency : (local.use_function_url ? 10 : -1)
+  # null means none reserved behind the HTTP API (its throttling bounds the
+  # load) and 10 behind a function URL, where it is the only brake.
+  reserved_concurrency = var.reserved_concurrency != null ? var.reserved_concurrency : (local.use_function_url ? 10 : -1)
+
+  # The typed settings as the binary reads them (maps iterate in key order).
+  groups_env  = join(",", [for group, slots in var.groups : "${group}=${slots}"])
+  settle_env  = join(",", [for group, time in var.settle : "${group}=${time}"])
+  windows_env = join(";", flatten([for group, windows in var.maintenance_windows : [for w in windows : "${group}: days=${join(",", w.days)} start_time=${w.start_time} length_minutes=${w.length_minutes}"]]))
+  clients_env = join(" ", var.clients)
+
+  # The zip: a local file, or an object in S3.
+  code_from_s3     = var.lambda_s3_bucket != null
+  source_code_hash = var.lambda_zip_path == null ? null : filebase64sha256(var.lambda_zip_path)
+
+  # IAM names are account-wide: a prefix, so that a second region or a second
+  # copy of the module never collides (IAM allows 38 characters of prefix).
+  iam_prefix = substr(var.name, 0, 24)
 }
 
 resource "aws_dynamodb_table" "locks" {
@@ -32,7 +47,8 @@ resource "aws_dynamodb_table" "locks" {
   }
 
   server_side_encryption {
-    enabled = true
+    enabled     = true
+    kms_key_arn = var.table_kms_key_arn
   }
 
   # Read by the slot-events function only (slot_events.tf).
@@ -47,6 +63,7 @@ resource "aws_dynamodb_table" "locks" {
 resource "aws_cloudwatch_log_group" "function" {
   name              = "/aws/lambda/${var.name}"
   retention_in_days = var.log_retention_days
+  kms_key_id        = var.logs_kms_key_arn
   tags              = var.tags
 
   # checkov:skip=CKV_AWS_158: logs hold node ids and decisions, no secrets; the default encryption applies.
@@ -57,6 +74,7 @@ resource "aws_cloudwatch_log_group" "api_access" {
   count             = local.has_access_log ? 1 : 0
   name              = "/aws/apigateway/${var.name}"
   retention_in_days = var.log_retention_days
+  kms_key_id        = var.logs_kms_key_arn
   tags              = var.tags
 
   # checkov:skip=CKV_AWS_158: access logs hold request metadata only; the default encryption applies.
@@ -74,9 +92,17 @@ data "aws_iam_policy_document" "assume_lambda" {
 }
 
 resource "aws_iam_role" "function" {
-  name               = "${var.name}-function"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
-  tags               = var.tags
+  name_prefix          = "${local.iam_prefix}-function-"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary
+  assume_role_policy   = data.aws_iam_policy_document.assume_lambda.json
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "function_xray" {
+  count      = var.tracing_mode == "Active" ? 1 : 0
+  role       = aws_iam_role.function.name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"
 }
 
 data "aws_iam_policy_document" "function" {
@@ -96,7 +122,7 @@ data "aws_iam_policy_document" "function" {
 }
 
 resource "aws_iam_role_policy" "function" {
-  name   = "${var.name}-function"
+  name   = "fleetlock-function"
   role   = aws_iam_role.function.id
   policy = data.aws_iam_policy_document.function.json
 }
@@ -118,50 +144,68 @@ data "aws_iam_policy_document" "operator" {
 }
 
 resource "aws_iam_policy" "operator" {
-  name        = "${var.name}-operator"
-  description = "Lets the people on call run fleetlock status, release, pause and resume, and read the function's configuration."
+  name_prefix = "${local.iam_prefix}-operator-"
+  path        = var.role_path
+  description = "Lets the people on call run fleetlock status, release, forget, pause and resume, and read the function's configuration."
   policy      = data.aws_iam_policy_document.operator.json
   tags        = var.tags
 }
 
 resource "aws_lambda_function" "this" {
-  function_name    = var.name
-  description      = "FleetLock server (v1/pre-reboot, v1/steady-state)"
-  role             = aws_iam_role.function.arn
-  filename         = var.lambda_zip_path
-  source_code_hash = filebase64sha256(var.lambda_zip_path)
-  runtime          = "provided.al2023"
-  handler          = "bootstrap"
-  architectures    = [var.architecture]
-  memory_size      = 128
-  timeout          = 10
-  tags             = var.tags
+  function_name     = var.name
+  description       = "FleetLock server (v1/pre-reboot, v1/steady-state)"
+  role              = aws_iam_role.function.arn
+  filename          = var.lambda_zip_path
+  s3_bucket         = var.lambda_s3_bucket
+  s3_key            = var.lambda_s3_key
+  s3_object_version = var.lambda_s3_object_version
+  source_code_hash  = local.source_code_hash
+  runtime           = "provided.al2023"
+  handler           = "bootstrap"
+  architectures     = [var.architecture]
+  memory_size       = 128
+  timeout           = 10
+  tags              = var.tags
 
   reserved_concurrent_executions = local.reserved_concurrency
 
   environment {
     variables = {
       FLEETLOCK_TABLE               = aws_dynamodb_table.locks.name
-      FLEETLOCK_GROUPS              = var.groups
-      FLEETLOCK_SETTLE              = var.settle
+      FLEETLOCK_GROUPS              = local.groups_env
+      FLEETLOCK_SETTLE              = local.settle_env
       FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
-      FLEETLOCK_WINDOWS             = var.maintenance_windows
+      FLEETLOCK_WINDOWS             = local.windows_env
       FLEETLOCK_TIME_ZONE           = var.time_zone
       RUST_LOG                      = var.log_level
-      FLEETLOCK_CLIENTS             = var.clients
+      FLEETLOCK_CLIENTS             = local.clients_env
       FLEETLOCK_AUTH                = var.allow_anonymous ? "disabled" : "required"
     }
   }
 
+  tracing_config {
+    mode = var.tracing_mode
+  }
+
   lifecycle {
     precondition {
-      condition     = var.allow_anonymous || var.clients != ""
+      condition     = var.allow_anonymous || length(var.clients) > 0
       error_message = "clients is required (make entries with `fleetlock credential`), unless allow_anonymous is true."
     }
 
     precondition {
-      condition     = var.domain_name == "" || local.use_http_api
+      condition     = var.domain_name == null || local.use_http_api
       error_message = "domain_name needs endpoint = \"http_api\"; a function URL has no custom domain."
+    }
+
+    precondition {
+      condition     = (var.domain_name == null) == (var.certificate_arn == null)
+      error_message = "domain_name and certificate_arn go together: give both or neither."
+    }
+
+    precondition {
+      condition     = (var.lambda_zip_path != null) != (var.lambda_s3_bucket != null && var.lambda_s3_key != null) && (var.lambda_s3_bucket == null) == (var.lambda_s3_key == null)
+      error_message = "give the zip either as lambda_zip_path or as lambda_s3_bucket with lambda_s3_key, not both."
     }
   }
 
@@ -178,7 +222,7 @@ resource "aws_lambda_function" "this" {
   # checkov:skip=CKV_AWS_173: the environment holds a table name, slot counts, a log level and salted hashes of client secrets, no secrets.
   # checkov:skip=CKV_AWS_115: reserved concurrency is var.reserved_concurrency, unset by default: new accounts have too little quota to reserve any; the API's throttling bounds the load.
   # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
-  # checkov:skip=CKV_AWS_50: X-Ray tracing is optional cost; every decision is logged with its latency.
+  # checkov:skip=CKV_AWS_50: X-Ray tracing is tracing_mode, PassThrough by default (optional cost); every decision is logged with its latency.
 }
 
 # The HTTP API endpoint.

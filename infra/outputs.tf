@@ -31,7 +31,7 @@ output "custom_domain_target" {
 }
 
 output "operator_policy_arn" {
-  description = "Managed policy for the people on call (fleetlock status, release, pause, resume); attach it to their role."
+  description = "Managed policy for the people on call (fleetlock status, release, forget, pause, resume); attach it to their role."
   value       = aws_iam_policy.operator.arn
 }
 
@@ -58,4 +58,89 @@ output "alarm_pauses_function_name" {
 output "dashboard_url" {
   description = "The CloudWatch dashboard of this deployment."
   value       = "https://${data.aws_region.current.region}.console.aws.amazon.com/cloudwatch/home?region=${data.aws_region.current.region}#dashboards/dashboard/${aws_cloudwatch_dashboard.this.dashboard_name}"
+}
+
+output "table_arn" {
+  description = "The lock table's ARN (for the operator's and other policies)."
+  value       = aws_dynamodb_table.locks.arn
+}
+
+output "table_stream_arn" {
+  description = "The lock table's stream (null unless slot_events)."
+  value       = var.slot_events ? aws_dynamodb_table.locks.stream_arn : null
+}
+
+output "function_arn" {
+  description = "The function serving Zincati."
+  value       = aws_lambda_function.this.arn
+}
+
+output "slot_events_function_arn" {
+  description = "The slot-events function (null unless slot_events)."
+  value       = one(aws_lambda_function.slot_events[*].arn)
+}
+
+output "alarm_pauses_function_arn" {
+  description = "The alarm-pauses function (null unless alarm_pauses)."
+  value       = one(aws_lambda_function.alarm_pauses[*].arn)
+}
+
+output "function_role_name" {
+  description = "The role of the function serving Zincati."
+  value       = aws_iam_role.function.name
+}
+
+output "function_role_arn" {
+  description = "The role of the function serving Zincati."
+  value       = aws_iam_role.function.arn
+}
+
+output "slot_events_role_arn" {
+  description = "The role of the slot-events function (null unless slot_events)."
+  value       = one(aws_iam_role.slot_events[*].arn)
+}
+
+output "alarm_pauses_role_arn" {
+  description = "The role of the alarm-pauses function (null unless alarm_pauses)."
+  value       = one(aws_iam_role.alarm_pauses[*].arn)
+}
+
+output "api_id" {
+  description = "The HTTP API (null with endpoint = \"function_url\")."
+  value       = one(aws_apigatewayv2_api.this[*].id)
+}
+
+output "api_execution_arn" {
+  description = "The HTTP API's execution ARN, for policies on it (null with endpoint = \"function_url\")."
+  value       = one(aws_apigatewayv2_api.this[*].execution_arn)
+}
+
+output "function_log_group_name" {
+  description = "The log group of the function serving Zincati: its decision and refusal lines."
+  value       = aws_cloudwatch_log_group.function.name
+}
+
+output "slot_events_log_group_name" {
+  description = "The slot-events function's log group (null unless slot_events)."
+  value       = one(aws_cloudwatch_log_group.slot_events[*].name)
+}
+
+output "alarm_pauses_log_group_name" {
+  description = "The alarm-pauses function's log group (null unless alarm_pauses)."
+  value       = one(aws_cloudwatch_log_group.alarm_pauses[*].name)
+}
+
+output "api_access_log_group_name" {
+  description = "The HTTP API's access log (null without one)."
+  value       = one(aws_cloudwatch_log_group.api_access[*].name)
+}
+
+output "slot_events_failure_queue_arn" {
+  description = "The slot events' on-failure queue (null unless slot_events)."
+  value       = one(aws_sqs_queue.slot_events_failures[*].arn)
+}
+
+output "custom_domain_hosted_zone_id" {
+  description = "With custom_domain_target, the alias target of a Route 53 record for domain_name (null without a custom domain)."
+  value       = local.has_domain ? aws_apigatewayv2_domain_name.this[0].domain_name_configuration[0].hosted_zone_id : null
 }

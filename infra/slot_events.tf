@@ -16,6 +16,7 @@ resource "aws_cloudwatch_log_group" "slot_events" {
   count             = local.slot_events
   name              = "/aws/lambda/${var.name}-slot-events"
   retention_in_days = var.log_retention_days
+  kms_key_id        = var.logs_kms_key_arn
   tags              = var.tags
 
   # checkov:skip=CKV_AWS_158: logs hold node ids and event counts, no secrets; the default encryption applies.
@@ -23,10 +24,35 @@ resource "aws_cloudwatch_log_group" "slot_events" {
 }
 
 resource "aws_iam_role" "slot_events" {
-  count              = local.slot_events
-  name               = "${var.name}-slot-events"
-  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
-  tags               = var.tags
+  count                = local.slot_events
+  name_prefix          = "${local.iam_prefix}-slot-events-"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary
+  assume_role_policy   = data.aws_iam_policy_document.assume_lambda.json
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "slot_events_xray" {
+  count      = var.slot_events && var.tracing_mode == "Active" ? 1 : 0
+  role       = aws_iam_role.slot_events[0].name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"
+}
+
+# With a customer managed key on the on-failure queue, Lambda sends to it with
+# this role: the key too.
+resource "aws_iam_role_policy" "slot_events_queue_key" {
+  count = var.slot_events && var.queue_kms_key_arn != null ? 1 : 0
+  name  = "fleetlock-slot-events-queue-key"
+  role  = aws_iam_role.slot_events[0].id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid      = "SlotEventsFailuresKey"
+      Effect   = "Allow"
+      Action   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      Resource = var.queue_kms_key_arn
+    }]
+  })
 }
 
 # `fleetlock iam-policy --for slot-events`: this table's stream, one bus, one
@@ -68,22 +94,25 @@ data "aws_iam_policy_document" "slot_events" {
 
 resource "aws_iam_role_policy" "slot_events" {
   count  = local.slot_events
-  name   = "${var.name}-slot-events"
+  name   = "fleetlock-slot-events"
   role   = aws_iam_role.slot_events[0].id
   policy = data.aws_iam_policy_document.slot_events[0].json
 }
 
 resource "aws_lambda_function" "slot_events" {
-  count            = local.slot_events
-  function_name    = "${var.name}-slot-events"
-  description      = "FleetLock slot events (the lock table's stream to EventBridge)"
-  role             = aws_iam_role.slot_events[0].arn
-  filename         = var.lambda_zip_path
-  source_code_hash = filebase64sha256(var.lambda_zip_path)
-  runtime          = "provided.al2023"
-  handler          = "slot-events"
-  architectures    = [var.architecture]
-  memory_size      = 128
+  count             = local.slot_events
+  function_name     = "${var.name}-slot-events"
+  description       = "FleetLock slot events (the lock table's stream to EventBridge)"
+  role              = aws_iam_role.slot_events[0].arn
+  filename          = var.lambda_zip_path
+  s3_bucket         = var.lambda_s3_bucket
+  s3_key            = var.lambda_s3_key
+  s3_object_version = var.lambda_s3_object_version
+  source_code_hash  = local.source_code_hash
+  runtime           = "provided.al2023"
+  handler           = "slot-events"
+  architectures     = [var.architecture]
+  memory_size       = 128
   # A batch of 100 records is at most a few hundred events, in PutEvents
   # calls of 10, each tried 3 times: well under a minute.
   timeout = 60
@@ -102,6 +131,10 @@ resource "aws_lambda_function" "slot_events" {
     system_log_level = var.platform_log_level
   }
 
+  tracing_config {
+    mode = var.tracing_mode
+  }
+
   depends_on = [aws_iam_role_policy.slot_events]
 
   # checkov:skip=CKV_AWS_116: invoked by an event source mapping, whose on-failure destination receives what fails; a function DLQ only serves asynchronous invocations.
@@ -109,7 +142,7 @@ resource "aws_lambda_function" "slot_events" {
   # checkov:skip=CKV_AWS_173: the environment holds a bus name and a log level, no secrets.
   # checkov:skip=CKV_AWS_115: one shard is read by one invocation at a time; there is no flood to cap.
   # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
-  # checkov:skip=CKV_AWS_50: X-Ray tracing is optional cost; every batch is logged with its counts.
+  # checkov:skip=CKV_AWS_50: X-Ray tracing is tracing_mode, PassThrough by default (optional cost); every batch is logged with its counts.
 }
 
 # What Lambda could not deliver after its retries: a description of the
@@ -118,7 +151,8 @@ resource "aws_sqs_queue" "slot_events_failures" {
   count                     = local.slot_events
   name                      = "${var.name}-slot-events-failures"
   message_retention_seconds = 1209600
-  sqs_managed_sse_enabled   = true
+  sqs_managed_sse_enabled   = var.queue_kms_key_arn == null ? true : null
+  kms_master_key_id         = var.queue_kms_key_arn
   tags                      = var.tags
 
   # checkov:skip=CKV_AWS_27: encrypted at rest by SQS's own keys (sqs_managed_sse_enabled); the check knows KMS keys only. Messages hold a shard id and sequence numbers.
@@ -143,6 +177,8 @@ resource "aws_lambda_event_source_mapping" "slot_events" {
       destination_arn = aws_sqs_queue.slot_events_failures[0].arn
     }
   }
+
+  tags = var.tags
 }
 
 resource "aws_cloudwatch_metric_alarm" "slot_events_failed" {

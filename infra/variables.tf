@@ -2,6 +2,7 @@ variable "name" {
   description = "Name prefix of every resource (table, function, role, API, log groups)."
   type        = string
   default     = "fleetlock"
+  nullable    = false
 
   validation {
     condition     = can(regex("^[a-zA-Z0-9-]{1,40}$", var.name))
@@ -10,14 +11,34 @@ variable "name" {
 }
 
 variable "lambda_zip_path" {
-  description = "Path to the built Lambda zip (a `bootstrap` binary), e.g. from scripts/build-lambda: target/lambda/fleetlock-arm64.zip."
+  description = "Path to the built Lambda zip (a `bootstrap` binary), e.g. from scripts/build-lambda: target/lambda/fleetlock-arm64.zip. Or give lambda_s3_bucket and lambda_s3_key instead."
   type        = string
+  default     = null
+}
+
+variable "lambda_s3_bucket" {
+  description = "The S3 bucket of the Lambda zip, instead of lambda_zip_path (with lambda_s3_key)."
+  type        = string
+  default     = null
+}
+
+variable "lambda_s3_key" {
+  description = "The S3 key of the Lambda zip in lambda_s3_bucket."
+  type        = string
+  default     = null
+}
+
+variable "lambda_s3_object_version" {
+  description = "The zip's object version in a versioned bucket: a new version updates the functions."
+  type        = string
+  default     = null
 }
 
 variable "architecture" {
   description = "CPU architecture of the function; must match the zip."
   type        = string
   default     = "arm64"
+  nullable    = false
 
   validation {
     condition     = contains(["arm64", "x86_64"], var.architecture)
@@ -26,24 +47,26 @@ variable "architecture" {
 }
 
 variable "groups" {
-  description = "FLEETLOCK_GROUPS: slots per group, e.g. \"default=1,workers=3\". A list without \"default\" (or \"*=N\") refuses every node that has no [identity] group."
-  type        = string
-  default     = "default=1"
+  description = "FLEETLOCK_GROUPS: slots per group, e.g. { default = 1, workers = 3 }; \"*\" gives every other valid group that many. A map without \"default\" (or \"*\") refuses every node that has no [identity] group."
+  type        = map(number)
+  default     = { default = 1 }
+  nullable    = false
 
   validation {
-    condition     = can(regex("^[a-zA-Z0-9.*=, -]+$", var.groups))
-    error_message = "groups must look like \"default=1,workers=3\"."
+    condition     = length(var.groups) > 0 && alltrue([for group, slots in var.groups : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && slots >= 0 && slots <= 500 && floor(slots) == slots])
+    error_message = "groups maps group names (letters, digits, '.', '-', at most 64) or \"*\" to whole slot counts from 0 to 500."
   }
 }
 
 variable "settle" {
-  description = "FLEETLOCK_SETTLE: settle time after each release per group, e.g. \"workers=10m,*=2m\". After any release the group grants no new slot until it has passed. Empty: none."
-  type        = string
-  default     = ""
+  description = "FLEETLOCK_SETTLE: settle time after each release per group, e.g. { workers = \"10m\", \"*\" = \"2m\" }. After any release the group grants no new slot until it has passed. Empty: none."
+  type        = map(string)
+  default     = {}
+  nullable    = false
 
   validation {
-    condition     = can(regex("^[a-zA-Z0-9.*=,hms -]*$", var.settle))
-    error_message = "settle must look like \"workers=10m,*=2m\"."
+    condition     = alltrue([for group, time in var.settle : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && can(regex("^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", time)) && time != ""])
+    error_message = "settle maps group names or \"*\" to durations such as \"90s\", \"10m\" or \"1h30m\"."
   }
 }
 
@@ -51,6 +74,7 @@ variable "max_wildcard_groups" {
   description = "FLEETLOCK_MAX_WILDCARD_GROUPS: how many groups that only \"*=N\" covers may come into existence; past it a new one is refused (too_many_groups), so a credential scoped to \"*\" cannot fill the table."
   type        = number
   default     = 100
+  nullable    = false
 
   validation {
     condition     = var.max_wildcard_groups >= 1 && var.max_wildcard_groups <= 2000 && floor(var.max_wildcard_groups) == var.max_wildcard_groups
@@ -59,13 +83,20 @@ variable "max_wildcard_groups" {
 }
 
 variable "maintenance_windows" {
-  description = "FLEETLOCK_WINDOWS: maintenance windows per group in the words of Zincati's periodic strategy, separated by ';': \"workers: days=Sat,Sun start_time=22:00 length_minutes=120\". Outside them every pre-reboot of the group is refused. Empty: always open."
-  type        = string
-  default     = ""
+  description = "FLEETLOCK_WINDOWS: maintenance windows per group in the words of Zincati's periodic strategy, e.g. { workers = [{ days = [\"Sat\", \"Sun\"], start_time = \"22:00\", length_minutes = 120 }] }. Outside them every pre-reboot of the group is refused. Empty: always open."
+  type = map(list(object({
+    days           = list(string)
+    start_time     = string
+    length_minutes = number
+  })))
+  default  = {}
+  nullable = false
 
   validation {
-    condition     = can(regex("^[a-zA-Z0-9.*:;=,_ -]*$", var.maintenance_windows))
-    error_message = "maintenance_windows must look like \"workers: days=Sat,Sun start_time=22:00 length_minutes=120\"."
+    condition = alltrue(flatten([for group, windows in var.maintenance_windows : concat([can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group))], [
+      for window in windows : length(window.days) > 0 && alltrue([for day in window.days : contains(["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], day)]) && can(regex("^([01][0-9]|2[0-3]):[0-5][0-9]$", window.start_time)) && window.length_minutes >= 1 && floor(window.length_minutes) == window.length_minutes
+    ])]))
+    error_message = "maintenance_windows maps group names or \"*\" to windows of days (Mon to Sun), a start_time HH:MM and whole length_minutes."
   }
 }
 
@@ -73,6 +104,7 @@ variable "time_zone" {
   description = "FLEETLOCK_TIME_ZONE: the zone of the maintenance windows, UTC (recommended) or an IANA name such as Europe/Berlin. \"localtime\" is refused."
   type        = string
   default     = "UTC"
+  nullable    = false
 
   validation {
     condition     = can(regex("^[A-Za-z0-9/_+-]+$", var.time_zone))
@@ -84,6 +116,7 @@ variable "endpoint" {
   description = "How Zincati reaches the function: \"http_api\" (API Gateway HTTP API: throttling, access log, custom domain) or \"function_url\" (a Lambda function URL: no $1.00 per million requests, but no throttling, no access log, no custom domain; reserved concurrency is the only brake)."
   type        = string
   default     = "http_api"
+  nullable    = false
 
   validation {
     condition     = contains(["http_api", "function_url"], var.endpoint)
@@ -95,12 +128,14 @@ variable "api_access_log" {
   description = "Keep the HTTP API's access log (about 150 bytes a call). The function's own decision line already names every request."
   type        = bool
   default     = true
+  nullable    = false
 }
 
 variable "platform_log_level" {
   description = "Lambda's system log level. WARN drops the platform.start and platform.report lines (about 500 bytes a call), and with them each call's logged duration, billed duration, memory used and init duration."
   type        = string
   default     = "INFO"
+  nullable    = false
 
   validation {
     condition     = contains(["DEBUG", "INFO", "WARN"], var.platform_log_level)
@@ -112,6 +147,7 @@ variable "log_level" {
   description = "RUST_LOG of the functions. No trace: at that level the Lambda runtime would log each raw event, a node's Authorization header included (the functions never log at trace, whatever RUST_LOG says)."
   type        = string
   default     = "info"
+  nullable    = false
 
   validation {
     condition     = contains(["error", "warn", "info", "debug"], var.log_level)
@@ -120,21 +156,29 @@ variable "log_level" {
 }
 
 variable "log_retention_days" {
-  description = "How long the function's and the API's logs are kept."
+  description = "How long the functions' and the API's logs are kept: one of CloudWatch Logs' values, as the SAM parameter LogRetentionDays."
   type        = number
   default     = 30
+  nullable    = false
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 3653."
+  }
 }
 
 variable "table_deletion_protection" {
   description = "DynamoDB deletion protection of the lock table, so that a destroy cannot silently drop held locks."
   type        = bool
   default     = true
+  nullable    = false
 }
 
 variable "throttling_rate_limit" {
   description = "Steady requests per second the API accepts. Each node sends about one request per 300 s while it waits for a slot."
   type        = number
   default     = 50
+  nullable    = false
 
   validation {
     condition     = var.throttling_rate_limit >= 1
@@ -146,6 +190,7 @@ variable "throttling_burst_limit" {
   description = "Requests the API accepts in a burst."
   type        = number
   default     = 100
+  nullable    = false
 
   validation {
     condition     = var.throttling_burst_limit >= 1 && floor(var.throttling_burst_limit) == var.throttling_burst_limit
@@ -154,91 +199,204 @@ variable "throttling_burst_limit" {
 }
 
 variable "domain_name" {
-  description = "Optional custom domain (e.g. fleetlock.example.com); base_url is baked into every node's config, so a URL that survives a redeploy is worth having. Empty for none."
+  description = "Optional custom domain (e.g. fleetlock.example.com); base_url is baked into every node's config, so a URL that survives a redeploy is worth having. Needs certificate_arn. null: none."
   type        = string
-  default     = ""
+  default     = null
+
+  validation {
+    condition     = var.domain_name == null || can(regex("^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\\.)+[a-z]{2,63}$", var.domain_name))
+    error_message = "domain_name must be a lower-case domain name such as fleetlock.example.com, or null."
+  }
 }
 
 variable "certificate_arn" {
-  description = "ACM certificate for domain_name, in the provider's region. Required with domain_name."
+  description = "ACM certificate for domain_name, in the provider's region. Required with domain_name, and only with it."
   type        = string
-  default     = ""
+  default     = null
+
+  validation {
+    condition     = var.certificate_arn == null || can(regex("^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[A-Za-z0-9-]+$", var.certificate_arn))
+    error_message = "certificate_arn must be an ACM certificate ARN (arn:aws:acm:REGION:ACCOUNT:certificate/ID), or null."
+  }
 }
 
 variable "tags" {
   description = "Tags for every resource that takes them."
   type        = map(string)
   default     = {}
+  nullable    = false
 }
 
 variable "clients" {
-  description = "FLEETLOCK_CLIENTS: who may call, as NAME:GROUPS:SALT:SHA256 entries separated by spaces, made by `fleetlock credential`. Only salted hashes: the secrets stay in the nodes' base_url. Required unless allow_anonymous is true."
-  type        = string
-  default     = ""
+  description = "FLEETLOCK_CLIENTS: who may call, one NAME:GROUPS:SALT:SHA256 entry each, made by `fleetlock credential`. Only salted hashes: the secrets stay in the nodes' base_url. Required unless allow_anonymous is true."
+  type        = list(string)
+  default     = []
+  nullable    = false
   sensitive   = true
+
+  validation {
+    condition     = alltrue([for entry in var.clients : can(regex("^[^:\\s]+:[^:\\s]+:[0-9a-f]+:[0-9a-f]{64}$", entry))])
+    error_message = "each of clients must be a NAME:GROUPS:SALT:SHA256 entry from `fleetlock credential`."
+  }
 }
 
 variable "allow_anonymous" {
   description = "Turns client authentication off. An HTTP API is reachable from the internet: leave this false unless something in front of it restricts access."
   type        = bool
   default     = false
+  nullable    = false
 }
 
 variable "reserved_concurrency" {
-  description = "Reserved concurrent executions of the function. 0: none reserved with endpoint http_api (its throttling bounds the load; new accounts often have too little quota to reserve any), and 10 with function_url, where it is the only brake on a flood."
+  description = "Reserved concurrent executions of the function, as AWS has it: -1 reserves none, 0 stops every call, N reserves N. null: none behind the HTTP API (its throttling bounds the load; new accounts often have too little quota to reserve any), and 10 behind a function URL, where it is the only brake on a flood."
   type        = number
-  default     = 0
+  default     = null
+
+  validation {
+    condition     = var.reserved_concurrency == null ? true : var.reserved_concurrency >= -1 && floor(var.reserved_concurrency) == var.reserved_concurrency
+    error_message = "reserved_concurrency must be -1, 0 or a whole number, or null."
+  }
 }
 
 variable "oldest_holder_alarm_seconds" {
   description = "Alarm when a node has held its slot longer than this. A reboot takes minutes; a node whose update failed keeps its slot by design and stops its group."
   type        = number
   default     = 7200
+  nullable    = false
+
+  validation {
+    condition     = var.oldest_holder_alarm_seconds >= 60
+    error_message = "oldest_holder_alarm_seconds must be at least 60, as the SAM parameter OldestHolderAlarmSeconds."
+  }
 }
 
 variable "server_error_alarm_threshold" {
   description = "Alarm when the API answers this many 5xx within 5 minutes."
   type        = number
   default     = 5
+  nullable    = false
+
+  validation {
+    condition     = var.server_error_alarm_threshold >= 1
+    error_message = "server_error_alarm_threshold must be at least 1, as the SAM parameter ServerErrorAlarmThreshold."
+  }
 }
 
 variable "alarm_topic_arn" {
-  description = "SNS topic that every alarm notifies. Empty: the module creates one (output alarm_topic_arn), with alarm_email subscribed if given."
+  description = "SNS topic that every alarm notifies. null: the module creates one (output alarm_topic_arn), with alarm_email subscribed if given."
   type        = string
-  default     = ""
+  default     = null
+
+  validation {
+    condition     = var.alarm_topic_arn == null || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]{1,256}$", var.alarm_topic_arn))
+    error_message = "alarm_topic_arn must be an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME), or null."
+  }
 }
 
 variable "alarm_email" {
-  description = "With the created topic: an email address subscribed to it. AWS sends a confirmation mail; nothing arrives until the link in it is followed. Terraform cannot delete a subscription that was never confirmed."
+  description = "With the created topic: an email address subscribed to it. AWS sends a confirmation mail; nothing arrives until the link in it is followed. Terraform cannot delete a subscription that was never confirmed. null: none."
   type        = string
-  default     = ""
+  default     = null
 
   validation {
-    condition     = var.alarm_email == "" || can(regex("^[^@\\s]+@[^@\\s]+$", var.alarm_email))
-    error_message = "alarm_email must be an email address, or empty."
+    condition     = var.alarm_email == null || can(regex("^[^@\\s]+@[^@\\s]+$", var.alarm_email))
+    error_message = "alarm_email must be an email address, or null."
   }
 }
 
 variable "alarm_pauses" {
-  description = "FLEETLOCK_ALARM_PAUSES: CloudWatch alarms that pause groups while in ALARM, ';'-separated, each ALARM=GROUPS with GROUPS '*' or a comma list, e.g. \"api-5xx=*;db-latency=workers,db\". Empty: no alarm pauses anything (and no alarm-pauses function is created)."
-  type        = string
-  default     = ""
+  description = "FLEETLOCK_ALARM_PAUSES: CloudWatch alarms that pause groups while in ALARM, each alarm name to its groups ([\"*\"] for all), e.g. { \"api-5xx\" = [\"*\"], \"db-latency\" = [\"workers\", \"db\"] }. The alarm rule listens for these alarms only. Empty: no alarm pauses anything (and no alarm-pauses function is created)."
+  type        = map(list(string))
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for alarm, groups in var.alarm_pauses : alarm != "" && !strcontains(alarm, ";") && length(groups) > 0 && alltrue([for group in groups : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group))])])
+    error_message = "alarm_pauses maps alarm names to non-empty lists of group names or \"*\"."
+  }
 }
 
 variable "slot_events" {
   description = "Turn every grant, release, pause and resume into an EventBridge event: a stream on the lock table, read by a second function (the same zip, handler slot-events). Nothing changes on the protocol path."
   type        = bool
   default     = false
+  nullable    = false
 }
 
 variable "event_bus_name" {
   description = "The EventBridge bus (a name in this account and region) that slot events go to."
   type        = string
   default     = "default"
+  nullable    = false
 }
 
 variable "slot_events_iterator_age_seconds" {
   description = "Alarm when slot events fall this far behind the table. Stream records live 24 hours: what is older is lost."
   type        = number
   default     = 3600
+  nullable    = false
+
+  validation {
+    condition     = var.slot_events_iterator_age_seconds >= 60
+    error_message = "slot_events_iterator_age_seconds must be at least 60, as the SAM parameter SlotEventsIteratorAgeSeconds."
+  }
+}
+
+variable "permissions_boundary" {
+  description = "An IAM permissions boundary (a policy ARN) for every role the module creates, as many organizations require. null: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.permissions_boundary == null || can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:policy/.+$", var.permissions_boundary))
+    error_message = "permissions_boundary must be an IAM policy ARN, or null."
+  }
+}
+
+variable "role_path" {
+  description = "The IAM path of every role the module creates."
+  type        = string
+  default     = "/"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^/([A-Za-z0-9+=,.@_-]+/)*$", var.role_path))
+    error_message = "role_path must begin and end with / (e.g. /fleetlock/)."
+  }
+}
+
+variable "tracing_mode" {
+  description = "X-Ray tracing of the functions: PassThrough (none of their own) or Active (each role then gets AWSXRayDaemonWriteAccess)."
+  type        = string
+  default     = "PassThrough"
+  nullable    = false
+
+  validation {
+    condition     = contains(["PassThrough", "Active"], var.tracing_mode)
+    error_message = "tracing_mode must be PassThrough or Active."
+  }
+}
+
+variable "table_kms_key_arn" {
+  description = "A customer managed KMS key for the lock table (and its stream). null: the AWS managed key."
+  type        = string
+  default     = null
+}
+
+variable "logs_kms_key_arn" {
+  description = "A customer managed KMS key for the log groups; its key policy must let CloudWatch Logs (logs.REGION.amazonaws.com) use it. null: CloudWatch Logs' own encryption."
+  type        = string
+  default     = null
+}
+
+variable "queue_kms_key_arn" {
+  description = "A customer managed KMS key for the slot events' on-failure queue; the slot-events role gets kms:GenerateDataKey and kms:Decrypt on it. null: SQS-managed encryption."
+  type        = string
+  default     = null
+}
+
+variable "topic_kms_key_arn" {
+  description = "A customer managed KMS key for the created alarm topic; its key policy must let CloudWatch (cloudwatch.amazonaws.com) use it, or no alarm arrives. null: unencrypted (CloudWatch cannot publish under the aws/sns key)."
+  type        = string
+  default     = null
 }

@@ -1,4 +1,4 @@
 # The opt-in features switched on, for checkov: with the defaults it leaves out
 # what their count switches off.
 slot_events  = true
-alarm_pauses = "api-5xx=*"
+alarm_pauses = { "api-5xx" = ["*"] }

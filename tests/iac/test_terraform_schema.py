@@ -178,6 +178,22 @@ class TerraformAgainstProviderSchema(unittest.TestCase):
                 self.assertEqual(found, [])
         self.assertGreaterEqual(total, 15, "every resource and data block was checked")
 
+    def test_every_resource_that_takes_tags_is_given_the_modules(self):
+        untagged, tagged = [], 0
+        for path in sorted(INFRA.glob("*.tf")):
+            with open(path) as f:
+                parsed = hcl2.load(f)
+            for entry in parsed.get("resource", []):
+                for rtype, named in entry.items():
+                    for name, body in named.items():
+                        if "tags" not in SCHEMA[("resource", rtype)].arguments:
+                            continue
+                        tagged += 1
+                        if body.get("tags") != ["${var.tags}"]:
+                            untagged.append(f"{rtype}.{name}")
+        self.assertEqual(untagged, [])
+        self.assertGreaterEqual(tagged, 20)
+
     def test_arguments_newer_than_the_schema_need_the_provider_that_has_them(self):
         versions = (INFRA / "versions.tf").read_text()
         minimum = re.search(r'"hashicorp/aws"\s*version\s*=\s*">=\s*([\d.]+)', versions).group(1)

@@ -20,16 +20,18 @@ provider "aws" {
 module "fleetlock" {
   source = "../../"
 
-  lambda_zip_path     = "${path.module}/../../../target/lambda/fleetlock-arm64.zip"
-  architecture        = "arm64"
-  groups              = "default=1,workers=3,db=1"
-  settle              = "workers=10m,db=30m"
-  maintenance_windows = "db: days=Sat,Sun start_time=22:00 length_minutes=120"
-  time_zone           = "Europe/Berlin"
-  clients             = var.clients
+  lambda_zip_path = "${path.module}/../../../target/lambda/fleetlock-arm64.zip"
+  architecture    = "arm64"
+  groups          = { default = 1, workers = 3, db = 1 }
+  settle          = { workers = "10m", db = "30m" }
+  maintenance_windows = {
+    db = [{ days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 }]
+  }
+  time_zone = "Europe/Berlin"
+  clients   = var.clients
 
   slot_events     = true
-  alarm_pauses    = "api-5xx=*;db-latency=db"
+  alarm_pauses    = { "api-5xx" = ["*"], "db-latency" = ["db"] }
   alarm_topic_arn = var.alarm_topic_arn
 
   domain_name     = var.domain_name
@@ -42,7 +44,7 @@ module "fleetlock" {
 
 variable "clients" {
   description = "FLEETLOCK_CLIENTS entries from `fleetlock credential` (salted hashes only)."
-  type        = string
+  type        = list(string)
   sensitive   = true
 }
 

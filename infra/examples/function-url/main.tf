@@ -23,13 +23,13 @@ module "fleetlock" {
   lambda_zip_path = "${path.module}/../../../target/lambda/fleetlock-arm64.zip"
   architecture    = "arm64"
   endpoint        = "function_url"
-  groups          = "default=1"
+  groups          = { default = 1 }
   clients         = var.clients
 }
 
 variable "clients" {
   description = "FLEETLOCK_CLIENTS entries from `fleetlock credential` (salted hashes only)."
-  type        = string
+  type        = list(string)
   sensitive   = true
 }
 

@@ -26,7 +26,7 @@ mock_provider "aws" {
 
 variables {
   lambda_zip_path = "tests/fleetlock.zip"
-  clients         = "fleet:default:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"
+  clients         = ["fleet:default:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
 }
 
 run "defaults_serve_through_an_http_api" {
@@ -38,6 +38,10 @@ run "defaults_serve_through_an_http_api" {
   }
   assert {
     condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_GROUPS"] == "default=1"
+    error_message = "the function's groups are the default"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_CLIENTS"] == "fleet:default:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"
     error_message = "the function's groups are the default"
   }
   assert {
@@ -92,7 +96,7 @@ run "alarm_pauses_only" {
   command = plan
 
   variables {
-    alarm_pauses = "api-5xx=*;db-latency=workers,db"
+    alarm_pauses = { "api-5xx" = ["*"], "db-latency" = ["workers", "db"] }
   }
 
   assert {
@@ -103,18 +107,37 @@ run "alarm_pauses_only" {
     condition     = aws_lambda_function.alarm_pauses[0].environment[0].variables["FLEETLOCK_ALARM_PAUSES"] == "api-5xx=*;db-latency=workers,db"
     error_message = "the alarms reach the function"
   }
+  assert {
+    condition     = jsondecode(aws_cloudwatch_event_rule.alarm_state_change[0].event_pattern).detail.alarmName == ["api-5xx", "db-latency"]
+    error_message = "the rule listens for the gating alarms only"
+  }
 }
 
 run "everything_on" {
   command = plan
 
   variables {
-    slot_events     = true
-    alarm_pauses    = "api-5xx=*"
-    alarm_email     = "oncall@example.com"
-    settle          = "default=10m"
-    domain_name     = "fleetlock.example.com"
-    certificate_arn = "arn:aws:acm:eu-west-1:123456789012:certificate/0123"
+    slot_events  = true
+    alarm_pauses = { "api-5xx" = ["*"] }
+    alarm_email  = "oncall@example.com"
+    groups       = { default = 1, workers = 3, "*" = 1 }
+    settle       = { default = "10m", "*" = "2m" }
+    maintenance_windows = {
+      workers = [
+        { days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 },
+        { days = ["Wed"], start_time = "03:00", length_minutes = 60 },
+      ]
+    }
+    permissions_boundary = "arn:aws:iam::123456789012:policy/boundary"
+    role_path            = "/fleetlock/"
+    tracing_mode         = "Active"
+    table_kms_key_arn    = "arn:aws:kms:eu-west-1:123456789012:key/table"
+    logs_kms_key_arn     = "arn:aws:kms:eu-west-1:123456789012:key/logs"
+    queue_kms_key_arn    = "arn:aws:kms:eu-west-1:123456789012:key/queue"
+    topic_kms_key_arn    = "arn:aws:kms:eu-west-1:123456789012:key/topic"
+    tags                 = { team = "infra" }
+    domain_name          = "fleetlock.example.com"
+    certificate_arn      = "arn:aws:acm:eu-west-1:123456789012:certificate/0123"
   }
 
   assert {
@@ -124,6 +147,47 @@ run "everything_on" {
   assert {
     condition     = length(aws_sns_topic_subscription.alarm_email) == 1
     error_message = "the email subscribed to the created topic"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_GROUPS"] == "*=1,default=1,workers=3"
+    error_message = "the groups joined as the binary reads them"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_SETTLE"] == "*=2m,default=10m"
+    error_message = "the settle times joined as the binary reads them"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_WINDOWS"] == "workers: days=Sat,Sun start_time=22:00 length_minutes=120;workers: days=Wed start_time=03:00 length_minutes=60"
+    error_message = "the windows joined in Zincati's words"
+  }
+  assert {
+    condition = alltrue([for role in concat([aws_iam_role.function], aws_iam_role.slot_events, aws_iam_role.alarm_pauses) :
+    role.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary" && role.path == "/fleetlock/"])
+    error_message = "every role has the boundary and the path"
+  }
+  assert {
+    condition     = length(aws_iam_role_policy_attachment.function_xray) == 1 && length(aws_iam_role_policy_attachment.slot_events_xray) == 1 && length(aws_iam_role_policy_attachment.alarm_pauses_xray) == 1
+    error_message = "with tracing, every role may write traces"
+  }
+  assert {
+    condition     = aws_lambda_function.this.tracing_config[0].mode == "Active" && aws_lambda_function.slot_events[0].tracing_config[0].mode == "Active"
+    error_message = "the functions trace"
+  }
+  assert {
+    condition     = aws_dynamodb_table.locks.server_side_encryption[0].kms_key_arn == "arn:aws:kms:eu-west-1:123456789012:key/table"
+    error_message = "the table under its key"
+  }
+  assert {
+    condition     = aws_sqs_queue.slot_events_failures[0].kms_master_key_id == "arn:aws:kms:eu-west-1:123456789012:key/queue" && length(aws_iam_role_policy.slot_events_queue_key) == 1
+    error_message = "the queue under its key, which the slot-events role may use"
+  }
+  assert {
+    condition     = aws_sns_topic.alarms[0].kms_master_key_id == "arn:aws:kms:eu-west-1:123456789012:key/topic" && aws_cloudwatch_log_group.function.kms_key_id == "arn:aws:kms:eu-west-1:123456789012:key/logs"
+    error_message = "the topic and the logs under theirs"
+  }
+  assert {
+    condition     = aws_lambda_event_source_mapping.slot_events[0].tags["team"] == "infra"
+    error_message = "the event source mapping is tagged too"
   }
 }
 
@@ -162,6 +226,66 @@ run "an_existing_topic" {
   }
 }
 
+run "a_zip_in_s3" {
+  command = plan
+
+  variables {
+    lambda_zip_path          = null
+    lambda_s3_bucket         = "artifacts"
+    lambda_s3_key            = "fleetlock/fleetlock-arm64.zip"
+    lambda_s3_object_version = "3"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.s3_bucket == "artifacts" && aws_lambda_function.this.filename == null
+    error_message = "the code comes from S3"
+  }
+}
+
+run "a_domain_without_its_certificate_is_refused" {
+  command = plan
+
+  variables {
+    domain_name = "fleetlock.example.com"
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "two_sources_of_the_zip_are_refused" {
+  command = plan
+
+  variables {
+    lambda_s3_bucket = "artifacts"
+    lambda_s3_key    = "fleetlock.zip"
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "no_clients_and_not_anonymous_is_refused" {
+  command = plan
+
+  variables {
+    clients = []
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "typed_inputs_are_checked" {
+  command = plan
+
+  variables {
+    groups               = { default = 501, "bad name" = 1 }
+    settle               = { default = "ten minutes" }
+    reserved_concurrency = -2
+    log_retention_days   = 10
+  }
+
+  expect_failures = [var.groups, var.settle, var.reserved_concurrency, var.log_retention_days]
+}
+
 run "example_basic" {
   command = plan
 
@@ -170,7 +294,7 @@ run "example_basic" {
   }
 
   variables {
-    clients = "fleet:default,workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"
+    clients = ["fleet:default,workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
   }
 }
 
@@ -182,7 +306,7 @@ run "example_function_url" {
   }
 
   variables {
-    clients = "fleet:default:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"
+    clients = ["fleet:default:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
   }
 }
 
@@ -194,7 +318,7 @@ run "example_complete" {
   }
 
   variables {
-    clients         = "fleet:default,workers,db:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"
+    clients         = ["fleet:default,workers,db:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
     alarm_topic_arn = "arn:aws:sns:eu-west-1:123456789012:oncall"
     domain_name     = "fleetlock.example.com"
     certificate_arn = "arn:aws:acm:eu-west-1:123456789012:certificate/0123"
