@@ -645,16 +645,7 @@ impl DynamoStore {
         &self,
         group: &GroupName,
     ) -> Result<(GroupRecord, u64), StoreError> {
-        let item = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?
-            .item;
+        let item = self.read_item(group.as_str()).await?;
         let version = match &item {
             Some(item) => read_number(item, PAUSE_VERSION_ATTRIBUTE)?.unwrap_or(0),
             None => 0,
@@ -732,22 +723,39 @@ impl DynamoStore {
         group: &GroupName,
         limit: u32,
     ) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
-            .update_expression("ADD #names :group")
+        let request = self
+            .wildcard_list_write(group, "ADD #names :group")
             .condition_expression(
                 "contains(#names, :name) OR attribute_not_exists(#names) OR size(#names) < :limit",
             )
+            .expression_attribute_values(":limit", number(limit.into()));
+        self.conditional(request).await
+    }
+
+    /// No longer counts `group` among those only `*` covers; `false` when it
+    /// was not counted.
+    async fn uncount_wildcard_group(&self, group: &GroupName) -> Result<bool, StoreError> {
+        let request = self
+            .wildcard_list_write(group, "DELETE #names :group")
+            .condition_expression("contains(#names, :name)");
+        self.conditional(request).await
+    }
+
+    /// A write to the list of groups only `*` covers, naming `group`.
+    fn wildcard_list_write(&self, group: &GroupName, update: &str) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
+            .update_expression(update)
             .expression_attribute_names("#names", WILDCARD_NAMES_ATTRIBUTE)
             .expression_attribute_values(":group", AttributeValue::Ss(vec![group.to_string()]))
             .expression_attribute_values(":name", AttributeValue::S(group.to_string()))
-            .expression_attribute_values(":limit", number(limit.into()))
-            .send()
-            .await;
-        match result {
+    }
+
+    /// Sends a conditional write whose outcome is only whether it applied.
+    async fn conditional(&self, request: UpdateItemFluentBuilder) -> Result<bool, StoreError> {
+        match request.send().await {
             Ok(_) => Ok(true),
             Err(SdkError::ServiceError(err))
                 if err.err().is_conditional_check_failed_exception() =>
@@ -758,18 +766,26 @@ impl DynamoStore {
         }
     }
 
-    /// The groups only `*` covers that are counted, sorted.
-    pub async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
-        let item = self
+    /// The item of `key`, read consistently.
+    async fn read_item(
+        &self,
+        key: &str,
+    ) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
+        let read = self
             .client
             .get_item()
             .table_name(&self.table)
-            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
+            .key(KEY_ATTRIBUTE, AttributeValue::S(key.to_owned()))
             .consistent_read(true)
             .send()
             .await
-            .map_err(unavailable)?
-            .item;
+            .map_err(unavailable)?;
+        Ok(read.item)
+    }
+
+    /// The groups only `*` covers that are counted, sorted.
+    pub async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
+        let item = self.read_item(WILDCARD_KEY).await?;
         let names = match item.as_ref().and_then(|i| i.get(WILDCARD_NAMES_ATTRIBUTE)) {
             None => return Ok(Vec::new()),
             Some(AttributeValue::Ss(names)) => names,
@@ -969,27 +985,7 @@ impl LockStore for DynamoStore {
             },
             Err(err) => return Err(unavailable(err)),
         };
-        let uncounted = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
-            .update_expression("DELETE #names :group")
-            .condition_expression("contains(#names, :name)")
-            .expression_attribute_names("#names", WILDCARD_NAMES_ATTRIBUTE)
-            .expression_attribute_values(":group", AttributeValue::Ss(vec![group.to_string()]))
-            .expression_attribute_values(":name", AttributeValue::S(group.to_string()))
-            .send()
-            .await;
-        let counted = match uncounted {
-            Ok(_) => true,
-            Err(SdkError::ServiceError(err))
-                if err.err().is_conditional_check_failed_exception() =>
-            {
-                false
-            }
-            Err(err) => return Err(unavailable(err)),
-        };
+        let counted = self.uncount_wildcard_group(group).await?;
         Ok(match (removed, counted) {
             (true, counted) => Forgot::Removed { counted },
             (false, true) => Forgot::Uncounted,
@@ -1002,18 +998,7 @@ impl LockStore for DynamoStore {
         only: Option<&GroupName>,
     ) -> Result<Vec<(GroupName, GroupRecord)>, StoreError> {
         let items: Vec<HashMap<String, AttributeValue>> = match only {
-            Some(group) => self
-                .client
-                .get_item()
-                .table_name(&self.table)
-                .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(unavailable)?
-                .item
-                .into_iter()
-                .collect(),
+            Some(group) => self.read_item(group.as_str()).await?.into_iter().collect(),
             None => self
                 .client
                 .scan()

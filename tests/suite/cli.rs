@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use fleetlock::iam;
 use fleetlock::store::LockStore;
-use tokio::io::{AsyncBufReadExt, BufReader};
+
 use tokio::process::{Child, Command};
 
-use crate::helpers::{local_dynamodb_endpoint, unique_table_name, zincati};
+use crate::helpers::{local_dynamodb_endpoint, served_address, unique_table_name, zincati};
 
 fn fleetlock() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
@@ -52,18 +52,7 @@ async fn serve(command: &mut Command) -> (Child, std::net::SocketAddr) {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("serve printed its address")
-        .unwrap()
-        .expect("a line");
-    let addr = line
-        .strip_prefix("fleetlock listening on http://")
-        .and_then(|rest| rest.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .parse()
-        .unwrap();
+    let (_, addr) = served_address(child.stdout.take().unwrap()).await;
     (child, addr)
 }
 

@@ -308,3 +308,27 @@ pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
     store.create_table().await.unwrap();
     (proxy, store)
 }
+
+/// The address `fleetlock serve` prints on its first line, and its stdout's
+/// further lines.
+pub async fn served_address(
+    stdout: tokio::process::ChildStdout,
+) -> (
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    SocketAddr,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("serve printed its address")
+        .unwrap()
+        .expect("a line");
+    let addr = line
+        .strip_prefix("fleetlock listening on http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .unwrap();
+    (lines, addr)
+}

@@ -107,6 +107,23 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
     command
 }
 
+/// A fresh table made by the binary, and a client credential scoped to `*`
+/// with the `Authorization` header Zincati would send for it.
+async fn table_and_credential(prefix: &str) -> (String, fleetlock::auth::NewCredential, String) {
+    local_dynamodb_endpoint();
+    let table = unique_table_name(prefix);
+    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .arg("create-table")
+        .env("FLEETLOCK_TABLE", &table)
+        .output()
+        .await
+        .unwrap();
+    assert!(created.status.success());
+    let credential = fleetlock::auth::new_credential("fleet", "*").unwrap();
+    let authorization = basic_auth("fleet", &credential.secret);
+    (table, credential, authorization)
+}
+
 fn event(body: String, authorization: Option<&str>) -> String {
     let mut json: Value = serde_json::from_str(HTTP_API).unwrap();
     json["body"] = body.into();
@@ -118,17 +135,7 @@ fn event(body: String, authorization: Option<&str>) -> String {
 
 #[tokio::test]
 async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
-    local_dynamodb_endpoint();
-    let table = unique_table_name("lambda");
-    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
-        .arg("create-table")
-        .env("FLEETLOCK_TABLE", &table)
-        .output()
-        .await
-        .unwrap();
-    assert!(created.status.success());
-    let credential = fleetlock::auth::new_credential("fleet", "*").unwrap();
-    let authorization = basic_auth("fleet", &credential.secret);
+    let (table, credential, authorization) = table_and_credential("lambda").await;
 
     let mut runtime = runtime_api().await;
     // The handler name the templates give the API function.
@@ -290,17 +297,7 @@ async fn an_unknown_handler_or_an_entry_point_without_its_settings_does_not_star
 
 #[tokio::test]
 async fn no_log_level_puts_a_nodes_secret_in_the_logs() {
-    local_dynamodb_endpoint();
-    let table = unique_table_name("loglevels");
-    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
-        .arg("create-table")
-        .env("FLEETLOCK_TABLE", &table)
-        .output()
-        .await
-        .unwrap();
-    assert!(created.status.success());
-    let credential = fleetlock::auth::new_credential("fleet", "*").unwrap();
-    let authorization = basic_auth("fleet", &credential.secret);
+    let (table, credential, authorization) = table_and_credential("loglevels").await;
     let token = authorization.trim_start_matches("Basic ").to_owned();
     // The templates' LogLevel values, and trace as a person might set it by
     // hand: the binary never logs at trace, whatever RUST_LOG says.

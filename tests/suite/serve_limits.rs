@@ -5,11 +5,11 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
-use crate::helpers::{zincati, zincati_body};
+use crate::helpers::{served_address, zincati, zincati_body};
 
 /// The binary serving the embedded store with `args`, its log in `log`.
 async fn serve(shell_prefix: &str, args: &[&str], log: &std::path::Path) -> (Child, String) {
@@ -27,17 +27,8 @@ async fn serve(shell_prefix: &str, args: &[&str], log: &std::path::Path) -> (Chi
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .expect("serve printed its address")
-        .unwrap()
-        .expect("a line");
-    let addr = line
-        .strip_prefix("fleetlock listening on http://")
-        .and_then(|rest| rest.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let (mut lines, addr) = served_address(child.stdout.take().unwrap()).await;
+    let addr = addr.to_string();
     // The lines after the address: what it says of its authentication and
     // its limits.
     let said = [
