@@ -42,6 +42,14 @@ USAGE:
     fleetlock iam-policy [--for operator|function|slot-events|alarm-pauses] [--table-arn ARN] [--function-arn ARN]
                                            print the IAM policy the people on call (or one of
                                            the functions) need
+    fleetlock lock --group G [--id ID | --app NAME] [--wait [--timeout D]] [--url-file F]
+                                           take a slot of group G for a job, as Zincati takes one
+                                           (the URL from FLEETLOCK_URL or --url-file; --url URL
+                                           also works but shows the secret in ps and shell history)
+    fleetlock unlock --group G [--id ID | --app NAME] [--wait [--timeout D]] [--url-file F]
+                                           give the job's slot back; exit codes of both: 0 done,
+                                           1 refused (or --wait timed out, or stopped), 2 bad input
+                                           or a 4xx asking again cannot mend, 3 unreachable or 5xx
     fleetlock config check                 check the FLEETLOCK_* settings in this shell as the
                                            function would read them, and print what each group
                                            gets and every bound the server enforces
@@ -60,6 +68,8 @@ ENVIRONMENT:
     FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
     FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
                       in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
+    FLEETLOCK_URL     lock/unlock: the server, as Zincati's base_url: https://NAME:SECRET@host/
+    FLEETLOCK_MACHINE_ID_FILE  lock/unlock --app: the machine id (default: /etc/machine-id)
     FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
     FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
                       unset, Lambda refuses to start without clients and `serve` is open on loopback only
@@ -94,6 +104,8 @@ pub enum Command {
         function: Option<String>,
     },
     ConfigCheck,
+    /// `lock` or `unlock`.
+    Lock(crate::client_cli::Request),
     Pause {
         groups: Targets,
         reason: String,
@@ -144,6 +156,45 @@ fn timeout(options: &mut Options, name: &str) -> Result<Option<Duration>, String
         return Err(format!("{name}: '{text}' is not from 1s to 10m"));
     }
     Ok(Some(duration))
+}
+
+/// The settings of `lock` and `unlock`.
+fn lock_request(
+    options: &mut Options,
+    call: crate::client::Call,
+) -> Result<crate::client_cli::Request, String> {
+    use crate::client_cli::{DEFAULT_APP, Identity, Request, UrlSource};
+    let command = match call {
+        crate::client::Call::PreReboot => "lock",
+        crate::client::Call::SteadyState => "unlock",
+    };
+    let group = options
+        .value("--group")?
+        .ok_or_else(|| format!("{command} needs --group GROUP"))?;
+    let identity = match (options.value("--id")?, options.value("--app")?) {
+        (Some(_), Some(_)) => return Err(format!("{command} takes --id or --app, not both")),
+        (Some(id), None) => Identity::Id(id),
+        (None, app) => Identity::App(app.unwrap_or_else(|| DEFAULT_APP.into())),
+    };
+    let url = match (options.value("--url")?, options.value("--url-file")?) {
+        (Some(_), Some(_)) => return Err(format!("{command} takes --url or --url-file, not both")),
+        (Some(url), None) => UrlSource::Argument(url),
+        (None, Some(file)) => UrlSource::File(file),
+        (None, None) => UrlSource::Environment,
+    };
+    let wait = options.flag("--wait");
+    let timeout = match options.value("--timeout")? {
+        None => None,
+        Some(_) if !wait => return Err("--timeout goes with --wait".into()),
+        Some(text) => Some(parse_duration(&text).map_err(|why| format!("--timeout: {why}"))?),
+    };
+    Ok(Request {
+        call,
+        group,
+        identity,
+        url,
+        wait: wait.then_some(timeout),
+    })
 }
 
 /// Parses the arguments after the program name.
@@ -209,6 +260,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             id: options.value("--id")?.ok_or("release needs --id ID")?,
         },
         "config check" => Command::ConfigCheck,
+        "lock" => Command::Lock(lock_request(&mut options, crate::client::Call::PreReboot)?),
+        "unlock" => Command::Lock(lock_request(
+            &mut options,
+            crate::client::Call::SteadyState,
+        )?),
         "config" => return Err("config needs a command: 'fleetlock config check'".into()),
         "forget" => Command::Forget {
             group: options
@@ -268,7 +324,7 @@ impl Options {
                 Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
                 None if matches!(
                     arg.as_str(),
-                    "--json" | "--dry-run" | "--secret-stdin" | "--all"
+                    "--json" | "--dry-run" | "--secret-stdin" | "--all" | "--wait"
                 ) =>
                 {
                     (arg.clone(), None)
@@ -357,6 +413,8 @@ mod tests {
             "credential",
             "iam-policy",
             "config check",
+            "lock",
+            "unlock",
             "help",
         ] {
             let usage = format!("fleetlock {command}");
@@ -460,6 +518,11 @@ mod tests {
             ("serve --body-timeout soon", "not a duration"),
             ("serve --max-connections 0", "not a number from 1 to 65535"),
             ("forget", "needs --group"),
+            ("lock", "lock needs --group"),
+            ("lock --group g --id a --app b", "not both"),
+            ("unlock --group g --url u --url-file f", "not both"),
+            ("lock --group g --timeout 5m", "--timeout goes with --wait"),
+            ("lock --group g --wait --timeout soon", "--timeout: "),
             ("release --group g", "needs --id"),
             ("status --verbose", "unknown option"),
             ("status --group a --group b", "given twice"),

@@ -12,6 +12,8 @@
 //!   client authentication from [`auth`].
 //! - [`aws`]: the AWS configuration and request log every client shares.
 //! - [`cli`]: the command line; [`iam`]: the permissions each party needs.
+//! - [`client`]: the client side of the protocol, as Zincati speaks it (for
+//!   `fleetlock lock` and `unlock`, and for other tools).
 //! - [`events`]: slot events from two states of a group, pure; [`stream`]:
 //!   the entry point that reads the table's stream and puts them on EventBridge.
 //! - [`alarms`]: pauses that follow CloudWatch alarms, pure; [`alarm_pauses`]:
@@ -22,6 +24,8 @@ pub mod alarms;
 pub mod auth;
 pub mod aws;
 pub mod cli;
+pub mod client;
+pub mod client_cli;
 pub mod config;
 pub mod deployed;
 pub mod error;

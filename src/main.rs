@@ -18,7 +18,7 @@ use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definiti
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::store::{Changed, Forgot, LockStore};
 use fleetlock::stream::{self, EventBridge, SlotEvents};
-use fleetlock::{aws, deployed, iam, lambda, logging, server};
+use fleetlock::{aws, client_cli, deployed, iam, lambda, logging, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -50,6 +50,9 @@ async fn main() -> ExitCode {
         }
     };
     logging::init(false);
+    if let Command::Lock(request) = &command {
+        return lock_command(request).await;
+    }
     match run_command(command).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {
@@ -169,6 +172,48 @@ async fn run_alarm_pauses() -> ExitCode {
     })
     .await;
     runtime_stopped(result)
+}
+
+/// `fleetlock lock` and `unlock`: settings checked first, then the calls,
+/// stopped by Ctrl-C or SIGTERM; the exit code says how it ended.
+async fn lock_command(request: &client_cli::Request) -> ExitCode {
+    let machine_id_file = std::env::var_os("FLEETLOCK_MACHINE_ID_FILE").map_or_else(
+        || client_cli::MACHINE_ID_FILE.into(),
+        std::path::PathBuf::from,
+    );
+    let env_url = std::env::var("FLEETLOCK_URL").ok();
+    let checked = match client_cli::check(request, env_url, &machine_id_file) {
+        Ok(checked) => checked,
+        Err(why) => {
+            eprintln!("fleetlock: {why}");
+            return ExitCode::from(client_cli::Ended::Usage.code());
+        }
+    };
+    if let client_cli::UrlSource::Argument(url) = &request.url
+        && url.contains('@')
+    {
+        eprintln!(
+            "fleetlock: warning: a secret in --url is visible in ps and in shell history; \
+             prefer FLEETLOCK_URL or --url-file"
+        );
+    }
+    let stop = async {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = terminate => {}
+        }
+    };
+    let mut say = |line: &str| eprintln!("fleetlock: {line}");
+    let ended = client_cli::run(&checked, request, stop, &mut say).await;
+    ExitCode::from(ended.code())
 }
 
 /// How the process ends when the Lambda runtime loop returns.
@@ -366,6 +411,7 @@ async fn run_command(command: Command) -> Result<(), String> {
                 }
             }
         }
+        Command::Lock(_) => unreachable!("lock and unlock are run by lock_command"),
         Command::ConfigCheck => {
             // Only this shell's variables: nothing is asked of AWS.
             let config = Config::from_env().map_err(|e| format!("invalid configuration: {e}"))?;

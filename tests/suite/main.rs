@@ -5,6 +5,7 @@
 
 mod alarm_pauses;
 mod cli;
+mod client;
 mod client_auth;
 mod dynamodb_faults;
 mod dynamodb_store;

@@ -1,0 +1,475 @@
+//! The client side of FleetLock, as Zincati speaks it: for `fleetlock lock`
+//! and `unlock`, and for any tool that wants the same slots. One place builds
+//! Zincati-shaped requests: `POST {base_url}v1/pre-reboot` (or
+//! `v1/steady-state`) with the `fleet-lock-protocol: true` header, a
+//! pretty-printed `{"client_params": {"id", "group"}}` body, no Content-Type,
+//! and HTTP Basic credentials taken from the URL's user info.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), fleetlock::client::ClientError> {
+//! use fleetlock::client::{Call, Lock};
+//! let lock = Lock::new("https://fleet:SECRET@fleetlock.example.com/")?;
+//! let answer = lock.call(Call::PreReboot, "my-job-id", "workers").await?;
+//! println!("{answer:?}");
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+use tokio::net::TcpStream;
+
+use crate::http::PROTOCOL_HEADER;
+
+/// How long one request may take, connection and TLS included.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Zincati's application id: a node's FleetLock id is the machine id made
+/// app-specific with it (systemd's `sd_id128_get_machine_app_specific`).
+pub const ZINCATI_APP_ID: [u8; 16] = [
+    0xde, 0x35, 0x10, 0x6b, 0x6e, 0xc2, 0x46, 0x88, 0xb6, 0x3a, 0xfd, 0xda, 0xa1, 0x56, 0x67, 0x9b,
+];
+
+/// Which of the two calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// Take a slot (`v1/pre-reboot`).
+    PreReboot,
+    /// Give it back (`v1/steady-state`).
+    SteadyState,
+}
+
+impl Call {
+    fn path(self) -> &'static str {
+        match self {
+            Call::PreReboot => "v1/pre-reboot",
+            Call::SteadyState => "v1/steady-state",
+        }
+    }
+}
+
+/// What the server answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// A 2xx: the slot is taken (or given back).
+    Yes,
+    /// 423: a refusal of the lock itself (full, paused, settling, outside a
+    /// window); asking again later may succeed.
+    Refused { kind: String, value: String },
+    /// Any other 4xx: a mistake in what was sent (credentials, group, path),
+    /// which asking again will not mend.
+    Rejected {
+        status: u16,
+        kind: String,
+        value: String,
+    },
+}
+
+/// Why no answer came: the server could not be reached, or failed (5xx).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// The URL cannot be used; nothing was sent.
+    Url(String),
+    /// No connection, no TLS, no answer in time.
+    Unreachable(String),
+    /// A 5xx, or an answer that is not HTTP.
+    Server { status: u16, detail: String },
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::Url(why) => write!(f, "the FleetLock URL cannot be used: {why}"),
+            ClientError::Unreachable(why) => {
+                write!(f, "the FleetLock server cannot be reached: {why}")
+            }
+            ClientError::Server { status, detail } => {
+                write!(f, "the FleetLock server failed ({status}): {detail}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+/// A FleetLock server as Zincati's `base_url` names it.
+#[derive(Clone)]
+pub struct Lock {
+    base: url::Url,
+    authorization: Option<String>,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl fmt::Debug for Lock {
+    /// Never the secret.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock")
+            .field("base", &redacted(&self.base))
+            .finish()
+    }
+}
+
+/// The URL with its password replaced, for messages.
+pub fn redacted(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        let _ = shown.set_password(Some("***"));
+    }
+    shown.to_string()
+}
+
+impl Lock {
+    /// A server from a `base_url` exactly as Zincati reads one: `http` or
+    /// `https`, user info as Basic credentials, paths joined by URL rules (a
+    /// base with a path must end with `/`, or its last segment is dropped).
+    pub fn new(base_url: &str) -> Result<Self, ClientError> {
+        let base = url::Url::parse(base_url.trim()).map_err(|e| {
+            ClientError::Url(format!(
+                "not a URL ({e}); expected https://NAME:SECRET@host/"
+            ))
+        })?;
+        if !matches!(base.scheme(), "http" | "https") {
+            return Err(ClientError::Url(format!(
+                "the scheme is {}, not http or https",
+                base.scheme()
+            )));
+        }
+        if base.host_str().is_none_or(str::is_empty) {
+            return Err(ClientError::Url("there is no host".into()));
+        }
+        let authorization = (!base.username().is_empty()).then(|| {
+            let decode = |s: &str| {
+                percent_encoding::percent_decode_str(s)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            let pair = format!(
+                "{}:{}",
+                decode(base.username()),
+                decode(base.password().unwrap_or(""))
+            );
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        });
+        Ok(Self {
+            base,
+            authorization,
+            tls: Arc::new(tls_config()),
+        })
+    }
+
+    /// The URL a call goes to, without credentials.
+    pub fn url_of(&self, call: Call) -> Result<url::Url, ClientError> {
+        let mut url = self
+            .base
+            .join(call.path())
+            .map_err(|e| ClientError::Url(e.to_string()))?;
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        Ok(url)
+    }
+
+    /// One call, as Zincati makes it.
+    pub async fn call(&self, call: Call, id: &str, group: &str) -> Result<Answer, ClientError> {
+        let url = self.url_of(call)?;
+        let body = serde_json::to_string_pretty(&serde_json::json!({
+            "client_params": { "id": id, "group": group }
+        }))
+        .expect("a JSON value serializes");
+        let exchange = self.exchange(&url, body);
+        let (status, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+            .await
+            .map_err(|_| {
+                ClientError::Unreachable(format!(
+                    "no answer within {} s",
+                    REQUEST_TIMEOUT.as_secs()
+                ))
+            })??;
+        answer_of(status, &body)
+    }
+
+    async fn exchange(&self, url: &url::Url, body: String) -> Result<(u16, Vec<u8>), ClientError> {
+        let host = url.host_str().unwrap_or_default().to_owned();
+        let port = url.port_or_known_default().unwrap_or(443);
+        let tcp = TcpStream::connect((host.trim_matches(['[', ']']), port))
+            .await
+            .map_err(|e| ClientError::Unreachable(format!("{host}:{port}: {e}")))?;
+        let mut request = Request::post(url.as_str())
+            .header(hyper::header::HOST, host_header(url))
+            .header(PROTOCOL_HEADER, "true")
+            .header(hyper::header::ACCEPT, "*/*");
+        if let Some(authorization) = &self.authorization {
+            request = request.header(hyper::header::AUTHORIZATION, authorization);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| ClientError::Url(e.to_string()))?;
+        if url.scheme() == "https" {
+            let name = rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|e| ClientError::Url(format!("{host}: {e}")))?;
+            let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
+                .connect(name, tcp)
+                .await
+                .map_err(|e| ClientError::Unreachable(format!("TLS with {host}: {e}")))?;
+            send(TokioIo::new(tls), request).await
+        } else {
+            send(TokioIo::new(tcp), request).await
+        }
+    }
+}
+
+fn host_header(url: &url::Url) -> String {
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
+}
+
+async fn send<IO>(io: IO, request: Request<Full<Bytes>>) -> Result<(u16, Vec<u8>), ClientError>
+where
+    IO: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let unreachable = |e: hyper::Error| ClientError::Unreachable(e.to_string());
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(unreachable)?;
+    tokio::spawn(connection);
+    let response = sender.send_request(request).await.map_err(unreachable)?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(unreachable)?
+        .to_bytes()
+        .to_vec();
+    Ok((status, body))
+}
+
+/// The answer a status and body make: 2xx yes, 423 refused, other 4xx
+/// rejected, anything else a server fault.
+pub fn answer_of(status: u16, body: &[u8]) -> Result<Answer, ClientError> {
+    let code = StatusCode::from_u16(status).map_err(|_| ClientError::Server {
+        status,
+        detail: "not an HTTP status".into(),
+    })?;
+    if code.is_success() {
+        return Ok(Answer::Yes);
+    }
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    let field = |name: &str| {
+        parsed
+            .as_ref()
+            .and_then(|json| json.get(name))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    // As Zincati names a body that is not {kind, value}.
+    let kind = field("kind").unwrap_or_else(|| format!("generic_http_{status}"));
+    let value = field("value").unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(body);
+        let text: String = text.chars().take(200).collect();
+        format!("the server answered {status} without a FleetLock body: {text}")
+    });
+    match status {
+        423 => Ok(Answer::Refused { kind, value }),
+        400..=499 => Ok(Answer::Rejected {
+            status,
+            kind,
+            value,
+        }),
+        _ => Err(ClientError::Server {
+            status,
+            detail: value,
+        }),
+    }
+}
+
+fn tls_config() -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    // A certificate the system cannot parse is skipped, as curl does.
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("the provider supports TLS 1.2 and 1.3")
+    .with_root_certificates(roots)
+    .with_no_client_auth()
+}
+
+/// A machine id (`/etc/machine-id`: 32 hex digits) as 16 bytes.
+pub fn parse_machine_id(text: &str) -> Result<[u8; 16], String> {
+    let text = text.trim();
+    if text.len() != 32 || !text.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err("a machine id is 32 hexadecimal digits (see /etc/machine-id)".into());
+    }
+    let mut id = [0u8; 16];
+    for (i, byte) in id.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    }
+    Ok(id)
+}
+
+/// systemd's app-specific id: HMAC-SHA256 keyed by the machine id over the
+/// application id, cut to 16 bytes, with the bits of a version 4 UUID set;
+/// as 32 lower-case hex digits.
+pub fn app_specific_id(machine_id: &[u8; 16], app_id: &[u8; 16]) -> String {
+    let mac = hmac_sha256(machine_id, app_id);
+    let mut id: [u8; 16] = mac[..16].try_into().expect("32 bytes");
+    id[6] = (id[6] & 0x0f) | 0x40;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The id Zincati sends for this machine id.
+pub fn zincati_id(machine_id: &[u8; 16]) -> String {
+    app_specific_id(machine_id, &ZINCATI_APP_ID)
+}
+
+/// The id `fleetlock lock --app NAME` takes on this machine: app-specific
+/// with an application id of its own for each NAME, so that it is never
+/// Zincati's (whose pre-reboot would hear "already held" and reboot the
+/// host in the middle of the job) nor another job's.
+pub fn job_id(machine_id: &[u8; 16], app: &str) -> String {
+    let digest = Sha256::digest(format!("fleetlock lock --app {app}").as_bytes());
+    let app_id: [u8; 16] = digest[..16].try_into().expect("32 bytes");
+    app_specific_id(machine_id, &app_id)
+}
+
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut padded = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        padded[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        padded[..key.len()].copy_from_slice(key);
+    }
+    let xored = |pad: u8| padded.map(|b| b ^ pad);
+    let inner = Sha256::new()
+        .chain_update(xored(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(xored(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_rfc_4231() {
+        // Test case 2 of RFC 4231.
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn zincatis_id_is_systemds_app_specific_id() {
+        // Computed apart from this code, with Python's hmac module:
+        // hmac.new(bytes.fromhex(MACHINE), bytes.fromhex(ZINCATI_APP), sha256),
+        // cut to 16 bytes, byte 6 = (b & 0x0f) | 0x40, byte 8 = (b & 0x3f) | 0x80.
+        let machine = parse_machine_id("e0f3745b108f471cbd4883c6fbed8cdd").unwrap();
+        assert_eq!(zincati_id(&machine), "8f040e49ad9a45a8b0c617313becf153");
+    }
+
+    #[test]
+    fn job_ids_are_uuid_shaped_and_never_zincatis() {
+        let machine = parse_machine_id("e0f3745b108f471cbd4883c6fbed8cdd\n").unwrap();
+        let zincati = zincati_id(&machine);
+        let backup = job_id(&machine, "backup");
+        let podman = job_id(&machine, "podman-auto-update");
+        for id in [&zincati, &backup, &podman] {
+            assert_eq!(id.len(), 32);
+            assert_eq!(&id[12..13], "4", "version 4: {id}");
+            assert!("89ab".contains(&id[16..17]), "variant: {id}");
+        }
+        assert_ne!(backup, zincati);
+        assert_ne!(podman, zincati);
+        assert_ne!(backup, podman);
+        // The same machine and name: the same id, on every run.
+        assert_eq!(job_id(&machine, "backup"), backup);
+        let other = parse_machine_id("00000000000000000000000000000001").unwrap();
+        assert_ne!(job_id(&other, "backup"), backup);
+        for bad in [
+            "",
+            "xyz",
+            "e0f3745b108f471cbd4883c6fbed8cd",
+            "g0f3745b108f471cbd4883c6fbed8cdd",
+        ] {
+            assert!(parse_machine_id(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn urls_join_as_zincati_joins_them_and_credentials_stay_out_of_them() {
+        let with_slash = Lock::new("https://fleet:s%40cret@h.example/Prod/").unwrap();
+        assert_eq!(
+            with_slash.url_of(Call::PreReboot).unwrap().as_str(),
+            "https://h.example/Prod/v1/pre-reboot"
+        );
+        assert_eq!(
+            with_slash.authorization.as_deref(),
+            Some("Basic ZmxlZXQ6c0BjcmV0"),
+            "fleet:s@cret, percent-decoded"
+        );
+        assert!(!format!("{with_slash:?}").contains("cret"));
+        let without = Lock::new("http://h.example:8080/Prod").unwrap();
+        assert_eq!(
+            without.url_of(Call::SteadyState).unwrap().as_str(),
+            "http://h.example:8080/v1/steady-state"
+        );
+        assert!(without.authorization.is_none());
+        for bad in ["", "h.example", "ftp://h.example/", "https://"] {
+            assert!(
+                matches!(Lock::new(bad), Err(ClientError::Url(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_are_yes_refused_rejected_or_a_server_fault() {
+        let body = br#"{"kind":"semaphore_full","value":"all 1 slot(s) are taken"}"#;
+        assert_eq!(answer_of(200, b"{}").unwrap(), Answer::Yes);
+        assert_eq!(
+            answer_of(423, body).unwrap(),
+            Answer::Refused {
+                kind: "semaphore_full".into(),
+                value: "all 1 slot(s) are taken".into()
+            }
+        );
+        assert!(matches!(
+            answer_of(401, b"{\"kind\":\"unauthorized\",\"value\":\"v\"}").unwrap(),
+            Answer::Rejected { status: 401, .. }
+        ));
+        assert!(matches!(
+            answer_of(429, b"Too Many Requests").unwrap(),
+            Answer::Rejected { status: 429, ref kind, .. } if kind == "generic_http_429"
+        ));
+        assert!(matches!(
+            answer_of(503, body),
+            Err(ClientError::Server { status: 503, .. })
+        ));
+    }
+}

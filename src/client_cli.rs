@@ -1,0 +1,371 @@
+//! `fleetlock lock` and `fleetlock unlock`: the client side for workloads
+//! that are not Zincati (a maintenance job, `podman auto-update`, a script),
+//! so that every disruption of a fleet shares the same N slots. The requests
+//! are [`crate::client`]'s, exactly Zincati's; this is the loop around them:
+//! waiting with backoff, stopping cleanly, and the exit codes.
+
+use std::future::Future;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::client::{Answer, Call, ClientError, Lock, job_id, parse_machine_id, zincati_id};
+use crate::input::{GroupName, NodeId};
+
+/// The least time between two tries: the endpoint's throttle is shared with
+/// every Zincati of the fleet.
+pub const RETRY_FLOOR: Duration = Duration::from_secs(60);
+/// The most: Zincati's own cycle.
+pub const RETRY_CEILING: Duration = Duration::from_secs(300);
+/// The machine id the default id is derived from.
+pub const MACHINE_ID_FILE: &str = "/etc/machine-id";
+/// The `--app` of a job that names none.
+pub const DEFAULT_APP: &str = "job";
+
+/// How the command ended, and its exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// 0: the slot is taken (lock) or given back (unlock).
+    Done,
+    /// 1: refused (full, paused, settling, outside a window), and with
+    /// `--wait` still refused at the timeout, or stopped by a signal; this
+    /// command holds no slot it did not hold before.
+    Refused,
+    /// 2: bad input or usage, or a 4xx that asking again cannot mend (wrong
+    /// credentials, unknown group, wrong path).
+    Usage,
+    /// 3: the server could not be reached, or answered 5xx.
+    Unreachable,
+}
+
+impl Ended {
+    pub fn code(self) -> u8 {
+        match self {
+            Ended::Done => 0,
+            Ended::Refused => 1,
+            Ended::Usage => 2,
+            Ended::Unreachable => 3,
+        }
+    }
+}
+
+/// Who asks: an id given, or one derived from the machine id for an app.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Identity {
+    Id(String),
+    App(String),
+}
+
+/// Where the URL (with its secret) comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UrlSource {
+    /// `--url`: visible in `ps` and in shell history.
+    Argument(String),
+    /// `--url-file`: its first line.
+    File(String),
+    /// `FLEETLOCK_URL`.
+    Environment,
+}
+
+/// The settings of one `lock` or `unlock`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub call: Call,
+    pub group: String,
+    pub identity: Identity,
+    pub url: UrlSource,
+    /// `--wait`: ask again until yes, at most this long (`None`: no limit).
+    pub wait: Option<Option<Duration>>,
+}
+
+/// Everything checked before anything is sent: the URL, the group, the id.
+pub struct Checked {
+    pub lock: Lock,
+    pub group: GroupName,
+    pub id: NodeId,
+}
+
+/// Reads and checks the settings; `Err` is one line for a person.
+pub fn check(
+    request: &Request,
+    env_url: Option<String>,
+    machine_id_file: &Path,
+) -> Result<Checked, String> {
+    let group = GroupName::parse(&request.group).map_err(|e| format!("--group: {}", e.value()))?;
+    let url = match &request.url {
+        UrlSource::Argument(url) => url.clone(),
+        UrlSource::File(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("--url-file {path}: {e}"))?
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        UrlSource::Environment => env_url.filter(|u| !u.trim().is_empty()).ok_or(
+            "no FleetLock URL: set FLEETLOCK_URL or give --url-file FILE \
+             (https://NAME:SECRET@host/, as in Zincati's base_url)",
+        )?,
+    };
+    let lock = Lock::new(&url).map_err(|e| e.to_string())?;
+    let machine = std::fs::read_to_string(machine_id_file)
+        .map_err(|e| format!("{}: {e}", machine_id_file.display()))
+        .and_then(|text| parse_machine_id(&text));
+    let id = match &request.identity {
+        Identity::Id(id) => {
+            // Never Zincati's own: its pre-reboot would hear "already held"
+            // and reboot the host in the middle of the job.
+            if let Ok(machine) = &machine
+                && *id == zincati_id(machine)
+            {
+                return Err(format!(
+                    "--id {id} is the id Zincati uses on this host: Zincati would take the \
+                     job's slot as its own and reboot mid-job; use --app NAME or another id"
+                ));
+            }
+            id.clone()
+        }
+        Identity::App(app) => {
+            let machine = machine.map_err(|why| {
+                format!(
+                    "--app {app} derives the id from the machine id, which cannot be read: {why}"
+                )
+            })?;
+            job_id(&machine, app)
+        }
+    };
+    let id = NodeId::parse(&id).map_err(|e| format!("--id: {}", e.value()))?;
+    Ok(Checked { lock, group, id })
+}
+
+/// The pause before try number `tries + 1`: from the floor, doubling, up to
+/// the ceiling, plus up to a tenth more so that jobs started together spread.
+pub fn pause_after(tries: u32, jitter: f64) -> Duration {
+    let doubled = RETRY_FLOOR.saturating_mul(2u32.saturating_pow(tries.saturating_sub(1)));
+    let base = doubled.min(RETRY_CEILING);
+    base + base.mul_f64(jitter.clamp(0.0, 1.0) / 10.0)
+}
+
+/// A number in [0, 1) that differs between processes and moments: enough to
+/// spread retries, no dependency.
+fn jitter() -> f64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mixed = (u64::from(nanos) ^ (u64::from(std::process::id()) << 20))
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (mixed >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Runs the call (again and again with `--wait`) until an answer ends it,
+/// the timeout passes, or `stop` completes (Ctrl-C, SIGTERM). A pre-reboot
+/// stopped while in flight may have been granted: its slot is given back
+/// before the command ends, so that a stopped `lock` leaves nothing behind.
+pub async fn run(
+    checked: &Checked,
+    request: &Request,
+    stop: impl Future<Output = ()>,
+    say: &mut dyn FnMut(&str),
+) -> Ended {
+    tokio::pin!(stop);
+    let (id, group) = (checked.id.as_str(), checked.group.as_str());
+    let started = Instant::now();
+    let deadline = request.wait.flatten().map(|limit| started + limit);
+    let verb = match request.call {
+        Call::PreReboot => "take a slot",
+        Call::SteadyState => "give back the slot",
+    };
+    let mut tries = 0u32;
+    loop {
+        tries += 1;
+        let answer = tokio::select! {
+            answer = checked.lock.call(request.call, id, group) => answer,
+            () = &mut stop => {
+                if request.call == Call::PreReboot {
+                    // Its answer will never be read: give back what it may
+                    // have taken.
+                    let _ = checked.lock.call(Call::SteadyState, id, group).await;
+                    say("stopped while asking; any slot that request took was given back");
+                } else {
+                    say("stopped while giving the slot back");
+                }
+                return Ended::Refused;
+            }
+        };
+        let retry_ends = match answer {
+            Ok(Answer::Yes) => {
+                let done = match request.call {
+                    Call::PreReboot => format!("took a slot of group '{group}' as {id}"),
+                    Call::SteadyState => {
+                        format!("gave back any slot of group '{group}' held by {id}")
+                    }
+                };
+                say(&done);
+                return Ended::Done;
+            }
+            Ok(Answer::Refused { value, .. }) => {
+                say(&format!("refused: {value}"));
+                Ended::Refused
+            }
+            Ok(Answer::Rejected { status, value, .. }) => {
+                say(&format!(
+                    "refused ({status}), asking again would not help: {value}"
+                ));
+                return Ended::Usage;
+            }
+            Err(ClientError::Url(why)) => {
+                say(&why);
+                return Ended::Usage;
+            }
+            Err(err) => {
+                say(&err.to_string());
+                Ended::Unreachable
+            }
+        };
+        if request.wait.is_none() {
+            return retry_ends;
+        }
+        let pause = pause_after(tries, jitter());
+        let next = Instant::now() + pause;
+        if deadline.is_some_and(|deadline| next >= deadline) {
+            let deadline = deadline.expect("checked");
+            // Nothing more can be tried in time: wait out the limit, then stop.
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline.into()) => {}
+                () = &mut stop => return Ended::Refused,
+            }
+            say(&format!(
+                "could not {verb} within {} s; giving up",
+                started.elapsed().as_secs()
+            ));
+            return if retry_ends == Ended::Unreachable {
+                Ended::Unreachable
+            } else {
+                Ended::Refused
+            };
+        }
+        say(&format!("asking again in {} s", pause.as_secs()));
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = &mut stop => {
+                say("stopped while waiting; no slot was taken");
+                return Ended::Refused;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tries_are_a_minute_apart_at_least_and_five_at_most() {
+        assert_eq!(pause_after(1, 0.0), Duration::from_secs(60));
+        assert_eq!(pause_after(2, 0.0), Duration::from_secs(120));
+        assert_eq!(pause_after(3, 0.0), Duration::from_secs(240));
+        assert_eq!(pause_after(4, 0.0), Duration::from_secs(300));
+        assert_eq!(pause_after(40, 0.0), Duration::from_secs(300));
+        assert_eq!(pause_after(1, 0.999), Duration::from_secs_f64(65.994));
+        for _ in 0..100 {
+            let j = jitter();
+            assert!((0.0..1.0).contains(&j));
+            assert!(pause_after(1, j) >= RETRY_FLOOR);
+        }
+    }
+
+    fn request(identity: Identity, url: UrlSource) -> Request {
+        Request {
+            call: Call::PreReboot,
+            group: "workers".into(),
+            identity,
+            url,
+            wait: None,
+        }
+    }
+
+    #[test]
+    fn settings_are_checked_before_anything_is_sent() {
+        let dir = std::env::temp_dir().join(format!("fleetlock-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let machine = dir.join("machine-id");
+        std::fs::write(&machine, "e0f3745b108f471cbd4883c6fbed8cdd\n").unwrap();
+        let url_file = dir.join("url");
+        std::fs::write(&url_file, "https://fleet:secret@h.example/\n").unwrap();
+        let zincati = zincati_id(&parse_machine_id("e0f3745b108f471cbd4883c6fbed8cdd").unwrap());
+        let url = || UrlSource::Argument("https://h.example/".into());
+
+        let ok = check(
+            &request(Identity::App("backup".into()), url()),
+            None,
+            &machine,
+        )
+        .unwrap();
+        assert_ne!(ok.id.as_str(), zincati);
+        let from_file = UrlSource::File(url_file.display().to_string());
+        assert!(
+            check(
+                &request(Identity::Id("n1".into()), from_file),
+                None,
+                &machine
+            )
+            .is_ok()
+        );
+        let from_env = request(Identity::Id("n1".into()), UrlSource::Environment);
+        assert!(check(&from_env, Some("http://h.example/".into()), &machine).is_ok());
+
+        for (request, env, says) in [
+            (
+                request(Identity::Id(zincati.clone()), url()),
+                None,
+                "the id Zincati uses",
+            ),
+            (
+                request(Identity::Id("n1".into()), UrlSource::Environment),
+                None,
+                "FLEETLOCK_URL",
+            ),
+            (
+                request(
+                    Identity::Id("n1".into()),
+                    UrlSource::Argument("h.example".into()),
+                ),
+                None,
+                "not a URL",
+            ),
+            (
+                request(Identity::Id("a\u{200b}b".into()), url()),
+                None,
+                "--id: ",
+            ),
+            (
+                request(
+                    Identity::Id("n1".into()),
+                    UrlSource::File("/nonexistent".into()),
+                ),
+                None,
+                "--url-file /nonexistent",
+            ),
+        ] {
+            let err = check(&request, env, &machine).err().unwrap();
+            assert!(err.contains(says), "{err}");
+        }
+        let mut bad_group = request(Identity::Id("n1".into()), url());
+        bad_group.group = "a b".into();
+        assert!(
+            check(&bad_group, None, &machine)
+                .err()
+                .unwrap()
+                .starts_with("--group: ")
+        );
+        let no_machine = check(
+            &request(Identity::App("backup".into()), url()),
+            None,
+            &dir.join("missing"),
+        );
+        assert!(
+            no_machine
+                .err()
+                .unwrap()
+                .contains("machine id, which cannot be read")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

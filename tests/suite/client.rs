@@ -1,0 +1,485 @@
+//! `fleetlock lock` and `unlock` as a job would run them, against `fleetlock
+//! serve` (embedded, and on DynamoDB Local) and against stand-ins, over real
+//! HTTP on loopback.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncBufReadExt;
+use tokio::process::{Child, Command};
+
+use crate::helpers::{
+    basic_auth, local_dynamodb_endpoint, send, served_address, stand_in, unique_table_name,
+    zincati_body,
+};
+
+const MACHINE_ID: &str = "e0f3745b108f471cbd4883c6fbed8cdd";
+
+/// A machine-id file of its own for each test.
+fn machine_id_file(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "fleetlock-machine-id-{name}-{}",
+        std::process::id()
+    ));
+    std::fs::write(&path, format!("{MACHINE_ID}\n")).unwrap();
+    path
+}
+
+/// `fleetlock serve` with one group `jobs` of one slot and a client `fleet`;
+/// on DynamoDB Local with a table. Returns it, its address and the URL with
+/// the client's secret.
+async fn server(table: Option<&str>) -> (Child, std::net::SocketAddr, String, String) {
+    let credential = fleetlock::auth::new_credential("fleet", "jobs").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FLEETLOCK_GROUPS", "jobs=1")
+        .env("FLEETLOCK_CLIENTS", &credential.entry)
+        .env_remove("FLEETLOCK_TABLE")
+        .env_remove("FLEETLOCK_AUTH")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(table) = table {
+        command.env("FLEETLOCK_TABLE", table);
+    }
+    let mut child = command.spawn().unwrap();
+    let (_, addr) = served_address(child.stdout.take().unwrap()).await;
+    let url = format!("http://fleet:{}@{addr}/", credential.secret);
+    (child, addr, url, basic_auth("fleet", &credential.secret))
+}
+
+/// `fleetlock ARGS` as a job runs it: the URL from FLEETLOCK_URL.
+fn fleetlock(url: &str, machine: &std::path::Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
+    command
+        .args(args)
+        .env("FLEETLOCK_URL", url)
+        .env("FLEETLOCK_MACHINE_ID_FILE", machine)
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+struct Ran {
+    code: i32,
+    stderr: String,
+}
+
+async fn ran(command: &mut Command) -> Ran {
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .expect("it ends by itself")
+        .unwrap();
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Takes and gives back the same slot Zincati takes, on either store.
+async fn a_job_shares_the_slots_zincati_takes(table: Option<&str>) {
+    let (_server, addr, url, authorization) = server(table).await;
+    let machine = machine_id_file(table.unwrap_or("embedded"));
+    let lock = |app: &str| fleetlock(&url, &machine, &["lock", "--group", "jobs", "--app", app]);
+    let r = ran(&mut lock("backup")).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("took a slot of group 'jobs'"),
+        "{}",
+        r.stderr
+    );
+    // Zincati, and another job, find the one slot taken.
+    let zincati = send(
+        addr,
+        "POST",
+        "/v1/pre-reboot",
+        &[
+            ("fleet-lock-protocol", "true"),
+            ("authorization", &authorization),
+        ],
+        zincati_body("node-1", "jobs"),
+    )
+    .await;
+    assert_eq!(
+        (zincati.status, zincati.kind()),
+        (423, "semaphore_full".into())
+    );
+    let r = ran(&mut lock("other-job")).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("refused: all 1 reboot slot(s) of group 'jobs' are taken"),
+        "{}",
+        r.stderr
+    );
+    // Asking again while holding is fine: the same slot.
+    assert_eq!(ran(&mut lock("backup")).await.code, 0);
+    let r = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["unlock", "--group", "jobs", "--app", "backup"],
+    ))
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("gave back"), "{}", r.stderr);
+    assert_eq!(
+        ran(&mut lock("other-job")).await.code,
+        0,
+        "the slot is free again"
+    );
+}
+
+#[tokio::test]
+async fn a_job_shares_the_slots_on_the_embedded_store() {
+    a_job_shares_the_slots_zincati_takes(None).await;
+}
+
+#[tokio::test]
+async fn a_job_shares_the_slots_on_dynamodb_local() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("lock-client");
+    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .arg("create-table")
+        .env("FLEETLOCK_TABLE", &table)
+        .output()
+        .await
+        .unwrap();
+    assert!(created.status.success());
+    a_job_shares_the_slots_zincati_takes(Some(&table)).await;
+}
+
+/// Reads a child's stderr on a task, lines kept for the test to look at.
+fn collect_stderr(child: &mut Child) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let mut reader = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let kept = Arc::clone(&lines);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = reader.next_line().await {
+            kept.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+async fn until_said(lines: &Arc<Mutex<Vec<String>>>, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !lines.lock().unwrap().iter().any(|l| l.contains(what)) {
+        assert!(
+            Instant::now() < deadline,
+            "never said {what:?}: {:?}",
+            lines.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn waiting_takes_the_slot_once_it_frees_a_minute_later_at_the_soonest() {
+    let (_server, _, url, _) = server(None).await;
+    let machine = machine_id_file("wait");
+    let holder = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "holder"],
+    ))
+    .await;
+    assert_eq!(holder.code, 0, "{}", holder.stderr);
+    let started = Instant::now();
+    let mut waiter = fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "waiter", "--wait"],
+    )
+    .spawn()
+    .unwrap();
+    let said = collect_stderr(&mut waiter);
+    until_said(&said, "refused: all 1 reboot slot(s)").await;
+    until_said(&said, "asking again in").await;
+    let unlocked = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["unlock", "--group", "jobs", "--id", "holder"],
+    ))
+    .await;
+    assert_eq!(unlocked.code, 0);
+    let status = tokio::time::timeout(Duration::from_secs(90), waiter.wait())
+        .await
+        .expect("the waiter took the slot")
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{:?}", said.lock().unwrap());
+    // Never sooner than the floor between tries.
+    assert!(
+        started.elapsed() >= Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    until_said(&said, "took a slot of group 'jobs' as waiter").await;
+}
+
+#[tokio::test]
+async fn a_wait_ends_at_its_timeout_and_a_signal_ends_it_with_no_slot_taken() {
+    let (_server, _, url, _) = server(None).await;
+    let machine = machine_id_file("timeout");
+    assert_eq!(
+        ran(&mut fleetlock(
+            &url,
+            &machine,
+            &["lock", "--group", "jobs", "--id", "holder"]
+        ))
+        .await
+        .code,
+        0
+    );
+    let started = Instant::now();
+    let r = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock",
+            "--group",
+            "jobs",
+            "--id",
+            "late",
+            "--wait",
+            "--timeout",
+            "3s",
+        ],
+    ))
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("giving up"), "{}", r.stderr);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(30),
+        "{took:?}"
+    );
+
+    for signal in ["INT", "TERM"] {
+        let mut waiter = fleetlock(
+            &url,
+            &machine,
+            &["lock", "--group", "jobs", "--id", "stopped", "--wait"],
+        )
+        .spawn()
+        .unwrap();
+        let said = collect_stderr(&mut waiter);
+        until_said(&said, "asking again in").await;
+        let killed = std::process::Command::new("kill")
+            .args([format!("-{signal}"), waiter.id().unwrap().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = tokio::time::timeout(Duration::from_secs(10), waiter.wait())
+            .await
+            .expect("a signal stops the wait at once")
+            .unwrap();
+        assert_eq!(status.code(), Some(1), "{signal}");
+        until_said(&said, "stopped while waiting; no slot was taken").await;
+    }
+    // Nothing left behind: once the holder gives its slot back, the group is
+    // empty (the waiters never held one).
+    assert_eq!(
+        ran(&mut fleetlock(
+            &url,
+            &machine,
+            &["unlock", "--group", "jobs", "--id", "holder"]
+        ))
+        .await
+        .code,
+        0
+    );
+    let free = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "next"],
+    ))
+    .await;
+    assert_eq!(free.code, 0, "{}", free.stderr);
+}
+
+/// A request as a stand-in saw it: path, headers, body.
+type Seen = (String, Vec<(String, String)>, String);
+
+#[tokio::test]
+async fn it_speaks_zincatis_wire_format_and_joins_paths_as_zincati_does() {
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let recorder = Arc::clone(&seen);
+    let base = stand_in(move |parts, body| {
+        let headers = parts
+            .headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        recorder.lock().unwrap().push((
+            parts.uri.path().to_owned(),
+            headers,
+            String::from_utf8_lossy(&body).into_owned(),
+        ));
+        (
+            200,
+            "application/json",
+            br#"{"outcome":"granted"}"#.to_vec(),
+        )
+    })
+    .await;
+    let machine = machine_id_file("wire");
+    let host = base.trim_start_matches("http://");
+    for (url, path) in [
+        (
+            format!("http://fleet:s3cret@{host}/Prod/"),
+            "/Prod/v1/pre-reboot",
+        ),
+        (format!("http://fleet:s3cret@{host}/Prod"), "/v1/pre-reboot"),
+    ] {
+        let r = ran(&mut fleetlock(
+            &url,
+            &machine,
+            &["lock", "--group", "jobs", "--app", "backup"],
+        ))
+        .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let (seen_path, headers, body) = seen.lock().unwrap().pop().unwrap();
+        assert_eq!(seen_path, path);
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(header("fleet-lock-protocol").as_deref(), Some("true"));
+        assert_eq!(header("content-type"), None, "Zincati sends none");
+        assert_eq!(header("user-agent"), None, "Zincati sends none");
+        // fleet:s3cret
+        assert_eq!(
+            header("authorization").as_deref(),
+            Some("Basic ZmxlZXQ6czNjcmV0")
+        );
+        let expected_id = fleetlock::client::job_id(
+            &fleetlock::client::parse_machine_id(MACHINE_ID).unwrap(),
+            "backup",
+        );
+        assert_eq!(
+            body,
+            serde_json::to_string_pretty(&serde_json::json!({
+                "client_params": { "id": expected_id, "group": "jobs" }
+            }))
+            .unwrap(),
+            "pretty JSON, as Zincati's serde_json::to_string_pretty"
+        );
+        assert_ne!(
+            expected_id,
+            fleetlock::client::zincati_id(
+                &fleetlock::client::parse_machine_id(MACHINE_ID).unwrap()
+            )
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_failure_has_its_exit_code_and_one_line() {
+    let machine = machine_id_file("failures");
+    let failing = stand_in(|_, _| {
+        (
+            503,
+            "application/json",
+            br#"{"kind":"store_unavailable","value":"the lock store is unavailable; nothing was decided, try again later"}"#
+                .to_vec(),
+        )
+    })
+    .await;
+    let (_server, _, url, _) = server(None).await;
+    let wrong_secret = url.replacen("fleet:", "fleet:x", 1);
+    let zincati_id =
+        fleetlock::client::zincati_id(&fleetlock::client::parse_machine_id(MACHINE_ID).unwrap());
+    for (url, args, code, says) in [
+        (
+            "http://127.0.0.1:1/".to_owned(),
+            vec!["lock", "--group", "jobs"],
+            3,
+            "cannot be reached",
+        ),
+        (
+            format!("{failing}/"),
+            vec!["lock", "--group", "jobs"],
+            3,
+            "failed (503)",
+        ),
+        (
+            wrong_secret,
+            vec!["lock", "--group", "jobs"],
+            2,
+            "refused (401)",
+        ),
+        (
+            url.clone(),
+            vec!["lock", "--group", "other"],
+            2,
+            "refused (403)",
+        ),
+        (url.clone(), vec!["lock", "--group", "a b"], 2, "--group: "),
+        (
+            url.clone(),
+            vec!["lock", "--group", "jobs", "--id", &zincati_id],
+            2,
+            "the id Zincati uses",
+        ),
+        (
+            "not a url".to_owned(),
+            vec!["lock", "--group", "jobs"],
+            2,
+            "not a URL",
+        ),
+        (
+            url.clone(),
+            vec!["lock", "--group", "jobs", "--wait", "--timeout", "nope"],
+            2,
+            "--timeout: ",
+        ),
+    ] {
+        let r = ran(&mut fleetlock(&url, &machine, &args)).await;
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    // No URL at all, and a URL with its secret on the command line.
+    let mut bare = fleetlock("", &machine, &["lock", "--group", "jobs"]);
+    bare.env_remove("FLEETLOCK_URL");
+    let r = ran(&mut bare).await;
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("set FLEETLOCK_URL or give --url-file"),
+        "{}",
+        r.stderr
+    );
+    let mut visible = fleetlock("", &machine, &["lock", "--group", "jobs", "--url", &url]);
+    visible.env_remove("FLEETLOCK_URL");
+    let r = ran(&mut visible).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("visible in ps and in shell history"),
+        "{}",
+        r.stderr
+    );
+    // From a file: the secret stays off the command line.
+    let file = std::env::temp_dir().join(format!("fleetlock-url-{}", std::process::id()));
+    std::fs::write(&file, format!("{url}\n")).unwrap();
+    let mut from_file = fleetlock(
+        "",
+        &machine,
+        &[
+            "unlock",
+            "--group",
+            "jobs",
+            "--url-file",
+            file.to_str().unwrap(),
+        ],
+    );
+    from_file.env_remove("FLEETLOCK_URL");
+    let r = ran(&mut from_file).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("visible in ps"), "{}", r.stderr);
+    let _ = std::fs::remove_file(file);
+}
