@@ -951,6 +951,24 @@ class AlarmPauses(unittest.TestCase):
             self.assertEqual(permission["source_arn"], f"${{aws_cloudwatch_event_rule.{rule}[0].arn}}")
 
 
+class JobUnits(unittest.TestCase):
+    def test_the_butane_config_parses_and_keeps_the_secret_private(self):
+        import yaml
+
+        config = yaml.safe_load((ROOT / "contrib" / "butane" / "fleetlock-job.bu").read_text())
+        self.assertEqual((config["variant"], config["version"]), ("fcos", "1.5.0"))
+        files = {f["path"]: f for f in config["storage"]["files"]}
+        self.assertEqual(files["/usr/local/bin/fleetlock"]["mode"], 0o755)
+        self.assertTrue(files["/usr/local/bin/fleetlock"]["contents"]["verification"]["hash"].startswith("sha512-"))
+        self.assertEqual(files["/etc/fleetlock/job.env"]["mode"], 0o600, "the file holds the secret")
+        self.assertIn("FLEETLOCK_URL=", files["/etc/fleetlock/job.env"]["contents"]["inline"])
+        units = {u["name"]: u for u in config["systemd"]["units"]}
+        self.assertTrue(units["fleetlock-unlock-at-boot@backup.service"]["enabled"])
+        self.assertIn("Unit=fleetlock-job@backup.service", units["backup.timer"]["contents"])
+        for name in ["fleetlock-job@.service", "fleetlock-unlock-at-boot@.service"]:
+            self.assertEqual(units[name]["contents"], (ROOT / "contrib" / "systemd" / name).read_text())
+
+
 class Dashboard(unittest.TestCase):
     def sam_body(self):
         body, values = SAM_RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]

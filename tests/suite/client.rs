@@ -483,3 +483,47 @@ async fn every_failure_has_its_exit_code_and_one_line() {
     assert!(!r.stderr.contains("visible in ps"), "{}", r.stderr);
     let _ = std::fs::remove_file(file);
 }
+
+/// The shipped units run commands this binary takes, and the Butane config
+/// carries the same units.
+#[test]
+fn the_shipped_units_call_commands_the_binary_takes() {
+    use fleetlock::cli::{Command as Cli, parse};
+    use fleetlock::client::Call;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
+    let butane = std::fs::read_to_string(root.join("butane/fleetlock-job.bu")).unwrap();
+    let mut calls = Vec::new();
+    for unit in ["fleetlock-job@.service", "fleetlock-unlock-at-boot@.service"] {
+        let text = std::fs::read_to_string(root.join("systemd").join(unit)).unwrap();
+        let indented: String = text
+            .lines()
+            .map(|l| if l.is_empty() { "\n".to_owned() } else { format!("        {l}\n") })
+            .collect();
+        assert!(butane.contains(&indented), "{unit} differs in the Butane config");
+        for line in text.lines().filter(|l| l.starts_with("Exec")) {
+            let (_, command) = line.split_once('=').unwrap();
+            let Some(args) = command.strip_prefix("/usr/local/bin/fleetlock ") else {
+                continue;
+            };
+            let args: Vec<String> = args
+                .replace("${FLEETLOCK_GROUP}", "workers")
+                .replace("%i", "backup")
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            match parse(&args) {
+                Ok(Cli::Lock(request)) => calls.push((request.call, request.wait)),
+                other => panic!("{unit}: {line}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(
+        calls,
+        [
+            (Call::PreReboot, Some(Some(Duration::from_secs(6 * 3600)))),
+            (Call::SteadyState, Some(Some(Duration::from_secs(600)))),
+            (Call::SteadyState, Some(None)),
+        ],
+        "lock before the job, unlock after it, unlock at boot until it succeeds"
+    );
+}
