@@ -493,13 +493,25 @@ fn the_shipped_units_call_commands_the_binary_takes() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
     let butane = std::fs::read_to_string(root.join("butane/fleetlock-job.bu")).unwrap();
     let mut calls = Vec::new();
-    for unit in ["fleetlock-job@.service", "fleetlock-unlock-at-boot@.service"] {
+    for unit in [
+        "fleetlock-job@.service",
+        "fleetlock-unlock-at-boot@.service",
+    ] {
         let text = std::fs::read_to_string(root.join("systemd").join(unit)).unwrap();
         let indented: String = text
             .lines()
-            .map(|l| if l.is_empty() { "\n".to_owned() } else { format!("        {l}\n") })
+            .map(|l| {
+                if l.is_empty() {
+                    "\n".to_owned()
+                } else {
+                    format!("        {l}\n")
+                }
+            })
             .collect();
-        assert!(butane.contains(&indented), "{unit} differs in the Butane config");
+        assert!(
+            butane.contains(&indented),
+            "{unit} differs in the Butane config"
+        );
         for line in text.lines().filter(|l| l.starts_with("Exec")) {
             let (_, command) = line.split_once('=').unwrap();
             let Some(args) = command.strip_prefix("/usr/local/bin/fleetlock ") else {
@@ -526,4 +538,69 @@ fn the_shipped_units_call_commands_the_binary_takes() {
         ],
         "lock before the job, unlock after it, unlock at boot until it succeeds"
     );
+}
+
+/// A TLS server on loopback with a certificate for `localhost` made here,
+/// answering every request 200 and counting them.
+async fn tls_stand_in(dir: &std::path::Path) -> (u16, std::path::PathBuf, Arc<Mutex<u32>>) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, cert.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(Mutex::new(0u32));
+    let count = Arc::clone(&served);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, count) = (acceptor.clone(), Arc::clone(&count));
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |_request| {
+                    *count.lock().unwrap() += 1;
+                    async {
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                            http_body_util::Full::new(hyper::body::Bytes::from_static(b"{}")),
+                        ))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (port, ca_file, served)
+}
+
+#[tokio::test]
+async fn https_is_checked_against_the_systems_roots() {
+    let dir = std::env::temp_dir().join(format!("fleetlock-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (port, ca_file, served) = tls_stand_in(&dir).await;
+    let machine = machine_id_file("tls");
+    let url = format!("https://fleet:s3cret@localhost:{port}/");
+    // A certificate no root vouches for: refused before anything is sent.
+    let r = ran(&mut fleetlock(&url, &machine, &["lock", "--group", "jobs"])).await;
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("TLS with localhost"), "{}", r.stderr);
+    assert_eq!(*served.lock().unwrap(), 0);
+    // With it among the roots (SSL_CERT_FILE, as for curl): the request goes.
+    let mut trusting = fleetlock(&url, &machine, &["lock", "--group", "jobs"]);
+    trusting.env("SSL_CERT_FILE", &ca_file);
+    let r = ran(&mut trusting).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(*served.lock().unwrap(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
 }
