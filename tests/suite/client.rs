@@ -10,8 +10,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 
 use crate::helpers::{
-    basic_auth, local_dynamodb_endpoint, send, served_address, stand_in, unique_table_name,
-    zincati_body,
+    basic_auth, send, served_address, stand_in, table_made_by_the_binary, zincati_body,
 };
 
 const MACHINE_ID: &str = "e0f3745b108f471cbd4883c6fbed8cdd";
@@ -139,15 +138,7 @@ async fn a_job_shares_the_slots_on_the_embedded_store() {
 
 #[tokio::test]
 async fn a_job_shares_the_slots_on_dynamodb_local() {
-    local_dynamodb_endpoint();
-    let table = unique_table_name("lock-client");
-    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
-        .arg("create-table")
-        .env("FLEETLOCK_TABLE", &table)
-        .output()
-        .await
-        .unwrap();
-    assert!(created.status.success());
+    let table = table_made_by_the_binary("lock-client").await;
     a_job_shares_the_slots_zincati_takes(Some(&table)).await;
 }
 

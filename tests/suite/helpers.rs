@@ -332,3 +332,21 @@ pub async fn served_address(
         .unwrap();
     (lines, addr)
 }
+
+/// A fresh table in DynamoDB Local, made by the binary's `create-table`.
+pub async fn table_made_by_the_binary(prefix: &str) -> String {
+    local_dynamodb_endpoint();
+    let table = unique_table_name(prefix);
+    let created = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+        .arg("create-table")
+        .env("FLEETLOCK_TABLE", &table)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    table
+}

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::process::Command;
 use tokio::sync::{Mutex, mpsc};
 
-use crate::helpers::{basic_auth, local_dynamodb_endpoint, unique_table_name, zincati_body};
+use crate::helpers::{basic_auth, table_made_by_the_binary, zincati_body};
 
 const HTTP_API: &str = include_str!("../fixtures/http_api_v2_default_stage.json");
 
@@ -110,15 +110,7 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
 /// A fresh table made by the binary, and a client credential scoped to `*`
 /// with the `Authorization` header Zincati would send for it.
 async fn table_and_credential(prefix: &str) -> (String, fleetlock::auth::NewCredential, String) {
-    local_dynamodb_endpoint();
-    let table = unique_table_name(prefix);
-    let created = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
-        .arg("create-table")
-        .env("FLEETLOCK_TABLE", &table)
-        .output()
-        .await
-        .unwrap();
-    assert!(created.status.success());
+    let table = table_made_by_the_binary(prefix).await;
     let credential = fleetlock::auth::new_credential("fleet", "*").unwrap();
     let authorization = basic_auth("fleet", &credential.secret);
     (table, credential, authorization)
