@@ -158,6 +158,39 @@ fn timeout(options: &mut Options, name: &str) -> Result<Option<Duration>, String
     Ok(Some(duration))
 }
 
+/// Every command, for "did you mean".
+const COMMANDS: &[&str] = &[
+    "serve",
+    "create-table",
+    "status",
+    "release",
+    "forget",
+    "pause",
+    "resume",
+    "credential",
+    "iam-policy",
+    "lock",
+    "unlock",
+    "config",
+    "help",
+];
+
+/// Levenshtein distance: how many single-character edits turn `a` into `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
 /// The settings of `lock` and `unlock`.
 fn lock_request(
     options: &mut Options,
@@ -301,7 +334,14 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             table_arn: options.value("--table-arn")?,
             function_arn: options.value("--function-arn")?,
         },
-        other => return Err(format!("unknown command '{other}'")),
+        other => {
+            // A typo of a command is named, never run as something else.
+            let closest = COMMANDS
+                .iter()
+                .find(|known| edit_distance(other, known) <= 2)
+                .map_or(String::new(), |known| format!(" (did you mean '{known}'?)"));
+            return Err(format!("unknown command '{other}'{closest}"));
+        }
     };
     options.finish()?;
     Ok(command)
@@ -511,6 +551,8 @@ mod tests {
     fn mistakes_are_explained() {
         for (line, says) in [
             ("reboot", "unknown command"),
+            ("unlok", "unknown command 'unlok' (did you mean 'unlock'?)"),
+            ("stauts", "(did you mean 'status'?)"),
             ("serve --listen nowhere", "not an address"),
             ("serve --listen", "needs a value"),
             ("serve --header-timeout 0s", "not from 1s to 10m"),

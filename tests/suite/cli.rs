@@ -66,10 +66,11 @@ async fn no_arguments_prints_help() {
 
 #[tokio::test]
 async fn a_wrong_command_fails_with_usage() {
-    let r = run(fleetlock().arg("unlock")).await;
+    let r = run(fleetlock().arg("unlok")).await;
     assert!(!r.ok);
     assert!(
-        r.stderr.contains("unknown command 'unlock'"),
+        r.stderr
+            .contains("unknown command 'unlok' (did you mean 'unlock'?)"),
         "{}",
         r.stderr
     );
