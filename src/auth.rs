@@ -246,6 +246,64 @@ pub fn new_credential(name: &str, groups: &str) -> Result<NewCredential, String>
 mod tests {
     use super::*;
 
+    /// An entry as `fleetlock credential` wrote it, kept in users'
+    /// samconfig.toml and tfvars: its hash was computed apart from this code,
+    /// `python3 -c "import hashlib; print(hashlib.sha256(bytes.fromhex(
+    /// '00112233445566778899aabbccddeeff') + b'correct-horse').hexdigest())"`.
+    const PINNED_ENTRY: &str = "fleet:default:00112233445566778899aabbccddeeff:\
+        fdae0294388af12970247300f82ead9b9152d3472045506bca5064c15729da5c";
+
+    #[test]
+    fn an_entry_written_by_an_earlier_version_still_lets_its_client_in() {
+        let clients = Clients::parse(PINNED_ENTRY).unwrap();
+        let caller = clients
+            .authenticate(Some(&basic("fleet", "correct-horse")))
+            .unwrap();
+        assert_eq!(caller.name, "fleet");
+        assert!(
+            clients
+                .authenticate(Some(&basic("fleet", "correct-horsE")))
+                .is_err()
+        );
+        // The hex in upper case, as a person may paste it: the same entry.
+        let (head, hex) = PINNED_ENTRY.split_at("fleet:default:".len());
+        let shouting = Clients::parse(&format!("{head}{}", hex.to_uppercase())).unwrap();
+        assert!(
+            shouting
+                .authenticate(Some(&basic("fleet", "correct-horse")))
+                .is_ok()
+        );
+        // Secret before salt is another hash (computed the same way): an
+        // entry of that order must not let the client in.
+        let swapped = "fleet:default:00112233445566778899aabbccddeeff:\
+            c4c031054b2364b9b68b48b6fe29dabbc1c741b77fc1bbc93e5dc25445d84208";
+        assert!(
+            Clients::parse(swapped)
+                .unwrap()
+                .authenticate(Some(&basic("fleet", "correct-horse")))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn new_entries_keep_the_pinned_form() {
+        let entry = entry_for("fleet", "default,workers", "correct-horse").unwrap();
+        let fields: Vec<&str> = entry.split(':').collect();
+        assert_eq!(fields[..2], ["fleet", "default,workers"]);
+        let (salt, hash) = (fields[2], fields[3]);
+        let lower_hex = |s: &str, n: usize| {
+            s.len() == n
+                && s.chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        };
+        assert!(lower_hex(salt, 32) && lower_hex(hash, 64), "{entry}");
+        let expected = hex(&digest(&unhex::<16>(salt).unwrap(), b"correct-horse"));
+        assert_eq!(
+            hash, expected,
+            "SHA-256 of the salt's bytes, then the secret"
+        );
+    }
+
     fn basic(name: &str, secret: &str) -> Vec<u8> {
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{name}:{secret}"));
         format!("Basic {token}").into_bytes()

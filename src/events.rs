@@ -182,6 +182,16 @@ mod tests {
     use crate::input::{NodeId, PauseReason};
     use crate::lock::{Pause, PersonPause, Semaphore};
 
+    #[test]
+    fn the_idempotency_key_consumers_dedupe_on_is_pinned() {
+        // Computed apart from this code: python3 -c "import hashlib;
+        // print(hashlib.sha256(b'rec-1\x00Slot Granted\x00node-a').hexdigest()[:32])"
+        assert_eq!(
+            idempotency_key("rec-1", Kind::SlotGranted, "node-a"),
+            "d8d3c58144da3d0cb318686e79227eef"
+        );
+    }
+
     const ORIGIN: Origin<'static> = Origin {
         record_id: "rec-1",
         sequence: "100",

@@ -502,3 +502,137 @@ async fn the_table_check_tells_a_mistake_from_an_outage() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The item exactly as this version writes it: deployed tables hold items
+/// in this form, and a refactor must not change it unnoticed.
+#[tokio::test]
+async fn the_item_a_grant_a_release_and_a_pause_write_is_exactly_this() {
+    use std::collections::HashMap;
+    let (store, _) = dynamo_store("item-format").await;
+    let (client, _) = counted_client().await;
+    let raw = || async {
+        let item = client
+            .get_item()
+            .table_name(store.table())
+            .key("group", AttributeValue::S("default".into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap_or_default();
+        item.into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let n = |v: &str| AttributeValue::N(v.into());
+    let s = |v: &str| AttributeValue::S(v.into());
+    let expect =
+        |pairs: Vec<(&str, AttributeValue)>| -> std::collections::BTreeMap<String, AttributeValue> {
+            pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+        };
+    let g = group("default");
+    store
+        .acquire(&g, &id("node-a"), slots(2), Timestamp(1_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        raw().await,
+        expect(vec![
+            ("group", s("default")),
+            ("holder_count", n("1")),
+            ("h:node-a", n("1000")),
+            ("slots", n("2")),
+        ])
+    );
+    store
+        .release(&g, &id("node-a"), Timestamp(2_000))
+        .await
+        .unwrap();
+    let pause = fleetlock::lock::PersonPause {
+        reason: fleetlock::input::PauseReason::parse("kernel regression").unwrap(),
+        since: Timestamp(3_000),
+        by: "alice".into(),
+    };
+    store.pause(&g, pause).await.unwrap();
+    store.pause_for_alarm(&g, "api-5xx").await.unwrap();
+    assert_eq!(
+        raw().await,
+        expect(vec![
+            ("group", s("default")),
+            ("holder_count", n("0")),
+            ("slots", n("2")),
+            ("released_at", n("2000")),
+            (
+                "paused",
+                AttributeValue::M(HashMap::from([
+                    ("reason".to_owned(), s("kernel regression")),
+                    ("since".to_owned(), n("3000")),
+                    ("by".to_owned(), s("alice")),
+                ])),
+            ),
+            ("pause_version", n("1")),
+            ("alarms", AttributeValue::Ss(vec!["api-5xx".into()])),
+        ])
+    );
+}
+
+/// An item in this version's format, written as a deployed table holds it,
+/// read back by the code as the state it stands for.
+#[tokio::test]
+async fn an_item_in_todays_format_reads_as_the_state_it_stands_for() {
+    use std::collections::HashMap;
+    let (store, _) = dynamo_store("item-read").await;
+    let (client, _) = counted_client().await;
+    let n = |v: &str| AttributeValue::N(v.into());
+    let s = |v: &str| AttributeValue::S(v.into());
+    client
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(HashMap::from([
+            ("group".to_owned(), s("workers")),
+            ("holder_count".to_owned(), n("2")),
+            ("h:node-a".to_owned(), n("1000")),
+            ("holder:old-node".to_owned(), n("900")),
+            ("slots".to_owned(), n("3")),
+            ("released_at".to_owned(), n("800")),
+            (
+                "paused".to_owned(),
+                AttributeValue::M(HashMap::from([
+                    ("reason".to_owned(), s("kernel regression")),
+                    ("since".to_owned(), n("1100")),
+                    ("by".to_owned(), s("alice")),
+                ])),
+            ),
+            ("pause_version".to_owned(), n("3")),
+            (
+                "alarms".to_owned(),
+                AttributeValue::Ss(vec!["api-5xx".into()]),
+            ),
+        ])))
+        .send()
+        .await
+        .unwrap();
+    let (_, record) = store
+        .groups(Some(&group("workers")))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let holders: Vec<(String, u64)> = record
+        .holders
+        .holders()
+        .map(|(id, at)| (id.to_string(), at.0))
+        .collect();
+    assert_eq!(holders, [("node-a".into(), 1000), ("old-node".into(), 900)]);
+    assert_eq!(record.slots, Some(3));
+    assert_eq!(record.last_release, Some(Timestamp(800)));
+    let person = record.pause.person.unwrap();
+    assert_eq!(
+        (person.reason.as_str(), person.since, person.by.as_str()),
+        ("kernel regression", Timestamp(1100), "alice")
+    );
+    assert_eq!(
+        record.pause.alarms.into_iter().collect::<Vec<_>>(),
+        ["api-5xx"]
+    );
+}
