@@ -379,10 +379,41 @@ mod tests {
             "a:*:zz:zz".into(),
             format!("{good};{good}"),
             good.replacen("a:*", "a:bad_group", 1),
-            good.replacen("a:*", "a b:*", 1),
         ] {
             assert!(Clients::parse(&bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn client_names_and_hex_fields_are_refused_for_what_they_are() {
+        let good = new_credential("a", "*").unwrap().entry;
+        let (salt, hash) = {
+            let fields: Vec<&str> = good.split(':').collect();
+            (fields[2].to_owned(), fields[3].to_owned())
+        };
+        let with_name = |name: &str| format!("{name}:*:{salt}:{hash}");
+        for ok in ["a.b_c-1", &"n".repeat(64)] {
+            assert!(Clients::parse(&with_name(ok)).is_ok(), "{ok:?}");
+        }
+        for bad in ["a/b", "ä", "a+b", &"n".repeat(65)] {
+            let err = Clients::parse(&with_name(bad)).unwrap_err().to_string();
+            assert!(err.contains("is not a client name"), "{bad:?}: {err}");
+        }
+        // A salt a digit short, and one of the right length in bytes with a
+        // character that is not ASCII: refused, never sliced apart.
+        for bad_salt in [&salt[1..], &format!("é{}", &salt[2..])] {
+            let err = Clients::parse(&format!("a:*:{bad_salt}:{hash}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("the salt is not 32 hex digits"),
+                "{bad_salt}: {err}"
+            );
+        }
+        let err = Clients::parse(&format!("a:*:{salt}:{}", &hash[1..]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the SHA-256 is not 64 hex digits"), "{err}");
     }
 
     #[test]

@@ -276,8 +276,34 @@ mod tests {
         ]
     }
 
+    /// Stops compiling when a variant is added without a place here, and so
+    /// in `one_of_each` and `KINDS`.
+    fn every_variant_is_counted(err: &Error) {
+        match err {
+            Error::NotFound(_)
+            | Error::MethodNotAllowed(_)
+            | Error::Unauthorized
+            | Error::MissingProtocolHeader
+            | Error::BodyTooLarge { .. }
+            | Error::RequestTimeout { .. }
+            | Error::InvalidBody(_)
+            | Error::InvalidId(_)
+            | Error::InvalidGroup(_)
+            | Error::UnknownGroup(_)
+            | Error::ForbiddenGroup(_)
+            | Error::TooManyGroups { .. }
+            | Error::SemaphoreFull { .. }
+            | Error::GroupPaused { .. }
+            | Error::Settling { .. }
+            | Error::OutsideMaintenanceWindow { .. }
+            | Error::StoreUnavailable
+            | Error::Internal => {}
+        }
+    }
+
     #[test]
     fn every_kind_is_listed_once_and_snake_case() {
+        one_of_each().iter().for_each(every_variant_is_counted);
         let kinds: Vec<_> = one_of_each().iter().map(Error::kind).collect();
         assert_eq!(kinds, Error::KINDS);
         for kind in kinds {

@@ -325,6 +325,25 @@ mod tests {
     }
 
     #[test]
+    fn a_semaphore_with_a_holder_is_not_empty() {
+        let mut sem = Semaphore::default();
+        assert!(sem.is_empty());
+        sem.acquire(&id("a"), 1, Timestamp(1));
+        assert!(!sem.is_empty());
+    }
+
+    #[test]
+    fn the_manual_clock_stands_still_until_moved_and_is_shared() {
+        let clock = ManualClock::at(Timestamp(1_000));
+        let same = clock.clone();
+        assert_eq!(clock.now(), Timestamp(1_000));
+        clock.advance(Duration::from_millis(250));
+        assert_eq!(same.now(), Timestamp(1_250));
+        same.set(Timestamp(5));
+        assert_eq!(clock.now(), Timestamp(5));
+    }
+
+    #[test]
     fn release_by_non_holder_changes_nothing() {
         let mut sem = Semaphore::default();
         sem.acquire(&id("a"), 1, Timestamp(1));

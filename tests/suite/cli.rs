@@ -22,6 +22,14 @@ fn fleetlock() -> Command {
         .env_remove("FLEETLOCK_WINDOWS")
         .env_remove("FLEETLOCK_TIME_ZONE")
         .env_remove("FLEETLOCK_FUNCTION")
+        // Hermetic: nothing of the developer's own settings.
+        .env_remove("FLEETLOCK_CLIENTS")
+        .env_remove("FLEETLOCK_AUTH")
+        .env_remove("FLEETLOCK_ALARM_PAUSES")
+        .env_remove("FLEETLOCK_EVENT_BUS")
+        .env_remove("FLEETLOCK_URL")
+        .env_remove("FLEETLOCK_MACHINE_ID_FILE")
+        .env_remove("_HANDLER")
         .env_remove("AWS_LAMBDA_RUNTIME_API")
         .kill_on_drop(true);
     command

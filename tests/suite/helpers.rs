@@ -117,8 +117,14 @@ impl HttpResponse {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
     }
 
+    /// The answer's kind, which must be one of the closed set.
     pub fn kind(&self) -> String {
-        self.json()["kind"].as_str().unwrap_or("").to_owned()
+        let kind = self.json()["kind"].as_str().unwrap_or("").to_owned();
+        assert!(
+            kind.is_empty() || fleetlock::error::Error::KINDS.contains(&kind.as_str()),
+            "kind {kind:?} is not in the closed set"
+        );
+        kind
     }
 }
 

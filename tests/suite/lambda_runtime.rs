@@ -101,6 +101,15 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
         .env("_HANDLER", handler)
         .env_remove("FLEETLOCK_CLIENTS")
         .env_remove("FLEETLOCK_AUTH")
+        // Hermetic: nothing of the developer's own settings.
+        .env_remove("FLEETLOCK_GROUPS")
+        .env_remove("FLEETLOCK_SETTLE")
+        .env_remove("FLEETLOCK_WINDOWS")
+        .env_remove("FLEETLOCK_TIME_ZONE")
+        .env_remove("FLEETLOCK_ALARM_PAUSES")
+        .env_remove("FLEETLOCK_EVENT_BUS")
+        .env_remove("FLEETLOCK_MAX_WILDCARD_GROUPS")
+        .env_remove("RUST_LOG")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
