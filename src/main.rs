@@ -411,7 +411,8 @@ async fn run_command(command: Command) -> Result<(), String> {
                 }
             }
         }
-        Command::Lock(_) => unreachable!("lock and unlock are run by lock_command"),
+        // Run by lock_command, before this, for their own exit codes.
+        Command::Lock(_) => return Err("lock and unlock run apart from the other commands".into()),
         Command::ConfigCheck => {
             // Only this shell's variables: nothing is asked of AWS.
             let config = Config::from_env().map_err(|e| format!("invalid configuration: {e}"))?;
