@@ -335,6 +335,24 @@ async fn create_table_again_is_harmless() {
 }
 
 /// A 32-hex id like Zincati's app-specific machine id.
+/// A group's item as DynamoDB holds it, read consistently (empty if none).
+async fn raw_item(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    group: &str,
+) -> std::collections::HashMap<String, AttributeValue> {
+    client
+        .get_item()
+        .table_name(table)
+        .key("group", AttributeValue::S(group.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap_or_default()
+}
+
 fn machine_id(n: usize) -> String {
     format!("{n:032x}")
 }
@@ -387,16 +405,7 @@ async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second()
         .unwrap();
     assert_eq!(released.outcome, Release::Released);
     assert_eq!(released.group.holders.len(), 1);
-    let raw = client
-        .get_item()
-        .table_name(store.table())
-        .key("group", AttributeValue::S("default".into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap();
+    let raw = raw_item(&client, store.table(), "default").await;
     assert!(
         !raw.contains_key("holder:old-node"),
         "the old attribute is gone"
@@ -511,17 +520,9 @@ async fn the_item_a_grant_a_release_and_a_pause_write_is_exactly_this() {
     let (store, _) = dynamo_store("item-format").await;
     let (client, _) = counted_client().await;
     let raw = || async {
-        let item = client
-            .get_item()
-            .table_name(store.table())
-            .key("group", AttributeValue::S("default".into()))
-            .consistent_read(true)
-            .send()
+        raw_item(&client, store.table(), "default")
             .await
-            .unwrap()
-            .item
-            .unwrap_or_default();
-        item.into_iter()
+            .into_iter()
             .collect::<std::collections::BTreeMap<_, _>>()
     };
     let n = |v: &str| AttributeValue::N(v.into());
