@@ -503,8 +503,8 @@ mod tests {
             group.decide_acquire(&id("c"), r, until.minus(Duration::from_millis(1))),
             Acquire::Settling { until }
         );
-        // A node granted again at 300: its old release, arriving at 250 and
-        // landing now, frees nothing.
+        // a is granted again later; a release of a's that arrived a second
+        // before that grant, landing now, frees nothing.
         group.acquire(&id("a"), rules(3, Duration::ZERO), until.plus(TEN_MIN));
         let regranted = until.plus(TEN_MIN);
         assert_eq!(
