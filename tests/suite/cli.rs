@@ -789,23 +789,41 @@ async fn status_reads_the_deployed_configuration_and_shows_windows() {
         "{windows}"
     );
 
+    // The window is open only from 23:00 to 23:01 in Berlin, every day.
+    let berlin_state = || {
+        let local = jiff::ZonedDateTime::now().in_tz("Europe/Berlin").unwrap();
+        if (local.hour(), local.minute()) == (23, 0) {
+            ("open", "23:01")
+        } else {
+            ("closed", "23:00")
+        }
+    };
+    let before = berlin_state();
     let r = run(with_table()
         .env("AWS_ENDPOINT_URL_LAMBDA", &url)
         .env("FLEETLOCK_FUNCTION", "fleetlock")
         .args(["status", "--json", "--group", "default"]))
     .await;
+    let after = berlin_state();
     let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let group = &status["groups"][0];
     assert_eq!(group["configured_slots"], 1);
     assert_eq!(group["maintenance_windows"]["time_zone"], "Europe/Berlin");
     let state = group["maintenance_windows"]["state"].as_str().unwrap();
-    assert!(["open", "closed"].contains(&state), "{state}");
-    assert!(
-        group["maintenance_windows"]["changes_at_local"]
-            .as_str()
-            .unwrap()
-            .ends_with("Europe/Berlin")
-    );
+    let changes_at = group["maintenance_windows"]["changes_at_local"]
+        .as_str()
+        .unwrap();
+    assert!(changes_at.ends_with("Europe/Berlin"), "{changes_at}");
+    // Unless the call straddled 23:00 or 23:01, the state is the one the
+    // clock gives, and it changes at the window's next edge.
+    if before == after {
+        let (expected_state, next_edge) = before;
+        assert_eq!(state, expected_state, "{}", r.stdout);
+        assert!(
+            changes_at.contains(&format!(" {next_edge} Europe/Berlin")),
+            "{changes_at}"
+        );
+    }
 }
 
 #[tokio::test]
