@@ -207,41 +207,82 @@ async fn zero_slots_freeze_a_group_even_on_first_use() {
     assert_eq!(take(&store, &g, "c", 0, 3).await, Acquire::Full);
 }
 
-/// The HTTP requests the client sent to DynamoDB while `call` ran.
-async fn requests_for<T>(requests: &RequestCounter, call: impl Future<Output = T>) -> u64 {
+/// What `call` decided, and the HTTP requests the client sent to DynamoDB
+/// while it ran.
+async fn requests_for<T>(requests: &RequestCounter, call: impl Future<Output = T>) -> (T, u64) {
     let before = requests.get();
-    call.await;
-    requests.get() - before
+    let outcome = call.await;
+    (outcome, requests.get() - before)
 }
 
 #[tokio::test]
 async fn every_protocol_decision_is_exactly_one_request() {
     let (store, requests) = dynamo_store("one-request").await;
-    let g = group("default");
+    let (g, frozen) = (group("default"), group("frozen"));
     let (a, b) = (id("a"), id("b"));
+    let settle_1h = GroupRules {
+        settle: Duration::from_secs(3600),
+        ..slots(1)
+    };
+    let store = &store;
+    let acquire = |g, id, rules, at| async move {
+        let decided = store.acquire(g, id, rules, Timestamp(at)).await.unwrap();
+        format!("{:?}", decided.outcome)
+    };
+    let release = |g, id, at| async move {
+        let decided = store.release(g, id, Timestamp(at)).await.unwrap();
+        format!("{:?}", decided.outcome)
+    };
+    store
+        .pause(
+            &frozen,
+            fleetlock::lock::PersonPause {
+                reason: fleetlock::input::PauseReason::parse("frozen").unwrap(),
+                since: Timestamp(0),
+                by: "ops".into(),
+            },
+        )
+        .await
+        .unwrap();
     let cases = [
         (
             "grant",
-            requests_for(&requests, store.acquire(&g, &a, slots(1), Timestamp(1))).await,
+            requests_for(&requests, acquire(&g, &a, slots(1), 1)).await,
+            "Granted",
         ),
         (
             "already held",
-            requests_for(&requests, store.acquire(&g, &a, slots(1), Timestamp(2))).await,
+            requests_for(&requests, acquire(&g, &a, slots(1), 2)).await,
+            "AlreadyHeld",
         ),
         (
             "full",
-            requests_for(&requests, store.acquire(&g, &b, slots(1), Timestamp(3))).await,
+            requests_for(&requests, acquire(&g, &b, slots(1), 3)).await,
+            "Full",
+        ),
+        (
+            "paused",
+            requests_for(&requests, acquire(&frozen, &b, slots(1), 3)).await,
+            "Paused",
         ),
         (
             "release by a non-holder",
-            requests_for(&requests, store.release(&g, &b, Timestamp(4))).await,
+            requests_for(&requests, release(&g, &b, 4)).await,
+            "NotHeld",
         ),
         (
             "release",
-            requests_for(&requests, store.release(&g, &a, Timestamp(5))).await,
+            requests_for(&requests, release(&g, &a, 5)).await,
+            "Released",
+        ),
+        (
+            "settling",
+            requests_for(&requests, acquire(&g, &b, settle_1h, 6)).await,
+            "Settling { until: Timestamp(3600005) }",
         ),
     ];
-    for (label, sent) in cases {
+    for (label, (outcome, sent), expected) in cases {
+        assert_eq!(outcome, expected, "{label}");
         assert_eq!(sent, 1, "{label} sent {sent} DynamoDB requests");
     }
 }

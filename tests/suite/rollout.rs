@@ -304,14 +304,23 @@ async fn zincati_sees_paused_and_settling_groups<S: LockStore>(store: S) {
         value.contains("by alice since 2025-11-30T05:30:00Z: kernel 6.12 regression"),
         "{value}"
     );
-    // Steady-state at boot still works, and other groups are untouched.
+    // Steady-state at boot still works in the paused group.
+    let r = zincati(addr, "steady-state", "d1", "default").await;
     assert_eq!(
-        zincati(addr, "steady-state", "d1", "default").await.status,
-        200
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("not_held"))
     );
+    // Other groups are untouched: workers still frees and grants slots.
+    let r = zincati(addr, "steady-state", "w2", "workers").await;
     assert_eq!(
-        zincati(addr, "steady-state", "w2", "workers").await.status,
-        200
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("released"))
+    );
+    clock.advance(SETTLE);
+    let r = zincati(addr, "pre-reboot", "w4", "workers").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("granted"))
     );
     api.service()
         .store()

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
-use fleetlock::lock::{ManualClock, Timestamp};
+use fleetlock::input::{GroupName, NodeId, PauseReason};
+use fleetlock::lock::{GroupRules, ManualClock, PersonPause, Timestamp};
 use fleetlock::service::FleetLock;
+use fleetlock::store::LockStore;
 use fleetlock::windows::Schedule;
 
 use crate::helpers::{dynamo_store, spawn_server, zincati};
@@ -83,10 +85,16 @@ async fn a_closed_group_is_refused_without_a_single_dynamodb_request() {
     // After it closes even the holder is refused (it keeps its slot and
     // reboots in the next window), and its steady-state still releases.
     clock.set(at("2026-12-13T00:00:00Z"));
+    let before = requests.get();
     let r = zincati(addr, "pre-reboot", "w1", "workers").await;
     assert_eq!(
         (r.status, r.kind()),
         (423, "outside_maintenance_window".to_string())
+    );
+    assert_eq!(
+        requests.get() - before,
+        0,
+        "no DynamoDB request for a holder outside its window either"
     );
     let groups = api.service().store();
     let held = fleetlock::store::LockStore::groups(groups, None)
@@ -99,4 +107,74 @@ async fn a_closed_group_is_refused_without_a_single_dynamodb_request() {
         (r.status, r.json()["outcome"].as_str()),
         (200, Some("released"))
     );
+}
+
+/// A closed window is the first answer a node hears, whatever else holds the
+/// group back: it is what tells the operator when the next try can work.
+/// Once the window opens, the group's other reasons come back in the core's
+/// order: paused, then settling, then full.
+#[tokio::test]
+async fn a_closed_window_outranks_paused_settling_and_full() {
+    let (store, requests) = dynamo_store("windows-rank").await;
+    let workers = GroupName::parse("workers").unwrap();
+    let node = |n: &str| NodeId::parse(n).unwrap();
+    // Saturday 2026-12-12 21:30 UTC, inside the window: w1 and w2 take the
+    // two slots, w3 a third one granted while the group had three, and w3
+    // gives its back, so the group is full, settling and then paused.
+    let inside = at("2026-12-12T21:30:00Z");
+    let three = GroupRules {
+        slots: 3,
+        settle: std::time::Duration::ZERO,
+        wildcard_limit: None,
+    };
+    for n in ["w1", "w2", "w3"] {
+        store
+            .acquire(&workers, &node(n), three, inside)
+            .await
+            .unwrap();
+    }
+    store.release(&workers, &node("w3"), inside).await.unwrap();
+    store
+        .pause(
+            &workers,
+            PersonPause {
+                reason: PauseReason::parse("kernel regression").unwrap(),
+                since: inside,
+                by: "alice".into(),
+            },
+        )
+        .await
+        .unwrap();
+
+    let groups = GroupSlots::parse("workers=2")
+        .unwrap()
+        .with_settle("workers=1h")
+        .unwrap();
+    let windows = Schedule::parse(
+        "workers: days=Sat,Sun start_time=22:00 length_minutes=120",
+        Some("Europe/Berlin"),
+        |g| groups.slots_for(g).is_ok(),
+        false,
+    )
+    .unwrap();
+    // Sunday 00:30 UTC: past the window's close at 00:00 UTC.
+    let clock = ManualClock::at(at("2026-12-13T00:30:00Z"));
+    let service = FleetLock::new(groups, store)
+        .with_windows(windows)
+        .with_clock(clock.clone());
+    let api = Arc::new(Api::new(service, Auth::Disabled));
+    let server = spawn_server(Arc::clone(&api)).await;
+    let ask = || zincati(server.addr, "pre-reboot", "w4", "workers");
+
+    let before = requests.get();
+    assert_eq!(ask().await.kind(), "outside_maintenance_window");
+    assert_eq!(requests.get() - before, 0);
+
+    // Inside the window (still within the settle hour): paused first.
+    clock.set(at("2026-12-12T22:00:00Z"));
+    assert_eq!(ask().await.kind(), "group_paused");
+    api.service().store().resume(&workers).await.unwrap();
+    assert_eq!(ask().await.kind(), "settling");
+    clock.set(at("2026-12-12T22:31:00Z"));
+    assert_eq!(ask().await.kind(), "semaphore_full");
 }
