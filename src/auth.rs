@@ -367,20 +367,36 @@ mod tests {
         let lower = String::from_utf8(basic("fleet", &fleet.secret))
             .unwrap()
             .replacen("Basic", "basic", 1);
-        assert!(clients.authenticate(Some(lower.as_bytes())).is_ok());
+        let caller = clients.authenticate(Some(lower.as_bytes())).unwrap();
+        assert_eq!(caller.name, "fleet");
     }
 
     #[test]
     fn malformed_client_lists_stop_start_up() {
         let good = new_credential("a", "*").unwrap().entry;
-        for bad in [
-            String::new(),
-            "a:*:00".into(),
-            "a:*:zz:zz".into(),
-            format!("{good};{good}"),
-            good.replacen("a:*", "a:bad_group", 1),
+        let zeros = "0".repeat(64);
+        for (bad, why) in [
+            (String::new(), "no client is listed"),
+            (
+                "a:*:00".into(),
+                "an entry is not NAME:GROUPS:SALT:SHA256 (it has 3 fields)",
+            ),
+            (
+                "a:*:zz:zz".into(),
+                "client 'a': the salt is not 32 hex digits",
+            ),
+            (
+                format!("a:*:{}:zz", &zeros[..32]),
+                "client 'a': the SHA-256 is not 64 hex digits",
+            ),
+            (format!("{good};{good}"), "client 'a' is listed twice"),
+            (good.replacen("a:*", "a:bad_group", 1), "client 'a': "),
         ] {
-            assert!(Clients::parse(&bad).is_err(), "{bad:?}");
+            let err = Clients::parse(&bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("FLEETLOCK_CLIENTS: {why}")),
+                "{bad:?}: {err}"
+            );
         }
     }
 

@@ -519,10 +519,21 @@ mod tests {
         );
         assert_eq!(with(None, None).unwrap().auth, None);
         assert_eq!(with(None, Some("")).unwrap().auth, None);
-        assert!(with(Some("disabled"), Some(&entry)).is_err());
-        assert!(with(Some("required"), None).is_err());
-        assert!(with(Some("off"), None).is_err());
-        assert!(with(None, Some("garbage")).is_err());
+        // Each refusal names the setting at fault and what is wrong with it.
+        let refusal = |auth, clients| with(auth, clients).unwrap_err().to_string();
+        assert_eq!(
+            refusal(Some("disabled"), Some(&entry)),
+            "FLEETLOCK_AUTH: 'disabled' conflicts with the clients listed in FLEETLOCK_CLIENTS"
+        );
+        assert!(refusal(Some("required"), None).starts_with("FLEETLOCK_AUTH: 'required' but"));
+        assert_eq!(
+            refusal(Some("off"), None),
+            "FLEETLOCK_AUTH: 'off' is neither 'required' nor 'disabled'"
+        );
+        assert_eq!(
+            refusal(None, Some("garbage")),
+            "FLEETLOCK_CLIENTS: an entry is not NAME:GROUPS:SALT:SHA256 (it has 1 fields)"
+        );
     }
 
     #[test]
@@ -662,7 +673,13 @@ mod tests {
             with("fleetlock-locks").unwrap().table.as_deref(),
             Some("fleetlock-locks")
         );
-        assert!(with("a").is_err());
-        assert!(with("has space").is_err());
+        for bad in ["a", "has space"] {
+            assert_eq!(
+                with(bad).unwrap_err().to_string(),
+                format!(
+                    "FLEETLOCK_TABLE: '{bad}' is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
+                ),
+            );
+        }
     }
 }

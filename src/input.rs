@@ -404,7 +404,8 @@ mod tests {
     #[test]
     fn unknown_fields_are_ignored() {
         let body = br#"{"client_params":{"id":"a","group":"g","extra":1},"future":true}"#;
-        assert!(ClientParams::from_body(body, IdRule::New).is_ok());
+        let params = ClientParams::from_body(body, IdRule::New).unwrap();
+        assert_eq!((params.id.as_str(), params.group.as_str()), ("a", "g"));
     }
 
     #[test]

@@ -110,7 +110,10 @@ async fn credentials_gate_every_call_and_scope_groups() {
 
     // ...but works on its own group.
     let r = post(addr, "pre-reboot", Some(&workers_auth), "w1", "workers").await;
-    assert_eq!(r.status, 200);
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
 }
 
 #[tokio::test]

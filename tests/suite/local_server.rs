@@ -123,7 +123,7 @@ async fn bad_requests_over_http_get_their_status_and_kind_and_change_nothing() {
         ("invalid group", "POST", "/v1/pre-reboot", &protocol, zincati_body("other", "../etc").into(), 400, "invalid_group"),
         ("unknown group", "POST", "/v1/pre-reboot", &protocol, zincati_body("other", "workers").into(), 403, "unknown_group"),
         // Someone else's release attempt is fine and changes nothing.
-        ("release by non-holder", "POST", "/v1/steady-state", &protocol, body.clone().into(), 200, ""),
+        ("release by non-holder", "POST", "/v1/steady-state", &protocol, body.clone().into(), 200, "not_held"),
         // Extra fields are ignored; the group is full, so this is a refusal.
         ("extra fields", "POST", "/v1/pre-reboot", &protocol,
             br#"{"client_params":{"id":"other","group":"default","stream":"stable"},"v":2}"#.to_vec(), 423, "semaphore_full"),
@@ -131,7 +131,9 @@ async fn bad_requests_over_http_get_their_status_and_kind_and_change_nothing() {
     for (name, method, path, headers, body, status, kind) in cases {
         let r = send(server.addr, method, path, headers, body).await;
         assert_eq!(r.status, status, "{name}");
-        if status != 200 {
+        if status == 200 {
+            assert_eq!(r.json()["outcome"], kind, "{name}");
+        } else {
             assert_eq!(r.kind(), kind, "{name}");
             let value = r.json()["value"].as_str().unwrap_or_default().to_owned();
             assert!(
@@ -152,7 +154,8 @@ async fn bad_requests_over_http_get_their_status_and_kind_and_change_nothing() {
 
 #[tokio::test]
 async fn a_content_type_is_neither_needed_nor_harmful() {
-    let server = spawn_server(memory_api("default=2")).await;
+    let api = memory_api("default=2");
+    let server = spawn_server(Arc::clone(&api)).await;
     let with_type = send(
         server.addr,
         "POST",
@@ -164,7 +167,22 @@ async fn a_content_type_is_neither_needed_nor_harmful() {
         zincati_body("typed", "default"),
     )
     .await;
-    assert_eq!(with_type.status, 200);
+    assert_eq!(
+        (with_type.status, with_type.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
     let without = zincati(server.addr, "pre-reboot", "untyped", "default").await;
-    assert_eq!(without.status, 200);
+    assert_eq!(
+        (without.status, without.json()["outcome"].as_str()),
+        (200, Some("granted"))
+    );
+    // Both were read as Zincati's body and hold a slot each.
+    let stored = api.service().store().groups(None).await.unwrap();
+    let held: Vec<String> = stored[0]
+        .1
+        .holders
+        .holders()
+        .map(|(id, _)| id.to_string())
+        .collect();
+    assert_eq!(held, ["typed", "untyped"]);
 }
