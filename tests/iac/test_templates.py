@@ -2,12 +2,16 @@
 
 Both are parsed (the SAM template with its intrinsic-function tags by
 cfn-lint's decoder, the HCL by python-hcl2) and compared with each other and
-with what the code itself says: the table `fleetlock create-table --dry-run`
-makes and the environment variables `fleetlock help` lists.
-Run by scripts/test after `cargo test` has built target/debug/fleetlock.
+with what the code itself does: the table `fleetlock create-table --dry-run`
+makes, the environment variables `fleetlock help` lists, and the metrics the
+functions print when the binary runs under each template's handler
+(lambda_run.py). Never with the Rust source's text.
+Run by scripts/test after `cargo test` has built target/debug/fleetlock,
+with DynamoDB Local started (AWS_ENDPOINT_URL).
 """
 
 import ast
+import functools
 import json
 import os
 import re
@@ -16,6 +20,7 @@ import unittest
 from pathlib import Path
 
 import hcl2
+import lambda_run
 from cfnlint.decode import decode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -319,11 +324,60 @@ class AuthAndLimits(unittest.TestCase):
         self.assertIn("var.reserved_concurrency", TF_LOCALS["reserved_concurrency"])
 
 
+@functools.cache
+def api_function_run():
+    """The API function, under the handler the template gives it, answering
+    one pre-reboot: (answers, stdout lines)."""
+    table = "iac-api-" + os.urandom(4).hex()
+    endpoint = lambda_run.table(table)
+    return lambda_run.invoke(
+        SAM["Globals"]["Function"]["Handler"],
+        [lambda_run.api_gateway_event("pre-reboot", "iac-node")],
+        {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table, "FLEETLOCK_AUTH": "disabled"})
+
+
+@functools.cache
+def slot_events_run():
+    """The slot-events function, under its template's handler, given a record
+    it cannot read (which needs no EventBridge): (answers, stdout lines)."""
+    # Port 9 (discard): no AWS service is reached, nor needed.
+    return lambda_run.invoke(SAM_RESOURCES["SlotEventsFunction"]["Properties"]["Handler"],
+                             [lambda_run.unreadable_stream_record()],
+                             lambda_run.aws_env("http://127.0.0.1:9"))
+
+
+@functools.cache
+def alarm_pauses_run():
+    """The alarm-pauses function, under its template's handler, told of an
+    alarm that gates nothing: (answers, stdout lines)."""
+    table = "iac-pauses-" + os.urandom(4).hex()
+    endpoint = lambda_run.table(table)
+    event = {"detail-type": "CloudWatch Alarm State Change",
+             "detail": {"alarmName": "gates-nothing", "state": {"value": "ALARM"}}}
+    return lambda_run.invoke(SAM_RESOURCES["AlarmPausesFunction"]["Properties"]["Handler"], [event],
+                             {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table,
+                              "FLEETLOCK_ALARM_PAUSES": "api-5xx=*"})
+
+
+def emitted_by(run):
+    """{(namespace, name): (unit, dimensions, values)} of the metrics a run emitted."""
+    return lambda_run.emitted_metrics(run()[1])
+
+
+def the_one_metric(run):
+    """The one metric a function's lines declare: ((namespace, name), (unit, dimensions, values))."""
+    emitted = emitted_by(run)
+    if len(emitted) != 1:
+        raise AssertionError(f"expected one metric, the lines declare {emitted}")
+    return next(iter(emitted.items()))
+
+
 class Alarms(unittest.TestCase):
     def metric_names_in_code(self):
-        code = (ROOT / "src" / "metrics.rs").read_text()
-        consts = dict(re.findall(r'pub const (\w+): &str = "([^"]+)";', code))
-        return consts["NAMESPACE"], consts["OLDEST_HOLDER_AGE"]
+        """The namespace and name of the metric the API function emits."""
+        (namespace, metric), (unit, dimensions, values) = the_one_metric(api_function_run)
+        self.assertEqual((unit, dimensions, values), ("Seconds", ["Service"], {"Service": "fleetlock-test"}))
+        return namespace, metric
 
     def test_oldest_holder_alarm_watches_the_metric_the_code_emits(self):
         namespace, metric = self.metric_names_in_code()
@@ -649,13 +703,6 @@ class Release(unittest.TestCase):
 
 
 
-def rust_constant(path, name):
-    match = re.search(rf'pub const {name}: &str = "([^"]+)";', (ROOT / path).read_text())
-    if not match:
-        raise AssertionError(f"{name} not found in {path}")
-    return match.group(1)
-
-
 def tf_alarm_key(key):
     return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
@@ -690,9 +737,9 @@ class SlotEvents(unittest.TestCase):
         self.assertRegex(TF_TABLE["stream_view_type"], r'^\$\{var.slot_events \? "NEW_AND_OLD_IMAGES" : (null|None)\}$')
 
     def test_same_binary_with_the_handler_the_code_knows(self):
-        names = re.search(r"pub const NAMES: \[&str; \d\] = \[([^\]]+)\]", (ROOT / "src/lambda.rs").read_text())
-        known = re.findall(r'"([a-z-]+)"', names.group(1))
-        self.assertIn("slot-events", known)
+        # The binary, started with the template's handler, answers a batch.
+        answers, _ = slot_events_run()
+        self.assertEqual(answers, [("response", {"batchItemFailures": []})])
         self.assertEqual(SAM_EVENTS["Properties"]["Handler"], "slot-events")
         self.assertEqual(TF_EVENTS["handler"], "slot-events")
         self.assertEqual(SAM_EVENTS["Properties"]["CodeUri"], SAM_FUNCTION["Properties"]["CodeUri"])
@@ -806,8 +853,8 @@ class SlotEvents(unittest.TestCase):
         self.assertEqual(queue["kms_master_key_id"], "${var.queue_kms_key_arn}")
 
     def test_alarms_watch_the_queue_the_lag_and_the_metric_the_code_emits(self):
-        unreadable = rust_constant("src/stream.rs", "UNREADABLE_RECORDS")
-        namespace = rust_constant("src/metrics.rs", "NAMESPACE")
+        (namespace, unreadable), (unit, dimensions, values) = the_one_metric(slot_events_run)
+        self.assertEqual((unit, dimensions, values), ("Count", ["Service"], {"Service": "fleetlock-test"}))
         pairs = [("SlotEventsFailedAlarm", "slot_events_failed", "AWS/SQS", "ApproximateNumberOfMessagesVisible"),
                  ("SlotEventsIteratorAgeAlarm", "slot_events_iterator_age", "AWS/Lambda", "IteratorAge"),
                  ("UnreadableRecordsAlarm", "unreadable_records", namespace, unreadable)]
@@ -898,8 +945,9 @@ class AlarmPauses(unittest.TestCase):
             self.assertEqual(sam_condition(name), "HasAlarmPauses", name)
 
     def test_same_binary_with_the_handler_the_code_knows(self):
-        names = re.search(r"pub const NAMES: \[&str; \d\] = \[([^\]]+)\]", (ROOT / "src/lambda.rs").read_text())
-        self.assertIn("alarm-pauses", re.findall(r'"([a-z-]+)"', names.group(1)))
+        # The binary, started with the template's handler, answers an alarm event.
+        answers, _ = alarm_pauses_run()
+        self.assertEqual(answers, [("response", {"ignored": "gates-nothing"})])
         self.assertEqual(SAM_PAUSES["Properties"]["Handler"], "alarm-pauses")
         self.assertEqual(TF_PAUSES["handler"], "alarm-pauses")
         self.assertEqual(SAM_PAUSES["Properties"]["CodeUri"], SAM_FUNCTION["Properties"]["CodeUri"])
@@ -1011,11 +1059,13 @@ class Dashboard(unittest.TestCase):
                 self.assertTrue(props["metrics"])
 
     def test_every_metric_and_dimension_is_one_the_code_or_aws_emits(self):
-        ours = {
-            rust_constant("src/metrics.rs", "OLDEST_HOLDER_AGE"): "<function>",
-            rust_constant("src/stream.rs", "UNREADABLE_RECORDS"): "<slot_events_function>",
-        }
-        namespace = rust_constant("src/metrics.rs", "NAMESPACE")
+        # What the functions emit, as the binary prints it: one metric each,
+        # with the one dimension Service (the function's name).
+        (namespace, oldest), (_, oldest_dims, _) = the_one_metric(api_function_run)
+        (events_namespace, unreadable), (_, unreadable_dims, _) = the_one_metric(slot_events_run)
+        self.assertEqual(events_namespace, namespace)
+        self.assertEqual(oldest_dims, unreadable_dims)
+        ours = {oldest: "<function>", unreadable: "<slot_events_function>"}
         # AWS's own metrics: namespace -> name -> the dimension it is read by.
         aws = {
             "AWS/ApiGateway": ({"4xx", "5xx", "Latency"}, "ApiId"),
@@ -1030,16 +1080,13 @@ class Dashboard(unittest.TestCase):
                 if ns == namespace:
                     self.assertIn(name, ours)
                     # The one dimension the code's EMF lines declare.
-                    self.assertEqual(dimension, "Service")
+                    self.assertEqual([dimension], oldest_dims)
                     self.assertEqual(value, ours[name])
                 else:
                     names, dim = aws[ns]
                     self.assertIn(name, names)
                     self.assertEqual(dimension, dim)
         self.assertTrue(set(ours) <= seen)
-        # The metric line declares these, and only these, as metrics.
-        self.assertIn('"Metrics": [{ "Name": UNREADABLE_RECORDS, "Unit": "Count" }]', (ROOT / "src/stream.rs").read_text())
-        self.assertIn('"Metrics": [{ "Name": OLDEST_HOLDER_AGE, "Unit": "Seconds" }]', (ROOT / "src/metrics.rs").read_text())
 
     def test_the_endpoint_and_the_optional_functions_have_placeholders_when_absent(self):
         _, values = self.sam_body()
