@@ -214,7 +214,9 @@ impl Error {
             Error::StoreUnavailable => {
                 "the lock store is unavailable; nothing was decided, try again later".into()
             }
-            Error::Internal => "internal error; nothing was decided, try again later".into(),
+            Error::Internal => "the server cannot read this group's stored state, so no slot \
+                 was granted; an operator must repair the group, try again later"
+                .into(),
         }
     }
 

@@ -499,23 +499,28 @@ fn record_of(item: Option<&HashMap<String, AttributeValue>>) -> Result<GroupReco
 /// condition saw it (refused; `None` when there was no item).
 enum Written {
     Applied(GroupRecord, Option<f64>),
+    /// The write landed, but the item it left cannot be read: stored data
+    /// the condition could not see (a holder count below the holders, an
+    /// id no version writes).
+    AppliedUnreadable(StoreError),
     Refused(Option<GroupRecord>),
 }
 
 impl Written {
     /// `applied` or `refused` as the outcome, with the item and the units.
-    fn decided<T>(self, applied: T, refused: T) -> Decided<T> {
+    fn decided<T>(self, applied: T, refused: T) -> Result<Decided<T>, StoreError> {
         match self {
-            Written::Applied(group, write_units) => Decided {
+            Written::Applied(group, write_units) => Ok(Decided {
                 outcome: applied,
                 group,
                 write_units,
-            },
-            Written::Refused(group) => Decided {
+            }),
+            Written::AppliedUnreadable(err) => Err(err),
+            Written::Refused(group) => Ok(Decided {
                 outcome: refused,
                 group: group.unwrap_or_default(),
                 write_units: None,
-            },
+            }),
         }
     }
 }
@@ -537,10 +542,10 @@ impl DynamoStore {
             .send()
             .await;
         match result {
-            Ok(output) => Ok(Written::Applied(
-                record_of(output.attributes())?,
-                write_units(output.consumed_capacity()),
-            )),
+            Ok(output) => Ok(match record_of(output.attributes()) {
+                Ok(group) => Written::Applied(group, write_units(output.consumed_capacity())),
+                Err(err) => Written::AppliedUnreadable(err),
+            }),
             Err(SdkError::ServiceError(err)) => match err.into_err() {
                 UpdateItemError::ConditionalCheckFailedException(refused) => Ok(Written::Refused(
                     refused.item().map(GroupRecord::try_from).transpose()?,
@@ -558,7 +563,7 @@ impl DynamoStore {
         request: UpdateItemFluentBuilder,
     ) -> Result<Decided<Changed>, StoreError> {
         let written = self.update(group, request).await?;
-        Ok(written.decided(Changed::Yes, Changed::AlreadySo))
+        written.decided(Changed::Yes, Changed::AlreadySo)
     }
 
     /// One write to the set of alarms pausing the group; refused (nothing
@@ -639,6 +644,41 @@ impl DynamoStore {
         request.condition_expression(condition)
     }
 
+    /// Removes the grant of `id` written at `granted` (and only that one),
+    /// after the write landed on an item that cannot be read. A failure is
+    /// logged: the node then holds a slot it was told it did not get, which
+    /// blocks the group (never over-grants it) until an operator repairs it.
+    async fn take_back(&self, group: &GroupName, id: &NodeId, granted: Timestamp) {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .update_expression("REMOVE #holder ADD #count :minus_one")
+            .condition_expression("#holder = :granted")
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_values(":granted", number(granted.0))
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                "a grant was written on an item that cannot be read, and taken back: \
+                 repair or delete the item ('fleetlock status' names what is wrong)"
+            ),
+            Err(err) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                error = %DisplayErrorContext(&err),
+                "a grant was written on an item that cannot be read and could not be taken \
+                 back: the node holds a slot it was refused; repair the group"
+            ),
+        }
+    }
+
     /// The group and its pause version, read consistently: what a person's
     /// pause or resume writes on.
     async fn read_pause_version(
@@ -673,6 +713,7 @@ impl DynamoStore {
                 group,
                 write_units,
             }),
+            Written::AppliedUnreadable(err) => Err(err),
             Written::Refused(now) => {
                 let now = now.unwrap_or_default();
                 let outcome = if already(&now) {
@@ -833,6 +874,12 @@ impl LockStore for DynamoStore {
                         write_units,
                     });
                 }
+                Written::AppliedUnreadable(err) => {
+                    // The answer is a 500, so the node will not reboot: the
+                    // slot it was just written must not stay held.
+                    self.take_back(group, id, now).await;
+                    return Err(err);
+                }
                 Written::Refused(current) => current,
             };
             if let (None, Some(limit)) = (&current, needs_item.take()) {
@@ -874,7 +921,7 @@ impl LockStore for DynamoStore {
             .update(group, self.release_request(id, now, true))
             .await?;
         let Written::Refused(current) = written else {
-            return Ok(written.decided(Release::Released, Release::NotHeld));
+            return written.decided(Release::Released, Release::NotHeld);
         };
         let current = current.unwrap_or_default();
         if current.clone().release(id, now) == Release::NotHeld {
@@ -888,7 +935,7 @@ impl LockStore for DynamoStore {
         let written = self
             .update(group, self.release_request(id, now, false))
             .await?;
-        Ok(written.decided(Release::Released, Release::NotHeld))
+        written.decided(Release::Released, Release::NotHeld)
     }
 
     async fn pause(
@@ -1020,7 +1067,14 @@ impl LockStore for DynamoStore {
                         .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}")))?,
                     _ => return Err(StoreError::Corrupt("an item has no group name".into())),
                 };
-                Ok((name, GroupRecord::try_from(item)?))
+                let record = GroupRecord::try_from(item).map_err(|err| match err {
+                    StoreError::Corrupt(why) => StoreError::Corrupt(format!(
+                        "the item of group '{name}' in table {}: {why}",
+                        self.table
+                    )),
+                    other => other,
+                })?;
+                Ok((name, record))
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         groups.sort_by(|a, b| a.0.cmp(&b.0));

@@ -7,6 +7,7 @@ mod alarm_pauses;
 mod cli;
 mod client;
 mod client_auth;
+mod corrupt_items;
 mod dynamodb_faults;
 mod dynamodb_store;
 mod fault_proxy;
