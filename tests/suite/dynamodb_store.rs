@@ -361,6 +361,183 @@ async fn a_race_of_many_nodes_never_over_grants() {
     }
 }
 
+/// One call in the pause-and-settle race, timed on one clock: when it was
+/// asked, when its answer came, and what it was.
+#[derive(Clone, Debug)]
+enum Call {
+    Acquire {
+        asked: u64,
+        answered: u64,
+        outcome: Acquire,
+    },
+    Release {
+        asked: u64,
+        answered: u64,
+    },
+    Pause {
+        answered: u64,
+    },
+    Resume {
+        asked: u64,
+    },
+}
+
+/// Pauses, resumes and releases race a stream of grants. A grant never lands
+/// once a pause has been answered and before the resume is asked, nor within
+/// the settle time of a release answered before it was asked; and the group
+/// never holds more than its slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pauses_and_settle_times_racing_grants_never_over_grant() {
+    const SLOTS: u32 = 2;
+    const SETTLE_MS: u64 = 150;
+    let rules = GroupRules {
+        slots: SLOTS,
+        settle: Duration::from_millis(SETTLE_MS),
+        wildcard_limit: None,
+    };
+    let (store, _) = dynamo_store("race-pause").await;
+    let store = Arc::new(store);
+    let g = group("default");
+    // One monotonic clock in milliseconds for every task, and the times the
+    // store is given are read from it too.
+    let start = std::time::Instant::now();
+    let now = move || 1_000_000 + start.elapsed().as_millis() as u64;
+    let run_for = Duration::from_millis(2500);
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+
+    let mut tasks = Vec::new();
+    for worker in 0..6u64 {
+        let (store, g, log) = (Arc::clone(&store), g.clone(), Arc::clone(&log));
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < run_for {
+                n += 1;
+                let node = id(&format!("w{worker}-{n}"));
+                let asked = now();
+                let outcome = store
+                    .acquire(&g, &node, rules, Timestamp(asked))
+                    .await
+                    .unwrap()
+                    .outcome;
+                let answered = now();
+                log.lock().unwrap().push(Call::Acquire {
+                    asked,
+                    answered,
+                    outcome,
+                });
+                if outcome == Acquire::Granted {
+                    // Rebooting: a while, then steady-state.
+                    tokio::time::sleep(Duration::from_millis(20 + 15 * worker)).await;
+                    let asked = now();
+                    let released = store.release(&g, &node, Timestamp(asked)).await.unwrap();
+                    assert_eq!(released.outcome, Release::Released);
+                    let answered = now();
+                    log.lock().unwrap().push(Call::Release { asked, answered });
+                } else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        }));
+    }
+    {
+        let (store, g, log) = (Arc::clone(&store), g.clone(), Arc::clone(&log));
+        tasks.push(tokio::spawn(async move {
+            while start.elapsed() < run_for {
+                tokio::time::sleep(Duration::from_millis(170)).await;
+                let pause = fleetlock::lock::PersonPause {
+                    reason: fleetlock::input::PauseReason::parse("race").unwrap(),
+                    since: Timestamp(now()),
+                    by: "test".into(),
+                };
+                store.pause(&g, pause).await.unwrap();
+                log.lock().unwrap().push(Call::Pause { answered: now() });
+                tokio::time::sleep(Duration::from_millis(120)).await;
+                log.lock().unwrap().push(Call::Resume { asked: now() });
+                store.resume(&g).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let log = log.lock().unwrap().clone();
+
+    let grants: Vec<(u64, u64)> = log
+        .iter()
+        .filter_map(|c| match c {
+            Call::Acquire {
+                asked,
+                answered,
+                outcome: Acquire::Granted,
+            } => Some((*asked, *answered)),
+            _ => None,
+        })
+        .collect();
+    // Paused periods: from a pause's answer to the next resume's asking.
+    let mut paused = Vec::new();
+    let mut since = None;
+    for call in &log {
+        match call {
+            Call::Pause { answered } => since = Some(*answered),
+            Call::Resume { asked } => paused.extend(since.take().map(|s| (s, *asked))),
+            _ => {}
+        }
+    }
+    for &(asked, answered) in &grants {
+        for &(from, to) in &paused {
+            assert!(
+                !(asked > from && answered < to),
+                "a grant asked at {asked} and answered at {answered} inside a pause {from}..{to}"
+            );
+        }
+        for call in &log {
+            if let Call::Release {
+                asked: released_at,
+                answered: release_answered,
+            } = call
+            {
+                assert!(
+                    !(*release_answered < asked && asked < released_at + SETTLE_MS),
+                    "a grant asked at {asked}, within the settle time of a release at {released_at}"
+                );
+            }
+        }
+    }
+    // Slots surely held: from a grant's answer to its release's asking. More
+    // than SLOTS of those at one instant would be an over-grant.
+    let mut held: Vec<(u64, i32)> = grants.iter().map(|&(_, answered)| (answered, 1)).collect();
+    held.extend(log.iter().filter_map(|c| match c {
+        Call::Release { asked, .. } => Some((*asked, -1)),
+        _ => None,
+    }));
+    held.sort();
+    let mut now_held = 0;
+    for (at, change) in held {
+        now_held += change;
+        assert!(
+            now_held <= SLOTS as i32,
+            "{now_held} slots surely held at {at}"
+        );
+    }
+    let count = |f: fn(&Acquire) -> bool| {
+        log.iter()
+            .filter(|c| matches!(c, Call::Acquire { outcome, .. } if f(outcome)))
+            .count()
+    };
+    // The race ran through every state, not around them.
+    assert!(grants.len() >= 5, "{} grants", grants.len());
+    assert!(
+        count(|o| *o == Acquire::Paused) > 0,
+        "no refusal while paused"
+    );
+    assert!(
+        count(|o| matches!(o, Acquire::Settling { .. })) > 0,
+        "no refusal while settling"
+    );
+    assert!(count(|o| *o == Acquire::Full) > 0, "no refusal while full");
+    assert!(holders(&store, "default").await.is_empty());
+}
+
 #[tokio::test]
 async fn create_table_again_is_harmless() {
     let (store, _) = dynamo_store("create-twice").await;
@@ -375,7 +552,6 @@ async fn create_table_again_is_harmless() {
     assert_eq!(holders(&store, "default").await.len(), 1, "data kept");
 }
 
-/// A 32-hex id like Zincati's app-specific machine id.
 /// A group's item as DynamoDB holds it, read consistently (empty if none).
 async fn raw_item(
     client: &aws_sdk_dynamodb::Client,
@@ -394,6 +570,7 @@ async fn raw_item(
         .unwrap_or_default()
 }
 
+/// A 32-hex id like Zincati's app-specific machine id.
 fn machine_id(n: usize) -> String {
     format!("{n:032x}")
 }

@@ -344,3 +344,43 @@ async fn over_http_against_dynamodb() {
 async fn over_http_against_the_embedded_store() {
     zincati_sees_paused_and_settling_groups(MemoryStore::default()).await;
 }
+
+/// Every answer Zincati can get costs one DynamoDB request, refusals
+/// included, counted at the HTTP client under the whole service.
+#[tokio::test]
+async fn over_http_every_answer_is_one_dynamodb_request() {
+    let (store, requests) = dynamo_store("rollout-one-request").await;
+    let clock = ManualClock::at(T0);
+    let api = served(store, &clock);
+    let server = spawn_server(Arc::clone(&api)).await;
+    let addr = server.addr;
+    let mut asked = Vec::new();
+    let mut ask = async |endpoint: &str, node: &str, group: &str, answer: &str| {
+        let before = requests.get();
+        let r = zincati(addr, endpoint, node, group).await;
+        let word = r.json()["outcome"]
+            .as_str()
+            .map_or_else(|| r.kind(), str::to_owned);
+        assert_eq!(word, answer, "{endpoint} {node} {group}");
+        asked.push((answer.to_owned(), requests.get() - before));
+    };
+    ask("pre-reboot", "d1", "default", "granted").await;
+    ask("pre-reboot", "d1", "default", "already_held").await;
+    ask("pre-reboot", "d2", "default", "semaphore_full").await;
+    ask("steady-state", "d2", "default", "not_held").await;
+    ask("pre-reboot", "w1", "workers", "granted").await;
+    ask("steady-state", "w1", "workers", "released").await;
+    ask("pre-reboot", "w2", "workers", "settling").await;
+    api.service()
+        .store()
+        .pause(&group("workers"), person("regression", clock.now()))
+        .await
+        .unwrap();
+    clock.advance(SETTLE);
+    ask("pre-reboot", "w2", "workers", "group_paused").await;
+    ask("steady-state", "w2", "workers", "not_held").await;
+    drop(ask);
+    for (answer, sent) in asked {
+        assert_eq!(sent, 1, "{answer} cost {sent} DynamoDB requests");
+    }
+}
