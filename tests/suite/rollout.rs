@@ -379,7 +379,6 @@ async fn over_http_every_answer_is_one_dynamodb_request() {
     clock.advance(SETTLE);
     ask("pre-reboot", "w2", "workers", "group_paused").await;
     ask("steady-state", "w2", "workers", "not_held").await;
-    drop(ask);
     for (answer, sent) in asked {
         assert_eq!(sent, 1, "{answer} cost {sent} DynamoDB requests");
     }
