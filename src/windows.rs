@@ -553,6 +553,40 @@ mod tests {
         );
     }
 
+    /// The "none of them can happen" answer is a guard: a weekly window
+    /// skipped by a clock change (an hour, or Samoa's whole 2011-12-30)
+    /// still opens a week later, inside the search horizon. Swept hour by
+    /// hour over ten days around each zone's oddest change.
+    #[test]
+    fn every_window_opens_again_whatever_the_clock_changes() {
+        let zones = [
+            ("Europe/Berlin", "2027-03-24T00:00:00Z"),
+            ("Australia/Lord_Howe", "2026-10-01T00:00:00Z"),
+            ("America/Santiago", "2026-09-02T00:00:00Z"),
+            ("Pacific/Apia", "2011-12-26T00:00:00Z"),
+        ];
+        for (zone, from) in zones {
+            for day in ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] {
+                for start in ["00:00", "02:15", "12:00", "23:59"] {
+                    let spec = format!("w: days={day} start_time={start} length_minutes=1");
+                    let s = schedule(&spec, zone);
+                    for hour in 0..240 {
+                        let at = utc(from).plus(std::time::Duration::from_secs(hour * 3600));
+                        let state = s.state(&group("w"), at);
+                        assert!(
+                            !matches!(
+                                state,
+                                WindowState::Closed { opens: None }
+                                    | WindowState::Open { until: None }
+                            ),
+                            "{zone} {spec} at {at:?}: {state:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn europe_fall_back_repeats_a_window_in_the_doubled_hour() {
         // Berlin, 2026-10-25: 03:00 CEST goes back to 02:00 CET.

@@ -619,10 +619,30 @@ async fn operators_pause_and_resume_groups_live() {
             .ends_with('Z')
     );
     let r = run(with_table().args(["resume", "--group", "workers"])).await;
+    assert_eq!(
+        r.stdout,
+        "'workers' was not paused by a person: it grants reboot slots again\n"
+    );
+
+    // A person's resume does not lift an alarm's pause, and says so.
+    let store = fleetlock::store::dynamodb::DynamoStore::new(
+        fleetlock::store::dynamodb::client(&fleetlock::aws::load_config().await),
+        &table,
+    );
+    let db = fleetlock::input::GroupName::parse("db").unwrap();
+    fleetlock::store::LockStore::pause_for_alarm(&store, &db, "api-5xx")
+        .await
+        .unwrap();
     assert!(
-        r.stdout.contains("was not paused by a person"),
-        "{}",
-        r.stdout
+        run(with_table().args(["pause", "--group", "db", "--reason", "x"]))
+            .await
+            .ok
+    );
+    let r = run(with_table().args(["resume", "--group", "db"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "resumed 'db'; still paused while alarm(s) api-5xx are in ALARM\n"
     );
     child.kill().await.unwrap();
 }
