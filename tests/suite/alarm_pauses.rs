@@ -53,24 +53,39 @@ impl Alarms {
             );
             assert_eq!(request.headers["smithy-protocol"], "rpc-v2-cbor");
             alarms.calls.fetch_add(1, Ordering::Relaxed);
-            (
-                200,
-                "application/cbor",
-                alarms.describe(&requested_names(&body)),
-            )
+            let (names, next_token) = requested(&body);
+            // As CloudWatch: at most 100 names a call.
+            if names.len() > MAX_NAMES {
+                let mut out = Encoder::new(Vec::new());
+                out.map(2)
+                    .str("__type")
+                    .str("InvalidParameterValue")
+                    .str("message")
+                    .str("The collection AlarmNames must not have a size greater than 100.");
+                return (400, "application/cbor", out.into_writer());
+            }
+            (200, "application/cbor", alarms.describe(&names, next_token))
         })
         .await
     }
 
-    /// The named alarms that exist, metric and composite apart.
-    fn describe(&self, names: &[String]) -> Vec<u8> {
+    /// The named alarms that exist, metric and composite apart, a page of
+    /// at most 50 (CloudWatch's default MaxRecords) from `next_token` on.
+    fn describe(&self, names: &[String], next_token: Option<String>) -> Vec<u8> {
         let alarms = self.alarms.lock().unwrap();
         let found: Vec<(&String, &(bool, String))> = alarms
             .iter()
             .filter(|(name, _)| names.contains(name))
             .collect();
+        let from: usize = next_token.map_or(0, |t| t.parse().unwrap());
+        let page: Vec<_> = found.iter().skip(from).take(PAGE).cloned().collect();
+        let more = from + PAGE < found.len();
         let mut out = Encoder::new(Vec::new());
-        out.map(2);
+        out.map(if more { 3 } else { 2 });
+        if more {
+            out.str("NextToken").str(&(from + PAGE).to_string());
+        }
+        let found = page;
         for (key, composite) in [("MetricAlarms", false), ("CompositeAlarms", true)] {
             let these: Vec<_> = found.iter().filter(|(_, (c, _))| *c == composite).collect();
             out.str(key).array(these.len());
@@ -86,11 +101,17 @@ impl Alarms {
     }
 }
 
-/// `AlarmNames` of a DescribeAlarms request (a CBOR map, maybe of indefinite length).
-fn requested_names(body: &[u8]) -> Vec<String> {
+/// CloudWatch's limit of names per DescribeAlarms call, and its default page.
+const MAX_NAMES: usize = 100;
+const PAGE: usize = 50;
+
+/// `AlarmNames` and `NextToken` of a DescribeAlarms request (a CBOR map,
+/// maybe of indefinite length).
+fn requested(body: &[u8]) -> (Vec<String>, Option<String>) {
     let mut decoder = Decoder::new(body);
     let length = decoder.map().unwrap();
     let mut names = Vec::new();
+    let mut next_token = None;
     let mut read = 0;
     while length.is_none_or(|n| read < n) {
         if decoder.datatype().unwrap() == Type::Break {
@@ -108,12 +129,14 @@ fn requested_names(body: &[u8]) -> Vec<String> {
                 names.push(decoder.string().unwrap());
                 i += 1;
             }
+        } else if key == "NextToken" {
+            next_token = Some(decoder.string().unwrap().to_string());
         } else {
             decoder.skip().unwrap();
         }
         read += 1;
     }
-    names
+    (names, next_token)
 }
 
 /// An EventBridge "CloudWatch Alarm State Change" event, as the rule delivers it.
@@ -168,15 +191,22 @@ struct Function {
 
 impl Function {
     async fn start(table: &str, alarms_url: &str) -> Self {
+        Self::following(
+            table,
+            alarms_url,
+            "api-5xx=*;db-latency=db,workers;composite-health=db;gone=workers",
+        )
+        .await
+    }
+
+    /// The function following the alarms `gates` names (FLEETLOCK_ALARM_PAUSES).
+    async fn following(table: &str, alarms_url: &str, gates: &str) -> Self {
         let runtime = runtime_api().await;
         let process = lambda_command(&runtime, "fleetlock-alarm-pauses", "alarm-pauses")
             .env("AWS_ENDPOINT_URL_CLOUDWATCH", alarms_url)
             .env("FLEETLOCK_TABLE", table)
             .env("FLEETLOCK_GROUPS", "default=1,workers=2,db=1,*=1")
-            .env(
-                "FLEETLOCK_ALARM_PAUSES",
-                "api-5xx=*;db-latency=db,workers;composite-health=db;gone=workers",
-            )
+            .env("FLEETLOCK_ALARM_PAUSES", gates)
             .env("RUST_LOG", "info,fleetlock=debug")
             .spawn()
             .unwrap();
@@ -427,4 +457,32 @@ async fn when_cloudwatch_cannot_be_read_nothing_changes_and_lambda_hears_an_erro
         "{failed}"
     );
     assert_eq!(pauses(&store).await, before, "nothing was written");
+}
+
+/// 150 gating alarms: two DescribeAlarms calls (CloudWatch takes at most 100
+/// names), the first read in two pages; an alarm on each later page pauses.
+#[tokio::test]
+async fn more_alarms_than_one_call_can_name_are_all_read() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("alarms-paged");
+    let store = DynamoStore::new(client(&load_config().await), &table);
+    assert!(store.create_table().await.unwrap());
+    let cloudwatch = Alarms::default();
+    let names: Vec<String> = (0..150).map(|n| format!("alarm-{n:03}")).collect();
+    for name in &names {
+        cloudwatch.set(name, "OK");
+    }
+    // On the first call's second page, and in the second call.
+    cloudwatch.set("alarm-060", "ALARM");
+    cloudwatch.set("alarm-149", "ALARM");
+    let url = cloudwatch.start().await;
+    let gates: Vec<String> = names.iter().map(|n| format!("{n}=db")).collect();
+    let mut function = Function::following(&table, &url, &gates.join(";")).await;
+    let answer = function.invoke(scheduled()).await.unwrap();
+    assert_eq!(answer["paused"], 2, "{answer}");
+    assert_eq!(
+        alarms_of(&pauses(&store).await, "db"),
+        vec!["alarm-060", "alarm-149"]
+    );
+    assert_eq!(cloudwatch.calls.load(Ordering::Relaxed), 3);
 }
