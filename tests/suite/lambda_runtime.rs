@@ -296,6 +296,62 @@ async fn an_unknown_handler_or_an_entry_point_without_its_settings_does_not_star
     }
 }
 
+/// DynamoDB unreachable at a cold start is an outage, not a broken
+/// deployment: the function starts, says so, answers `503 store_unavailable`
+/// (never a 2xx) while it lasts, and grants once DynamoDB answers, with no
+/// restart.
+#[tokio::test]
+async fn a_function_started_while_dynamodb_is_unreachable_serves_once_it_answers() {
+    use crate::fault_proxy::{Fault, FaultProxy};
+    let table = table_made_by_the_binary("cold-outage").await;
+    let upstream = crate::helpers::local_dynamodb_endpoint()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let proxy = FaultProxy::start(upstream).await;
+    proxy.always(Fault::Reset);
+    let mut runtime = runtime_api().await;
+    let mut function = lambda_command(&runtime, "fleetlock", "bootstrap")
+        .env("AWS_ENDPOINT_URL", proxy.url())
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_AUTH", "disabled")
+        .spawn()
+        .unwrap();
+    let mut answer = async |runtime: &mut RuntimeApi| {
+        runtime
+            .events
+            .send(event(zincati_body("n1", "default"), None))
+            .unwrap();
+        let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+            .await
+            .expect("the function answered")
+            .unwrap();
+        let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+        (answer["statusCode"].clone(), body)
+    };
+    let (status, body) = answer(&mut runtime).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["kind"], "store_unavailable");
+    proxy.always(Fault::None);
+    let (status, body) = answer(&mut runtime).await;
+    assert_eq!((status, &body["outcome"]), (200.into(), &"granted".into()));
+    function.start_kill().unwrap();
+    let output = function.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warned = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["level"] == "WARN" && l["message"].as_str().unwrap().contains("503"))
+        .unwrap_or_else(|| panic!("no warning at start in {stderr}"));
+    assert!(
+        warned["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("could not be reached to check table '{table}'")),
+        "{warned}"
+    );
+}
+
 #[tokio::test]
 async fn no_log_level_puts_a_nodes_secret_in_the_logs() {
     let (table, credential, authorization) = table_and_credential("loglevels").await;
