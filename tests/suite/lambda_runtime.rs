@@ -317,7 +317,7 @@ async fn a_function_started_while_dynamodb_is_unreachable_serves_once_it_answers
         .env("FLEETLOCK_AUTH", "disabled")
         .spawn()
         .unwrap();
-    let mut answer = async |runtime: &mut RuntimeApi| {
+    let answer = async |runtime: &mut RuntimeApi| {
         runtime
             .events
             .send(event(zincati_body("n1", "default"), None))
