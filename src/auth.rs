@@ -372,6 +372,14 @@ mod tests {
     }
 
     #[test]
+    fn the_names_listed_are_the_clients_names_in_order() {
+        let a = new_credential("fleet", "*").unwrap().entry;
+        let b = new_credential("backup-job", "db").unwrap().entry;
+        let clients = Clients::parse(&format!("{a} {b}")).unwrap();
+        assert_eq!(clients.names().collect::<Vec<_>>(), ["fleet", "backup-job"]);
+    }
+
+    #[test]
     fn malformed_client_lists_stop_start_up() {
         let good = new_credential("a", "*").unwrap().entry;
         let zeros = "0".repeat(64);
