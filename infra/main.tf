@@ -3,13 +3,15 @@
 locals {
   use_http_api     = var.endpoint == "http_api"
   use_function_url = var.endpoint == "function_url"
+  # private_api.tf
+  use_private_rest_api = var.endpoint == "private_rest_api"
   # Both or neither, or the function's precondition refuses the plan.
   has_domain     = var.domain_name != null && var.certificate_arn != null && local.use_http_api
   has_access_log = local.use_http_api && var.api_access_log
   # Every alarm notifies alarm_topic_arn, or the topic made in alarms.tf.
   alarm_actions = [var.alarm_topic_arn == null ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn]
   # A function URL ends with "/" already.
-  base_url = local.use_function_url ? aws_lambda_function_url.this[0].function_url : (
+  base_url = local.use_private_rest_api ? local.private_base_url : local.use_function_url ? aws_lambda_function_url.this[0].function_url : (
     local.has_domain ? "https://${var.domain_name}/" : "${aws_apigatewayv2_api.this[0].api_endpoint}/"
   )
   # null means none reserved behind the HTTP API (its throttling bounds the
@@ -195,7 +197,17 @@ resource "aws_lambda_function" "this" {
 
     precondition {
       condition     = var.domain_name == null || local.use_http_api
-      error_message = "domain_name needs endpoint = \"http_api\"; a function URL has no custom domain."
+      error_message = "domain_name needs endpoint = \"http_api\": a function URL has no custom domain, and a private REST API needs a private custom domain, which this module does not make."
+    }
+
+    precondition {
+      condition     = !local.use_private_rest_api || length(var.private_vpc_endpoint_ids) > 0 || (var.private_vpc_id != null && length(var.private_subnet_ids) > 0 && length(var.private_security_group_ids) > 0)
+      error_message = "endpoint = \"private_rest_api\" needs private_vpc_endpoint_ids, or private_vpc_id, private_subnet_ids and private_security_group_ids to create one."
+    }
+
+    precondition {
+      condition     = local.use_private_rest_api || (length(var.private_vpc_endpoint_ids) == 0 && var.private_vpc_id == null && length(var.private_subnet_ids) == 0 && length(var.private_security_group_ids) == 0 && length(var.private_source_vpc_ids) == 0 && !var.private_api_access_log && !var.private_dns_enabled)
+      error_message = "the private_* variables are for endpoint = \"private_rest_api\"; set endpoint, or leave them unset."
     }
 
     precondition {

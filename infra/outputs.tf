@@ -1,6 +1,21 @@
 output "base_url" {
-  description = "Zincati's [updates.fleet_lock] base_url (it ends with /)."
+  description = "Zincati's [updates.fleet_lock] base_url (it ends with /). With endpoint = \"private_rest_api\": the host name of the API through the (first) VPC endpoint, which needs no private DNS."
   value       = local.base_url
+}
+
+output "private_dns_base_url" {
+  description = "With endpoint = \"private_rest_api\": base_url for nodes whose VPC endpoint has private DNS on (private_dns_enabled, or an endpoint of yours with it on); null otherwise."
+  value       = local.private_dns_base_url
+}
+
+output "private_rest_api_id" {
+  description = "The private REST API (null unless endpoint = \"private_rest_api\")."
+  value       = one(aws_api_gateway_rest_api.private[*].id)
+}
+
+output "private_vpc_endpoint_ids" {
+  description = "The execute-api VPC endpoints the private REST API admits (created here, or given); empty unless endpoint = \"private_rest_api\"."
+  value       = local.use_private_rest_api ? local.private_vpc_endpoint_ids : []
 }
 
 output "zincati_config" {
@@ -106,7 +121,7 @@ output "alarm_pauses_role_arn" {
 }
 
 output "api_id" {
-  description = "The HTTP API (null with endpoint = \"function_url\")."
+  description = "The HTTP API (null unless endpoint = \"http_api\")."
   value       = one(aws_apigatewayv2_api.this[*].id)
 }
 

@@ -113,15 +113,73 @@ variable "time_zone" {
 }
 
 variable "endpoint" {
-  description = "How Zincati reaches the function: \"http_api\" (API Gateway HTTP API: throttling, access log, custom domain) or \"function_url\" (a Lambda function URL: no $1.00 per million requests, but no throttling, no access log, no custom domain; reserved concurrency is the only brake)."
+  description = "How Zincati reaches the function: \"http_api\" (API Gateway HTTP API: throttling, access log, custom domain), \"function_url\" (a Lambda function URL: no $1.00 per million requests, but no throttling, no access log, no custom domain; reserved concurrency is the only brake) or \"private_rest_api\" (a private REST API reachable only through execute-api VPC endpoints, the private_* variables; throttling; nothing outside those VPCs can reach it)."
   type        = string
   default     = "http_api"
   nullable    = false
 
   validation {
-    condition     = contains(["http_api", "function_url"], var.endpoint)
-    error_message = "endpoint must be http_api or function_url."
+    condition     = contains(["http_api", "function_url", "private_rest_api"], var.endpoint)
+    error_message = "endpoint must be http_api, function_url or private_rest_api."
   }
+}
+
+variable "private_vpc_endpoint_ids" {
+  description = "endpoint = \"private_rest_api\": existing execute-api interface VPC endpoints (vpce-...) through which the nodes reach the API. Empty: one is created in private_vpc_id, private_subnet_ids and private_security_group_ids."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for id in var.private_vpc_endpoint_ids : can(regex("^vpce-[0-9a-f]{8,17}$", id))])
+    error_message = "private_vpc_endpoint_ids are VPC endpoint ids (vpce-...)."
+  }
+}
+
+variable "private_vpc_id" {
+  description = "endpoint = \"private_rest_api\" without private_vpc_endpoint_ids: the VPC of the execute-api interface endpoint created for the nodes."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.private_vpc_id == null || can(regex("^vpc-[0-9a-f]{8,17}$", var.private_vpc_id))
+    error_message = "private_vpc_id is a VPC id (vpc-...)."
+  }
+}
+
+variable "private_subnet_ids" {
+  description = "endpoint = \"private_rest_api\" without private_vpc_endpoint_ids: the subnets of the endpoint created (one per Availability Zone; each costs hours)."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "private_security_group_ids" {
+  description = "endpoint = \"private_rest_api\" without private_vpc_endpoint_ids: security groups of the endpoint created; they must admit HTTPS (443) from the nodes."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "private_dns_enabled" {
+  description = "Private DNS on the endpoint created. false (the default): Zincati uses the endpoint-specific host name in the base_url output. true sends every public API Gateway host name in that VPC to this endpoint, which breaks calls from the VPC to any API that is not private."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "private_source_vpc_ids" {
+  description = "endpoint = \"private_rest_api\": if given, the API's resource policy also requires the caller's VPC (aws:SourceVpc) to be one of these."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "private_api_access_log" {
+  description = "Give the private REST API an access log. REST APIs log through the account's API Gateway CloudWatch Logs role (one per region, in API Gateway's settings), which must be set already: this module never sets it, since setting it replaces the one there."
+  type        = bool
+  default     = false
+  nullable    = false
 }
 
 variable "api_access_log" {

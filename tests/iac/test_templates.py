@@ -168,6 +168,8 @@ class EveryFileParses(unittest.TestCase):
             "SlotEventsFunctionName": "slot_events_function_name",
             "SlotEventsFailureQueueUrl": "slot_events_failure_queue_url",
             "AlarmPausesFunctionName": "alarm_pauses_function_name",
+            "PrivateDnsBaseUrl": "private_dns_base_url", "PrivateRestApiId": "private_rest_api_id",
+            "PrivateVpcEndpointId": "private_vpc_endpoint_ids",
         }
         self.assertEqual(set(pairs), set(SAM["Outputs"]))
         for sam, tf in pairs.items():
@@ -467,15 +469,18 @@ class Endpoints(unittest.TestCase):
     """Both templates offer both endpoints, chosen by one parameter/variable."""
 
     def test_the_choice_is_the_same_in_both(self):
-        self.assertEqual(SAM["Parameters"]["Endpoint"]["AllowedValues"], ["HttpApi", "FunctionUrl"])
+        self.assertEqual(SAM["Parameters"]["Endpoint"]["AllowedValues"], ["HttpApi", "FunctionUrl", "PrivateRestApi"])
         self.assertEqual(sam_param_default("Endpoint"), "HttpApi")
         self.assertEqual(TF_VARS["endpoint"]["default"], "http_api")
         condition = TF_VARS["endpoint"]["validation"]["condition"]
-        self.assertEqual(set(re.findall(r"""['"]([a-z_]+)['"]""", condition)), {"http_api", "function_url"})
+        self.assertEqual(set(re.findall(r"""['"]([a-z_]+)['"]""", condition)),
+                         {"http_api", "function_url", "private_rest_api"})
         self.assertEqual(SAM["Conditions"]["UseHttpApi"], {"Fn::Equals": [{"Ref": "Endpoint"}, "HttpApi"]})
         self.assertEqual(SAM["Conditions"]["UseFunctionUrl"], {"Fn::Equals": [{"Ref": "Endpoint"}, "FunctionUrl"]})
         self.assertEqual(TF_LOCALS["use_http_api"], '${var.endpoint == "http_api"}')
         self.assertEqual(TF_LOCALS["use_function_url"], '${var.endpoint == "function_url"}')
+        self.assertEqual(SAM["Conditions"]["UsePrivateRestApi"], {"Fn::Equals": [{"Ref": "Endpoint"}, "PrivateRestApi"]})
+        self.assertEqual(TF_LOCALS["use_private_rest_api"], '${var.endpoint == "private_rest_api"}')
 
     def test_http_api_default_route_payload_v2_throttling_and_permission(self):
         for resource in ["HttpApi", "HttpApiIntegration", "HttpApiDefaultRoute", "HttpApiDefaultStage", "HttpApiInvokePermission"]:
@@ -572,12 +577,16 @@ class Endpoints(unittest.TestCase):
         self.assertEqual(tf_count("aws_cloudwatch_metric_alarm", "server_errors"), "${local.use_http_api ? 1 : 0}")
 
     def test_base_url_outputs_end_with_a_slash(self):
-        function_url, api = SAM["Outputs"]["BaseUrl"]["Value"]["Fn::If"][1:]
+        condition, private, public = SAM["Outputs"]["BaseUrl"]["Value"]["Fn::If"]
+        self.assertEqual(condition, "UsePrivateRestApi")
+        self.assertTrue(private["Fn::Sub"][0].endswith("/fleetlock/"), private)
+        function_url, api = public["Fn::If"][1:]
         self.assertEqual(function_url, {"Fn::GetAtt": ["FunctionUrl", "FunctionUrl"]})  # ends with /
         for branch in api["Fn::If"][1:]:
             self.assertTrue(branch["Fn::Sub"].endswith("/"), branch)
         tf = TF_LOCALS["base_url"]
         self.assertIn("aws_lambda_function_url.this[0].function_url", tf)
+        self.assertTrue(tf.startswith("${local.use_private_rest_api ? local.private_base_url : "), tf)
         branches = re.findall(r'"(https://[^"]*|\$\{aws_apigatewayv2_api[^"]*)"', tf)
         self.assertEqual(len(branches), 2, tf)  # custom domain, or the API's own URL
         for branch in branches:
@@ -585,6 +594,156 @@ class Endpoints(unittest.TestCase):
         self.assertEqual(TF_OUTPUTS["base_url"]["value"], "${local.base_url}")
         self.assertIn("ZincatiConfig", SAM["Outputs"])
         self.assertIn("zincati_config", TF_OUTPUTS)
+
+
+class PrivateEndpoint(unittest.TestCase):
+    """Endpoint PrivateRestApi / endpoint = "private_rest_api": the same
+    private REST API in both, reachable only through execute-api VPC endpoints."""
+
+    SAM_RESOURCES_OF_IT = ["PrivateRestApi", "PrivateRestApiProxyResource", "PrivateRestApiRootMethod",
+                           "PrivateRestApiProxyMethod", "PrivateRestApiDeployment", "PrivateRestApiStage",
+                           "PrivateRestApiInvokePermission", "PrivateRestApiServerErrorAlarm"]
+
+    def test_only_with_the_private_endpoint(self):
+        for name in self.SAM_RESOURCES_OF_IT:
+            self.assertEqual(sam_condition(name), "UsePrivateRestApi", name)
+        self.assertEqual(sam_condition("PrivateApiVpcEndpoint"), "CreatePrivateVpcEndpoint")
+        self.assertEqual(sam_condition("PrivateApiAccessLogGroup"), "HasPrivateApiAccessLog")
+        for rtype, name in [("aws_api_gateway_rest_api", "private"), ("aws_api_gateway_resource", "private_proxy"),
+                            ("aws_api_gateway_deployment", "private"), ("aws_api_gateway_stage", "private"),
+                            ("aws_api_gateway_method_settings", "private"), ("aws_lambda_permission", "private_api"),
+                            ("aws_cloudwatch_metric_alarm", "private_api_server_errors")]:
+            self.assertEqual(tf_count(rtype, name), "${local.use_private_rest_api ? 1 : 0}", name)
+        self.assertEqual(tf_count("aws_vpc_endpoint", "private_api"), "${local.create_private_vpc_endpoint ? 1 : 0}")
+        self.assertEqual(TF_LOCALS["create_private_vpc_endpoint"],
+                         "${local.use_private_rest_api && length(var.private_vpc_endpoint_ids) == 0}")
+        self.assertEqual(SAM["Conditions"]["CreatePrivateVpcEndpoint"]["Fn::And"][0], {"Condition": "UsePrivateRestApi"})
+
+    def test_a_private_api_on_the_vpc_endpoints(self):
+        api = SAM_RESOURCES["PrivateRestApi"]["Properties"]
+        ids = {"Fn::If": ["CreatePrivateVpcEndpoint", [{"Ref": "PrivateApiVpcEndpoint"}],
+                          {"Ref": "PrivateVpcEndpointIds"}]}
+        self.assertEqual(api["EndpointConfiguration"], {"Types": ["PRIVATE"], "VpcEndpointIds": ids})
+        tf = TF[("aws_api_gateway_rest_api", "private")]
+        self.assertEqual(tf["endpoint_configuration"]["types"], "PRIVATE")  # ["PRIVATE"], unwrapped
+        self.assertEqual(tf["endpoint_configuration"]["vpc_endpoint_ids"], "${local.private_vpc_endpoint_ids}")
+        endpoint = SAM_RESOURCES["PrivateApiVpcEndpoint"]["Properties"]
+        tf_endpoint = TF[("aws_vpc_endpoint", "private_api")]
+        self.assertEqual(endpoint["VpcEndpointType"], "Interface")
+        self.assertEqual(tf_endpoint["vpc_endpoint_type"], "Interface")
+        self.assertEqual(endpoint["ServiceName"], {"Fn::Sub": "com.amazonaws.${AWS::Region}.execute-api"})
+        self.assertEqual(tf_endpoint["service_name"], "com.amazonaws.${data.aws_region.current.region}.execute-api")
+        # Private DNS off unless asked for, in both.
+        self.assertEqual(endpoint["PrivateDnsEnabled"], {"Fn::If": ["PrivateDnsOn", True, False]})
+        self.assertEqual(tf_endpoint["private_dns_enabled"], "${var.private_dns_enabled}")
+        self.assertEqual(sam_param_default("PrivateDns"), "false")
+        self.assertIs(TF_VARS["private_dns_enabled"]["default"], False)
+
+    def test_the_resource_policy_admits_the_endpoints_and_the_source_vpcs_only(self):
+        statements = SAM_RESOURCES["PrivateRestApi"]["Properties"]["Policy"]["Statement"]
+        endpoints, source_vpcs, allow = statements
+        self.assertEqual((endpoints["Effect"], endpoints["Action"], endpoints["Resource"]),
+                         ("Deny", "execute-api:Invoke", "execute-api:/*"))
+        self.assertEqual(list(endpoints["Condition"]["StringNotEquals"]), ["aws:SourceVpce"])
+        condition, vpcs, absent = source_vpcs["Fn::If"]
+        self.assertEqual((condition, absent), ("HasPrivateSourceVpcs", {"Ref": "AWS::NoValue"}))
+        self.assertEqual(vpcs["Condition"], {"StringNotEquals": {"aws:SourceVpc": {"Ref": "PrivateSourceVpcIds"}}})
+        self.assertEqual((allow["Effect"], allow["Principal"], allow["Resource"]), ("Allow", "*", "execute-api:/*"))
+        tf = TF_LOCALS["private_api_policy"]
+        for sid in [endpoints["Sid"], vpcs["Sid"], allow["Sid"]]:
+            self.assertIn(f"'Sid': '{sid}'", tf)
+        self.assertIn("'aws:SourceVpce': '${local.private_vpc_endpoint_ids}'", tf)
+        self.assertIn("'aws:SourceVpc': '${var.private_source_vpc_ids}'", tf)
+        self.assertEqual(TF[("aws_api_gateway_rest_api", "private")]["policy"], "${local.private_api_policy}")
+
+    def test_any_path_and_method_reach_the_function(self):
+        self.assertEqual(SAM_RESOURCES["PrivateRestApiProxyResource"]["Properties"]["PathPart"], "{proxy+}")
+        self.assertEqual(TF[("aws_api_gateway_resource", "private_proxy")]["path_part"], "{proxy+}")
+        for name in ["PrivateRestApiRootMethod", "PrivateRestApiProxyMethod"]:
+            method = SAM_RESOURCES[name]["Properties"]
+            self.assertEqual((method["HttpMethod"], method["AuthorizationType"]), ("ANY", "NONE"), name)
+            self.assertEqual((method["Integration"]["Type"], method["Integration"]["IntegrationHttpMethod"]),
+                             ("AWS_PROXY", "POST"), name)
+            self.assertIn("${FleetLockFunction.Arn}/invocations", method["Integration"]["Uri"]["Fn::Sub"])
+        tf_method = TF[("aws_api_gateway_method", "private")]
+        self.assertEqual((tf_method["http_method"], tf_method["authorization"]), ("ANY", "NONE"))
+        self.assertIn("root", tf_method["for_each"])
+        self.assertIn("proxy", tf_method["for_each"])
+        tf_integration = TF[("aws_api_gateway_integration", "private")]
+        self.assertEqual((tf_integration["type"], tf_integration["integration_http_method"]), ("AWS_PROXY", "POST"))
+        self.assertEqual(tf_integration["uri"], "${aws_lambda_function.this.invoke_arn}")
+        permission = SAM_RESOURCES["PrivateRestApiInvokePermission"]["Properties"]
+        self.assertTrue(permission["SourceArn"]["Fn::Sub"].endswith(":${PrivateRestApi}/*"))
+        self.assertEqual(TF[("aws_lambda_permission", "private_api")]["source_arn"],
+                         "${aws_api_gateway_rest_api.private[0].execution_arn}/*")
+
+    def test_one_stage_named_fleetlock_throttled_as_the_http_api(self):
+        stage = SAM_RESOURCES["PrivateRestApiStage"]["Properties"]
+        self.assertEqual(stage["StageName"], "fleetlock")
+        self.assertEqual(TF_LOCALS["private_stage"], "fleetlock")
+        self.assertEqual(stage["MethodSettings"], [{
+            "ResourcePath": "/*", "HttpMethod": "*",
+            "ThrottlingRateLimit": {"Ref": "ThrottlingRateLimit"},
+            "ThrottlingBurstLimit": {"Ref": "ThrottlingBurstLimit"},
+        }])
+        settings = TF[("aws_api_gateway_method_settings", "private")]
+        self.assertEqual(settings["method_path"], "*/*")
+        self.assertEqual(settings["settings"]["throttling_rate_limit"], "${var.throttling_rate_limit}")
+        self.assertEqual(settings["settings"]["throttling_burst_limit"], "${var.throttling_burst_limit}")
+
+    def test_access_log_off_by_default_in_both(self):
+        self.assertEqual(sam_param_default("PrivateApiAccessLog"), "false")
+        self.assertIs(TF_VARS["private_api_access_log"]["default"], False)
+        condition, *_ = SAM_RESOURCES["PrivateRestApiStage"]["Properties"]["AccessLogSetting"]["Fn::If"]
+        self.assertEqual(condition, "HasPrivateApiAccessLog")
+        self.assertEqual(TF_LOCALS["has_private_api_access_log"], "${local.use_private_rest_api && var.private_api_access_log}")
+        # Neither sets the account's API Gateway role (it would replace one).
+        self.assertNotIn("AWS::ApiGateway::Account", {r["Type"] for r in SAM_RESOURCES.values()})
+        self.assertNotIn("aws_api_gateway_account", {rtype for rtype, _ in TF})
+
+    def test_base_urls_name_the_stage_and_end_with_a_slash(self):
+        condition, private, _ = SAM["Outputs"]["BaseUrl"]["Value"]["Fn::If"]
+        url, values = private["Fn::Sub"]
+        self.assertEqual(url, "https://${PrivateRestApi}-${Vpce}.execute-api.${AWS::Region}.${AWS::URLSuffix}/fleetlock/")
+        self.assertEqual(values["Vpce"], {"Fn::If": ["CreatePrivateVpcEndpoint", {"Ref": "PrivateApiVpcEndpoint"},
+                                                     {"Fn::Select": [0, {"Ref": "PrivateVpcEndpointIds"}]}]})
+        self.assertEqual(SAM["Outputs"]["PrivateDnsBaseUrl"]["Value"],
+                         {"Fn::Sub": "https://${PrivateRestApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/fleetlock/"})
+        self.assertIn("${local.private_vpc_endpoint_ids[0]}.${local.private_host}/${local.private_stage}/",
+                      TF_LOCALS["private_base_url"])
+        self.assertIn("${aws_api_gateway_rest_api.private[0].id}.${local.private_host}/${local.private_stage}/",
+                      TF_LOCALS["private_dns_base_url"])
+
+    def test_its_5xx_alarm_reads_the_rest_api_by_name_and_stage(self):
+        sam = SAM_RESOURCES["PrivateRestApiServerErrorAlarm"]["Properties"]
+        tf = TF[("aws_cloudwatch_metric_alarm", "private_api_server_errors")]
+        self.assertEqual((sam["Namespace"], sam["MetricName"]), ("AWS/ApiGateway", "5XXError"))
+        self.assertEqual((tf["namespace"], tf["metric_name"]), ("AWS/ApiGateway", "5XXError"))
+        self.assertEqual(sam["Dimensions"], [{"Name": "ApiName", "Value": {"Ref": "AWS::StackName"}},
+                                             {"Name": "Stage", "Value": "fleetlock"}])
+        self.assertEqual(tf["dimensions"], {"ApiName": "${aws_api_gateway_rest_api.private[0].name}",
+                                            "Stage": "${local.private_stage}"})
+        # The REST API's name is the one the alarm reads.
+        self.assertEqual(SAM_RESOURCES["PrivateRestApi"]["Properties"]["Name"], {"Ref": "AWS::StackName"})
+        for key in ["Statistic", "Period", "ComparisonOperator", "TreatMissingData", "EvaluationPeriods"]:
+            self.assertEqual(sam[key], tf[tf_alarm_key(key)], key)
+
+    def test_the_same_settings_in_both(self):
+        pairs = {"PrivateVpcEndpointIds": "private_vpc_endpoint_ids", "PrivateVpcId": "private_vpc_id",
+                 "PrivateSubnetIds": "private_subnet_ids", "PrivateSecurityGroupIds": "private_security_group_ids",
+                 "PrivateDns": "private_dns_enabled", "PrivateSourceVpcIds": "private_source_vpc_ids",
+                 "PrivateApiAccessLog": "private_api_access_log"}
+        sam_private = {name for name in SAM["Parameters"] if name.startswith("Private")}
+        self.assertEqual(sam_private, set(pairs))
+        self.assertEqual({name for name in TF_VARS if name.startswith("private_")}, set(pairs.values()))
+        # A network or endpoints are required, private settings need the
+        # private endpoint, and a custom domain is refused with it: in both.
+        self.assertIn("PrivateEndpointNeedsANetwork", SAM["Rules"])
+        self.assertIn("PrivateSettingsNeedThePrivateEndpoint", SAM["Rules"])
+        preconditions = [unwrap(p)["condition"] for p in TF_FUNCTION["lifecycle"]["precondition"]]
+        self.assertTrue(any("length(var.private_vpc_endpoint_ids) > 0" in c for c in preconditions))
+        self.assertTrue(any(c.startswith("${local.use_private_rest_api || length(var.private_vpc_endpoint_ids) == 0")
+                            for c in preconditions), preconditions)
 
 
 class Release(unittest.TestCase):
@@ -643,9 +802,10 @@ class Release(unittest.TestCase):
         listed = (ROOT / "tests" / "iac" / "sar-supported-resources.txt").read_text().splitlines()
         supported = {line for line in listed if line and not line.startswith("#")}
         self.assertIn("2026-12-01", "".join(listed[:3]), "the list says when it was read")
-        # The full template has the function URL, which SAR cannot deploy.
+        # The full template has the function URL and the private endpoint's
+        # VPC endpoint, which SAR cannot deploy.
         types = {r["Type"] for r in SAM_RESOURCES.values()}
-        self.assertEqual(types - supported, {"AWS::Lambda::Url"})
+        self.assertEqual(types - supported, {"AWS::Lambda::Url", "AWS::EC2::VPCEndpoint"})
 
         class Policies:
             def load(self):
@@ -932,7 +1092,7 @@ class AlarmsReachAPerson(unittest.TestCase):
             self.assertEqual(alarm["ok_actions"], "${local.alarm_actions}", name)
         self.assertIn("aws_sns_topic.alarms[0].arn", TF_LOCALS["alarm_actions"])
         self.assertEqual(len(sam_alarms()), len(tf_alarms()))
-        self.assertEqual(len(sam_alarms()), 8)
+        self.assertEqual(len(sam_alarms()), 9)
 
 
 class AlarmPauses(unittest.TestCase):
@@ -1066,26 +1226,30 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(events_namespace, namespace)
         self.assertEqual(oldest_dims, unreadable_dims)
         ours = {oldest: "<function>", unreadable: "<slot_events_function>"}
-        # AWS's own metrics: namespace -> name -> the dimension it is read by.
+        # AWS's own metrics: (namespace, dimensions) -> the names read by
+        # them. An HTTP API's are by ApiId; a REST API's by ApiName and Stage.
         aws = {
-            "AWS/ApiGateway": ({"4xx", "5xx", "Latency"}, "ApiId"),
-            "AWS/Lambda": ({"Errors", "Throttles", "IteratorAge", "Url4xxCount", "Url5xxCount", "UrlRequestLatency"},
-                           "FunctionName"),
+            ("AWS/ApiGateway", ("ApiId",)): {"4xx", "5xx", "Latency"},
+            ("AWS/ApiGateway", ("ApiName", "Stage")): {"4XXError", "5XXError", "Latency"},
+            ("AWS/Lambda", ("FunctionName",)): {"Errors", "Throttles", "IteratorAge", "Url4xxCount", "Url5xxCount",
+                                                "UrlRequestLatency"},
         }
         seen = set()
         for widget in dashboard()["widgets"]:
             for metric in widget["properties"].get("metrics", []):
-                ns, name, dimension, value = metric[:4]
+                ns, name, *rest = metric
+                pairs = [item for item in rest if not isinstance(item, dict)]
+                dimensions = tuple(pairs[0::2])
                 seen.add(name)
                 if ns == namespace:
                     self.assertIn(name, ours)
                     # The one dimension the code's EMF lines declare.
-                    self.assertEqual([dimension], oldest_dims)
-                    self.assertEqual(value, ours[name])
+                    self.assertEqual(list(dimensions), oldest_dims)
+                    self.assertEqual(pairs[1], ours[name])
                 else:
-                    names, dim = aws[ns]
-                    self.assertIn(name, names)
-                    self.assertEqual(dimension, dim)
+                    self.assertIn(name, aws[(ns, dimensions)], metric)
+                    if dimensions == ("ApiName", "Stage"):
+                        self.assertEqual(pairs[1::2], ["<rest_api_name>", "fleetlock"], metric)
         self.assertTrue(set(ours) <= seen)
 
     def test_the_endpoint_and_the_optional_functions_have_placeholders_when_absent(self):

@@ -9,6 +9,9 @@ use crate::helpers::{memory_api, zincati_body};
 
 const HTTP_API: &str = include_str!("../fixtures/http_api_v2_default_stage.json");
 const REST_API: &str = include_str!("../fixtures/rest_api_v1_prod_stage.json");
+/// The private REST API's event: stage `fleetlock`, the `{api-id}-{vpce-id}`
+/// host name, the caller's VPC endpoint and VPC in the identity.
+const PRIVATE_REST_API: &str = include_str!("../fixtures/rest_api_private_fleetlock_stage.json");
 const FUNCTION_URL: &str = include_str!("../fixtures/function_url_base64_body.json");
 
 fn event(fixture: &str, edit: impl FnOnce(&mut Value)) -> lambda_http::Request {
@@ -74,6 +77,45 @@ async fn rest_api_stage_in_the_path_is_stripped() {
         (answers[0].status, answers[0].json["outcome"].as_str()),
         (200, Some("granted"))
     );
+}
+
+/// What Zincati's calls look like through the private REST API: granted
+/// under the stage in the URL, and a path neither route of the protocol
+/// names (ANY / or ANY /{proxy+}) still answers `{kind, value}`.
+#[tokio::test]
+async fn private_rest_api_events_are_served_like_the_public_ones() {
+    let grant = event(PRIVATE_REST_API, |_| {});
+    assert_eq!(grant.uri().path(), "/fleetlock/v1/pre-reboot");
+    assert_eq!(route_path(&grant), "/v1/pre-reboot");
+    let root = event(PRIVATE_REST_API, |json| {
+        json["resource"] = "/".into();
+        json["path"] = "/".into();
+        json["pathParameters"] = serde_json::Value::Null;
+        json["requestContext"]["resourcePath"] = "/".into();
+        json["requestContext"]["path"] = "/fleetlock/".into();
+    });
+    let lost = event(PRIVATE_REST_API, |json| {
+        json["path"] = "/pre-reboot".into();
+        json["pathParameters"]["proxy"] = "pre-reboot".into();
+        json["requestContext"]["path"] = "/fleetlock/pre-reboot".into();
+    });
+    let answers = call("default=1", vec![grant, root, lost]).await;
+    assert_eq!(
+        (answers[0].status, answers[0].json["outcome"].as_str()),
+        (200, Some("granted"))
+    );
+    for answer in &answers[1..] {
+        assert_eq!(
+            (answer.status, answer.json["kind"].as_str()),
+            (404, Some("not_found"))
+        );
+        assert!(
+            answer.json["value"]
+                .as_str()
+                .unwrap()
+                .contains("v1/pre-reboot")
+        );
+    }
 }
 
 #[tokio::test]

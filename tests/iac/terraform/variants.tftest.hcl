@@ -75,6 +75,192 @@ run "function_url" {
   }
 }
 
+run "private_rest_api_with_an_endpoint_it_creates" {
+  command = apply
+
+  variables {
+    endpoint                   = "private_rest_api"
+    private_vpc_id             = "vpc-0123456789abcdef0"
+    private_subnet_ids         = ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]
+    private_security_group_ids = ["sg-0cccccccccccccccc"]
+  }
+
+  override_resource {
+    target = aws_vpc_endpoint.private_api
+    values = { id = "vpce-0123456789abcdef0" }
+  }
+  override_resource {
+    target = aws_api_gateway_rest_api.private
+    values = { id = "a1b2c3d4e5", root_resource_id = "root0000", execution_arn = "arn:aws:execute-api:eu-west-1:123456789012:a1b2c3d4e5" }
+  }
+  override_data {
+    target = data.aws_partition.current
+    values = { partition = "aws", dns_suffix = "amazonaws.com" }
+  }
+  # Applied with the mocked provider, so that the outputs are known; the
+  # values the provider checks are given real shapes.
+  override_resource {
+    target = aws_sns_topic.alarms
+    values = { arn = "arn:aws:sns:eu-west-1:123456789012:fleetlock-alarms" }
+  }
+  override_resource {
+    target = aws_iam_role.function
+    values = { arn = "arn:aws:iam::123456789012:role/fleetlock-function" }
+  }
+  override_resource {
+    target = aws_dynamodb_table.locks
+    values = { arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/fleetlock-locks" }
+  }
+  override_resource {
+    target = aws_cloudwatch_log_group.function
+    values = { arn = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/fleetlock" }
+  }
+  override_resource {
+    target = aws_lambda_function.this
+    values = {
+      arn        = "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock"
+      invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:fleetlock/invocations"
+    }
+  }
+
+  assert {
+    condition     = length(aws_apigatewayv2_api.this) == 0 && length(aws_lambda_function_url.this) == 0
+    error_message = "no public endpoint beside the private one"
+  }
+  assert {
+    condition     = aws_vpc_endpoint.private_api[0].service_name == "com.amazonaws.eu-west-1.execute-api" && aws_vpc_endpoint.private_api[0].vpc_endpoint_type == "Interface"
+    error_message = "an execute-api interface endpoint is created"
+  }
+  assert {
+    condition     = aws_vpc_endpoint.private_api[0].private_dns_enabled == false
+    error_message = "private DNS is off by default"
+  }
+  assert {
+    condition     = aws_api_gateway_rest_api.private[0].endpoint_configuration[0].types == tolist(["PRIVATE"]) && aws_api_gateway_rest_api.private[0].endpoint_configuration[0].vpc_endpoint_ids == toset(["vpce-0123456789abcdef0"])
+    error_message = "a PRIVATE REST API associated with the endpoint created"
+  }
+  assert {
+    condition     = length(aws_api_gateway_method.private) == 2 && alltrue([for m in aws_api_gateway_method.private : m.http_method == "ANY"])
+    error_message = "ANY / and ANY /{proxy+}"
+  }
+  assert {
+    condition     = aws_api_gateway_resource.private_proxy[0].path_part == "{proxy+}"
+    error_message = "the proxy resource catches every path"
+  }
+  assert {
+    condition     = alltrue([for i in aws_api_gateway_integration.private : i.type == "AWS_PROXY" && i.uri == aws_lambda_function.this.invoke_arn])
+    error_message = "both routes reach the function"
+  }
+  assert {
+    condition     = aws_api_gateway_method_settings.private[0].settings[0].throttling_rate_limit == 50 && aws_api_gateway_method_settings.private[0].settings[0].throttling_burst_limit == 100
+    error_message = "the stage is throttled like the HTTP API"
+  }
+  assert {
+    condition     = length(aws_api_gateway_stage.private[0].access_log_settings) == 0 && length(aws_cloudwatch_log_group.private_api_access) == 0
+    error_message = "no access log by default (it needs the account's API Gateway role)"
+  }
+  assert {
+    condition     = output.base_url == "https://a1b2c3d4e5-vpce-0123456789abcdef0.execute-api.eu-west-1.amazonaws.com/fleetlock/"
+    error_message = "base_url names the API through the VPC endpoint, with the stage and the trailing /"
+  }
+  assert {
+    condition     = output.private_dns_base_url == "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/fleetlock/"
+    error_message = "the base_url for private DNS"
+  }
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.private_api_server_errors) == 1 && aws_cloudwatch_metric_alarm.private_api_server_errors[0].dimensions == tomap({ ApiName = "fleetlock", Stage = "fleetlock" })
+    error_message = "the REST API's 5XXError is alarmed by API name and stage"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_AUTH"] == "required"
+    error_message = "authentication stays on"
+  }
+  assert {
+    condition     = aws_lambda_permission.private_api[0].source_arn == "arn:aws:execute-api:eu-west-1:123456789012:a1b2c3d4e5/*"
+    error_message = "only this API may invoke the function"
+  }
+  assert {
+    condition     = [for st in jsondecode(aws_api_gateway_rest_api.private[0].policy).Statement : st.Effect] == ["Deny", "Allow"]
+    error_message = "the resource policy denies what does not come through the endpoint, then allows"
+  }
+  assert {
+    condition     = jsondecode(aws_api_gateway_rest_api.private[0].policy).Statement[0].Condition.StringNotEquals["aws:SourceVpce"] == ["vpce-0123456789abcdef0"]
+    error_message = "the resource policy admits the endpoint created, and only it"
+  }
+}
+
+run "private_rest_api_through_existing_endpoints" {
+  command = plan
+
+  variables {
+    endpoint                 = "private_rest_api"
+    private_vpc_endpoint_ids = ["vpce-0aaaaaaaaaaaaaaaa", "vpce-0bbbbbbbbbbbbbbbb"]
+    private_source_vpc_ids   = ["vpc-0123456789abcdef0"]
+    private_api_access_log   = true
+    allow_anonymous          = true
+    clients                  = []
+  }
+
+  assert {
+    condition     = length(aws_vpc_endpoint.private_api) == 0
+    error_message = "no endpoint is created when ids are given"
+  }
+  assert {
+    condition     = aws_api_gateway_rest_api.private[0].endpoint_configuration[0].vpc_endpoint_ids == toset(["vpce-0aaaaaaaaaaaaaaaa", "vpce-0bbbbbbbbbbbbbbbb"])
+    error_message = "the API is associated with the endpoints given"
+  }
+  assert {
+    condition     = length(aws_cloudwatch_log_group.private_api_access) == 1 && length(aws_api_gateway_stage.private[0].access_log_settings) == 1
+    error_message = "the access log when asked for"
+  }
+  assert {
+    condition     = tolist(output.private_vpc_endpoint_ids) == tolist(["vpce-0aaaaaaaaaaaaaaaa", "vpce-0bbbbbbbbbbbbbbbb"])
+    error_message = "the endpoints admitted are an output"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_AUTH"] == "disabled"
+    error_message = "anonymous stays allowed when asked for"
+  }
+  assert {
+    condition     = jsondecode(aws_api_gateway_rest_api.private[0].policy).Statement[1].Condition.StringNotEquals["aws:SourceVpc"] == ["vpc-0123456789abcdef0"]
+    error_message = "with source VPCs, a second deny for calls from any other VPC"
+  }
+}
+
+run "a_private_api_without_a_network_is_refused" {
+  command = plan
+
+  variables {
+    endpoint       = "private_rest_api"
+    private_vpc_id = "vpc-0123456789abcdef0"
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "private_settings_without_the_private_endpoint_are_refused" {
+  command = plan
+
+  variables {
+    private_vpc_endpoint_ids = ["vpce-0aaaaaaaaaaaaaaaa"]
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "a_private_api_with_a_custom_domain_is_refused" {
+  command = plan
+
+  variables {
+    endpoint                 = "private_rest_api"
+    private_vpc_endpoint_ids = ["vpce-0aaaaaaaaaaaaaaaa"]
+    domain_name              = "fleetlock.example.com"
+    certificate_arn          = "arn:aws:acm:eu-west-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
 run "slot_events_only" {
   command = plan
 
@@ -327,5 +513,29 @@ run "example_complete" {
   assert {
     condition     = output.base_url == "https://fleetlock.example.com/"
     error_message = "base_url is the custom domain"
+  }
+}
+
+run "example_private" {
+  command = plan
+
+  module {
+    source = "./examples/private"
+  }
+
+  variables {
+    vpc_id     = "vpc-0123456789abcdef0"
+    subnet_ids = ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]
+    clients    = ["fleet:default:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+  }
+
+  override_data {
+    target = data.aws_vpc.nodes
+    values = { cidr_block = "10.0.0.0/16" }
+  }
+
+  assert {
+    condition     = length(module.fleetlock.private_vpc_endpoint_ids) == 1
+    error_message = "the example creates one endpoint for the API"
   }
 }
