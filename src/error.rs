@@ -62,7 +62,7 @@ pub enum Error {
     },
     /// The lock store did not answer in time or failed: someone should look.
     StoreUnavailable,
-    /// Stored data broke an invariant of the lock; no decision was made.
+    /// Stored data cannot be read or broke an invariant; no slot was granted.
     Internal,
 }
 

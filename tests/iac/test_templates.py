@@ -728,6 +728,31 @@ class PrivateEndpoint(unittest.TestCase):
         for key in ["Statistic", "Period", "ComparisonOperator", "TreatMissingData", "EvaluationPeriods"]:
             self.assertEqual(sam[key], tf[tf_alarm_key(key)], key)
 
+    def test_sams_transform_keeps_the_private_api_as_written(self):
+        # SAM's own transform of the template switched to this endpoint: the
+        # REST API, its methods and the VPC endpoint come out as written, and
+        # SAM adds no API, stage or role of its own.
+        from samtranslator.translator.transform import transform
+        from samtranslator.yaml_helper import yaml_parse
+
+        class Policies:
+            def load(self):
+                return {}
+
+        text = (ROOT / "template.yaml").read_text()
+        text = text.replace("      CodeUri: .\n", "      CodeUri: s3://bucket/fleetlock.zip\n")
+        template = yaml_parse(text)
+        template["Parameters"]["Endpoint"]["Default"] = "PrivateRestApi"
+        template["Parameters"]["PrivateVpcId"]["Default"] = "vpc-0123456789abcdef0"
+        os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        resources = transform(template, {}, Policies())["Resources"]
+        for name in self.SAM_RESOURCES_OF_IT + ["PrivateApiVpcEndpoint"]:
+            self.assertEqual(resources[name], SAM_RESOURCES[name], name)
+        rest_apis = [n for n, r in resources.items() if r["Type"] == "AWS::ApiGateway::RestApi"]
+        self.assertEqual(rest_apis, ["PrivateRestApi"])
+        roles = {n for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
+        self.assertEqual(roles, {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole"})
+
     def test_the_same_settings_in_both(self):
         pairs = {"PrivateVpcEndpointIds": "private_vpc_endpoint_ids", "PrivateVpcId": "private_vpc_id",
                  "PrivateSubnetIds": "private_subnet_ids", "PrivateSecurityGroupIds": "private_security_group_ids",
