@@ -28,6 +28,18 @@ locals {
   code_from_s3     = var.lambda_s3_bucket != null
   source_code_hash = var.lambda_zip_path == null ? null : filebase64sha256(var.lambda_zip_path)
 
+  # One access log line per request, for the HTTP API and the private REST
+  # API (which adds the caller's VPC endpoint).
+  access_log_fields = {
+    requestId        = "$context.requestId"
+    ip               = "$context.identity.sourceIp"
+    method           = "$context.httpMethod"
+    path             = "$context.path"
+    status           = "$context.status"
+    latencyMs        = "$context.responseLatency"
+    integrationError = "$context.integrationErrorMessage"
+  }
+
   # IAM names are account-wide: a prefix, so that a second region or a second
   # copy of the module never collides (IAM allows 38 characters of prefix).
   iam_prefix = substr(var.name, 0, 24)
@@ -281,15 +293,7 @@ resource "aws_apigatewayv2_stage" "default" {
     for_each = local.has_access_log ? [1] : []
     content {
       destination_arn = aws_cloudwatch_log_group.api_access[0].arn
-      format = jsonencode({
-        requestId        = "$context.requestId"
-        ip               = "$context.identity.sourceIp"
-        method           = "$context.httpMethod"
-        path             = "$context.path"
-        status           = "$context.status"
-        latencyMs        = "$context.responseLatency"
-        integrationError = "$context.integrationErrorMessage"
-      })
+      format          = jsonencode(local.access_log_fields)
     }
   }
 

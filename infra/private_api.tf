@@ -149,16 +149,7 @@ resource "aws_api_gateway_stage" "private" {
     for_each = local.has_private_api_access_log ? [1] : []
     content {
       destination_arn = aws_cloudwatch_log_group.private_api_access[0].arn
-      format = jsonencode({
-        requestId        = "$context.requestId"
-        ip               = "$context.identity.sourceIp"
-        vpce             = "$context.identity.vpceId"
-        method           = "$context.httpMethod"
-        path             = "$context.path"
-        status           = "$context.status"
-        latencyMs        = "$context.responseLatency"
-        integrationError = "$context.integrationErrorMessage"
-      })
+      format          = jsonencode(merge(local.access_log_fields, { vpce = "$context.identity.vpceId" }))
     }
   }
 

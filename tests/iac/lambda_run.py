@@ -90,9 +90,12 @@ def aws_env(endpoint=None):
     return env
 
 
-def fleetlock(*args, env):
-    """One CLI run of the binary; its stdout."""
-    run = subprocess.run([str(FLEETLOCK), *args], env={**HERMETIC, **env}, capture_output=True,
+def fleetlock(*args, env=None):
+    """One CLI run of the binary, with `env` and none of the developer's own
+    settings; its stdout."""
+    if not FLEETLOCK.exists():
+        raise AssertionError(f"{FLEETLOCK} is missing: build it first (cargo build)")
+    run = subprocess.run([str(FLEETLOCK), *args], env={**HERMETIC, **(env or {})}, capture_output=True,
                          text=True, timeout=60)
     if run.returncode != 0:
         raise AssertionError(f"fleetlock {' '.join(args)} failed: {run.stderr}")

@@ -22,10 +22,10 @@ from pathlib import Path
 import hcl2
 import lambda_run
 from cfnlint.decode import decode
+from lambda_run import fleetlock
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
-FLEETLOCK = Path(os.environ.get("FLEETLOCK_BIN", ROOT / "target" / "debug" / "fleetlock"))
 
 
 def unwrap(value):
@@ -66,12 +66,6 @@ def load_tf(folder):
         for block in parsed.get("locals", []):
             locals_.update(unwrap(block))
     return resources, data, variables, outputs, locals_
-
-
-def fleetlock(*args):
-    if not FLEETLOCK.exists():
-        raise AssertionError(f"{FLEETLOCK} is missing: build it first (cargo build)")
-    return subprocess.run([str(FLEETLOCK), *args], check=True, capture_output=True, text=True).stdout
 
 
 def tf_statements(document):
@@ -690,6 +684,19 @@ class PrivateEndpoint(unittest.TestCase):
         self.assertEqual(settings["method_path"], "*/*")
         self.assertEqual(settings["settings"]["throttling_rate_limit"], "${var.throttling_rate_limit}")
         self.assertEqual(settings["settings"]["throttling_burst_limit"], "${var.throttling_burst_limit}")
+
+    def test_the_access_log_lines_are_the_same_in_both(self):
+        # The HTTP API's fields, and for the private API the caller's endpoint too.
+        fields = TF_LOCALS["access_log_fields"]
+        http = SAM_RESOURCES["HttpApiDefaultStage"]["Properties"]["AccessLogSettings"]["Fn::If"][1]["Format"]
+        self.assertEqual(json.loads(http), fields)
+        private = SAM_RESOURCES["PrivateRestApiStage"]["Properties"]["AccessLogSetting"]["Fn::If"][1]["Format"]
+        self.assertEqual(json.loads(private), {**fields, "vpce": "$context.identity.vpceId"})
+        http_tf = TF[("aws_apigatewayv2_stage", "default")]["dynamic"]["access_log_settings"]["content"]
+        self.assertEqual(http_tf["format"], "${jsonencode(local.access_log_fields)}")
+        private_tf = TF[("aws_api_gateway_stage", "private")]["dynamic"]["access_log_settings"]["content"]
+        self.assertEqual(private_tf["format"],
+                         "${jsonencode(merge(local.access_log_fields,{'vpce': '$context.identity.vpceId'}))}")
 
     def test_access_log_off_by_default_in_both(self):
         self.assertEqual(sam_param_default("PrivateApiAccessLog"), "false")
