@@ -13,7 +13,7 @@ use fleetlock::lock::{GroupRules, Timestamp};
 use fleetlock::store::dynamodb::{DynamoStore, counted_client};
 use fleetlock::store::{LockStore, StoreError};
 
-use crate::helpers::{api, dynamo_store, spawn_server, zincati};
+use crate::helpers::{api, dynamo_store, raw_item, rules, spawn_server, zincati};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -55,24 +55,11 @@ async fn seeded(prefix: &str, item: Item) -> (DynamoStore, aws_sdk_dynamodb::Cli
 }
 
 async fn stored(client: &aws_sdk_dynamodb::Client, table: &str) -> Item {
-    client
-        .get_item()
-        .table_name(table)
-        .key("group", AttributeValue::S("default".into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap_or_default()
+    raw_item(client, table, "default").await
 }
 
 fn one_slot() -> GroupRules {
-    GroupRules {
-        slots: 1,
-        settle: std::time::Duration::ZERO,
-        wildcard_limit: None,
-    }
+    rules(1, std::time::Duration::ZERO)
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ use fleetlock::lock::{Acquire, GroupRules, Release, Timestamp};
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, TableProblem, counted_client};
 
-use crate::helpers::{dynamo_store, unique_table_name};
+use crate::helpers::{dynamo_store, raw_item, rules, unique_table_name};
 
 fn id(s: &str) -> NodeId {
     NodeId::parse(s).unwrap()
@@ -26,11 +26,7 @@ fn group(s: &str) -> GroupName {
 
 /// A group with `count` slots and no settle time.
 fn slots(count: u32) -> GroupRules {
-    GroupRules {
-        slots: count,
-        settle: Duration::ZERO,
-        wildcard_limit: None,
-    }
+    rules(count, Duration::ZERO)
 }
 
 /// What a pre-reboot of node `name` at time `at` is answered.
@@ -220,10 +216,7 @@ async fn every_protocol_decision_is_exactly_one_request() {
     let (store, requests) = dynamo_store("one-request").await;
     let (g, frozen) = (group("default"), group("frozen"));
     let (a, b) = (id("a"), id("b"));
-    let settle_1h = GroupRules {
-        settle: Duration::from_secs(3600),
-        ..slots(1)
-    };
+    let settle_1h = rules(1, Duration::from_secs(3600));
     let store = &store;
     let acquire = |g, id, rules, at| async move {
         let decided = store.acquire(g, id, rules, Timestamp(at)).await.unwrap();
@@ -390,11 +383,7 @@ enum Call {
 async fn pauses_and_settle_times_racing_grants_never_over_grant() {
     const SLOTS: u32 = 2;
     const SETTLE_MS: u64 = 150;
-    let rules = GroupRules {
-        slots: SLOTS,
-        settle: Duration::from_millis(SETTLE_MS),
-        wildcard_limit: None,
-    };
+    let rules = rules(SLOTS, Duration::from_millis(SETTLE_MS));
     let (store, _) = dynamo_store("race-pause").await;
     let store = Arc::new(store);
     let g = group("default");
@@ -550,24 +539,6 @@ async fn create_table_again_is_harmless() {
         "reported as already there"
     );
     assert_eq!(holders(&store, "default").await.len(), 1, "data kept");
-}
-
-/// A group's item as DynamoDB holds it, read consistently (empty if none).
-async fn raw_item(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-    group: &str,
-) -> std::collections::HashMap<String, AttributeValue> {
-    client
-        .get_item()
-        .table_name(table)
-        .key("group", AttributeValue::S(group.into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap_or_default()
 }
 
 /// A 32-hex id like Zincati's app-specific machine id.

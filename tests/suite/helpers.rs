@@ -7,6 +7,7 @@ use fleetlock::auth::Auth;
 use fleetlock::aws::load_config;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
+use fleetlock::lock::GroupRules;
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, counted_client};
@@ -19,6 +20,37 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use crate::fault_proxy::FaultProxy;
+
+/// The rules of a group the configuration names: `slots`, `settle`, not
+/// counted among the groups only `*` covers.
+pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
+    GroupRules {
+        slots,
+        settle,
+        wildcard_limit: None,
+    }
+}
+
+/// A group's item as DynamoDB holds it, read consistently (empty if none).
+pub async fn raw_item(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    group: &str,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    client
+        .get_item()
+        .table_name(table)
+        .key(
+            "group",
+            aws_sdk_dynamodb::types::AttributeValue::S(group.into()),
+        )
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap_or_default()
+}
 
 pub const ZINCATI_ID: &str = "e0f3745b108f471cbd4883c6fbed8cdd";
 
@@ -295,14 +327,19 @@ pub fn aws_actions(stderr: &str) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// A fresh table in DynamoDB Local, its store's client talking through a
-/// proxy of its own.
-pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
+/// A fault-injecting proxy in front of DynamoDB Local.
+pub async fn dynamodb_local_proxy() -> FaultProxy {
     let upstream = local_dynamodb_endpoint()
         .trim_start_matches("http://")
         .parse()
         .unwrap();
-    let proxy = FaultProxy::start(upstream).await;
+    FaultProxy::start(upstream).await
+}
+
+/// A fresh table in DynamoDB Local, its store's client talking through a
+/// proxy of its own.
+pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
+    let proxy = dynamodb_local_proxy().await;
     let table = unique_table_name(prefix);
     // The SDK's retry quota is shared per partition in a process; a store of
     // its own keeps one test's faults from using up another's retries.

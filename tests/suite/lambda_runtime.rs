@@ -302,13 +302,9 @@ async fn an_unknown_handler_or_an_entry_point_without_its_settings_does_not_star
 /// restart.
 #[tokio::test]
 async fn a_function_started_while_dynamodb_is_unreachable_serves_once_it_answers() {
-    use crate::fault_proxy::{Fault, FaultProxy};
+    use crate::fault_proxy::Fault;
     let table = table_made_by_the_binary("cold-outage").await;
-    let upstream = crate::helpers::local_dynamodb_endpoint()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let proxy = FaultProxy::start(upstream).await;
+    let proxy = crate::helpers::dynamodb_local_proxy().await;
     proxy.always(Fault::Reset);
     let mut runtime = runtime_api().await;
     let mut function = lambda_command(&runtime, "fleetlock", "bootstrap")

@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::{Acquire, GroupRules, Release, Timestamp};
+use fleetlock::lock::{Acquire, Release, Timestamp};
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::store::{GroupRecord, LockStore};
 
 use crate::fault_proxy::Fault;
-use crate::helpers::proxied_store;
+use crate::helpers::{proxied_store, rules};
 
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -23,14 +23,6 @@ fn id(s: &str) -> NodeId {
     NodeId::parse(s).unwrap()
 }
 
-fn rules(settle: Duration) -> GroupRules {
-    GroupRules {
-        slots: 3,
-        settle,
-        wildcard_limit: None,
-    }
-}
-
 async fn stored<S: LockStore>(store: &S) -> GroupRecord {
     let mut groups = store.groups(Some(&group())).await.unwrap();
     groups.pop().map(|(_, record)| record).unwrap_or_default()
@@ -38,7 +30,7 @@ async fn stored<S: LockStore>(store: &S) -> GroupRecord {
 
 async fn take<S: LockStore>(store: &S, node: &str, settle: Duration, at: u64) -> Acquire {
     let (group, node) = (group(), id(node));
-    let decided = store.acquire(&group, &node, rules(settle), Timestamp(at));
+    let decided = store.acquire(&group, &node, rules(3, settle), Timestamp(at));
     decided.await.unwrap().outcome
 }
 

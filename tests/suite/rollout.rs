@@ -14,7 +14,7 @@ use fleetlock::service::FleetLock;
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::store::{Changed, LockStore};
 
-use crate::helpers::{dynamo_store, spawn_server, zincati};
+use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const SETTLE: Duration = Duration::from_secs(600);
@@ -25,14 +25,6 @@ fn id(s: &str) -> NodeId {
 
 fn group(s: &str) -> GroupName {
     GroupName::parse(s).unwrap()
-}
-
-fn rules(slots: u32, settle: Duration) -> GroupRules {
-    GroupRules {
-        slots,
-        settle,
-        wildcard_limit: None,
-    }
 }
 
 fn person(reason: &str, since: Timestamp) -> PersonPause {

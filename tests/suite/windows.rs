@@ -8,12 +8,12 @@ use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
 use fleetlock::http::Api;
 use fleetlock::input::{GroupName, NodeId, PauseReason};
-use fleetlock::lock::{GroupRules, ManualClock, PersonPause, Timestamp};
+use fleetlock::lock::{ManualClock, PersonPause, Timestamp};
 use fleetlock::service::FleetLock;
 use fleetlock::store::LockStore;
 use fleetlock::windows::Schedule;
 
-use crate::helpers::{dynamo_store, spawn_server, zincati};
+use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
 
 fn at(text: &str) -> Timestamp {
     let ts: jiff::Timestamp = text.parse().unwrap();
@@ -122,11 +122,7 @@ async fn a_closed_window_outranks_paused_settling_and_full() {
     // two slots, w3 a third one granted while the group had three, and w3
     // gives its back, so the group is full, settling and then paused.
     let inside = at("2026-12-12T21:30:00Z");
-    let three = GroupRules {
-        slots: 3,
-        settle: std::time::Duration::ZERO,
-        wildcard_limit: None,
-    };
+    let three = rules(3, std::time::Duration::ZERO);
     for n in ["w1", "w2", "w3"] {
         store
             .acquire(&workers, &node(n), three, inside)
