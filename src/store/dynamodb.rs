@@ -649,7 +649,7 @@ impl DynamoStore {
     /// logged: the node then holds a slot it was told it did not get, which
     /// blocks the group (never over-grants it) until an operator repairs it.
     async fn take_back(&self, group: &GroupName, id: &NodeId, granted: Timestamp) {
-        let result = self
+        let request = self
             .client
             .update_item()
             .table_name(&self.table)
@@ -659,20 +659,25 @@ impl DynamoStore {
             .expression_attribute_names("#holder", holder_attribute(id))
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
             .expression_attribute_values(":granted", number(granted.0))
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
-            .send()
-            .await;
-        match result {
-            Ok(_) => tracing::error!(
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
+        match self.conditional(request).await {
+            Ok(true) => tracing::error!(
                 group = %group,
                 id = %id.shown(),
                 "a grant was written on an item that cannot be read, and taken back: \
                  repair or delete the item ('fleetlock status' names what is wrong)"
             ),
+            // A release of the same node got there first: nothing is held.
+            Ok(false) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                "a grant was written on an item that cannot be read, and was already \
+                 released: repair or delete the item ('fleetlock status' names what is wrong)"
+            ),
             Err(err) => tracing::error!(
                 group = %group,
                 id = %id.shown(),
-                error = %DisplayErrorContext(&err),
+                error = %err,
                 "a grant was written on an item that cannot be read and could not be taken \
                  back: the node holds a slot it was refused; repair the group"
             ),
