@@ -11,15 +11,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
+use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::{GroupRules, PersonPause, Timestamp};
+use fleetlock::domain::service::FleetLock;
+use fleetlock::domain::store::LockStore;
+use fleetlock::domain::windows::Schedule;
 use fleetlock::http::Api;
-use fleetlock::input::{GroupName, NodeId, PauseReason};
-use fleetlock::lock::{GroupRules, PersonPause, Timestamp};
-use fleetlock::service::FleetLock;
-use fleetlock::store::LockStore;
+use fleetlock::http::auth::Auth;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, counted_client};
-use fleetlock::windows::Schedule;
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
 
 const NODES: usize = 400;
@@ -535,10 +535,10 @@ async fn main() {
 /// itself, without EventBridge's round trips.
 struct NullSink;
 
-impl fleetlock::stream::EventSink for NullSink {
+impl fleetlock::entry::slot_events::EventSink for NullSink {
     async fn put(
         &self,
-        entries: &[fleetlock::stream::Outgoing],
+        entries: &[fleetlock::entry::slot_events::Outgoing],
     ) -> Result<Vec<Option<String>>, String> {
         Ok(vec![None; entries.len()])
     }
@@ -556,7 +556,7 @@ async fn slot_events_cpu() {
     );
     println!("| holders in the item | CPU per record, µs | events per record |");
     println!("|---:|---:|---:|");
-    let handler = fleetlock::stream::SlotEvents::new(NullSink);
+    let handler = fleetlock::entry::slot_events::SlotEvents::new(NullSink);
     for holders in [1usize, 10, 50] {
         let image = |count: usize| {
             let mut item = json!({

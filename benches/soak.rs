@@ -34,9 +34,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fleetlock::aws::load_config;
-use fleetlock::input::{GroupName, PauseReason};
-use fleetlock::lock::{PersonPause, Timestamp};
-use fleetlock::store::LockStore;
+use fleetlock::domain::input::{GroupName, PauseReason};
+use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::DynamoStore;
 use tokio::sync::RwLock;
 
@@ -159,7 +159,7 @@ impl Rng {
 /// Whether `id` holds a slot of `group` in the table (a consistent read).
 async fn holds(table: &DynamoStore, group: &str, id: &str) -> bool {
     let group = GroupName::parse(group).unwrap();
-    let id = fleetlock::input::NodeId::parse(id).unwrap();
+    let id = fleetlock::domain::input::NodeId::parse(id).unwrap();
     let groups = table.groups(Some(&group)).await.expect("consistent read");
     groups.iter().any(|(_, record)| record.holders.holds(&id))
 }

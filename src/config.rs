@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use crate::auth::{Auth, Clients};
-use crate::error::Error;
-use crate::input::GroupName;
-use crate::lock::GroupRules;
-use crate::windows::Schedule;
+use crate::domain::error::Error;
+use crate::domain::input::GroupName;
+use crate::domain::lock::GroupRules;
+use crate::domain::windows::Schedule;
+use crate::http::auth::{Auth, Clients};
 
 /// The longest settle time: past a day, pausing the group says it better.
 pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
@@ -492,7 +492,9 @@ mod tests {
 
     #[test]
     fn auth_is_required_by_clients_disabled_only_explicitly() {
-        let entry = crate::auth::new_credential("fleet", "*").unwrap().entry;
+        let entry = crate::http::auth::new_credential("fleet", "*")
+            .unwrap()
+            .entry;
         let with = |auth: Option<&str>, clients: Option<&str>| {
             let (auth, clients) = (auth.map(String::from), clients.map(String::from));
             Config::from_vars(move |n| match n {

@@ -1,44 +1,33 @@
 //! A FleetLock server: reboot coordination for Fedora CoreOS fleets, with a
 //! counting semaphore per group kept in DynamoDB (or in memory, locally).
 //!
-//! The tree, from the inside out:
-//! - [`lock`]: the rules of the semaphore, pure; [`windows`]: maintenance
-//!   windows, pure.
-//! - [`input`], [`config`], [`error`]: validated inputs, start-up settings,
-//!   the one error type with its `kind` and status.
-//! - [`service`]: the two FleetLock operations over a [`store::LockStore`].
-//! - [`store`]: the storage trait with its in-memory and DynamoDB adapters.
-//! - [`http`]: the router shared by [`lambda`] and the local [`server`], with
-//!   client authentication from [`auth`].
-//! - [`aws`]: the AWS configuration and request log every client shares.
-//! - [`cli`]: the command line; [`iam`]: the permissions each party needs.
-//! - [`client`]: the client side of the protocol, as Zincati speaks it (for
-//!   `fleetlock lock` and `unlock`, and for other tools).
-//! - [`events`]: slot events from two states of a group, pure; [`stream`]:
-//!   the entry point that reads the table's stream and puts them on EventBridge.
-//! - [`alarms`]: pauses that follow CloudWatch alarms, pure; [`alarm_pauses`]:
-//!   the entry point that reads the alarms' states and writes the pauses.
+//! The tree shows the layers, from the inside out:
+//! - [`domain`]: the rules, pure (the semaphore, windows, validated input,
+//!   the error type, the service, slot events, alarm pauses) and the traits
+//!   they need of the world (`LockStore`, `EventSink`, `AlarmStates`).
+//! - [`config`]: every setting an entry point or a command reads, read and
+//!   validated in one place.
+//! - [`store`]: the `LockStore` adapters, in memory and DynamoDB.
+//! - [`aws`]: the shared AWS configuration, every SDK client's builder, and
+//!   the EventBridge, CloudWatch and function-configuration adapters; the IAM
+//!   policies each party needs.
+//! - [`http`]: the router, its client authentication, the Lambda adapter and
+//!   the local server.
+//! - [`entry`]: the three Lambda entry points (api, slot-events,
+//!   alarm-pauses), each booting its own settings and clients.
+//! - [`cli`]: the command line (arguments, one function per command,
+//!   rendering); [`client`]: the client side of the protocol, as Zincati
+//!   speaks it.
+//! - [`logging`] and [`metrics`]: the log format and the Embedded Metric
+//!   Format lines every entry point writes.
 
-pub mod alarm_pauses;
-pub mod alarms;
-pub mod auth;
 pub mod aws;
 pub mod cli;
 pub mod client;
-pub mod client_cli;
 pub mod config;
-pub mod deployed;
-pub mod error;
-pub mod events;
+pub mod domain;
+pub mod entry;
 pub mod http;
-pub mod iam;
-pub mod input;
-pub mod lambda;
-pub mod lock;
 pub mod logging;
 pub mod metrics;
-pub mod server;
-pub mod service;
 pub mod store;
-pub mod stream;
-pub mod windows;

@@ -3,22 +3,25 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-use fleetlock::alarm_pauses::{self, AlarmPauses, CloudWatch};
-use fleetlock::alarms::AlarmGates;
-use fleetlock::auth::{self, Auth};
+use fleetlock::aws::{self, function_config as deployed, iam};
+use fleetlock::cli::lock as client_cli;
 use fleetlock::cli::{self, Command, Targets};
 use fleetlock::config::Config;
+use fleetlock::domain::alarms::AlarmGates;
+use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::{PersonPause, Release, Timestamp};
+use fleetlock::domain::service::{FleetLock, paused_because};
+use fleetlock::domain::store::{Changed, Forgot, LockStore};
+use fleetlock::entry::alarm_pauses::{self, AlarmPauses, CloudWatch};
+use fleetlock::entry::slot_events::{self, EventBridge, SlotEvents};
 use fleetlock::http::Api;
-use fleetlock::input::{GroupName, NodeId, PauseReason};
-use fleetlock::lambda::EntryPoint;
-use fleetlock::lock::{PersonPause, Release, Timestamp};
+use fleetlock::http::auth::{self, Auth};
+use fleetlock::http::lambda::EntryPoint;
+use fleetlock::http::{lambda, server};
+use fleetlock::logging;
 use fleetlock::metrics::EmbeddedMetrics;
-use fleetlock::service::{FleetLock, paused_because};
 use fleetlock::store::dynamodb::{self, DynamoStore, TableProblem, table_definition};
 use fleetlock::store::memory::MemoryStore;
-use fleetlock::store::{Changed, Forgot, LockStore};
-use fleetlock::stream::{self, EventBridge, SlotEvents};
-use fleetlock::{aws, client_cli, deployed, iam, lambda, logging, server};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -108,11 +111,11 @@ async fn run_slot_events() -> ExitCode {
     let bus = std::env::var("FLEETLOCK_EVENT_BUS")
         .ok()
         .filter(|bus| !bus.trim().is_empty())
-        .unwrap_or_else(|| stream::DEFAULT_BUS.into());
+        .unwrap_or_else(|| slot_events::DEFAULT_BUS.into());
     tracing::info!(bus, "slot events go to this EventBridge bus");
     let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock".into());
     let slot_events = Arc::new(SlotEvents::new(EventBridge::new(
-        stream::client(&aws::load_config().await),
+        slot_events::client(&aws::load_config().await),
         bus,
     )));
     let result = lambda::run_json(move |batch| {

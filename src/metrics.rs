@@ -3,9 +3,9 @@
 //! that matters is the age of the group's oldest holder: a node whose update
 //! failed keeps its slot by design, and then its group stops updating in silence.
 
-use crate::input::GroupName;
-use crate::lock::Timestamp;
-use crate::service::Answer;
+use crate::domain::input::GroupName;
+use crate::domain::lock::Timestamp;
+use crate::domain::service::Answer;
 
 pub const NAMESPACE: &str = "FleetLock";
 pub const OLDEST_HOLDER_AGE: &str = "OldestHolderAgeSeconds";
@@ -53,7 +53,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::service::Outcome;
+    use crate::domain::service::Outcome;
 
     #[test]
     fn a_line_is_valid_emf_with_the_oldest_holder_age() {

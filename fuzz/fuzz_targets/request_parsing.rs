@@ -5,11 +5,11 @@
 
 #![no_main]
 
-use fleetlock::auth::Clients;
+use fleetlock::http::auth::Clients;
 use fleetlock::config::GroupSlots;
-use fleetlock::input::{ClientParams, MAX_GROUP_CHARS, MAX_ID_BYTES};
-use fleetlock::lock::Timestamp;
-use fleetlock::windows::{Schedule, WindowState};
+use fleetlock::domain::input::{ClientParams, MAX_GROUP_CHARS, MAX_ID_BYTES};
+use fleetlock::domain::lock::Timestamp;
+use fleetlock::domain::windows::{Schedule, WindowState};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         // until a later time.
         if let Ok(schedule) = Schedule::parse(text, None, |_| true, true) {
             let now = Timestamp(1_764_480_000_000 + u64::from(data[0]) * 3_600_000);
-            let group = fleetlock::input::GroupName::parse("default").unwrap();
+            let group = fleetlock::domain::input::GroupName::parse("default").unwrap();
             match schedule.state(&group, now) {
                 WindowState::Open { until: Some(t) } | WindowState::Closed { opens: Some(t) } => {
                     assert!(t > now)

@@ -1,14 +1,14 @@
 //! The embedded store: semaphores in this process's memory. For `fleetlock
 //! serve` on a laptop and for tests; never under Lambda, where every instance
-//! would hold a semaphore of its own. The rules are those of [`crate::lock`],
+//! would hold a semaphore of its own. The rules are those of [`crate::domain::lock`],
 //! applied under one mutex.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use super::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
-use crate::input::{GroupName, NodeId};
-use crate::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
+use crate::domain::store::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
 
 #[derive(Default)]
 pub struct MemoryStore {

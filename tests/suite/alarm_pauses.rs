@@ -12,9 +12,9 @@ use std::time::Duration;
 use aws_smithy_cbor::data::Type;
 use aws_smithy_cbor::{Decoder, Encoder};
 use fleetlock::aws::load_config;
-use fleetlock::input::{GroupName, PauseReason};
-use fleetlock::lock::{PersonPause, Timestamp};
-use fleetlock::store::LockStore;
+use fleetlock::domain::input::{GroupName, PauseReason};
+use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, client};
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
@@ -426,9 +426,9 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
     );
     // Every AWS call it made is one its policy allows, and all of them are.
     let actions = aws_actions(&stderr);
-    let allowed: BTreeSet<String> = fleetlock::iam::ALARM_PAUSES_TABLE_ACTIONS
+    let allowed: BTreeSet<String> = fleetlock::aws::iam::ALARM_PAUSES_TABLE_ACTIONS
         .iter()
-        .chain(fleetlock::iam::ALARM_PAUSES_ALARM_ACTIONS)
+        .chain(fleetlock::aws::iam::ALARM_PAUSES_ALARM_ACTIONS)
         .map(|a| a.to_string())
         .collect();
     assert_eq!(actions, allowed);

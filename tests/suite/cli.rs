@@ -5,8 +5,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fleetlock::iam;
-use fleetlock::store::LockStore;
+use fleetlock::aws::iam;
+use fleetlock::domain::store::LockStore;
 
 use tokio::process::{Child, Command};
 
@@ -367,7 +367,7 @@ async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
         .unwrap();
     let output = child.wait_with_output().await.unwrap();
     let second = String::from_utf8(output.stdout).unwrap();
-    let clients = fleetlock::auth::Clients::parse(second.trim()).unwrap();
+    let clients = fleetlock::http::auth::Clients::parse(second.trim()).unwrap();
     // The same name, another salt: the secret still opens it, as that name.
     let who = clients.authenticate(Some(good.as_bytes())).unwrap();
     assert_eq!(who.name, "fleet");
@@ -494,7 +494,9 @@ async fn a_missing_table_stops_the_start_with_a_clear_message() {
         r.stderr
     );
     // Under Lambda too, as one JSON error line, before any event is asked for.
-    let entry = fleetlock::auth::new_credential("fleet", "*").unwrap().entry;
+    let entry = fleetlock::http::auth::new_credential("fleet", "*")
+        .unwrap()
+        .entry;
     let r = run(fleetlock()
         .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
         .env("FLEETLOCK_CLIENTS", entry)
@@ -629,8 +631,8 @@ async fn operators_pause_and_resume_groups_live() {
         fleetlock::store::dynamodb::client(&fleetlock::aws::load_config().await),
         &table,
     );
-    let db = fleetlock::input::GroupName::parse("db").unwrap();
-    fleetlock::store::LockStore::pause_for_alarm(&store, &db, "api-5xx")
+    let db = fleetlock::domain::input::GroupName::parse("db").unwrap();
+    fleetlock::domain::store::LockStore::pause_for_alarm(&store, &db, "api-5xx")
         .await
         .unwrap();
     assert!(
@@ -1079,14 +1081,14 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
     // Past 20 idle groups, status counts the rest; --all lists them.
     let store = fleetlock::store::dynamodb::DynamoStore::new(client, &table);
     for n in 0..25 {
-        let name = fleetlock::input::GroupName::parse(&format!("idle{n:02}")).unwrap();
-        let node = fleetlock::input::NodeId::parse("n").unwrap();
-        let rules = fleetlock::lock::GroupRules {
+        let name = fleetlock::domain::input::GroupName::parse(&format!("idle{n:02}")).unwrap();
+        let node = fleetlock::domain::input::NodeId::parse("n").unwrap();
+        let rules = fleetlock::domain::lock::GroupRules {
             slots: 1,
             settle: Duration::ZERO,
             wildcard_limit: None,
         };
-        let at = fleetlock::lock::Timestamp(1_000);
+        let at = fleetlock::domain::lock::Timestamp(1_000);
         store.acquire(&name, &node, rules, at).await.unwrap();
         store.release(&name, &node, at).await.unwrap();
     }

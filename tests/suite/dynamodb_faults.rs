@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleetlock::auth::Auth;
 use fleetlock::aws::MAX_ATTEMPTS;
+use fleetlock::domain::store::LockStore;
 use fleetlock::http::Api;
-use fleetlock::store::LockStore;
+use fleetlock::http::auth::Auth;
 use fleetlock::store::dynamodb::DynamoStore;
 
 use crate::fault_proxy::{Fault, FaultProxy};

@@ -9,9 +9,9 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ScalarAttributeType,
 };
-use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::{Acquire, GroupRules, Release, Timestamp};
-use fleetlock::store::LockStore;
+use fleetlock::domain::input::{GroupName, NodeId};
+use fleetlock::domain::lock::{Acquire, GroupRules, Release, Timestamp};
+use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, TableProblem, counted_client};
 
 use crate::helpers::{dynamo_store, raw_item, rules, unique_table_name};
@@ -229,8 +229,8 @@ async fn every_protocol_decision_is_exactly_one_request() {
     store
         .pause(
             &frozen,
-            fleetlock::lock::PersonPause {
-                reason: fleetlock::input::PauseReason::parse("frozen").unwrap(),
+            fleetlock::domain::lock::PersonPause {
+                reason: fleetlock::domain::input::PauseReason::parse("frozen").unwrap(),
                 since: Timestamp(0),
                 by: "ops".into(),
             },
@@ -433,8 +433,8 @@ async fn pauses_and_settle_times_racing_grants_never_over_grant() {
         tasks.push(tokio::spawn(async move {
             while start.elapsed() < run_for {
                 tokio::time::sleep(Duration::from_millis(170)).await;
-                let pause = fleetlock::lock::PersonPause {
-                    reason: fleetlock::input::PauseReason::parse("race").unwrap(),
+                let pause = fleetlock::domain::lock::PersonPause {
+                    reason: fleetlock::domain::input::PauseReason::parse("race").unwrap(),
                     since: Timestamp(now()),
                     by: "test".into(),
                 };
@@ -738,8 +738,8 @@ async fn the_item_a_grant_a_release_and_a_pause_write_is_exactly_this() {
         .release(&g, &id("node-a"), Timestamp(2_000))
         .await
         .unwrap();
-    let pause = fleetlock::lock::PersonPause {
-        reason: fleetlock::input::PauseReason::parse("kernel regression").unwrap(),
+    let pause = fleetlock::domain::lock::PersonPause {
+        reason: fleetlock::domain::input::PauseReason::parse("kernel regression").unwrap(),
         since: Timestamp(3_000),
         by: "alice".into(),
     };

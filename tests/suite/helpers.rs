@@ -3,13 +3,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use aws_sdk_dynamodb::config::retry::RetryPartition;
-use fleetlock::auth::Auth;
 use fleetlock::aws::load_config;
 use fleetlock::config::GroupSlots;
+use fleetlock::domain::lock::GroupRules;
+use fleetlock::domain::service::FleetLock;
+use fleetlock::domain::store::LockStore;
 use fleetlock::http::Api;
-use fleetlock::lock::GroupRules;
-use fleetlock::service::FleetLock;
-use fleetlock::store::LockStore;
+use fleetlock::http::auth::Auth;
 use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, counted_client};
 use fleetlock::store::memory::MemoryStore;
 use http_body_util::{BodyExt, Full};
@@ -130,10 +130,15 @@ pub async fn spawn_server<S: LockStore>(api: Arc<Api<S>>) -> TestServer {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let limits = fleetlock::server::Limits::default();
-    tokio::spawn(fleetlock::server::serve(listener, api, limits, async {
-        let _ = stopped.await;
-    }));
+    let limits = fleetlock::http::server::Limits::default();
+    tokio::spawn(fleetlock::http::server::serve(
+        listener,
+        api,
+        limits,
+        async {
+            let _ = stopped.await;
+        },
+    ));
     TestServer { addr, _stop: stop }
 }
 
@@ -153,7 +158,7 @@ impl HttpResponse {
     pub fn kind(&self) -> String {
         let kind = self.json()["kind"].as_str().unwrap_or("").to_owned();
         assert!(
-            kind.is_empty() || fleetlock::error::Error::KINDS.contains(&kind.as_str()),
+            kind.is_empty() || fleetlock::domain::error::Error::KINDS.contains(&kind.as_str()),
             "kind {kind:?} is not in the closed set"
         );
         kind

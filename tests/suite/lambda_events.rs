@@ -1,7 +1,7 @@
 //! Real API Gateway / Function URL event shapes through the Lambda handler.
 
-use fleetlock::lambda::{handle_event, route_path};
-use fleetlock::store::LockStore;
+use fleetlock::domain::store::LockStore;
+use fleetlock::http::lambda::{handle_event, route_path};
 use lambda_http::Body;
 use serde_json::Value;
 
@@ -192,7 +192,7 @@ async fn refusals_through_events_carry_status_and_kind() {
 
 #[tokio::test]
 async fn credentials_travel_in_the_event_headers() {
-    use fleetlock::auth::{Auth, Clients, new_credential};
+    use fleetlock::http::auth::{Auth, Clients, new_credential};
     use fleetlock::store::memory::MemoryStore;
 
     let credential = new_credential("workers", "workers").unwrap();

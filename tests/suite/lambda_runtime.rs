@@ -118,9 +118,11 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
 
 /// A fresh table made by the binary, and a client credential scoped to `*`
 /// with the `Authorization` header Zincati would send for it.
-async fn table_and_credential(prefix: &str) -> (String, fleetlock::auth::NewCredential, String) {
+async fn table_and_credential(
+    prefix: &str,
+) -> (String, fleetlock::http::auth::NewCredential, String) {
     let table = table_made_by_the_binary(prefix).await;
-    let credential = fleetlock::auth::new_credential("fleet", "*").unwrap();
+    let credential = fleetlock::http::auth::new_credential("fleet", "*").unwrap();
     let authorization = basic_auth("fleet", &credential.secret);
     (table, credential, authorization)
 }

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::{Acquire, Release, Timestamp};
+use fleetlock::domain::input::{GroupName, NodeId};
+use fleetlock::domain::lock::{Acquire, Release, Timestamp};
+use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::store::memory::MemoryStore;
-use fleetlock::store::{GroupRecord, LockStore};
 
 use crate::fault_proxy::Fault;
 use crate::helpers::{proxied_store, rules};
@@ -124,9 +124,9 @@ async fn dynamodb_late_writes_never_undo_newer_ones() {
     late_steady_state_and_late_pre_reboot(&*store).await;
 }
 
-fn person(reason: &str) -> fleetlock::lock::PersonPause {
-    fleetlock::lock::PersonPause {
-        reason: fleetlock::input::PauseReason::parse(reason).unwrap(),
+fn person(reason: &str) -> fleetlock::domain::lock::PersonPause {
+    fleetlock::domain::lock::PersonPause {
+        reason: fleetlock::domain::input::PauseReason::parse(reason).unwrap(),
         since: Timestamp::now(),
         by: "operator".into(),
     }
@@ -137,7 +137,7 @@ fn person(reason: &str) -> fleetlock::lock::PersonPause {
 /// A's write lands last and changes nothing.
 #[tokio::test]
 async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
-    use fleetlock::store::Changed;
+    use fleetlock::domain::store::Changed;
     let (proxy, late) = proxied_store("late-pause").await;
     let late = std::sync::Arc::new(late);
     let (client, _) = fleetlock::store::dynamodb::counted_client().await;

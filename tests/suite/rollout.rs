@@ -5,14 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
+use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::{
+    Acquire, Clock, GroupRules, ManualClock, PersonPause, Release, Timestamp,
+};
+use fleetlock::domain::service::FleetLock;
+use fleetlock::domain::store::{Changed, LockStore};
 use fleetlock::http::Api;
-use fleetlock::input::{GroupName, NodeId, PauseReason};
-use fleetlock::lock::{Acquire, Clock, GroupRules, ManualClock, PersonPause, Release, Timestamp};
-use fleetlock::service::FleetLock;
+use fleetlock::http::auth::Auth;
 use fleetlock::store::memory::MemoryStore;
-use fleetlock::store::{Changed, LockStore};
 
 use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
 

@@ -7,11 +7,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fleetlock::auth::Auth;
 use fleetlock::aws::load_config;
-use fleetlock::input::{GroupName, NodeId, PauseReason};
-use fleetlock::lock::{PersonPause, Timestamp};
-use fleetlock::store::LockStore;
+use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::domain::store::LockStore;
+use fleetlock::http::auth::Auth;
 use fleetlock::store::dynamodb::{DynamoStore, client};
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
@@ -337,7 +337,7 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
     );
     // Every AWS call it made is one its policy allows, and no other.
     let actions = aws_actions(&stderr);
-    let allowed: std::collections::BTreeSet<String> = fleetlock::iam::SLOT_EVENTS_BUS_ACTIONS
+    let allowed: std::collections::BTreeSet<String> = fleetlock::aws::iam::SLOT_EVENTS_BUS_ACTIONS
         .iter()
         .map(|a| a.to_string())
         .collect();

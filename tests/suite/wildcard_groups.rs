@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetlock::input::{GroupName, NodeId};
-use fleetlock::lock::{Acquire, GroupRules, PersonPause, Timestamp};
+use fleetlock::domain::input::{GroupName, NodeId};
+use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Timestamp};
+use fleetlock::domain::store::{Forgot, LockStore};
 use fleetlock::store::memory::MemoryStore;
-use fleetlock::store::{Forgot, LockStore};
 
 use crate::helpers::{dynamo_store, memory_api, spawn_server, zincati};
 
@@ -73,7 +73,7 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
     }
     store.release(&group("b"), &id("n1"), at).await.unwrap();
     let pause = PersonPause {
-        reason: fleetlock::input::PauseReason::parse("hold on").unwrap(),
+        reason: fleetlock::domain::input::PauseReason::parse("hold on").unwrap(),
         since: at,
         by: "alice".into(),
     };

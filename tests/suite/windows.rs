@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use fleetlock::auth::Auth;
 use fleetlock::config::GroupSlots;
+use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::{ManualClock, PersonPause, Timestamp};
+use fleetlock::domain::service::FleetLock;
+use fleetlock::domain::store::LockStore;
+use fleetlock::domain::windows::Schedule;
 use fleetlock::http::Api;
-use fleetlock::input::{GroupName, NodeId, PauseReason};
-use fleetlock::lock::{ManualClock, PersonPause, Timestamp};
-use fleetlock::service::FleetLock;
-use fleetlock::store::LockStore;
-use fleetlock::windows::Schedule;
+use fleetlock::http::auth::Auth;
 
 use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
 
@@ -97,7 +97,7 @@ async fn a_closed_group_is_refused_without_a_single_dynamodb_request() {
         "no DynamoDB request for a holder outside its window either"
     );
     let groups = api.service().store();
-    let held = fleetlock::store::LockStore::groups(groups, None)
+    let held = fleetlock::domain::store::LockStore::groups(groups, None)
         .await
         .unwrap();
     let workers = held.iter().find(|(g, _)| g.as_str() == "workers").unwrap();

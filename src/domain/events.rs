@@ -1,6 +1,6 @@
 //! Slot events: what changed in a group between two stored states, as the
 //! events its consumers hear (a node took or gave back a slot, a group was
-//! paused or resumed). Pure: the stream adapter ([`crate::stream`]) reads the
+//! paused or resumed). Pure: the stream adapter ([`crate::entry::slot_events`]) reads the
 //! states from the table's stream and sends what this returns.
 //!
 //! The item holds no event data of its own: every field comes from the state
@@ -9,8 +9,8 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::input::GroupName;
-use crate::lock::{Group, Timestamp};
+use crate::domain::input::GroupName;
+use crate::domain::lock::{Group, Timestamp};
 
 /// The `source` of every event this service sends.
 pub const SOURCE: &str = "fleetlock";
@@ -179,8 +179,8 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::input::{NodeId, PauseReason};
-    use crate::lock::{Pause, PersonPause, Semaphore};
+    use crate::domain::input::{NodeId, PauseReason};
+    use crate::domain::lock::{Pause, PersonPause, Semaphore};
 
     #[test]
     fn the_idempotency_key_consumers_dedupe_on_is_pinned() {

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::input::{NodeId, PauseReason};
+use crate::domain::input::{NodeId, PauseReason};
 
 /// Milliseconds since the Unix epoch: when a holder took its slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

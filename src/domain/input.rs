@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::error::Error;
+use crate::domain::error::Error;
 
 /// Longest node id accepted from a client, in bytes. Zincati sends 32 hex
 /// characters and other clients send host names; each id becomes a DynamoDB

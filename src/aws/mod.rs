@@ -3,6 +3,9 @@
 //! this service's timeouts and retries), and the debug log of each request.
 //! Each SDK's client is built from it where it is used.
 
+pub mod function_config;
+pub mod iam;
+
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
@@ -40,7 +43,7 @@ pub async fn load_config() -> SdkConfig {
 
 /// Logs each AWS request's action at debug level (`RUST_LOG=debug`), named
 /// as IAM names it: what a command needs in IAM terms, and what the tests
-/// check against [`crate::iam`]. On every client this program builds.
+/// check against [`crate::aws::iam`]. On every client this program builds.
 #[derive(Clone, Copy, Debug)]
 pub struct OperationLog;
 

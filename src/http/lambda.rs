@@ -6,8 +6,8 @@ use std::sync::Arc;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response, service_fn};
 
+use crate::domain::store::LockStore;
 use crate::http::Api;
-use crate::store::LockStore;
 
 /// Answers one decoded event.
 pub async fn handle_event<S: LockStore>(api: &Api<S>, event: Request) -> Response<Body> {

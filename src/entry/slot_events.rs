@@ -1,5 +1,5 @@
 //! The slot-events entry point: a batch of the lock table's stream records,
-//! as Lambda delivers it, becomes EventBridge events ([`crate::events`]).
+//! as Lambda delivers it, becomes EventBridge events ([`crate::domain::events`]).
 //!
 //! Delivery is at least once. A PutEvents entry that fails is tried again a
 //! bounded number of times; what still fails is reported to Lambda as a
@@ -21,8 +21,8 @@ use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::events::{self, Origin, SOURCE, SlotEvent};
-use crate::lock::Timestamp;
+use crate::domain::events::{self, Origin, SOURCE, SlotEvent};
+use crate::domain::lock::Timestamp;
 use crate::metrics::NAMESPACE;
 use crate::store::dynamodb::{group_from_keys, record_from_image};
 
@@ -161,7 +161,7 @@ fn read_record(record: &Value) -> Result<RecordEvents, String> {
     let record =
         StreamRecord::deserialize(record).map_err(|e| format!("not a stream record: {e}"))?;
     let data = &record.dynamodb;
-    let at = |what: &str, e: crate::store::StoreError| format!("{what}: {e}");
+    let at = |what: &str, e: crate::domain::store::StoreError| format!("{what}: {e}");
     let Some(group) = group_from_keys(&data.keys).map_err(|e| at("Keys", e))? else {
         // The list of groups only `*` covers: no slot changes there.
         return Ok(RecordEvents {

@@ -58,10 +58,10 @@ use aws_sdk_dynamodb::types::{
     ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
 };
 
-use super::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
 use crate::aws::{self, OperationLog};
-use crate::input::{GroupName, NodeId, PauseReason};
-use crate::lock::{Acquire, GroupRules, Pause, PersonPause, Release, Semaphore, Timestamp};
+use crate::domain::input::{GroupName, NodeId, PauseReason};
+use crate::domain::lock::{Acquire, GroupRules, Pause, PersonPause, Release, Semaphore, Timestamp};
+use crate::domain::store::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
 
 pub const KEY_ATTRIBUTE: &str = "group";
 const KEY_TYPE: ScalarAttributeType = ScalarAttributeType::S;

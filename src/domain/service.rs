@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{GroupSlots, format_duration};
-use crate::error::Error;
-use crate::input::ClientParams;
-use crate::lock::{Acquire, Clock, Pause, Release, SystemClock, Timestamp};
-use crate::store::{Decided, GroupRecord, LockStore};
-use crate::windows::{Schedule, WindowState};
+use crate::domain::error::Error;
+use crate::domain::input::ClientParams;
+use crate::domain::lock::{Acquire, Clock, Pause, Release, SystemClock, Timestamp};
+use crate::domain::store::{Decided, GroupRecord, LockStore};
+use crate::domain::windows::{Schedule, WindowState};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -206,7 +206,7 @@ mod tests {
     fn params(id: &str, group: &str) -> ClientParams {
         ClientParams::from_body(
             format!(r#"{{"client_params":{{"id":"{id}","group":"{group}"}}}}"#).as_bytes(),
-            crate::input::IdRule::New,
+            crate::domain::input::IdRule::New,
         )
         .unwrap()
     }

@@ -1,6 +1,6 @@
 //! Pauses that follow CloudWatch alarms, pure: which alarms gate which groups
 //! (`FLEETLOCK_ALARM_PAUSES`), and what to change so that the stored pauses
-//! match the alarms' current states. The adapter ([`crate::alarm_pauses`])
+//! match the alarms' current states. The adapter ([`crate::entry::alarm_pauses`])
 //! reads the states and the table and makes the changes.
 //!
 //! Only ALARM pauses. OK clears, and so do INSUFFICIENT_DATA (no data is not
@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::input::GroupName;
+use crate::domain::input::GroupName;
 
 /// The groups one alarm gates.
 #[derive(Clone, Debug, PartialEq, Eq)]

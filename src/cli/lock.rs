@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client::{Answer, Call, ClientError, Lock, job_id, parse_machine_id, zincati_id};
-use crate::input::{GroupName, NodeId};
+use crate::domain::input::{GroupName, NodeId};
 
 /// The least time between two tries: the endpoint's throttle is shared with
 /// every Zincati of the fleet.

@@ -6,13 +6,13 @@ use std::time::Instant;
 use lambda_http::Body;
 use lambda_http::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 
-use crate::auth::Auth;
-use crate::error::Error;
-use crate::input::{ClientParams, IdRule};
-use crate::lock::Timestamp;
+use crate::domain::error::Error;
+use crate::domain::input::{ClientParams, IdRule};
+use crate::domain::lock::Timestamp;
+use crate::domain::service::{Answer, FleetLock};
+use crate::domain::store::LockStore;
+use crate::http::auth::Auth;
 use crate::metrics::EmbeddedMetrics;
-use crate::service::{Answer, FleetLock};
-use crate::store::LockStore;
 
 /// Largest body read. Zincati's is about 100 bytes; an id is at most 256
 /// (the stored rule, which a steady-state is read under).

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::ConfigError;
-use crate::error::Error;
-use crate::input::GroupName;
+use crate::domain::error::Error;
+use crate::domain::input::GroupName;
 
 const SALT_BYTES: usize = 16;
 const SECRET_BYTES: usize = 20;

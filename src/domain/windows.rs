@@ -16,8 +16,8 @@ use std::fmt;
 use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 
-use crate::input::GroupName;
-use crate::lock::Timestamp;
+use crate::domain::input::GroupName;
+use crate::domain::lock::Timestamp;
 
 pub const MINUTES_PER_WEEK: u32 = 7 * 24 * 60;
 

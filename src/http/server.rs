@@ -17,9 +17,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::error::Error;
+use crate::domain::error::Error;
+use crate::domain::store::LockStore;
 use crate::http::{Api, MAX_BODY_BYTES, refusal};
-use crate::store::LockStore;
 
 /// What one client may hold of the server: time, buffer, connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

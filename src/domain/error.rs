@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn the_readme_lists_every_kind_with_its_status() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../README.md");
         for err in one_of_each() {
             let row = format!("| `{}` | {} |", err.kind(), err.status());
             assert!(readme.contains(&row), "README lacks the row {row}");

@@ -1,11 +1,13 @@
 //! The command line, for use outside Lambda: parse arguments into a
 //! [`Command`]; `main` carries it out.
 
+pub mod lock;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::config::parse_duration;
-use crate::server::Limits;
+use crate::http::server::Limits;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
@@ -105,7 +107,7 @@ pub enum Command {
     },
     ConfigCheck,
     /// `lock` or `unlock`.
-    Lock(crate::client_cli::Request),
+    Lock(crate::cli::lock::Request),
     Pause {
         groups: Targets,
         reason: String,
@@ -120,7 +122,7 @@ pub enum Command {
         secret_from_stdin: bool,
     },
     IamPolicy {
-        policy_for: crate::iam::PolicyFor,
+        policy_for: crate::aws::iam::PolicyFor,
         table_arn: Option<String>,
         function_arn: Option<String>,
     },
@@ -195,8 +197,8 @@ fn edit_distance(a: &str, b: &str) -> usize {
 fn lock_request(
     options: &mut Options,
     call: crate::client::Call,
-) -> Result<crate::client_cli::Request, String> {
-    use crate::client_cli::{DEFAULT_APP, Identity, Request, UrlSource};
+) -> Result<crate::cli::lock::Request, String> {
+    use crate::cli::lock::{DEFAULT_APP, Identity, Request, UrlSource};
     let command = match call {
         crate::client::Call::PreReboot => "lock",
         crate::client::Call::SteadyState => "unlock",
@@ -326,9 +328,12 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         },
         "iam-policy" => Command::IamPolicy {
             policy_for: match options.value("--for")? {
-                None => crate::iam::PolicyFor::Operator,
-                Some(name) => crate::iam::PolicyFor::parse(&name).ok_or_else(|| {
-                    format!("--for takes {}, not '{name}'", crate::iam::PolicyFor::NAMES)
+                None => crate::aws::iam::PolicyFor::Operator,
+                Some(name) => crate::aws::iam::PolicyFor::parse(&name).ok_or_else(|| {
+                    format!(
+                        "--for takes {}, not '{name}'",
+                        crate::aws::iam::PolicyFor::NAMES
+                    )
                 })?,
             },
             table_arn: options.value("--table-arn")?,
@@ -441,7 +446,7 @@ mod tests {
 
     #[test]
     fn help_and_readme_list_every_command_the_parser_takes() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../README.md");
         for command in COMMANDS {
             // `config` is a command of two words.
             let command = if *command == "config" {
@@ -613,10 +618,10 @@ mod tests {
 /// The `status` listing, as a table for people or JSON for scripts.
 pub mod report {
     use crate::config::Config;
-    use crate::input::GroupName;
-    use crate::lock::Timestamp;
-    use crate::store::GroupRecord;
-    use crate::windows::WindowState;
+    use crate::domain::input::GroupName;
+    use crate::domain::lock::Timestamp;
+    use crate::domain::store::GroupRecord;
+    use crate::domain::windows::WindowState;
 
     use super::human_duration;
 
@@ -627,9 +632,9 @@ pub mod report {
     /// What `config check` prints of a valid configuration: each group's
     /// rules, who may call, where the locks live, and every fixed bound.
     pub fn config_summary(config: &Config) -> String {
-        use crate::auth::Auth;
         use crate::config::{MAX_SLOTS, format_duration};
-        use crate::input::{MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
+        use crate::domain::input::{MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
+        use crate::http::auth::Auth;
         let mut out = String::from("groups:\n");
         let windows_of = |group: Option<&GroupName>| {
             config
@@ -647,7 +652,7 @@ pub mod report {
                 })
                 .unwrap_or_else(|| "always open".into())
         };
-        let rule_text = |rules: crate::lock::GroupRules| {
+        let rule_text = |rules: crate::domain::lock::GroupRules| {
             format!(
                 "{} slot(s), settle {}",
                 rules.slots,
@@ -696,7 +701,7 @@ pub mod report {
             Some(table) => format!("table: {table}\n"),
             None => "table: none; 'serve' keeps the locks in memory\n".into(),
         });
-        let limits = crate::server::Limits::default();
+        let limits = crate::http::server::Limits::default();
         out.push_str(&format!(
             "bounds:\n  \
              an id: at most {MAX_ID_BYTES} bytes of visible characters (a steady-state also takes \
@@ -710,8 +715,8 @@ pub mod report {
             format_duration(limits.header_timeout),
             format_duration(limits.body_timeout),
             limits.max_connections,
-            crate::server::MAX_BUFFER_BYTES / 1024,
-            crate::server::MAX_HEADERS,
+            crate::http::server::MAX_BUFFER_BYTES / 1024,
+            crate::http::server::MAX_HEADERS,
         ));
         out
     }
@@ -891,7 +896,7 @@ pub mod report {
             if record.pause.is_paused() {
                 out.push_str(&format!(
                     "{name} is paused {}\n",
-                    crate::service::paused_because(&record.pause)
+                    crate::domain::service::paused_because(&record.pause)
                 ));
             }
             if let Some(until) = settles_until(name, record, deployed, now) {

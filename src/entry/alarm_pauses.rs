@@ -1,7 +1,7 @@
 //! The alarm-pauses entry point: on a "CloudWatch Alarm State Change" event
 //! for a gating alarm, and on a schedule, read the gating alarms' states
 //! (DescribeAlarms) and make the table's alarm pauses match them
-//! ([`crate::alarms::reconcile`]).
+//! ([`crate::domain::alarms::reconcile`]).
 //!
 //! The event only says "look now": events can come twice, out of order or
 //! not at all, so every decision comes from the alarms' current states, and
@@ -13,9 +13,9 @@ use std::future::Future;
 use aws_sdk_cloudwatch::types::AlarmType;
 use serde_json::{Value, json};
 
-use crate::alarms::{AlarmGates, AlarmState, Change, reconcile};
-use crate::input::GroupName;
-use crate::store::LockStore;
+use crate::domain::alarms::{AlarmGates, AlarmState, Change, reconcile};
+use crate::domain::input::GroupName;
+use crate::domain::store::LockStore;
 
 /// Names per DescribeAlarms call: CloudWatch's limit.
 const NAMES_PER_CALL: usize = 100;

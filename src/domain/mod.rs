@@ -1,0 +1,22 @@
+//! The rules, pure: nothing here speaks HTTP, calls AWS or reads the
+//! environment. The adapters at the edges (`http`, `store`, `aws`, `entry`,
+//! `cli`) depend on this; it depends on none of them.
+//!
+//! - [`lock`]: the counting semaphore of a group; [`windows`]: maintenance
+//!   windows.
+//! - [`input`]: validated node ids, group names and reasons; [`error`]: the
+//!   one error type with its `kind` and status.
+//! - [`service`]: the two FleetLock operations over a [`store::LockStore`],
+//!   the trait every store implements.
+//! - [`events`]: slot events from two states of a group, and the sink they go
+//!   to; [`alarms`]: pauses that follow alarms, and where their states come
+//!   from.
+
+pub mod alarms;
+pub mod error;
+pub mod events;
+pub mod input;
+pub mod lock;
+pub mod service;
+pub mod store;
+pub mod windows;

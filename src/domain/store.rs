@@ -1,0 +1,142 @@
+//! Where semaphores live. One narrow trait; each backend is an adapter that
+//! applies the rules of [`crate::domain::lock`] atomically.
+
+use std::fmt;
+use std::future::Future;
+
+use crate::domain::error::Error;
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
+
+/// A group as stored: holders, pauses, last release, slots at the last grant.
+pub type GroupRecord = crate::domain::lock::Group;
+
+/// An outcome and the group as it stands right after it was decided.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decided<T> {
+    pub outcome: T,
+    pub group: GroupRecord,
+    /// Write units the store reported for this decision (DynamoDB asked to
+    /// report them, on a write that went through); `None` otherwise.
+    pub write_units: Option<f64>,
+}
+
+/// Whether a pause or resume changed anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Changed {
+    Yes,
+    AlreadySo,
+    /// Refused, nothing changed: between this call's read of the group and
+    /// its write, another person's pause or resume changed it, and this
+    /// write, landing after that one, would have undone it.
+    Overtaken,
+}
+
+/// What [`LockStore::forget`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Forgot {
+    /// The group's item is gone, and the group is no longer counted among
+    /// those only `*` covers (`counted`: whether it was).
+    Removed { counted: bool },
+    /// The group had no item but was counted: it is no longer.
+    Uncounted,
+    /// No item, not counted: nothing to forget.
+    NothingStored,
+    /// Refused, nothing changed: the group holds a slot, or a person or an
+    /// alarm paused it. The group as it stands.
+    Kept(GroupRecord),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The store could not be reached or refused the request; nothing was
+    /// decided. The text is for logs only.
+    Unavailable(String),
+    /// Stored data contradicts the lock's rules; nothing was decided.
+    Corrupt(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Unavailable(why) => write!(f, "lock store unavailable: {why}"),
+            StoreError::Corrupt(why) => write!(f, "lock store holds inconsistent data: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<&StoreError> for Error {
+    fn from(err: &StoreError) -> Self {
+        match err {
+            StoreError::Unavailable(_) => Error::StoreUnavailable,
+            StoreError::Corrupt(_) => Error::Internal,
+        }
+    }
+}
+
+/// Each call is one atomic decision: it is durable before the call returns.
+pub trait LockStore: Send + Sync + 'static {
+    /// Takes a slot for `id` as [`crate::domain::lock::Group::decide_acquire`] says: a
+    /// node that already holds one keeps it; otherwise only in a group that is
+    /// neither paused, nor settling, nor full.
+    fn acquire(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Decided<Acquire>, StoreError>> + Send;
+
+    /// Gives back the slot of `id`, if it holds one; a release at `now`
+    /// starts the group's settle period.
+    fn release(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Decided<Release>, StoreError>> + Send;
+
+    /// A person's pause; a group never used gets its item. A group already
+    /// paused by a person keeps that pause, which is returned unchanged. It
+    /// applies only to the group as this call read it: it never undoes a
+    /// resume that landed in between (`Overtaken`).
+    fn pause(
+        &self,
+        group: &GroupName,
+        pause: PersonPause,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// Clears a person's pause; alarms' pauses stay. Like `pause`, it never
+    /// undoes a pause that landed after this call read the group.
+    fn resume(
+        &self,
+        group: &GroupName,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// An alarm in ALARM pauses the group (one write); idempotent.
+    fn pause_for_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// The alarm left ALARM: its pause is cleared (one write); idempotent.
+    fn clear_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
+    /// Removes a group's item, and its place among the groups only `*`
+    /// covers, unless it holds a slot or is paused (one conditional write
+    /// each).
+    fn forget(&self, group: &GroupName) -> impl Future<Output = Result<Forgot, StoreError>> + Send;
+
+    /// Every stored group (or just `only`), sorted by name, read consistently.
+    fn groups(
+        &self,
+        only: Option<&GroupName>,
+    ) -> impl Future<Output = Result<Vec<(GroupName, GroupRecord)>, StoreError>> + Send;
+}
