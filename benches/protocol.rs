@@ -11,15 +11,16 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fleetlock::config::GroupSlots;
+use fleetlock::domain::auth::Auth;
+use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
 use fleetlock::domain::lock::{GroupRules, PersonPause, Timestamp};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::windows::Schedule;
 use fleetlock::http::Api;
-use fleetlock::http::auth::Auth;
-use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, counted_client};
+use fleetlock::store::dynamodb::DynamoStore;
+use fleetlock::test_support::{RequestCounter, counted_client};
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
 
 const NODES: usize = 400;
@@ -386,7 +387,7 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
     let group = GroupName::parse("units").unwrap();
     let now = Timestamp::now();
     let open_group = GroupRules {
-        slots: fleetlock::config::MAX_SLOTS,
+        slots: fleetlock::domain::groups::MAX_SLOTS,
         settle: Duration::ZERO,
         wildcard_limit: None,
     };
@@ -535,10 +536,10 @@ async fn main() {
 /// itself, without EventBridge's round trips.
 struct NullSink;
 
-impl fleetlock::entry::slot_events::EventSink for NullSink {
+impl fleetlock::domain::events::EventSink for NullSink {
     async fn put(
         &self,
-        entries: &[fleetlock::entry::slot_events::Outgoing],
+        entries: &[fleetlock::domain::events::Outgoing],
     ) -> Result<Vec<Option<String>>, String> {
         Ok(vec![None; entries.len()])
     }

@@ -1,46 +1,25 @@
-//! Start-up configuration, read and checked once. A mistake here stops the
-//! process with a clear message instead of surfacing on the first request.
+//! Every setting this program reads, read and checked in one place, once at
+//! start: a mistake stops the process (or the command) with a clear message
+//! instead of surfacing on the first request. Each entry point and each
+//! command reads only the settings it uses, so a bad `FLEETLOCK_WINDOWS` in
+//! an operator's shell stops nothing that needs no windows.
+//!
+//! Everything reads the environment through a function (`var`), so the tests
+//! need not touch the process's environment and `status --function` reads a
+//! deployed function's variables the same way.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
+use std::path::PathBuf;
 
-use crate::domain::error::Error;
+use crate::domain::alarms::AlarmGates;
+use crate::domain::auth::{Auth, BadClients, Clients};
+use crate::domain::groups::{GroupSlots, GroupsError};
 use crate::domain::input::GroupName;
-use crate::domain::lock::GroupRules;
 use crate::domain::windows::Schedule;
-use crate::http::auth::{Auth, Clients};
 
-/// The longest settle time: past a day, pausing the group says it better.
-pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
-
-/// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
-pub const DEFAULT_GROUPS: &str = "default=1";
-
-/// The most slots a group may have. Each holder is an attribute of its
-/// group's item: 500 holders with the longest ids an older version stored
-/// (256 bytes) make an item of about 133 KB, a third of DynamoDB's 400 KB
-/// item limit, which leaves room for the pause and the alarms.
-pub const MAX_SLOTS: u32 = 500;
-
-/// How many groups only `*` covers may have an item, unless
-/// `FLEETLOCK_MAX_WILDCARD_GROUPS` says otherwise.
-pub const DEFAULT_WILDCARD_GROUPS: u32 = 100;
-/// The highest `FLEETLOCK_MAX_WILDCARD_GROUPS`: their names are kept in one
-/// item, at most 64 characters each.
-pub const MAX_WILDCARD_GROUPS: u32 = 2000;
-
-/// Slot count per group, from `FLEETLOCK_GROUPS` (`default=1,workers=3,*=2`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupSlots {
-    listed: BTreeMap<GroupName, u32>,
-    /// `*=N`: every valid group not listed gets N slots.
-    others: Option<u32>,
-    /// From `FLEETLOCK_SETTLE`; a group in neither map settles for zero.
-    settle: BTreeMap<GroupName, Duration>,
-    settle_others: Option<Duration>,
-    /// How many groups only `*` covers may have an item.
-    wildcard_limit: u32,
+/// The process's own environment.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +32,10 @@ pub enum ConfigError {
     Clients(String),
     Auth(String),
     MaxWildcardGroups(String),
+    AlarmPauses(String),
+    /// A setting this entry point or command needs is unset: the sentence
+    /// says which and what for.
+    Missing(String),
 }
 
 impl fmt::Display for ConfigError {
@@ -68,174 +51,21 @@ impl fmt::Display for ConfigError {
             ConfigError::MaxWildcardGroups(why) => {
                 write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
             }
+            ConfigError::AlarmPauses(why) => write!(f, "FLEETLOCK_ALARM_PAUSES: {why}"),
+            ConfigError::Missing(sentence) => f.write_str(sentence),
         }
     }
 }
 
 impl std::error::Error for ConfigError {}
 
-/// A value per group, as `FLEETLOCK_GROUPS` and `FLEETLOCK_SETTLE` write it:
-/// `GROUP=VALUE` entries separated by commas, `*` for every group not listed,
-/// each at most once. `value` reads an entry's value (given the group's name),
-/// and `accept` vets a group (`None` for `*`) before it is recorded.
-fn per_group<T>(
-    spec: &str,
-    form: &str,
-    example: &str,
-    value: impl Fn(&str, &str) -> Result<T, String>,
-    accept: impl Fn(Option<&GroupName>) -> Result<(), String>,
-) -> Result<(BTreeMap<GroupName, T>, Option<T>), String> {
-    let mut listed = BTreeMap::new();
-    let mut others = None;
-    for entry in spec.split(',').map(str::trim) {
-        if entry.is_empty() {
-            return Err(format!(
-                "empty entry in '{spec}'; expected e.g. '{example}'"
-            ));
+impl From<GroupsError> for ConfigError {
+    fn from(err: GroupsError) -> Self {
+        match err {
+            GroupsError::Groups(why) => ConfigError::Groups(why),
+            GroupsError::Settle(why) => ConfigError::Settle(why),
+            GroupsError::MaxWildcardGroups(why) => ConfigError::MaxWildcardGroups(why),
         }
-        let (name, text) = entry
-            .split_once('=')
-            .ok_or_else(|| format!("entry '{entry}' is not of the form {form}"))?;
-        let (name, text) = (name.trim(), text.trim());
-        let parsed = value(name, text)?;
-        if name == "*" {
-            accept(None)?;
-            if others.replace(parsed).is_some() {
-                return Err("'*' is listed twice".into());
-            }
-            continue;
-        }
-        let group = GroupName::parse(name).map_err(|e| format!("group '{name}': {}", e.value()))?;
-        accept(Some(&group))?;
-        if listed.insert(group, parsed).is_some() {
-            return Err(format!("group '{name}' is listed twice"));
-        }
-    }
-    Ok((listed, others))
-}
-
-impl GroupSlots {
-    pub fn parse(spec: &str) -> Result<Self, ConfigError> {
-        let (listed, others) = per_group(
-            spec,
-            "GROUP=SLOTS",
-            "default=1,workers=3",
-            |name, count| {
-                let slots: u32 = count.parse().map_err(|_| {
-                    format!("slot count '{count}' of '{name}' is not a whole number from 0 up")
-                })?;
-                if slots > MAX_SLOTS {
-                    return Err(format!(
-                        "slot count {slots} of '{name}' is above {MAX_SLOTS}, the most a group \
-                         can hold: every holder is part of the group's one DynamoDB item"
-                    ));
-                }
-                Ok(slots)
-            },
-            |_| Ok(()),
-        )
-        .map_err(ConfigError::Groups)?;
-        Ok(Self {
-            listed,
-            others,
-            settle: BTreeMap::new(),
-            settle_others: None,
-            wildcard_limit: DEFAULT_WILDCARD_GROUPS,
-        })
-    }
-
-    /// Sets how many groups only `*` covers may have an item
-    /// (`FLEETLOCK_MAX_WILDCARD_GROUPS`): 1 to [`MAX_WILDCARD_GROUPS`].
-    pub fn with_wildcard_limit(mut self, text: &str) -> Result<Self, ConfigError> {
-        let bad = |why: String| Err(ConfigError::MaxWildcardGroups(why));
-        let limit: u32 = match text.trim().parse() {
-            Ok(limit) => limit,
-            Err(_) => return bad(format!("'{text}' is not a whole number")),
-        };
-        if !(1..=MAX_WILDCARD_GROUPS).contains(&limit) {
-            return bad(format!("{limit} is not from 1 to {MAX_WILDCARD_GROUPS}"));
-        }
-        self.wildcard_limit = limit;
-        Ok(self)
-    }
-
-    /// How many groups only `*` covers may have an item.
-    pub fn wildcard_limit(&self) -> u32 {
-        self.wildcard_limit
-    }
-
-    /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
-    /// group named must be one these slots configure.
-    pub fn with_settle(mut self, spec: &str) -> Result<Self, ConfigError> {
-        let (settle, settle_others) = per_group(
-            spec,
-            "GROUP=DURATION",
-            "workers=10m,*=2m",
-            |name, time| parse_duration(time).map_err(|why| format!("'{name}': {why}")),
-            |group| match group {
-                None if self.others.is_none() => {
-                    Err("'*' is given a settle time but FLEETLOCK_GROUPS has no '*'".into())
-                }
-                Some(group) if self.slots_for(group).is_err() => Err(format!(
-                    "group '{group}' is not configured by FLEETLOCK_GROUPS"
-                )),
-                _ => Ok(()),
-            },
-        )
-        .map_err(ConfigError::Settle)?;
-        self.settle = settle;
-        self.settle_others = settle_others;
-        Ok(self)
-    }
-
-    /// Slots and settle time of a group, or `unknown_group`.
-    pub fn rules_for(&self, group: &GroupName) -> Result<GroupRules, Error> {
-        let slots = self.slots_for(group)?;
-        let settle = self
-            .settle
-            .get(group)
-            .copied()
-            .or(self.settle_others)
-            .unwrap_or(Duration::ZERO);
-        let wildcard_limit = (!self.listed.contains_key(group)).then_some(self.wildcard_limit);
-        Ok(GroupRules {
-            slots,
-            settle,
-            wildcard_limit,
-        })
-    }
-
-    /// The slot count of a group, or `unknown_group` if this server does not
-    /// coordinate it.
-    pub fn slots_for(&self, group: &GroupName) -> Result<u32, Error> {
-        self.listed
-            .get(group)
-            .copied()
-            .or(self.others)
-            .ok_or_else(|| Error::UnknownGroup(group.to_string()))
-    }
-
-    pub fn listed(&self) -> impl Iterator<Item = (&GroupName, u32)> {
-        self.listed.iter().map(|(g, n)| (g, *n))
-    }
-
-    pub fn others(&self) -> Option<u32> {
-        self.others
-    }
-
-    /// The rules of every group `*` covers, if there is a `*`.
-    pub fn others_rules(&self) -> Option<GroupRules> {
-        Some(GroupRules {
-            slots: self.others?,
-            settle: self.settle_others.unwrap_or(Duration::ZERO),
-            wildcard_limit: Some(self.wildcard_limit),
-        })
-    }
-}
-
-impl Default for GroupSlots {
-    fn default() -> Self {
-        Self::parse(DEFAULT_GROUPS).expect("the built-in default parses")
     }
 }
 
@@ -280,15 +110,7 @@ impl Config {
                 .map_err(ConfigError::Windows)?,
             None => schedule,
         };
-        let table = match var("FLEETLOCK_TABLE") {
-            None => None,
-            Some(name) if valid_table_name(&name) => Some(name),
-            Some(name) => {
-                return Err(ConfigError::Table(format!(
-                    "'{name}' is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
-                )));
-            }
-        };
+        let table = table(&var)?;
         let clients = var("FLEETLOCK_CLIENTS").filter(|v| !v.trim().is_empty());
         let auth = match (var("FLEETLOCK_AUTH").as_deref(), clients) {
             (Some("disabled"), Some(_)) => {
@@ -297,9 +119,9 @@ impl Config {
                 ));
             }
             (Some("disabled"), None) => Some(Auth::Disabled),
-            (Some("required") | None, Some(clients)) => {
-                Some(Auth::Required(Clients::parse(&clients)?))
-            }
+            (Some("required") | None, Some(clients)) => Some(Auth::Required(
+                Clients::parse(&clients).map_err(|BadClients(why)| ConfigError::Clients(why))?,
+            )),
             (Some("required"), None) => {
                 return Err(ConfigError::Auth(
                     "'required' but FLEETLOCK_CLIENTS lists no client (see 'fleetlock credential')"
@@ -322,62 +144,198 @@ impl Config {
     }
 
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_vars(|name| std::env::var(name).ok())
+        Self::from_vars(process_env)
     }
 }
 
-/// `90s`, `10m`, `1h`, `1h30m`, `0s`: whole numbers with units h, m, s, in
-/// that order, up to [`MAX_SETTLE`].
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let explain = || format!("'{text}' is not a duration like 90s, 10m, 1h or 1h30m");
-    let mut rest = text.trim();
-    if rest.is_empty() {
-        return Err(explain());
+/// `FLEETLOCK_TABLE`, checked; `None` when unset.
+pub fn table(var: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+    match var("FLEETLOCK_TABLE") {
+        None => Ok(None),
+        Some(name) if valid_table_name(&name) => Ok(Some(name)),
+        Some(name) => Err(ConfigError::Table(format!(
+            "'{name}' is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
+        ))),
     }
-    let mut total = 0u64;
-    let mut units_left = "hms";
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .ok_or_else(explain)?;
-        if digits == 0 {
-            return Err(explain());
-        }
-        let value: u64 = rest[..digits].parse().map_err(|_| explain())?;
-        let unit = rest[digits..].chars().next().ok_or_else(explain)?;
-        let at = units_left.find(unit).ok_or_else(explain)?;
-        units_left = &units_left[at + 1..];
-        let scale = match unit {
-            'h' => 3600,
-            'm' => 60,
-            _ => 1,
-        };
-        total = value
-            .checked_mul(scale)
-            .and_then(|s| total.checked_add(s))
-            .ok_or_else(explain)?;
-        rest = &rest[digits + 1..];
-    }
-    let duration = Duration::from_secs(total);
-    if duration > MAX_SETTLE {
-        return Err(format!(
-            "'{text}' is longer than 24h; pause the group instead"
-        ));
-    }
-    Ok(duration)
 }
 
-/// A duration in the syntax [`parse_duration`] reads: `1h30m`, `90s`, `0s`.
-pub fn format_duration(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let mut out = String::new();
-    for (value, unit) in [(h, 'h'), (m, 'm'), (s, 's')] {
-        if value > 0 {
-            out.push_str(&format!("{value}{unit}"));
+/// The table a command works on: `FLEETLOCK_TABLE`, and nothing else.
+pub fn command_table(
+    var: impl Fn(&str) -> Option<String>,
+    command: &str,
+) -> Result<String, ConfigError> {
+    table(var)?.ok_or_else(|| {
+        ConfigError::Missing(format!(
+            "{command} works on the DynamoDB table named by FLEETLOCK_TABLE, which is unset \
+             (e.g. FLEETLOCK_TABLE=fleetlock AWS_REGION=eu-west-1 fleetlock {command})"
+        ))
+    })
+}
+
+/// The variables that give a shell the rules of groups: when one is set,
+/// `status` and `forget` read the rules from this shell.
+pub const RULE_VARIABLES: [&str; 4] = [
+    "FLEETLOCK_GROUPS",
+    "FLEETLOCK_SETTLE",
+    "FLEETLOCK_WINDOWS",
+    "FLEETLOCK_TIME_ZONE",
+];
+
+/// Whether any of [`RULE_VARIABLES`] is set.
+pub fn rules_given(var: impl Fn(&str) -> Option<String>) -> bool {
+    RULE_VARIABLES.iter().any(|name| var(name).is_some())
+}
+
+/// The deployed function whose settings `status` and `forget` read:
+/// `--function`, else `FLEETLOCK_FUNCTION`; blank is none.
+pub fn deployed_function(
+    var: impl Fn(&str) -> Option<String>,
+    flag: Option<String>,
+) -> Option<String> {
+    flag.or_else(|| var("FLEETLOCK_FUNCTION"))
+        .filter(|f| !f.trim().is_empty())
+}
+
+/// The name a Lambda function runs under: the metrics' `Service` dimension.
+pub fn function_name(var: impl Fn(&str) -> Option<String>) -> String {
+    var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "fleetlock".into())
+}
+
+/// The API entry point's settings. Under Lambda the locks must live in
+/// DynamoDB and a public endpoint needs credentials: no silent default.
+#[derive(Clone, Debug)]
+pub struct ApiSettings {
+    pub config: Config,
+    pub table: String,
+    pub auth: Auth,
+    pub function: String,
+}
+
+/// Why the API entry point does not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiSettingsError {
+    Invalid(ConfigError),
+    /// An in-process store would give every Lambda instance a semaphore of
+    /// its own.
+    NoTable,
+    NoAuth,
+}
+
+impl ApiSettings {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ApiSettingsError> {
+        let config = Config::from_vars(&var).map_err(ApiSettingsError::Invalid)?;
+        let table = config.table.clone().ok_or(ApiSettingsError::NoTable)?;
+        let auth = config.auth.clone().ok_or(ApiSettingsError::NoAuth)?;
+        Ok(Self {
+            config,
+            table,
+            auth,
+            function: function_name(&var),
+        })
+    }
+}
+
+/// The bus used when `FLEETLOCK_EVENT_BUS` is unset.
+pub const DEFAULT_BUS: &str = "default";
+
+/// The slot-events entry point's settings: only the bus (and the function's
+/// name for its metrics); no table, no clients, no groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotEventsSettings {
+    pub bus: String,
+    pub function: String,
+}
+
+impl SlotEventsSettings {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let bus = var("FLEETLOCK_EVENT_BUS")
+            .filter(|bus| !bus.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_BUS.into());
+        Self {
+            bus,
+            function: function_name(&var),
         }
     }
-    if out.is_empty() { "0s".into() } else { out }
+}
+
+/// `FLEETLOCK_ALARM_PAUSES`, checked; empty when unset.
+pub fn alarm_gates(var: impl Fn(&str) -> Option<String>) -> Result<AlarmGates, ConfigError> {
+    let spec = var("FLEETLOCK_ALARM_PAUSES").unwrap_or_default();
+    AlarmGates::parse(&spec).map_err(ConfigError::AlarmPauses)
+}
+
+/// The alarm-pauses entry point's settings: the table, the gates, and the
+/// groups `FLEETLOCK_GROUPS` names (for gates on `*`).
+#[derive(Clone, Debug)]
+pub struct AlarmPausesSettings {
+    pub table: String,
+    pub gates: AlarmGates,
+    pub configured: Vec<GroupName>,
+}
+
+impl AlarmPausesSettings {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let config = Config::from_vars(&var)?;
+        let table = config.table.ok_or_else(|| {
+            ConfigError::Missing(
+                "FLEETLOCK_TABLE is unset; alarm pauses are written to the lock table".into(),
+            )
+        })?;
+        let gates = alarm_gates(&var)?;
+        if gates.is_empty() {
+            return Err(ConfigError::Missing(
+                "FLEETLOCK_ALARM_PAUSES names no alarm: nothing to follow".into(),
+            ));
+        }
+        let configured = config
+            .groups
+            .listed()
+            .map(|(name, _)| name.clone())
+            .collect();
+        Ok(Self {
+            table,
+            gates,
+            configured,
+        })
+    }
+}
+
+/// The default machine id file of `lock --app`.
+pub const MACHINE_ID_FILE: &str = "/etc/machine-id";
+
+/// What `lock` and `unlock` read: the server's URL (when no flag gives it)
+/// and the machine id file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockSettings {
+    pub url: Option<String>,
+    pub machine_id_file: PathBuf,
+}
+
+impl LockSettings {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        Self {
+            url: var("FLEETLOCK_URL"),
+            machine_id_file: var("FLEETLOCK_MACHINE_ID_FILE")
+                .map_or_else(|| MACHINE_ID_FILE.into(), PathBuf::from),
+        }
+    }
+}
+
+/// Who pauses: `--by`, else the login name (`USER`, `LOGNAME`); kept with
+/// the pause.
+pub fn operator_name(
+    var: impl Fn(&str) -> Option<String>,
+    by: Option<String>,
+) -> Result<String, String> {
+    let name = by
+        .or_else(|| var("USER"))
+        .or_else(|| var("LOGNAME"))
+        .unwrap_or_else(|| "an operator".into());
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err("--by: 1 to 64 printable characters".into());
+    }
+    Ok(name.to_owned())
 }
 
 fn valid_table_name(name: &str) -> bool {
@@ -390,6 +348,9 @@ fn valid_table_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    use crate::domain::groups::*;
 
     fn group(s: &str) -> GroupName {
         GroupName::parse(s).unwrap()
@@ -492,7 +453,7 @@ mod tests {
 
     #[test]
     fn auth_is_required_by_clients_disabled_only_explicitly() {
-        let entry = crate::http::auth::new_credential("fleet", "*")
+        let entry = crate::domain::auth::new_credential("fleet", "*")
             .unwrap()
             .entry;
         let with = |auth: Option<&str>, clients: Option<&str>| {

@@ -20,6 +20,8 @@
 //!   speaks it.
 //! - [`logging`] and [`metrics`]: the log format and the Embedded Metric
 //!   Format lines every entry point writes.
+//! - `test_support` (feature `test-support`, for `tests/` and `benches/`
+//!   only): a clock the tests move, a DynamoDB client that counts requests.
 
 pub mod aws;
 pub mod cli;
@@ -31,3 +33,5 @@ pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod store;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;

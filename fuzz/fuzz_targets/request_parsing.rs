@@ -5,8 +5,8 @@
 
 #![no_main]
 
-use fleetlock::http::auth::Clients;
-use fleetlock::config::GroupSlots;
+use fleetlock::domain::auth::Clients;
+use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{ClientParams, MAX_GROUP_CHARS, MAX_ID_BYTES};
 use fleetlock::domain::lock::Timestamp;
 use fleetlock::domain::windows::{Schedule, WindowState};

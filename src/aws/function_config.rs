@@ -5,18 +5,13 @@
 
 use std::collections::HashMap;
 
-use crate::aws::OperationLog;
 use crate::config::{Config, ConfigError};
 
 /// The variables of the function `name` (a name or an ARN).
 pub async fn function_environment(
-    aws: &aws_config::SdkConfig,
+    client: &aws_sdk_lambda::Client,
     name: &str,
 ) -> Result<HashMap<String, String>, String> {
-    let config = aws_sdk_lambda::config::Builder::from(aws)
-        .interceptor(OperationLog)
-        .build();
-    let client = aws_sdk_lambda::Client::from_conf(config);
     let described = client
         .get_function_configuration()
         .function_name(name)

@@ -1,8 +1,11 @@
 //! What every AWS client of this program shares: one configuration, loaded
 //! once per process (the region, `AWS_ENDPOINT_URL`, the credential chain,
 //! this service's timeouts and retries), and the debug log of each request.
-//! Each SDK's client is built from it where it is used.
+//! Every SDK client is built here, from that configuration, with the log;
+//! the adapters beside this module use them.
 
+pub mod cloudwatch;
+pub mod eventbridge;
 pub mod function_config;
 pub mod iam;
 
@@ -72,4 +75,38 @@ impl Intercept for OperationLog {
         }
         Ok(())
     }
+}
+
+/// A DynamoDB client on the shared configuration, with each request's
+/// operation in the debug log.
+pub fn dynamodb_client(aws: &SdkConfig) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::config::Builder::from(aws)
+        .interceptor(OperationLog)
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// An EventBridge client on the shared configuration, with the debug log.
+pub fn eventbridge_client(aws: &SdkConfig) -> aws_sdk_eventbridge::Client {
+    let config = aws_sdk_eventbridge::config::Builder::from(aws)
+        .interceptor(OperationLog)
+        .build();
+    aws_sdk_eventbridge::Client::from_conf(config)
+}
+
+/// A CloudWatch client on the shared configuration, with the debug log.
+pub fn cloudwatch_client(aws: &SdkConfig) -> aws_sdk_cloudwatch::Client {
+    let config = aws_sdk_cloudwatch::config::Builder::from(aws)
+        .interceptor(OperationLog)
+        .build();
+    aws_sdk_cloudwatch::Client::from_conf(config)
+}
+
+/// A Lambda client on the shared configuration, with the debug log: for the
+/// deployed function's settings.
+pub fn lambda_client(aws: &SdkConfig) -> aws_sdk_lambda::Client {
+    let config = aws_sdk_lambda::config::Builder::from(aws)
+        .interceptor(OperationLog)
+        .build();
+    aws_sdk_lambda::Client::from_conf(config)
 }

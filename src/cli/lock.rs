@@ -5,10 +5,10 @@
 //! waiting with backoff, stopping cleanly, and the exit codes.
 
 use std::future::Future;
-use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::client::{Answer, Call, ClientError, Lock, job_id, parse_machine_id, zincati_id};
+use crate::config::LockSettings;
 use crate::domain::input::{GroupName, NodeId};
 
 /// The least time between two tries: the endpoint's throttle is shared with
@@ -16,8 +16,6 @@ use crate::domain::input::{GroupName, NodeId};
 pub const RETRY_FLOOR: Duration = Duration::from_secs(60);
 /// The most: Zincati's own cycle.
 pub const RETRY_CEILING: Duration = Duration::from_secs(300);
-/// The machine id the default id is derived from.
-pub const MACHINE_ID_FILE: &str = "/etc/machine-id";
 /// The `--app` of a job that names none.
 pub const DEFAULT_APP: &str = "job";
 
@@ -85,11 +83,8 @@ pub struct Checked {
 }
 
 /// Reads and checks the settings; `Err` is one line for a person.
-pub fn check(
-    request: &Request,
-    env_url: Option<String>,
-    machine_id_file: &Path,
-) -> Result<Checked, String> {
+pub fn check(request: &Request, settings: &LockSettings) -> Result<Checked, String> {
+    let machine_id_file = settings.machine_id_file.as_path();
     let group = GroupName::parse(&request.group).map_err(|e| format!("--group: {}", e.value()))?;
     let url = match &request.url {
         UrlSource::Argument(url) => url.clone(),
@@ -99,10 +94,14 @@ pub fn check(
             .next()
             .unwrap_or_default()
             .to_owned(),
-        UrlSource::Environment => env_url.filter(|u| !u.trim().is_empty()).ok_or(
-            "no FleetLock URL: set FLEETLOCK_URL or give --url-file FILE \
+        UrlSource::Environment => settings
+            .url
+            .clone()
+            .filter(|u| !u.trim().is_empty())
+            .ok_or(
+                "no FleetLock URL: set FLEETLOCK_URL or give --url-file FILE \
              (https://NAME:SECRET@host/, as in Zincati's base_url)",
-        )?,
+            )?,
     };
     let lock = Lock::new(&url).map_err(|e| e.to_string())?;
     let machine = std::fs::read_to_string(machine_id_file)
@@ -281,6 +280,13 @@ mod tests {
         }
     }
 
+    fn settings(url: Option<String>, machine_id_file: &std::path::Path) -> LockSettings {
+        LockSettings {
+            url,
+            machine_id_file: machine_id_file.to_path_buf(),
+        }
+    }
+
     #[test]
     fn settings_are_checked_before_anything_is_sent() {
         let dir = std::env::temp_dir().join(format!("fleetlock-check-{}", std::process::id()));
@@ -294,8 +300,7 @@ mod tests {
 
         let ok = check(
             &request(Identity::App("backup".into()), url()),
-            None,
-            &machine,
+            &settings(None, &machine),
         )
         .unwrap();
         assert_ne!(ok.id.as_str(), zincati);
@@ -303,13 +308,18 @@ mod tests {
         assert!(
             check(
                 &request(Identity::Id("n1".into()), from_file),
-                None,
-                &machine
+                &settings(None, &machine)
             )
             .is_ok()
         );
         let from_env = request(Identity::Id("n1".into()), UrlSource::Environment);
-        assert!(check(&from_env, Some("http://h.example/".into()), &machine).is_ok());
+        assert!(
+            check(
+                &from_env,
+                &settings(Some("http://h.example/".into()), &machine)
+            )
+            .is_ok()
+        );
 
         for (request, env, says) in [
             (
@@ -344,21 +354,20 @@ mod tests {
                 "--url-file /nonexistent",
             ),
         ] {
-            let err = check(&request, env, &machine).err().unwrap();
+            let err = check(&request, &settings(env, &machine)).err().unwrap();
             assert!(err.contains(says), "{err}");
         }
         let mut bad_group = request(Identity::Id("n1".into()), url());
         bad_group.group = "a b".into();
         assert!(
-            check(&bad_group, None, &machine)
+            check(&bad_group, &settings(None, &machine))
                 .err()
                 .unwrap()
                 .starts_with("--group: ")
         );
         let no_machine = check(
             &request(Identity::App("backup".into()), url()),
-            None,
-            &dir.join("missing"),
+            &settings(None, &dir.join("missing")),
         );
         assert!(
             no_machine

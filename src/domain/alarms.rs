@@ -9,6 +9,7 @@
 //! would ever clear its pause otherwise).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 
 use crate::domain::input::GroupName;
 
@@ -210,6 +211,15 @@ pub fn reconcile(
         }
     }
     changes
+}
+
+/// Where alarm states come from: CloudWatch in production. Every name asked
+/// for is in the answer; one CloudWatch did not return is `Missing`.
+pub trait AlarmStates: Send + Sync + 'static {
+    fn states(
+        &self,
+        names: &[String],
+    ) -> impl Future<Output = Result<BTreeMap<String, AlarmState>, String>> + Send;
 }
 
 #[cfg(test)]

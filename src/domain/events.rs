@@ -6,6 +6,8 @@
 //! The item holds no event data of its own: every field comes from the state
 //! before and after one write, so the protocol's write stays as small as it is.
 
+use std::future::Future;
+
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -172,6 +174,33 @@ pub fn idempotency_key(record_id: &str, kind: Kind, subject: &str) -> String {
         .chain_update(subject.as_bytes())
         .finalize();
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One event to put.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outgoing {
+    pub detail_type: &'static str,
+    pub detail: String,
+    pub time: Timestamp,
+}
+
+impl From<&SlotEvent> for Outgoing {
+    fn from(event: &SlotEvent) -> Self {
+        Self {
+            detail_type: event.kind.detail_type(),
+            detail: event.detail.to_string(),
+            time: event.at,
+        }
+    }
+}
+
+/// Where events go: EventBridge in production. `put` answers, entry by entry,
+/// the error of each one that failed; `Err` when the call as a whole failed.
+pub trait EventSink: Send + Sync + 'static {
+    fn put(
+        &self,
+        entries: &[Outgoing],
+    ) -> impl Future<Output = Result<Vec<Option<String>>, String>> + Send;
 }
 
 #[cfg(test)]

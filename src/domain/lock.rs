@@ -71,32 +71,6 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that stands still until moved; shared by clones.
-#[derive(Clone, Debug, Default)]
-pub struct ManualClock(std::sync::Arc<std::sync::atomic::AtomicU64>);
-
-impl ManualClock {
-    pub fn at(start: Timestamp) -> Self {
-        Self(std::sync::Arc::new(start.0.into()))
-    }
-
-    pub fn set(&self, to: Timestamp) {
-        self.0.store(to.0, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    pub fn advance(&self, by: Duration) {
-        let millis = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
-        self.0
-            .fetch_add(millis, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(self.0.load(std::sync::atomic::Ordering::SeqCst))
-    }
-}
-
 /// A pause set by a person with `fleetlock pause`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PersonPause {
@@ -330,17 +304,6 @@ mod tests {
         assert!(sem.is_empty());
         sem.acquire(&id("a"), 1, Timestamp(1));
         assert!(!sem.is_empty());
-    }
-
-    #[test]
-    fn the_manual_clock_stands_still_until_moved_and_is_shared() {
-        let clock = ManualClock::at(Timestamp(1_000));
-        let same = clock.clone();
-        assert_eq!(clock.now(), Timestamp(1_000));
-        clock.advance(Duration::from_millis(250));
-        assert_eq!(same.now(), Timestamp(1_250));
-        same.set(Timestamp(5));
-        assert_eq!(clock.now(), Timestamp(5));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! environment. The adapters at the edges (`http`, `store`, `aws`, `entry`,
 //! `cli`) depend on this; it depends on none of them.
 //!
-//! - [`lock`]: the counting semaphore of a group; [`windows`]: maintenance
-//!   windows.
+//! - [`lock`]: the counting semaphore of a group; [`groups`]: the slots and
+//!   settle times of each group; [`windows`]: maintenance windows.
+//! - [`auth`]: who may call: client credentials (HTTP Basic against salted
+//!   hashes) and the groups each may use.
 //! - [`input`]: validated node ids, group names and reasons; [`error`]: the
 //!   one error type with its `kind` and status.
 //! - [`service`]: the two FleetLock operations over a [`store::LockStore`],
@@ -13,8 +15,10 @@
 //!   from.
 
 pub mod alarms;
+pub mod auth;
 pub mod error;
 pub mod events;
+pub mod groups;
 pub mod input;
 pub mod lock;
 pub mod service;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{GroupSlots, format_duration};
 use crate::domain::error::Error;
+use crate::domain::groups::{GroupSlots, format_duration};
 use crate::domain::input::ClientParams;
 use crate::domain::lock::{Acquire, Clock, Pause, Release, SystemClock, Timestamp};
 use crate::domain::store::{Decided, GroupRecord, LockStore};

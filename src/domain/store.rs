@@ -139,4 +139,8 @@ pub trait LockStore: Send + Sync + 'static {
         &self,
         only: Option<&GroupName>,
     ) -> impl Future<Output = Result<Vec<(GroupName, GroupRecord)>, StoreError>> + Send;
+
+    /// The groups only `*` covers that are counted toward
+    /// `FLEETLOCK_MAX_WILDCARD_GROUPS`, sorted.
+    fn wildcard_groups(&self) -> impl Future<Output = Result<Vec<GroupName>, StoreError>> + Send;
 }

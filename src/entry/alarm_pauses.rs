@@ -8,89 +8,16 @@
 //! the schedule repairs what a lost event left behind.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
 
-use aws_sdk_cloudwatch::types::AlarmType;
 use serde_json::{Value, json};
 
-use crate::domain::alarms::{AlarmGates, AlarmState, Change, reconcile};
+use crate::aws::{self, cloudwatch::CloudWatch};
+use crate::config::{self, AlarmPausesSettings};
+use crate::domain::alarms::{AlarmGates, AlarmState, AlarmStates, Change, reconcile};
 use crate::domain::input::GroupName;
 use crate::domain::store::LockStore;
-
-/// Names per DescribeAlarms call: CloudWatch's limit.
-const NAMES_PER_CALL: usize = 100;
-
-/// Where alarm states come from: CloudWatch in production. Every name asked
-/// for is in the answer; one CloudWatch did not return is `Missing`.
-pub trait AlarmStates: Send + Sync + 'static {
-    fn states(
-        &self,
-        names: &[String],
-    ) -> impl Future<Output = Result<BTreeMap<String, AlarmState>, String>> + Send;
-}
-
-pub struct CloudWatch {
-    client: aws_sdk_cloudwatch::Client,
-}
-
-impl CloudWatch {
-    pub fn new(client: aws_sdk_cloudwatch::Client) -> Self {
-        Self { client }
-    }
-}
-
-/// A CloudWatch client on the shared configuration, with the debug log.
-pub fn client(aws: &aws_config::SdkConfig) -> aws_sdk_cloudwatch::Client {
-    let config = aws_sdk_cloudwatch::config::Builder::from(aws)
-        .interceptor(crate::aws::OperationLog)
-        .build();
-    aws_sdk_cloudwatch::Client::from_conf(config)
-}
-
-impl AlarmStates for CloudWatch {
-    async fn states(&self, names: &[String]) -> Result<BTreeMap<String, AlarmState>, String> {
-        let mut states: BTreeMap<String, AlarmState> = names
-            .iter()
-            .map(|name| (name.clone(), AlarmState::Missing))
-            .collect();
-        for chunk in names.chunks(NAMES_PER_CALL) {
-            let mut next_token = None;
-            loop {
-                let page = self
-                    .client
-                    .describe_alarms()
-                    .set_alarm_names(Some(chunk.to_vec()))
-                    .alarm_types(AlarmType::MetricAlarm)
-                    .alarm_types(AlarmType::CompositeAlarm)
-                    .set_next_token(next_token)
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        let why = aws_sdk_cloudwatch::error::DisplayErrorContext(e);
-                        format!("cannot read the alarms' states (DescribeAlarms), nothing changed: {why}")
-                    })?;
-                let metric = page
-                    .metric_alarms()
-                    .iter()
-                    .map(|a| (a.alarm_name(), a.state_value().map(|s| s.as_str())));
-                let composite = page
-                    .composite_alarms()
-                    .iter()
-                    .map(|a| (a.alarm_name(), a.state_value().map(|s| s.as_str())));
-                for (name, state) in metric.chain(composite) {
-                    if let (Some(name), Some(state)) = (name, state) {
-                        states.insert(name.to_owned(), AlarmState::parse(state));
-                    }
-                }
-                next_token = page.next_token().map(str::to_owned);
-                if next_token.is_none() {
-                    break;
-                }
-            }
-        }
-        Ok(states)
-    }
-}
 
 /// What started a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -265,4 +192,36 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
             .collect();
         Ok(json!({ "paused": paused, "cleared": cleared, "alarms": states }))
     }
+}
+/// Runs the entry point: CloudWatch alarm state changes and a schedule keep
+/// the table's alarm pauses in step with the gating alarms. Needs the table,
+/// the gates and the groups; no clients.
+pub async fn run() -> ExitCode {
+    let setup = async {
+        let settings =
+            AlarmPausesSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;
+        // One configuration for both clients.
+        let aws = aws::load_config().await;
+        let store = super::checked_store(&aws, settings.table).await?;
+        tracing::info!(alarms = ?settings.gates.alarm_names().collect::<Vec<_>>(), "following these alarms");
+        Ok::<_, String>(AlarmPauses::new(
+            store,
+            CloudWatch::new(aws::cloudwatch_client(&aws)),
+            settings.gates,
+            settings.configured,
+        ))
+    };
+    let pauses = match setup.await {
+        Ok(pauses) => Arc::new(pauses),
+        Err(why) => {
+            tracing::error!(error = %why, "not starting");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = super::run_json(move |event| {
+        let pauses = Arc::clone(&pauses);
+        async move { pauses.handle(&event).await }
+    })
+    .await;
+    super::runtime_stopped(result)
 }

@@ -1,5 +1,142 @@
-//! The Lambda entry points. The handler name picks one; each reads its own
-//! settings and builds its own clients.
+//! The Lambda entry points. The handler name (`_HANDLER`) picks one before
+//! any setting is read; each reads its own settings ([`crate::config`]) and
+//! builds its own clients ([`crate::aws`]).
 
 pub mod alarm_pauses;
+pub mod api;
 pub mod slot_events;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use aws_config::SdkConfig;
+use lambda_http::service_fn;
+
+use crate::aws;
+use crate::logging;
+use crate::store::dynamodb::{DynamoStore, TableProblem};
+
+/// Runs the entry point the handler names, until the runtime stops.
+pub async fn run() -> ExitCode {
+    logging::init(true);
+    let handler = std::env::var("_HANDLER").ok();
+    let entry = match EntryPoint::from_handler(handler.as_deref()) {
+        Ok(entry) => entry,
+        Err(why) => {
+            tracing::error!(error = %why, "not starting");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(entry = entry.name(), handler, "starting");
+    match entry {
+        EntryPoint::Api => api::run().await,
+        EntryPoint::SlotEvents => slot_events::run().await,
+        EntryPoint::AlarmPauses => alarm_pauses::run().await,
+    }
+}
+
+/// What a Lambda function built from this binary does, from its handler name
+/// (`_HANDLER`): chosen before anything else, since each entry point needs
+/// its own settings and clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryPoint {
+    /// The FleetLock API (`api`, or `bootstrap`, the name of 0.1 stacks).
+    Api,
+    /// Slot events from the table's stream (`slot-events`).
+    SlotEvents,
+    /// Pauses from CloudWatch alarms (`alarm-pauses`).
+    AlarmPauses,
+}
+
+impl EntryPoint {
+    pub const NAMES: [&str; 3] = ["api", "slot-events", "alarm-pauses"];
+
+    pub fn from_handler(handler: Option<&str>) -> Result<Self, String> {
+        match handler.map(str::trim) {
+            None | Some("" | "api" | "bootstrap") => Ok(EntryPoint::Api),
+            Some("slot-events") => Ok(EntryPoint::SlotEvents),
+            Some("alarm-pauses") => Ok(EntryPoint::AlarmPauses),
+            Some(other) => Err(format!(
+                "unknown Lambda handler {other:?}; the handler names the entry point: {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryPoint::Api => "api",
+            EntryPoint::SlotEvents => "slot-events",
+            EntryPoint::AlarmPauses => "alarm-pauses",
+        }
+    }
+}
+
+/// Serves events of any other shape: `handle` gets each event's JSON and
+/// answers JSON, or an error that Lambda reports as the invocation's.
+pub async fn run_json<F, Fut>(handle: F) -> Result<(), lambda_http::Error>
+where
+    F: Fn(serde_json::Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<serde_json::Value, String>> + Send,
+{
+    let handle = Arc::new(handle);
+    lambda_http::lambda_runtime::run(service_fn(
+        move |event: lambda_http::LambdaEvent<serde_json::Value>| {
+            let handle = Arc::clone(&handle);
+            async move {
+                handle(event.payload)
+                    .await
+                    .map_err(lambda_http::Error::from)
+            }
+        },
+    ))
+    .await
+}
+
+/// How the process ends when the Lambda runtime loop returns.
+fn runtime_stopped(result: Result<(), lambda_http::Error>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "lambda runtime stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The store of a serving process, after one check of its table: a missing
+/// table or a wrong key stops the start; an unreachable DynamoDB does not (it
+/// is an outage, answered `store_unavailable` until it ends, with no restart).
+pub async fn checked_store(aws: &SdkConfig, table: String) -> Result<DynamoStore, String> {
+    let store = DynamoStore::new(aws::dynamodb_client(aws), table);
+    match store.check_table().await {
+        Ok(()) => Ok(store),
+        Err(TableProblem::Unreachable(why)) => {
+            tracing::warn!(error = %why, "starting anyway; calls answer 503 until DynamoDB answers");
+            Ok(store)
+        }
+        Err(TableProblem::Unusable(why)) => Err(why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handler_name_chooses_the_entry_point() {
+        assert_eq!(EntryPoint::from_handler(None), Ok(EntryPoint::Api));
+        assert_eq!(
+            EntryPoint::from_handler(Some("bootstrap")),
+            Ok(EntryPoint::Api)
+        );
+        for name in EntryPoint::NAMES {
+            assert_eq!(
+                EntryPoint::from_handler(Some(name)).map(EntryPoint::name),
+                Ok(name)
+            );
+        }
+        let unknown = EntryPoint::from_handler(Some("events")).unwrap_err();
+        assert!(unknown.contains("slot-events"), "{unknown}");
+    }
+}

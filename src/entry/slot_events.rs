@@ -12,16 +12,16 @@
 //! (`UnreadableStreamRecords`); it is not retried, because a retry reads the
 //! same image. The rest of the batch goes on.
 
-use std::future::Future;
+use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_eventbridge::Client;
-use aws_sdk_eventbridge::primitives::DateTime;
-use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::domain::events::{self, Origin, SOURCE, SlotEvent};
+use crate::aws::{self, eventbridge::EventBridge};
+use crate::config::{self, SlotEventsSettings};
+use crate::domain::events::{self, EventSink, Origin, Outgoing, SlotEvent};
 use crate::domain::lock::Timestamp;
 use crate::metrics::NAMESPACE;
 use crate::store::dynamodb::{group_from_keys, record_from_image};
@@ -30,104 +30,10 @@ use crate::store::dynamodb::{group_from_keys, record_from_image};
 pub const ENTRIES_PER_PUT: usize = 10;
 /// Tries of an entry before its record is reported as failed.
 pub const PUT_ATTEMPTS: u32 = 3;
-/// The bus used when none is configured.
-pub const DEFAULT_BUS: &str = "default";
 
 pub const EVENTS_PUT: &str = "SlotEventsPut";
 pub const EVENTS_FAILED: &str = "SlotEventsFailed";
 pub const UNREADABLE_RECORDS: &str = "UnreadableStreamRecords";
-
-/// One event to put, with the bus it goes to.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Outgoing {
-    pub detail_type: &'static str,
-    pub detail: String,
-    pub time: Timestamp,
-}
-
-impl From<&SlotEvent> for Outgoing {
-    fn from(event: &SlotEvent) -> Self {
-        Self {
-            detail_type: event.kind.detail_type(),
-            detail: event.detail.to_string(),
-            time: event.at,
-        }
-    }
-}
-
-/// Where events go: EventBridge in production. `put` answers, entry by entry,
-/// the error of each one that failed; `Err` when the call as a whole failed.
-pub trait EventSink: Send + Sync + 'static {
-    fn put(
-        &self,
-        entries: &[Outgoing],
-    ) -> impl Future<Output = Result<Vec<Option<String>>, String>> + Send;
-}
-
-/// PutEvents on one bus.
-pub struct EventBridge {
-    client: Client,
-    bus: String,
-}
-
-impl EventBridge {
-    pub fn new(client: Client, bus: impl Into<String>) -> Self {
-        Self {
-            client,
-            bus: bus.into(),
-        }
-    }
-}
-
-/// An EventBridge client on the shared configuration, with the debug log.
-pub fn client(aws: &aws_config::SdkConfig) -> Client {
-    let config = aws_sdk_eventbridge::config::Builder::from(aws)
-        .interceptor(crate::aws::OperationLog)
-        .build();
-    Client::from_conf(config)
-}
-
-impl EventSink for EventBridge {
-    async fn put(&self, entries: &[Outgoing]) -> Result<Vec<Option<String>>, String> {
-        let entries: Vec<PutEventsRequestEntry> = entries
-            .iter()
-            .map(|entry| {
-                PutEventsRequestEntry::builder()
-                    .source(SOURCE)
-                    .detail_type(entry.detail_type)
-                    .detail(&entry.detail)
-                    .event_bus_name(&self.bus)
-                    .time(DateTime::from_millis(
-                        i64::try_from(entry.time.0).unwrap_or(i64::MAX),
-                    ))
-                    .build()
-            })
-            .collect();
-        let sent = entries.len();
-        let output = self
-            .client
-            .put_events()
-            .set_entries(Some(entries))
-            .send()
-            .await
-            .map_err(|err| aws_sdk_eventbridge::error::DisplayErrorContext(err).to_string())?;
-        let results = output.entries();
-        if results.len() != sent {
-            return Err(format!(
-                "PutEvents answered {} results for {sent} entries",
-                results.len()
-            ));
-        }
-        Ok(results
-            .iter()
-            .map(|result| {
-                result
-                    .error_code()
-                    .map(|code| format!("{code}: {}", result.error_message().unwrap_or_default()))
-            })
-            .collect())
-    }
-}
 
 /// A stream record as Lambda delivers it; only what the events need.
 #[derive(Deserialize)]
@@ -328,6 +234,29 @@ impl<S: EventSink> SlotEvents<S> {
         }
         pending
     }
+}
+
+/// Runs the entry point: the table's stream to EventBridge. Needs no table,
+/// no clients and no group settings: only the bus.
+pub async fn run() -> ExitCode {
+    let settings = SlotEventsSettings::from_vars(config::process_env);
+    tracing::info!(bus = settings.bus, "slot events go to this EventBridge bus");
+    let function = settings.function;
+    let slot_events = Arc::new(SlotEvents::new(EventBridge::new(
+        aws::eventbridge_client(&aws::load_config().await),
+        settings.bus,
+    )));
+    let result = super::run_json(move |batch| {
+        let slot_events = Arc::clone(&slot_events);
+        let function = function.clone();
+        async move {
+            let report = slot_events.handle(&batch).await;
+            println!("{}", report.metric_line(&function, Timestamp::now()));
+            Ok(report.response())
+        }
+    })
+    .await;
+    super::runtime_stopped(result)
 }
 
 #[cfg(test)]

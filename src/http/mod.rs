@@ -1,8 +1,7 @@
-//! FleetLock over HTTP: the [`router`] both adapters share, client
-//! authentication ([`auth`]), the Lambda adapter ([`lambda`]) and the local
-//! server ([`server`]).
+//! FleetLock over HTTP: the [`router`] both adapters share (with client
+//! authentication from [`crate::domain::auth`]), the Lambda adapter
+//! ([`lambda`]) and the local server ([`server`]).
 
-pub mod auth;
 pub mod lambda;
 pub mod router;
 pub mod server;

@@ -6,12 +6,12 @@ use std::time::Instant;
 use lambda_http::Body;
 use lambda_http::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 
+use crate::domain::auth::Auth;
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, IdRule};
 use crate::domain::lock::Timestamp;
 use crate::domain::service::{Answer, FleetLock};
 use crate::domain::store::LockStore;
-use crate::http::auth::Auth;
 use crate::metrics::EmbeddedMetrics;
 
 /// Largest body read. Zincati's is about 100 bytes; an id is at most 256

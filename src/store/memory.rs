@@ -165,4 +165,8 @@ impl LockStore for MemoryStore {
                 .collect()
         })
     }
+
+    async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
+        self.with_state(|state| state.wildcard.iter().cloned().collect())
+    }
 }

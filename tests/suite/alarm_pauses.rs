@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use aws_smithy_cbor::data::Type;
 use aws_smithy_cbor::{Decoder, Encoder};
+use fleetlock::aws::dynamodb_client as client;
 use fleetlock::aws::load_config;
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{PersonPause, Timestamp};
 use fleetlock::domain::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, client};
+use fleetlock::store::dynamodb::DynamoStore;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 

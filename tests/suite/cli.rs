@@ -367,7 +367,7 @@ async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
         .unwrap();
     let output = child.wait_with_output().await.unwrap();
     let second = String::from_utf8(output.stdout).unwrap();
-    let clients = fleetlock::http::auth::Clients::parse(second.trim()).unwrap();
+    let clients = fleetlock::domain::auth::Clients::parse(second.trim()).unwrap();
     // The same name, another salt: the secret still opens it, as that name.
     let who = clients.authenticate(Some(good.as_bytes())).unwrap();
     assert_eq!(who.name, "fleet");
@@ -494,7 +494,7 @@ async fn a_missing_table_stops_the_start_with_a_clear_message() {
         r.stderr
     );
     // Under Lambda too, as one JSON error line, before any event is asked for.
-    let entry = fleetlock::http::auth::new_credential("fleet", "*")
+    let entry = fleetlock::domain::auth::new_credential("fleet", "*")
         .unwrap()
         .entry;
     let r = run(fleetlock()
@@ -628,7 +628,7 @@ async fn operators_pause_and_resume_groups_live() {
 
     // A person's resume does not lift an alarm's pause, and says so.
     let store = fleetlock::store::dynamodb::DynamoStore::new(
-        fleetlock::store::dynamodb::client(&fleetlock::aws::load_config().await),
+        fleetlock::aws::dynamodb_client(&fleetlock::aws::load_config().await),
         &table,
     );
     let db = fleetlock::domain::input::GroupName::parse("db").unwrap();
@@ -946,7 +946,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
         command
     };
     assert!(run(with_table().arg("create-table")).await.ok);
-    let (client, _) = fleetlock::store::dynamodb::counted_client().await;
+    let (client, _) = fleetlock::test_support::counted_client().await;
     // Holders an older version granted: an id with a zero-width space, and
     // one of 200 bytes in a group only '*' covers.
     let long_id = "l".repeat(200);

@@ -29,7 +29,7 @@ fn machine_id_file(name: &str) -> std::path::PathBuf {
 /// on DynamoDB Local with a table. Returns it, its address and the URL with
 /// the client's secret.
 async fn server(table: Option<&str>) -> (Child, std::net::SocketAddr, String, String) {
-    let credential = fleetlock::http::auth::new_credential("fleet", "jobs").unwrap();
+    let credential = fleetlock::domain::auth::new_credential("fleet", "jobs").unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
     command
         .args(["serve", "--listen", "127.0.0.1:0"])

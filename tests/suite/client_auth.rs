@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use fleetlock::domain::auth::{Auth, Clients, new_credential};
 use fleetlock::domain::store::LockStore;
-use fleetlock::http::auth::{Auth, Clients, new_credential};
 use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{api, basic_auth, send, spawn_server, zincati_body};

@@ -7,11 +7,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use fleetlock::domain::auth::Auth;
 use fleetlock::domain::input::{GroupName, NodeId};
 use fleetlock::domain::lock::{GroupRules, Timestamp};
 use fleetlock::domain::store::{LockStore, StoreError};
-use fleetlock::http::auth::Auth;
-use fleetlock::store::dynamodb::{DynamoStore, counted_client};
+use fleetlock::store::dynamodb::DynamoStore;
+use fleetlock::test_support::counted_client;
 
 use crate::helpers::{api, dynamo_store, raw_item, rules, spawn_server, zincati};
 

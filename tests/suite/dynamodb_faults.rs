@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fleetlock::aws::MAX_ATTEMPTS;
+use fleetlock::domain::auth::Auth;
 use fleetlock::domain::store::LockStore;
 use fleetlock::http::Api;
-use fleetlock::http::auth::Auth;
 use fleetlock::store::dynamodb::DynamoStore;
 
 use crate::fault_proxy::{Fault, FaultProxy};

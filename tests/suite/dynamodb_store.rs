@@ -12,7 +12,8 @@ use aws_sdk_dynamodb::types::{
 use fleetlock::domain::input::{GroupName, NodeId};
 use fleetlock::domain::lock::{Acquire, GroupRules, Release, Timestamp};
 use fleetlock::domain::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, TableProblem, counted_client};
+use fleetlock::store::dynamodb::{DynamoStore, TableProblem};
+use fleetlock::test_support::{RequestCounter, counted_client};
 
 use crate::helpers::{dynamo_store, raw_item, rules, unique_table_name};
 

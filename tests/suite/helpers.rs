@@ -4,14 +4,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use aws_sdk_dynamodb::config::retry::RetryPartition;
 use fleetlock::aws::load_config;
-use fleetlock::config::GroupSlots;
+use fleetlock::domain::auth::Auth;
+use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::lock::GroupRules;
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
 use fleetlock::http::Api;
-use fleetlock::http::auth::Auth;
-use fleetlock::store::dynamodb::{DynamoStore, RequestCounter, counted_client};
+use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::store::memory::MemoryStore;
+use fleetlock::test_support::{RequestCounter, counted_client};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{HeaderMap, Request};

@@ -192,7 +192,7 @@ async fn refusals_through_events_carry_status_and_kind() {
 
 #[tokio::test]
 async fn credentials_travel_in_the_event_headers() {
-    use fleetlock::http::auth::{Auth, Clients, new_credential};
+    use fleetlock::domain::auth::{Auth, Clients, new_credential};
     use fleetlock::store::memory::MemoryStore;
 
     let credential = new_credential("workers", "workers").unwrap();

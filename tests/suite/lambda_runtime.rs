@@ -120,9 +120,9 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
 /// with the `Authorization` header Zincati would send for it.
 async fn table_and_credential(
     prefix: &str,
-) -> (String, fleetlock::http::auth::NewCredential, String) {
+) -> (String, fleetlock::domain::auth::NewCredential, String) {
     let table = table_made_by_the_binary(prefix).await;
-    let credential = fleetlock::http::auth::new_credential("fleet", "*").unwrap();
+    let credential = fleetlock::domain::auth::new_credential("fleet", "*").unwrap();
     let authorization = basic_auth("fleet", &credential.secret);
     (table, credential, authorization)
 }

@@ -140,7 +140,7 @@ async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
     use fleetlock::domain::store::Changed;
     let (proxy, late) = proxied_store("late-pause").await;
     let late = std::sync::Arc::new(late);
-    let (client, _) = fleetlock::store::dynamodb::counted_client().await;
+    let (client, _) = fleetlock::test_support::counted_client().await;
     let direct = fleetlock::store::dynamodb::DynamoStore::new(client, late.table());
     let held_back = || {
         // A's read goes through; its write waits 1.5 s.

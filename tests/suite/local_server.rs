@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use fleetlock::domain::auth::Auth;
 use fleetlock::domain::store::LockStore;
-use fleetlock::http::auth::Auth;
 
 use crate::helpers::{
     ZINCATI_ID, api, dynamo_store, memory_api, send, spawn_server, zincati, zincati_body,

@@ -5,16 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetlock::config::GroupSlots;
+use fleetlock::domain::auth::Auth;
+use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{
-    Acquire, Clock, GroupRules, ManualClock, PersonPause, Release, Timestamp,
-};
+use fleetlock::domain::lock::{Acquire, Clock, GroupRules, PersonPause, Release, Timestamp};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::{Changed, LockStore};
 use fleetlock::http::Api;
-use fleetlock::http::auth::Auth;
 use fleetlock::store::memory::MemoryStore;
+use fleetlock::test_support::ManualClock;
 
 use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
 

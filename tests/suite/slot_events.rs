@@ -7,12 +7,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fleetlock::aws::dynamodb_client as client;
 use fleetlock::aws::load_config;
+use fleetlock::domain::auth::Auth;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
 use fleetlock::domain::lock::{PersonPause, Timestamp};
 use fleetlock::domain::store::LockStore;
-use fleetlock::http::auth::Auth;
-use fleetlock::store::dynamodb::{DynamoStore, client};
+use fleetlock::store::dynamodb::DynamoStore;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper::body::Bytes;

@@ -4,14 +4,16 @@
 
 use std::sync::Arc;
 
-use fleetlock::config::GroupSlots;
+use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{ManualClock, PersonPause, Timestamp};
+use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::test_support::ManualClock;
+
+use fleetlock::domain::auth::Auth;
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::windows::Schedule;
 use fleetlock::http::Api;
-use fleetlock::http::auth::Auth;
 
 use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
 

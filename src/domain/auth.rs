@@ -12,7 +12,6 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::ConfigError;
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 
@@ -116,9 +115,22 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
+/// Why a `FLEETLOCK_CLIENTS` list was refused; [`crate::config`] reports it
+/// with the variable's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadClients(pub String);
+
+impl std::fmt::Display for BadClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FLEETLOCK_CLIENTS: {}", self.0)
+    }
+}
+
+impl std::error::Error for BadClients {}
+
 impl Clients {
-    pub fn parse(spec: &str) -> Result<Self, ConfigError> {
-        let bad = |why: String| ConfigError::Clients(why);
+    pub fn parse(spec: &str) -> Result<Self, BadClients> {
+        let bad = BadClients;
         let mut credentials: Vec<Credential> = Vec::new();
         for entry in spec
             .split([';', ' ', '\n', '\t', '\r'])

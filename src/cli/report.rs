@@ -1,0 +1,457 @@
+//! What the commands print: `status` as a table or JSON, the summary of
+//! `config check`, and durations as people read them.
+
+use crate::config::Config;
+use crate::domain::input::GroupName;
+use crate::domain::lock::Timestamp;
+use crate::domain::store::GroupRecord;
+use crate::domain::windows::WindowState;
+
+fn rfc3339(at: Timestamp) -> String {
+    at.to_rfc3339()
+}
+
+/// What `config check` prints of a valid configuration: each group's
+/// rules, who may call, where the locks live, and every fixed bound.
+pub fn config_summary(config: &Config) -> String {
+    use crate::domain::auth::Auth;
+    use crate::domain::groups::{MAX_SLOTS, format_duration};
+    use crate::domain::input::{MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
+    let mut out = String::from("groups:\n");
+    let windows_of = |group: Option<&GroupName>| {
+        config
+            .windows
+            .calendars()
+            .find(|(g, _)| *g == group)
+            .map(|(_, calendar)| {
+                let list: Vec<String> =
+                    calendar.windows().iter().map(ToString::to_string).collect();
+                format!(
+                    "reboots only in {} ({})",
+                    list.join("; "),
+                    config.windows.zone_name()
+                )
+            })
+            .unwrap_or_else(|| "always open".into())
+    };
+    let rule_text = |rules: crate::domain::lock::GroupRules| {
+        format!(
+            "{} slot(s), settle {}",
+            rules.slots,
+            format_duration(rules.settle)
+        )
+    };
+    for (name, _) in config.groups.listed() {
+        if let Ok(rules) = config.groups.rules_for(name) {
+            out.push_str(&format!(
+                "  {name}: {}, {}\n",
+                rule_text(rules),
+                windows_of(Some(name))
+            ));
+        }
+    }
+    match config.groups.others_rules() {
+        Some(rules) => out.push_str(&format!(
+            "  * (every other valid group): {}, {}; at most {} such groups come into \
+             existence (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
+            rule_text(rules),
+            windows_of(None),
+            config.groups.wildcard_limit()
+        )),
+        None => out.push_str("  no '*': any other group is refused (unknown_group)\n"),
+    }
+    let default = GroupName::parse("default").expect("a valid name");
+    if config.groups.slots_for(&default).is_err() {
+        out.push_str(
+            "  (no 'default': nodes without [identity] group in Zincati's config are \
+             refused)\n",
+        );
+    }
+    out.push_str(&match &config.auth {
+        Some(Auth::Required(clients)) => {
+            let names: Vec<&str> = clients.names().collect();
+            format!("clients: {}\n", names.join(", "))
+        }
+        Some(Auth::Disabled) => {
+            "clients: none, authentication disabled (private networks only)\n".into()
+        }
+        None => "clients: not set; under Lambda the function refuses to start, and \
+                 'serve' is open on loopback only\n"
+            .into(),
+    });
+    out.push_str(&match &config.table {
+        Some(table) => format!("table: {table}\n"),
+        None => "table: none; 'serve' keeps the locks in memory\n".into(),
+    });
+    let limits = crate::http::server::Limits::default();
+    out.push_str(&format!(
+        "bounds:\n  \
+         an id: at most {MAX_ID_BYTES} bytes of visible characters (a steady-state also takes \
+         the ids of up to {STORED_ID_BYTES} bytes that 0.2 granted)\n  \
+         a group name: at most {MAX_GROUP_CHARS} characters of A-Z a-z 0-9 . -\n  \
+         slots of a group: at most {MAX_SLOTS}\n  \
+         a request body: at most {} bytes\n  \
+         serve (defaults): headers within {}, body within {}, at most {} connections, \
+         {} KiB of buffer and {} header lines a connection\n",
+        crate::http::MAX_BODY_BYTES,
+        format_duration(limits.header_timeout),
+        format_duration(limits.body_timeout),
+        limits.max_connections,
+        crate::http::server::MAX_BUFFER_BYTES / 1024,
+        crate::http::server::MAX_HEADERS,
+    ));
+    out
+}
+
+/// What `status --group G` says of a group with no item.
+pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
+    let configured = match deployed {
+        None => "pass --function (or set FLEETLOCK_GROUPS as deployed) to see whether it is \
+                 configured"
+            .into(),
+        Some(config) => match config.groups.slots_for(group) {
+            Ok(slots) => format!("it is configured with {slots} slot(s)"),
+            Err(_) => "it is not configured: its nodes are refused (unknown_group)".into(),
+        },
+    };
+    format!("group '{group}' has no holders and has never been used; {configured}")
+}
+
+fn slots_text(record: &GroupRecord) -> String {
+    match record.slots {
+        Some(slots) => format!("{}/{slots}", record.holders.len()),
+        None => record.holders.len().to_string(),
+    }
+}
+
+/// When the group's settle period ends, if the configuration is known.
+fn settles_until(
+    name: &GroupName,
+    record: &GroupRecord,
+    deployed: Option<&Config>,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    let settle = deployed?.groups.rules_for(name).ok()?.settle;
+    record.settling_until(settle, now)
+}
+
+fn window(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<WindowState> {
+    deployed.map(|config| config.windows.state(name, now))
+}
+
+/// The answer a newcomer would get now, in one word.
+fn state(
+    name: &GroupName,
+    record: &GroupRecord,
+    deployed: Option<&Config>,
+    now: Timestamp,
+) -> &'static str {
+    if matches!(
+        window(name, deployed, now),
+        Some(WindowState::Closed { .. })
+    ) {
+        "closed"
+    } else if record.pause.is_paused() {
+        "paused"
+    } else if settles_until(name, record, deployed, now).is_some() {
+        "settling"
+    } else {
+        "open"
+    }
+}
+
+/// A line on a group's windows, if it has any.
+fn window_line(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<String> {
+    let config = deployed?;
+    let calendar = config.windows.calendar_for(name)?;
+    let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
+    let at = |t: Timestamp| format!("{} ({})", rfc3339(t), config.windows.local_text(t));
+    let state = match config.windows.state(name, now) {
+        WindowState::Open { until: Some(until) } => format!("open until {}", at(until)),
+        WindowState::Open { until: None } => "open all week".into(),
+        WindowState::Closed { opens: Some(opens) } => format!("closed; opens {}", at(opens)),
+        WindowState::Closed { opens: None } => "closed; no window can happen".into(),
+        WindowState::AlwaysOpen => return None,
+    };
+    Some(format!(
+        "{name} windows ({}): {}; {state}",
+        config.windows.zone_name(),
+        list.join("; ")
+    ))
+}
+
+/// Idle groups (no holder, no pause) listed before the rest are only
+/// counted: a table with thousands of groups nobody uses hides the few
+/// that matter.
+pub const IDLE_SHOWN: usize = 20;
+
+/// How many groups only `*` covers are counted, and the limit when the
+/// configuration is known.
+#[derive(Clone, Copy, Debug)]
+pub struct Wildcard {
+    pub counted: usize,
+    pub limit: Option<u32>,
+}
+
+fn is_idle(record: &GroupRecord) -> bool {
+    record.holders.is_empty() && !record.pause.is_paused()
+}
+
+/// Holders per group, then a line for each paused, settling or windowed
+/// group. `deployed` is the configuration the function runs with, when
+/// known (`--function`, or the same variables in the shell). With
+/// `idle_shown`, only that many idle groups are listed, the rest counted.
+pub fn table(
+    groups: &[(GroupName, GroupRecord)],
+    deployed: Option<&Config>,
+    now: Timestamp,
+    idle_shown: Option<usize>,
+    wildcard: Wildcard,
+) -> String {
+    let mut idle_left = idle_shown.unwrap_or(usize::MAX);
+    let mut idle_hidden = 0usize;
+    let groups: Vec<&(GroupName, GroupRecord)> = groups
+        .iter()
+        .filter(|(_, record)| {
+            if !is_idle(record) {
+                return true;
+            }
+            if idle_left == 0 {
+                idle_hidden += 1;
+                return false;
+            }
+            idle_left -= 1;
+            true
+        })
+        .collect();
+    let mut rows = vec![[
+        "GROUP".to_string(),
+        "HELD".to_string(),
+        "STATE".to_string(),
+        "ID".to_string(),
+        "SINCE (UTC)".to_string(),
+        "FOR".to_string(),
+    ]];
+    for &(name, record) in &groups {
+        let state = state(name, record, deployed, now).to_string();
+        if record.holders.is_empty() {
+            rows.push([
+                name.to_string(),
+                slots_text(record),
+                state.clone(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+        }
+        for (id, at) in record.holders.holders() {
+            rows.push([
+                name.to_string(),
+                slots_text(record),
+                state.clone(),
+                // Escaped where it could pass for another id.
+                id.shown(),
+                rfc3339(at),
+                human_duration(at.age_at(now).as_secs()),
+            ]);
+        }
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|col| {
+            rows.iter()
+                .map(|r| r[col].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    for &(name, record) in &groups {
+        if record.pause.is_paused() {
+            out.push_str(&format!(
+                "{name} is paused {}\n",
+                crate::domain::service::paused_because(&record.pause)
+            ));
+        }
+        if let Some(until) = settles_until(name, record, deployed, now) {
+            out.push_str(&format!(
+                "{name} settles until {} (last release {})\n",
+                rfc3339(until),
+                record.last_release.map_or("-".into(), rfc3339)
+            ));
+        }
+        if let Some(line) = window_line(name, deployed, now) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    // Alarm by alarm, which groups it holds: one line an alarm.
+    let mut held_by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for &(name, record) in &groups {
+        for alarm in &record.pause.alarms {
+            held_by.entry(alarm).or_default().push(name.as_str());
+        }
+    }
+    for (alarm, held) in held_by {
+        out.push_str(&format!(
+            "alarm '{alarm}' is in ALARM and holds: {}\n",
+            held.join(", ")
+        ));
+    }
+    if idle_hidden > 0 {
+        out.push_str(&format!(
+            "... and {idle_hidden} more group(s) that hold nothing and are not paused \
+             (--all lists them; 'fleetlock forget --group G' removes one nobody uses)\n"
+        ));
+    }
+    if wildcard.counted > 0 || wildcard.limit.is_some() {
+        let limit = wildcard
+            .limit
+            .map_or(String::new(), |limit| format!(" of {limit} allowed"));
+        out.push_str(&format!(
+            "{}{limit} group(s) exist that only '*' covers (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
+            wildcard.counted
+        ));
+    }
+    // Without the configuration a settling group would show as open.
+    if deployed.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {
+        out.push_str(
+            "(settle periods and windows are shown with --function NAME, or with the \
+             function's FLEETLOCK_* variables set in this shell)\n",
+        );
+    }
+    out
+}
+
+pub fn json(
+    groups: &[(GroupName, GroupRecord)],
+    deployed: Option<&Config>,
+    now: Timestamp,
+    wildcard: Wildcard,
+) -> serde_json::Value {
+    let groups: Vec<_> = groups
+        .iter()
+        .map(|(name, record)| {
+            let holders: Vec<_> = record
+                .holders
+                .holders()
+                .map(|(id, at)| {
+                    serde_json::json!({
+                        "id": id.as_str(),
+                        "id_shown": id.shown(),
+                        "acquired_at": rfc3339(at),
+                        "acquired_at_ms": at.0,
+                        "held_for_seconds": at.age_at(now).as_secs(),
+                    })
+                })
+                .collect();
+            let person = record.pause.person.as_ref().map(|p| {
+                serde_json::json!({
+                    "reason": p.reason.as_str(),
+                    "by": p.by,
+                    "since": rfc3339(p.since),
+                    "since_ms": p.since.0,
+                })
+            });
+            let rules = deployed.and_then(|c| c.groups.rules_for(name).ok());
+            let windows = deployed.and_then(|config| {
+                let calendar = config.windows.calendar_for(name)?;
+                let (state, at) = match config.windows.state(name, now) {
+                    WindowState::Open { until } => ("open", until),
+                    WindowState::Closed { opens } => ("closed", opens),
+                    WindowState::AlwaysOpen => ("always_open", None),
+                };
+                Some(serde_json::json!({
+                    "time_zone": config.windows.zone_name(),
+                    "windows": calendar.windows().iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "state": state,
+                    "changes_at": at.map(rfc3339),
+                    "changes_at_local": at.map(|t| config.windows.local_text(t)),
+                }))
+            });
+            serde_json::json!({
+                "group": name.as_str(),
+                "slots": record.slots,
+                "configured_slots": rules.map(|r| r.slots),
+                "state": state(name, record, deployed, now),
+                "holders": holders,
+                "paused_by_person": person,
+                "paused_by_alarms": record.pause.alarms,
+                "last_release_at": record.last_release.map(rfc3339),
+                "settle_seconds": rules.map(|r| r.settle.as_secs()),
+                "settles_until": settles_until(name, record, deployed, now).map(rfc3339),
+                "maintenance_windows": windows,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "groups": groups,
+        "wildcard_groups": { "counted": wildcard.counted, "limit": wildcard.limit },
+    })
+}
+
+/// `3h 12m`, `45s`: how long a slot has been held, for people.
+pub fn human_duration(seconds: u64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_check_says_what_each_group_gets_and_every_bound() {
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=3,db=1".into()),
+            "FLEETLOCK_SETTLE" => Some("workers=10m".into()),
+            "FLEETLOCK_TABLE" => Some("fleetlock".into()),
+            "FLEETLOCK_AUTH" => Some("disabled".into()),
+            _ => None,
+        })
+        .unwrap();
+        let summary = config_summary(&config);
+        for line in [
+            "  db: 1 slot(s), settle 0s, always open",
+            "  workers: 3 slot(s), settle 10m, always open",
+            "  no '*': any other group is refused (unknown_group)",
+            "  (no 'default': nodes without [identity] group in Zincati's config are refused)",
+            "clients: none, authentication disabled (private networks only)",
+            "table: fleetlock",
+            "  slots of a group: at most 500",
+        ] {
+            assert!(
+                summary.lines().any(|l| l == line),
+                "{line:?} not in:\n{summary}"
+            );
+        }
+        assert!(summary.contains("an id: at most 128 bytes"), "{summary}");
+        assert!(summary.contains("at most 512 connections"), "{summary}");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(45), "45s");
+        assert_eq!(human_duration(125), "2m 5s");
+        assert_eq!(human_duration(3 * 3600 + 12 * 60 + 5), "3h 12m");
+        assert_eq!(human_duration(2 * 86_400 + 3600), "2d 1h");
+    }
+}

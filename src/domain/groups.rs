@@ -1,0 +1,285 @@
+//! The groups and their rules as the settings write them: slots per group
+//! (`FLEETLOCK_GROUPS`), settle times (`FLEETLOCK_SETTLE`), the bound on the
+//! groups only `*` covers, and the durations all of them are written in.
+//! Parsed here, pure; [`crate::config`] reads the variables.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use crate::domain::error::Error;
+use crate::domain::input::GroupName;
+use crate::domain::lock::GroupRules;
+
+/// Why a group setting was refused, named by its variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupsError {
+    Groups(String),
+    Settle(String),
+    MaxWildcardGroups(String),
+}
+
+impl fmt::Display for GroupsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupsError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
+            GroupsError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
+            GroupsError::MaxWildcardGroups(why) => {
+                write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for GroupsError {}
+
+/// The longest settle time: past a day, pausing the group says it better.
+pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
+
+/// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
+pub const DEFAULT_GROUPS: &str = "default=1";
+
+/// The most slots a group may have. Each holder is an attribute of its
+/// group's item: 500 holders with the longest ids an older version stored
+/// (256 bytes) make an item of about 133 KB, a third of DynamoDB's 400 KB
+/// item limit, which leaves room for the pause and the alarms.
+pub const MAX_SLOTS: u32 = 500;
+
+/// How many groups only `*` covers may have an item, unless
+/// `FLEETLOCK_MAX_WILDCARD_GROUPS` says otherwise.
+pub const DEFAULT_WILDCARD_GROUPS: u32 = 100;
+/// The highest `FLEETLOCK_MAX_WILDCARD_GROUPS`: their names are kept in one
+/// item, at most 64 characters each.
+pub const MAX_WILDCARD_GROUPS: u32 = 2000;
+
+/// Slot count per group, from `FLEETLOCK_GROUPS` (`default=1,workers=3,*=2`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSlots {
+    listed: BTreeMap<GroupName, u32>,
+    /// `*=N`: every valid group not listed gets N slots.
+    others: Option<u32>,
+    /// From `FLEETLOCK_SETTLE`; a group in neither map settles for zero.
+    settle: BTreeMap<GroupName, Duration>,
+    settle_others: Option<Duration>,
+    /// How many groups only `*` covers may have an item.
+    wildcard_limit: u32,
+}
+
+/// A value per group, as `FLEETLOCK_GROUPS` and `FLEETLOCK_SETTLE` write it:
+/// `GROUP=VALUE` entries separated by commas, `*` for every group not listed,
+/// each at most once. `value` reads an entry's value (given the group's name),
+/// and `accept` vets a group (`None` for `*`) before it is recorded.
+fn per_group<T>(
+    spec: &str,
+    form: &str,
+    example: &str,
+    value: impl Fn(&str, &str) -> Result<T, String>,
+    accept: impl Fn(Option<&GroupName>) -> Result<(), String>,
+) -> Result<(BTreeMap<GroupName, T>, Option<T>), String> {
+    let mut listed = BTreeMap::new();
+    let mut others = None;
+    for entry in spec.split(',').map(str::trim) {
+        if entry.is_empty() {
+            return Err(format!(
+                "empty entry in '{spec}'; expected e.g. '{example}'"
+            ));
+        }
+        let (name, text) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("entry '{entry}' is not of the form {form}"))?;
+        let (name, text) = (name.trim(), text.trim());
+        let parsed = value(name, text)?;
+        if name == "*" {
+            accept(None)?;
+            if others.replace(parsed).is_some() {
+                return Err("'*' is listed twice".into());
+            }
+            continue;
+        }
+        let group = GroupName::parse(name).map_err(|e| format!("group '{name}': {}", e.value()))?;
+        accept(Some(&group))?;
+        if listed.insert(group, parsed).is_some() {
+            return Err(format!("group '{name}' is listed twice"));
+        }
+    }
+    Ok((listed, others))
+}
+
+impl GroupSlots {
+    pub fn parse(spec: &str) -> Result<Self, GroupsError> {
+        let (listed, others) = per_group(
+            spec,
+            "GROUP=SLOTS",
+            "default=1,workers=3",
+            |name, count| {
+                let slots: u32 = count.parse().map_err(|_| {
+                    format!("slot count '{count}' of '{name}' is not a whole number from 0 up")
+                })?;
+                if slots > MAX_SLOTS {
+                    return Err(format!(
+                        "slot count {slots} of '{name}' is above {MAX_SLOTS}, the most a group \
+                         can hold: every holder is part of the group's one DynamoDB item"
+                    ));
+                }
+                Ok(slots)
+            },
+            |_| Ok(()),
+        )
+        .map_err(GroupsError::Groups)?;
+        Ok(Self {
+            listed,
+            others,
+            settle: BTreeMap::new(),
+            settle_others: None,
+            wildcard_limit: DEFAULT_WILDCARD_GROUPS,
+        })
+    }
+
+    /// Sets how many groups only `*` covers may have an item
+    /// (`FLEETLOCK_MAX_WILDCARD_GROUPS`): 1 to [`MAX_WILDCARD_GROUPS`].
+    pub fn with_wildcard_limit(mut self, text: &str) -> Result<Self, GroupsError> {
+        let bad = |why: String| Err(GroupsError::MaxWildcardGroups(why));
+        let limit: u32 = match text.trim().parse() {
+            Ok(limit) => limit,
+            Err(_) => return bad(format!("'{text}' is not a whole number")),
+        };
+        if !(1..=MAX_WILDCARD_GROUPS).contains(&limit) {
+            return bad(format!("{limit} is not from 1 to {MAX_WILDCARD_GROUPS}"));
+        }
+        self.wildcard_limit = limit;
+        Ok(self)
+    }
+
+    /// How many groups only `*` covers may have an item.
+    pub fn wildcard_limit(&self) -> u32 {
+        self.wildcard_limit
+    }
+
+    /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
+    /// group named must be one these slots configure.
+    pub fn with_settle(mut self, spec: &str) -> Result<Self, GroupsError> {
+        let (settle, settle_others) = per_group(
+            spec,
+            "GROUP=DURATION",
+            "workers=10m,*=2m",
+            |name, time| parse_duration(time).map_err(|why| format!("'{name}': {why}")),
+            |group| match group {
+                None if self.others.is_none() => {
+                    Err("'*' is given a settle time but FLEETLOCK_GROUPS has no '*'".into())
+                }
+                Some(group) if self.slots_for(group).is_err() => Err(format!(
+                    "group '{group}' is not configured by FLEETLOCK_GROUPS"
+                )),
+                _ => Ok(()),
+            },
+        )
+        .map_err(GroupsError::Settle)?;
+        self.settle = settle;
+        self.settle_others = settle_others;
+        Ok(self)
+    }
+
+    /// Slots and settle time of a group, or `unknown_group`.
+    pub fn rules_for(&self, group: &GroupName) -> Result<GroupRules, Error> {
+        let slots = self.slots_for(group)?;
+        let settle = self
+            .settle
+            .get(group)
+            .copied()
+            .or(self.settle_others)
+            .unwrap_or(Duration::ZERO);
+        let wildcard_limit = (!self.listed.contains_key(group)).then_some(self.wildcard_limit);
+        Ok(GroupRules {
+            slots,
+            settle,
+            wildcard_limit,
+        })
+    }
+
+    /// The slot count of a group, or `unknown_group` if this server does not
+    /// coordinate it.
+    pub fn slots_for(&self, group: &GroupName) -> Result<u32, Error> {
+        self.listed
+            .get(group)
+            .copied()
+            .or(self.others)
+            .ok_or_else(|| Error::UnknownGroup(group.to_string()))
+    }
+
+    pub fn listed(&self) -> impl Iterator<Item = (&GroupName, u32)> {
+        self.listed.iter().map(|(g, n)| (g, *n))
+    }
+
+    pub fn others(&self) -> Option<u32> {
+        self.others
+    }
+
+    /// The rules of every group `*` covers, if there is a `*`.
+    pub fn others_rules(&self) -> Option<GroupRules> {
+        Some(GroupRules {
+            slots: self.others?,
+            settle: self.settle_others.unwrap_or(Duration::ZERO),
+            wildcard_limit: Some(self.wildcard_limit),
+        })
+    }
+}
+
+impl Default for GroupSlots {
+    fn default() -> Self {
+        Self::parse(DEFAULT_GROUPS).expect("the built-in default parses")
+    }
+}
+
+/// `90s`, `10m`, `1h`, `1h30m`, `0s`: whole numbers with units h, m, s, in
+/// that order, up to [`MAX_SETTLE`].
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let explain = || format!("'{text}' is not a duration like 90s, 10m, 1h or 1h30m");
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(explain());
+    }
+    let mut total = 0u64;
+    let mut units_left = "hms";
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(explain)?;
+        if digits == 0 {
+            return Err(explain());
+        }
+        let value: u64 = rest[..digits].parse().map_err(|_| explain())?;
+        let unit = rest[digits..].chars().next().ok_or_else(explain)?;
+        let at = units_left.find(unit).ok_or_else(explain)?;
+        units_left = &units_left[at + 1..];
+        let scale = match unit {
+            'h' => 3600,
+            'm' => 60,
+            _ => 1,
+        };
+        total = value
+            .checked_mul(scale)
+            .and_then(|s| total.checked_add(s))
+            .ok_or_else(explain)?;
+        rest = &rest[digits + 1..];
+    }
+    let duration = Duration::from_secs(total);
+    if duration > MAX_SETTLE {
+        return Err(format!(
+            "'{text}' is longer than 24h; pause the group instead"
+        ));
+    }
+    Ok(duration)
+}
+
+/// A duration in the syntax [`parse_duration`] reads: `1h30m`, `90s`, `0s`.
+pub fn format_duration(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    for (value, unit) in [(h, 'h'), (m, 'm'), (s, 's')] {
+        if value > 0 {
+            out.push_str(&format!("{value}{unit}"));
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
+}

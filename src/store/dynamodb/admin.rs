@@ -1,0 +1,137 @@
+//! The table itself: creating it, checking it at start-up, and its
+//! definition, which the templates are checked against.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::client::Waiters;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::{AttributeDefinition, KeySchemaElement, KeyType};
+
+use super::*;
+use crate::domain::store::StoreError;
+
+impl DynamoStore {
+    /// Creates the table with the project's key schema and on-demand billing,
+    /// and waits until it is active. An existing table is left as it is.
+    /// Returns whether the table was created by this call.
+    pub async fn create_table(&self) -> Result<bool, StoreError> {
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(KEY_ATTRIBUTE)
+                    .attribute_type(KEY_TYPE)
+                    .build()
+                    .map_err(unavailable)?,
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(KEY_ATTRIBUTE)
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .map_err(unavailable)?,
+            )
+            .billing_mode(BILLING_MODE)
+            .send()
+            .await;
+        let created = match created {
+            Ok(_) => true,
+            Err(err)
+                if err
+                    .as_service_error()
+                    .is_some_and(|e| e.is_resource_in_use_exception()) =>
+            {
+                false
+            }
+            Err(err) => return Err(unavailable(err)),
+        };
+        self.client
+            .wait_until_table_exists()
+            .table_name(&self.table)
+            .wait(Duration::from_secs(120))
+            .await
+            .map_err(unavailable)?;
+        Ok(created)
+    }
+}
+
+/// Why the configured table cannot be used, found at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableProblem {
+    /// A configuration mistake (no such table, another key, no permission):
+    /// starting would only answer 5xx, so the process refuses to start.
+    Unusable(String),
+    /// DynamoDB could not be asked: an outage, not a mistake. The process
+    /// starts and answers `store_unavailable` until DynamoDB is back, as it
+    /// would if the outage began later.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for TableProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TableProblem::Unusable(why) | TableProblem::Unreachable(why) => f.write_str(why),
+        }
+    }
+}
+
+impl DynamoStore {
+    /// One `DescribeTable` at start-up: the table exists with this project's
+    /// key. It also opens the connection to DynamoDB before the first request
+    /// (on Lambda the init phase runs with more CPU).
+    pub async fn check_table(&self) -> Result<(), TableProblem> {
+        let table = &self.table;
+        let described = match self.client.describe_table().table_name(table).send().await {
+            Ok(described) => described,
+            Err(err) => {
+                let code = err.code().map(str::to_owned);
+                let line = one_line(&err);
+                tracing::debug!(error = %DisplayErrorContext(&err), "DescribeTable failed");
+                return Err(match code.as_deref() {
+                    Some("ResourceNotFoundException") => TableProblem::Unusable(format!(
+                        "table '{table}' does not exist (create it with the templates, \
+                         or `fleetlock create-table` for a test)"
+                    )),
+                    Some("AccessDeniedException" | "UnrecognizedClientException") => {
+                        TableProblem::Unusable(format!(
+                            "not allowed to describe table '{table}': {line}"
+                        ))
+                    }
+                    Some(_) => TableProblem::Unusable(format!("table '{table}': {line}")),
+                    None => TableProblem::Unreachable(format!(
+                        "DynamoDB could not be reached to check table '{table}': {line}"
+                    )),
+                });
+            }
+        };
+        let key: Vec<(&str, &str)> = described
+            .table()
+            .map(|t| t.key_schema())
+            .unwrap_or_default()
+            .iter()
+            .map(|k| (k.attribute_name(), k.key_type().as_str()))
+            .collect();
+        if key != [(KEY_ATTRIBUTE, KeyType::Hash.as_str())] {
+            return Err(TableProblem::Unusable(format!(
+                "table '{table}' has the key {key:?}; the lock table's key is the partition \
+                 key '{KEY_ATTRIBUTE}' (string) alone"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The table `create_table` makes, in CloudFormation's property names: the
+/// SAM template and the Terraform module are checked against it.
+pub fn table_definition() -> serde_json::Value {
+    serde_json::json!({
+        "AttributeDefinitions": [
+            { "AttributeName": KEY_ATTRIBUTE, "AttributeType": KEY_TYPE.as_str() }
+        ],
+        "KeySchema": [{ "AttributeName": KEY_ATTRIBUTE, "KeyType": KeyType::Hash.as_str() }],
+        "BillingMode": BILLING_MODE.as_str(),
+    })
+}

@@ -1,0 +1,230 @@
+//! Items and attributes: a group's state to and from its DynamoDB item, and
+//! from a stream image in DynamoDB's JSON.
+
+use std::collections::{BTreeSet, HashMap};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::*;
+use crate::domain::input::{GroupName, NodeId, PauseReason};
+use crate::domain::lock::{Pause, PersonPause, Semaphore, Timestamp};
+use crate::domain::store::{GroupRecord, StoreError};
+
+pub(super) fn holder_attribute(id: &NodeId) -> String {
+    format!("{HOLDER_PREFIX}{id}")
+}
+
+pub(super) fn legacy_holder_attribute(id: &NodeId) -> String {
+    format!("{LEGACY_HOLDER_PREFIX}{id}")
+}
+
+pub(super) fn number(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+pub(super) fn read_number(
+    item: &HashMap<String, AttributeValue>,
+    name: &str,
+) -> Result<Option<u64>, StoreError> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(n)) => n
+            .parse()
+            .map(Some)
+            .map_err(|_| StoreError::Corrupt(format!("attribute {name} is not a whole number"))),
+        Some(_) => Err(StoreError::Corrupt(format!(
+            "attribute {name} is not a number"
+        ))),
+    }
+}
+
+impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
+    type Error = StoreError;
+
+    fn try_from(item: &HashMap<String, AttributeValue>) -> Result<Self, StoreError> {
+        let mut holders = Vec::new();
+        for name in item.keys() {
+            let raw_id = name
+                .strip_prefix(HOLDER_PREFIX)
+                .or_else(|| name.strip_prefix(LEGACY_HOLDER_PREFIX));
+            if let Some(raw_id) = raw_id {
+                let id = NodeId::stored(raw_id)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid holder id {raw_id:?}")))?;
+                let at = read_number(item, name)?.unwrap_or_default();
+                holders.push((id, Timestamp(at)));
+            }
+        }
+        let count = read_number(item, COUNT_ATTRIBUTE)?.unwrap_or(0);
+        if count != holders.len() as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "{COUNT_ATTRIBUTE} is {count} but {} holders are stored",
+                holders.len()
+            )));
+        }
+        let slots =
+            read_number(item, SLOTS_ATTRIBUTE)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let person = match item.get(PAUSED_ATTRIBUTE) {
+            None => None,
+            Some(AttributeValue::M(pause)) => Some(read_person_pause(pause)?),
+            Some(_) => {
+                return Err(StoreError::Corrupt(format!(
+                    "{PAUSED_ATTRIBUTE} is not a map"
+                )));
+            }
+        };
+        let alarms = match item.get(ALARMS_ATTRIBUTE) {
+            None => BTreeSet::new(),
+            Some(AttributeValue::Ss(names)) => names.iter().cloned().collect(),
+            Some(_) => {
+                return Err(StoreError::Corrupt(format!(
+                    "{ALARMS_ATTRIBUTE} is not a string set"
+                )));
+            }
+        };
+        Ok(GroupRecord {
+            holders: Semaphore::from_holders(holders),
+            pause: Pause { person, alarms },
+            last_release: read_number(item, RELEASED_ATTRIBUTE)?.map(Timestamp),
+            slots,
+        })
+    }
+}
+
+/// A group's state from an image of its item in DynamoDB's JSON (`{"S": ..}`,
+/// `{"N": ..}`), as a stream record carries it; `None` (no image) is a group
+/// with no item. The same reading as every other, so a stream sees exactly
+/// what a decision saw.
+pub fn record_from_image(image: Option<&serde_json::Value>) -> Result<GroupRecord, StoreError> {
+    let Some(image) = image else {
+        return Ok(GroupRecord::default());
+    };
+    record_of(Some(&item_from_json(image)?))
+}
+
+/// A person's pause or resume writes only on the pause version it read.
+pub(super) const VERSION_AS_READ: &str = "(attribute_not_exists(#version) OR #version = :seen)";
+
+/// The item that lists the groups only `*` covers: not a group.
+pub(super) fn is_wildcard_list(item: &HashMap<String, AttributeValue>) -> bool {
+    matches!(item.get(KEY_ATTRIBUTE), Some(AttributeValue::S(key)) if key == WILDCARD_KEY)
+}
+
+/// The group an image's keys (or the image itself) names; `None` for the
+/// item that lists the groups only `*` covers, which is no group.
+pub fn group_from_keys(keys: &serde_json::Value) -> Result<Option<GroupName>, StoreError> {
+    match item_from_json(keys)?.get(KEY_ATTRIBUTE) {
+        Some(AttributeValue::S(name)) if name == WILDCARD_KEY => Ok(None),
+        Some(AttributeValue::S(name)) => GroupName::parse(name)
+            .map(Some)
+            .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}"))),
+        _ => Err(StoreError::Corrupt(format!(
+            "the key has no string attribute {KEY_ATTRIBUTE:?}"
+        ))),
+    }
+}
+
+pub(super) fn item_from_json(
+    item: &serde_json::Value,
+) -> Result<HashMap<String, AttributeValue>, StoreError> {
+    let serde_json::Value::Object(item) = item else {
+        return Err(StoreError::Corrupt("an image is not a JSON object".into()));
+    };
+    item.iter()
+        .map(|(name, value)| {
+            attribute_from_json(value)
+                .map(|value| (name.clone(), value))
+                .map_err(|why| StoreError::Corrupt(format!("attribute {name}: {why}")))
+        })
+        .collect()
+}
+
+/// One attribute in DynamoDB's JSON: an object with exactly one type key.
+pub(super) fn attribute_from_json(value: &serde_json::Value) -> Result<AttributeValue, String> {
+    use serde_json::Value;
+    let Value::Object(typed) = value else {
+        return Err("not a typed value".into());
+    };
+    let mut entries = typed.iter();
+    let (Some((kind, inner)), None) = (entries.next(), entries.next()) else {
+        return Err("not exactly one type key".into());
+    };
+    let text = |v: &Value| v.as_str().map(str::to_owned).ok_or("expected a string");
+    let texts = |v: &Value| -> Result<Vec<String>, String> {
+        v.as_array()
+            .ok_or("expected a list")?
+            .iter()
+            .map(|v| text(v).map_err(String::from))
+            .collect()
+    };
+    let blob = |v: &Value| -> Result<aws_sdk_dynamodb::primitives::Blob, String> {
+        use base64::Engine;
+        let raw = text(v)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(raw)
+            .map(aws_sdk_dynamodb::primitives::Blob::new)
+            .map_err(|_| "invalid base64".into())
+    };
+    Ok(match (kind.as_str(), inner) {
+        ("S", v) => AttributeValue::S(text(v)?),
+        ("N", v) => AttributeValue::N(text(v)?),
+        ("B", v) => AttributeValue::B(blob(v)?),
+        ("SS", v) => AttributeValue::Ss(texts(v)?),
+        ("NS", v) => AttributeValue::Ns(texts(v)?),
+        ("BS", v) => AttributeValue::Bs(
+            v.as_array()
+                .ok_or("expected a list")?
+                .iter()
+                .map(blob)
+                .collect::<Result<_, _>>()?,
+        ),
+        ("BOOL", Value::Bool(b)) => AttributeValue::Bool(*b),
+        ("NULL", _) => AttributeValue::Null(true),
+        ("M", Value::Object(_)) => {
+            AttributeValue::M(item_from_json(inner).map_err(|e| e.to_string())?)
+        }
+        ("L", Value::Array(items)) => AttributeValue::L(
+            items
+                .iter()
+                .map(attribute_from_json)
+                .collect::<Result<_, _>>()?,
+        ),
+        (other, _) => return Err(format!("unknown or malformed type {other:?}")),
+    })
+}
+
+pub(super) fn read_person_pause(
+    pause: &HashMap<String, AttributeValue>,
+) -> Result<PersonPause, StoreError> {
+    let text = |name: &str| match pause.get(name) {
+        Some(AttributeValue::S(text)) => Ok(text.clone()),
+        _ => Err(StoreError::Corrupt(format!(
+            "{PAUSED_ATTRIBUTE}.{name} is missing or not a string"
+        ))),
+    };
+    let reason = PauseReason::parse(&text("reason")?)
+        .map_err(|why| StoreError::Corrupt(format!("{PAUSED_ATTRIBUTE}.reason: {why}")))?;
+    let since = read_number(pause, "since")?
+        .ok_or_else(|| StoreError::Corrupt(format!("{PAUSED_ATTRIBUTE}.since is missing")))?;
+    Ok(PersonPause {
+        reason,
+        since: Timestamp(since),
+        by: text("by")?,
+    })
+}
+
+pub(super) fn person_pause_value(pause: &PersonPause) -> AttributeValue {
+    AttributeValue::M(HashMap::from([
+        (
+            "reason".to_owned(),
+            AttributeValue::S(pause.reason.to_string()),
+        ),
+        ("since".to_owned(), number(pause.since.0)),
+        ("by".to_owned(), AttributeValue::S(pause.by.clone())),
+    ]))
+}
+
+pub(super) fn record_of(
+    item: Option<&HashMap<String, AttributeValue>>,
+) -> Result<GroupRecord, StoreError> {
+    item.map_or_else(|| Ok(GroupRecord::default()), GroupRecord::try_from)
+}

@@ -1,0 +1,611 @@
+//! The `LockStore` implementation: every decision one conditional write.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+
+use super::codec::*;
+use super::*;
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
+use crate::domain::store::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
+
+/// What a conditional write did, with the item after it (applied) or as the
+/// condition saw it (refused; `None` when there was no item).
+pub(super) enum Written {
+    Applied(GroupRecord, Option<f64>),
+    /// The write landed, but the item it left cannot be read: stored data
+    /// the condition could not see (a holder count below the holders, an
+    /// id no version writes).
+    AppliedUnreadable(StoreError),
+    Refused(Option<GroupRecord>),
+}
+
+impl Written {
+    /// `applied` or `refused` as the outcome, with the item and the units.
+    fn decided<T>(self, applied: T, refused: T) -> Result<Decided<T>, StoreError> {
+        match self {
+            Written::Applied(group, write_units) => Ok(Decided {
+                outcome: applied,
+                group,
+                write_units,
+            }),
+            Written::AppliedUnreadable(err) => Err(err),
+            Written::Refused(group) => Ok(Decided {
+                outcome: refused,
+                group: group.unwrap_or_default(),
+                write_units: None,
+            }),
+        }
+    }
+}
+
+impl DynamoStore {
+    /// Sends one conditional `UpdateItem` on the group's item, asking for the
+    /// item after the write, or as it was when the condition refused it.
+    async fn update(
+        &self,
+        group: &GroupName,
+        request: UpdateItemFluentBuilder,
+    ) -> Result<Written, StoreError> {
+        let result = request
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(self.consumed_capacity.clone())
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(match record_of(output.attributes()) {
+                Ok(group) => Written::Applied(group, write_units(output.consumed_capacity())),
+                Err(err) => Written::AppliedUnreadable(err),
+            }),
+            Err(SdkError::ServiceError(err)) => match err.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(refused) => Ok(Written::Refused(
+                    refused.item().map(GroupRecord::try_from).transpose()?,
+                )),
+                other => Err(unavailable(other)),
+            },
+            Err(err) => Err(unavailable(err)),
+        }
+    }
+
+    /// A pause or resume: `Yes` when the write went through.
+    async fn change(
+        &self,
+        group: &GroupName,
+        request: UpdateItemFluentBuilder,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let written = self.update(group, request).await?;
+        written.decided(Changed::Yes, Changed::AlreadySo)
+    }
+
+    /// One write to the set of alarms pausing the group; refused (nothing
+    /// changes) when the alarm is already in, or already out of, the set.
+    async fn change_alarms(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+        update: &str,
+        condition: &str,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":alarm", AttributeValue::Ss(vec![alarm.to_owned()]))
+            .expression_attribute_values(":name", AttributeValue::S(alarm.to_owned()));
+        self.change(group, request).await
+    }
+}
+
+pub(super) fn decided<T>(outcome: T, group: GroupRecord) -> Decided<T> {
+    Decided {
+        outcome,
+        group,
+        write_units: None,
+    }
+}
+
+impl DynamoStore {
+    /// The one conditional write that takes a slot; with `item_exists`, only
+    /// on a group that has an item already.
+    fn acquire_request(
+        &self,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+        item_exists: bool,
+    ) -> UpdateItemFluentBuilder {
+        // A missing count means a group never used: free, unless it has no slots.
+        let room = if rules.slots > 0 {
+            "(attribute_not_exists(#count) OR #count < :slots)"
+        } else {
+            "#count < :slots"
+        };
+        let mut condition = format!(
+            "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) AND {room} \
+             AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms)"
+        );
+        let mut request = self
+            .client
+            .update_item()
+            .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":now", number(now.0))
+            .expression_attribute_values(":slots", number(rules.slots.into()))
+            .expression_attribute_values(":one", number(1));
+        // The settle period is over when the last release is at least
+        // `settle` before now; the time is a value, never in the expression.
+        // With no settle time this still refuses a request that arrived
+        // before the latest release, so that its write, landing late, cannot
+        // give a slot back to a node that has since released it.
+        condition.push_str(" AND (attribute_not_exists(#released) OR #released <= :settled)");
+        request = request
+            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
+            .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
+        if item_exists {
+            condition.push_str(" AND attribute_exists(#key)");
+            request = request.expression_attribute_names("#key", KEY_ATTRIBUTE);
+        }
+        request.condition_expression(condition)
+    }
+
+    /// Removes the grant of `id` written at `granted` (and only that one),
+    /// after the write landed on an item that cannot be read. A failure is
+    /// logged: the node then holds a slot it was told it did not get, which
+    /// blocks the group (never over-grants it) until an operator repairs it.
+    async fn take_back(&self, group: &GroupName, id: &NodeId, granted: Timestamp) {
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .update_expression("REMOVE #holder ADD #count :minus_one")
+            .condition_expression("#holder = :granted")
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_values(":granted", number(granted.0))
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
+        match self.conditional(request).await {
+            Ok(true) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                "a grant was written on an item that cannot be read, and taken back: \
+                 repair or delete the item ('fleetlock status' names what is wrong)"
+            ),
+            // A release of the same node got there first: nothing is held.
+            Ok(false) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                "a grant was written on an item that cannot be read, and was already \
+                 released: repair or delete the item ('fleetlock status' names what is wrong)"
+            ),
+            Err(err) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                error = %err,
+                "a grant was written on an item that cannot be read and could not be taken \
+                 back: the node holds a slot it was refused; repair the group"
+            ),
+        }
+    }
+
+    /// The group and its pause version, read consistently: what a person's
+    /// pause or resume writes on.
+    async fn read_pause_version(
+        &self,
+        group: &GroupName,
+    ) -> Result<(GroupRecord, u64), StoreError> {
+        let item = self.read_item(group.as_str()).await?;
+        let version = match &item {
+            Some(item) => read_number(item, PAUSE_VERSION_ATTRIBUTE)?.unwrap_or(0),
+            None => 0,
+        };
+        Ok((record_of(item.as_ref())?, version))
+    }
+
+    /// A person's pause or resume, written only on the pause version `seen`
+    /// and moving it on. Refused: `AlreadySo` when the group already is as
+    /// asked (`already`), else `Overtaken`.
+    async fn person_pause_write(
+        &self,
+        group: &GroupName,
+        request: UpdateItemFluentBuilder,
+        seen: u64,
+        already: impl Fn(&GroupRecord) -> bool,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let request = request
+            .expression_attribute_names("#version", PAUSE_VERSION_ATTRIBUTE)
+            .expression_attribute_values(":seen", number(seen))
+            .expression_attribute_values(":next", number(seen + 1));
+        match self.update(group, request).await? {
+            Written::Applied(group, write_units) => Ok(Decided {
+                outcome: Changed::Yes,
+                group,
+                write_units,
+            }),
+            Written::AppliedUnreadable(err) => Err(err),
+            Written::Refused(now) => {
+                let now = now.unwrap_or_default();
+                let outcome = if already(&now) {
+                    Changed::AlreadySo
+                } else {
+                    Changed::Overtaken
+                };
+                Ok(decided(outcome, now))
+            }
+        }
+    }
+
+    /// The conditional write that frees the slot of `id` if it was granted
+    /// no later than `now`; with `stamp`, it also records `now` as the last
+    /// release, only if no later release is recorded.
+    fn release_request(&self, id: &NodeId, now: Timestamp, stamp: bool) -> UpdateItemFluentBuilder {
+        let held = "((attribute_exists(#holder) AND #holder <= :now) \
+                    OR (attribute_exists(#legacy) AND #legacy <= :now))";
+        let request = self
+            .client
+            .update_item()
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_values(":now", number(now.0))
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
+        if stamp {
+            request
+                .update_expression(
+                    "REMOVE #holder, #legacy SET #released = :now ADD #count :minus_one",
+                )
+                .condition_expression(format!(
+                    "{held} AND (attribute_not_exists(#released) OR #released <= :now)"
+                ))
+                .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
+        } else {
+            request
+                .update_expression("REMOVE #holder, #legacy ADD #count :minus_one")
+                .condition_expression(held)
+        }
+    }
+
+    /// Counts a group only `*` covers, unless `limit` such groups are
+    /// counted already; `false` then. Counting a counted group again is
+    /// harmless (a set), so a retried or repeated call changes nothing.
+    async fn count_wildcard_group(
+        &self,
+        group: &GroupName,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        let request = self
+            .wildcard_list_write(group, "ADD #names :group")
+            .condition_expression(
+                "contains(#names, :name) OR attribute_not_exists(#names) OR size(#names) < :limit",
+            )
+            .expression_attribute_values(":limit", number(limit.into()));
+        self.conditional(request).await
+    }
+
+    /// No longer counts `group` among those only `*` covers; `false` when it
+    /// was not counted.
+    async fn uncount_wildcard_group(&self, group: &GroupName) -> Result<bool, StoreError> {
+        let request = self
+            .wildcard_list_write(group, "DELETE #names :group")
+            .condition_expression("contains(#names, :name)");
+        self.conditional(request).await
+    }
+
+    /// A write to the list of groups only `*` covers, naming `group`.
+    fn wildcard_list_write(&self, group: &GroupName, update: &str) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(WILDCARD_KEY.into()))
+            .update_expression(update)
+            .expression_attribute_names("#names", WILDCARD_NAMES_ATTRIBUTE)
+            .expression_attribute_values(":group", AttributeValue::Ss(vec![group.to_string()]))
+            .expression_attribute_values(":name", AttributeValue::S(group.to_string()))
+    }
+
+    /// Sends a conditional write whose outcome is only whether it applied.
+    async fn conditional(&self, request: UpdateItemFluentBuilder) -> Result<bool, StoreError> {
+        match request.send().await {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(err))
+                if err.err().is_conditional_check_failed_exception() =>
+            {
+                Ok(false)
+            }
+            Err(err) => Err(unavailable(err)),
+        }
+    }
+
+    /// The item of `key`, read consistently.
+    async fn read_item(
+        &self,
+        key: &str,
+    ) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
+        let read = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(key.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(read.item)
+    }
+
+    /// The groups only `*` covers that are counted, sorted.
+    async fn counted_wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
+        let item = self.read_item(WILDCARD_KEY).await?;
+        let names = match item.as_ref().and_then(|i| i.get(WILDCARD_NAMES_ATTRIBUTE)) {
+            None => return Ok(Vec::new()),
+            Some(AttributeValue::Ss(names)) => names,
+            Some(_) => {
+                return Err(StoreError::Corrupt(format!(
+                    "{WILDCARD_KEY}.{WILDCARD_NAMES_ATTRIBUTE} is not a string set"
+                )));
+            }
+        };
+        let mut groups = names
+            .iter()
+            .map(|name| {
+                GroupName::parse(name)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        groups.sort();
+        Ok(groups)
+    }
+}
+
+impl LockStore for DynamoStore {
+    async fn acquire(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> Result<Decided<Acquire>, StoreError> {
+        // A group only `*` covers is written to only once it has an item, or
+        // once it is counted: see the module's item design.
+        let mut needs_item = rules.wildcard_limit;
+        loop {
+            let written = self
+                .update(
+                    group,
+                    self.acquire_request(id, rules, now, needs_item.is_some()),
+                )
+                .await?;
+            let current = match written {
+                Written::Applied(group, write_units) => {
+                    return Ok(Decided {
+                        outcome: Acquire::Granted,
+                        group,
+                        write_units,
+                    });
+                }
+                Written::AppliedUnreadable(err) => {
+                    // The answer is a 500, so the node will not reboot: the
+                    // slot it was just written must not stay held.
+                    self.take_back(group, id, now).await;
+                    return Err(err);
+                }
+                Written::Refused(current) => current,
+            };
+            if let (None, Some(limit)) = (&current, needs_item.take()) {
+                // A new group: counted first, unless it would be refused anyway.
+                let outcome = GroupRecord::default().decide_acquire(id, rules, now);
+                if outcome != Acquire::Granted {
+                    return Ok(decided(outcome, GroupRecord::default()));
+                }
+                if !self.count_wildcard_group(group, limit).await? {
+                    return Ok(decided(
+                        Acquire::TooManyGroups { limit },
+                        GroupRecord::default(),
+                    ));
+                }
+                continue;
+            }
+            // Refused: already held (a repeat, or a retry of a write whose
+            // answer was lost), paused, settling or full. The pure rules tell
+            // which from the item the condition saw.
+            let current = current.unwrap_or_default();
+            return match current.decide_acquire(id, rules, now) {
+                Acquire::Granted => Err(StoreError::Corrupt(
+                    "the conditional write was refused although a slot is free".into(),
+                )),
+                outcome => Ok(decided(outcome, current)),
+            };
+        }
+    }
+
+    async fn release(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        now: Timestamp,
+    ) -> Result<Decided<Release>, StoreError> {
+        // Frees the slot only if it was granted before this request arrived,
+        // and starts the settle period again only if no later release did.
+        let written = self
+            .update(group, self.release_request(id, now, true))
+            .await?;
+        let Written::Refused(current) = written else {
+            return written.decided(Release::Released, Release::NotHeld);
+        };
+        let current = current.unwrap_or_default();
+        if current.clone().release(id, now) == Release::NotHeld {
+            // Not a holder (a repeat, a retry whose first attempt landed,
+            // or a newer grant of the same node): idempotent, nothing changed.
+            return Ok(decided(Release::NotHeld, current));
+        }
+        // A holder, but a later release is recorded: this one landed late.
+        // Free the slot and keep the later time (a second request, only
+        // in this case).
+        let written = self
+            .update(group, self.release_request(id, now, false))
+            .await?;
+        written.decided(Release::Released, Release::NotHeld)
+    }
+
+    async fn pause(
+        &self,
+        group: &GroupName,
+        pause: PersonPause,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let (current, seen) = self.read_pause_version(group).await?;
+        if current.pause.person.is_some() {
+            return Ok(decided(Changed::AlreadySo, current));
+        }
+        let request = self
+            .client
+            .update_item()
+            .update_expression("SET #paused = :pause, #version = :next")
+            .condition_expression(format!(
+                "attribute_not_exists(#paused) AND {VERSION_AS_READ}"
+            ))
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_values(":pause", person_pause_value(&pause));
+        self.person_pause_write(group, request, seen, |now| now.pause.person.is_some())
+            .await
+    }
+
+    async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
+        let (current, seen) = self.read_pause_version(group).await?;
+        if current.pause.person.is_none() {
+            return Ok(decided(Changed::AlreadySo, current));
+        }
+        let request = self
+            .client
+            .update_item()
+            .update_expression("REMOVE #paused SET #version = :next")
+            .condition_expression(format!("attribute_exists(#paused) AND {VERSION_AS_READ}"))
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE);
+        self.person_pause_write(group, request, seen, |now| now.pause.person.is_none())
+            .await
+    }
+
+    async fn pause_for_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> Result<Decided<Changed>, StoreError> {
+        self.change_alarms(
+            group,
+            alarm,
+            "ADD #alarms :alarm",
+            "NOT contains(#alarms, :name)",
+        )
+        .await
+    }
+
+    async fn clear_alarm(
+        &self,
+        group: &GroupName,
+        alarm: &str,
+    ) -> Result<Decided<Changed>, StoreError> {
+        // DELETE of the last name removes the attribute: the group is free.
+        self.change_alarms(
+            group,
+            alarm,
+            "DELETE #alarms :alarm",
+            "contains(#alarms, :name)",
+        )
+        .await
+    }
+
+    async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .condition_expression(
+                "(attribute_not_exists(#count) OR #count = :zero) \
+                 AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms)",
+            )
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":zero", number(0))
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let removed = match deleted {
+            Ok(output) => output.attributes().is_some(),
+            Err(SdkError::ServiceError(err)) => match err.into_err() {
+                DeleteItemError::ConditionalCheckFailedException(refused) => {
+                    return Ok(Forgot::Kept(record_of(refused.item())?));
+                }
+                other => return Err(unavailable(other)),
+            },
+            Err(err) => return Err(unavailable(err)),
+        };
+        let counted = self.uncount_wildcard_group(group).await?;
+        Ok(match (removed, counted) {
+            (true, counted) => Forgot::Removed { counted },
+            (false, true) => Forgot::Uncounted,
+            (false, false) => Forgot::NothingStored,
+        })
+    }
+
+    async fn groups(
+        &self,
+        only: Option<&GroupName>,
+    ) -> Result<Vec<(GroupName, GroupRecord)>, StoreError> {
+        let items: Vec<HashMap<String, AttributeValue>> = match only {
+            Some(group) => self.read_item(group.as_str()).await?.into_iter().collect(),
+            None => self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send()
+                .collect::<Result<_, _>>()
+                .await
+                .map_err(unavailable)?,
+        };
+        let mut groups = items
+            .iter()
+            .filter(|item| !is_wildcard_list(item))
+            .map(|item| {
+                let name = match item.get(KEY_ATTRIBUTE) {
+                    Some(AttributeValue::S(name)) => GroupName::parse(name)
+                        .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}")))?,
+                    _ => return Err(StoreError::Corrupt("an item has no group name".into())),
+                };
+                let record = GroupRecord::try_from(item).map_err(|err| match err {
+                    StoreError::Corrupt(why) => StoreError::Corrupt(format!(
+                        "the item of group '{name}' in table {}: {why}",
+                        self.table
+                    )),
+                    other => other,
+                })?;
+                Ok((name, record))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(groups)
+    }
+
+    async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
+        self.counted_wildcard_groups().await
+    }
+}
