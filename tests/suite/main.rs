@@ -1,7 +1,8 @@
 //! The integration suite, one crate: Lambda events through the handler, the
 //! DynamoDB adapter against DynamoDB Local, the service over real HTTP as
 //! Zincati calls it, and the command line. `./scripts/test` starts DynamoDB
-//! Local and sets `AWS_ENDPOINT_URL`; without it the DynamoDB tests fail.
+//! Local and sets `AWS_ENDPOINT_URL`, and so does `scripts/cargo-runner` under
+//! a plain `cargo test`; without it the DynamoDB tests fail.
 
 mod alarm_pauses;
 mod cli;
