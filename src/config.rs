@@ -645,4 +645,107 @@ mod tests {
             );
         }
     }
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn a_command_reads_only_the_table_and_never_the_rules() {
+        let shell = vars(&[
+            ("FLEETLOCK_TABLE", "locks"),
+            ("FLEETLOCK_WINDOWS", "garbage"),
+            ("FLEETLOCK_GROUPS", "not a list"),
+        ]);
+        assert_eq!(command_table(&shell, "release"), Ok("locks".into()));
+        let unset = command_table(vars(&[]), "release").unwrap_err().to_string();
+        assert!(unset.starts_with("release works on the DynamoDB table named by FLEETLOCK_TABLE"));
+        let bad = command_table(vars(&[("FLEETLOCK_TABLE", "a b")]), "status").unwrap_err();
+        assert!(matches!(bad, ConfigError::Table(_)), "{bad:?}");
+        assert!(rules_given(&shell));
+        assert!(!rules_given(vars(&[("FLEETLOCK_TABLE", "locks")])));
+    }
+
+    #[test]
+    fn the_api_needs_a_table_and_a_decision_on_credentials() {
+        let no_table = ApiSettings::from_vars(vars(&[("FLEETLOCK_AUTH", "disabled")]));
+        assert_eq!(no_table.unwrap_err(), ApiSettingsError::NoTable);
+        let no_auth = ApiSettings::from_vars(vars(&[("FLEETLOCK_TABLE", "locks")]));
+        assert_eq!(no_auth.unwrap_err(), ApiSettingsError::NoAuth);
+        let bad = ApiSettings::from_vars(vars(&[("FLEETLOCK_SETTLE", "x")])).unwrap_err();
+        assert!(
+            matches!(bad, ApiSettingsError::Invalid(ConfigError::Settle(_))),
+            "{bad:?}"
+        );
+        let ok = ApiSettings::from_vars(vars(&[
+            ("FLEETLOCK_TABLE", "locks"),
+            ("FLEETLOCK_AUTH", "disabled"),
+            ("AWS_LAMBDA_FUNCTION_NAME", "fleetlock-prod"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (ok.table.as_str(), ok.function.as_str()),
+            ("locks", "fleetlock-prod")
+        );
+        assert_eq!(ok.auth, Auth::Disabled);
+    }
+
+    #[test]
+    fn slot_events_read_only_the_bus_and_alarm_pauses_need_gates() {
+        // A broken group setting is none of the slot-events function's business.
+        let events = SlotEventsSettings::from_vars(vars(&[
+            ("FLEETLOCK_GROUPS", "not a list"),
+            ("FLEETLOCK_EVENT_BUS", " "),
+        ]));
+        assert_eq!(events.bus, DEFAULT_BUS);
+        assert_eq!(events.function, "fleetlock");
+        let no_gates = AlarmPausesSettings::from_vars(vars(&[("FLEETLOCK_TABLE", "locks")]));
+        assert_eq!(
+            no_gates.unwrap_err().to_string(),
+            "FLEETLOCK_ALARM_PAUSES names no alarm: nothing to follow"
+        );
+        let no_table = AlarmPausesSettings::from_vars(vars(&[("FLEETLOCK_ALARM_PAUSES", "a=*")]));
+        assert_eq!(
+            no_table.unwrap_err().to_string(),
+            "FLEETLOCK_TABLE is unset; alarm pauses are written to the lock table"
+        );
+        let ok = AlarmPausesSettings::from_vars(vars(&[
+            ("FLEETLOCK_TABLE", "locks"),
+            ("FLEETLOCK_GROUPS", "db=1,web=2"),
+            ("FLEETLOCK_ALARM_PAUSES", "db-errors=*"),
+        ]))
+        .unwrap();
+        assert_eq!(ok.configured, [group("db"), group("web")]);
+    }
+
+    #[test]
+    fn lock_settings_and_the_operator_have_defaults() {
+        let lock = LockSettings::from_vars(vars(&[]));
+        assert_eq!(lock.url, None);
+        assert_eq!(lock.machine_id_file, PathBuf::from(MACHINE_ID_FILE));
+        assert_eq!(
+            operator_name(vars(&[("USER", "ana")]), None),
+            Ok("ana".into())
+        );
+        assert_eq!(
+            operator_name(vars(&[("USER", "ana")]), Some("bob".into())),
+            Ok("bob".into())
+        );
+        assert_eq!(operator_name(vars(&[]), None), Ok("an operator".into()));
+        assert!(operator_name(vars(&[]), Some(" ".into())).is_err());
+        assert_eq!(
+            deployed_function(vars(&[("FLEETLOCK_FUNCTION", "f")]), None),
+            Some("f".into())
+        );
+        assert_eq!(deployed_function(vars(&[]), Some(" ".into())), None);
+    }
 }

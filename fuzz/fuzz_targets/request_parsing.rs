@@ -7,13 +7,18 @@
 
 use fleetlock::domain::auth::Clients;
 use fleetlock::domain::groups::GroupSlots;
-use fleetlock::domain::input::{ClientParams, MAX_GROUP_CHARS, MAX_ID_BYTES};
+use fleetlock::domain::input::{ClientParams, IdRule, MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
 use fleetlock::domain::lock::Timestamp;
 use fleetlock::domain::windows::{Schedule, WindowState};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(params) = ClientParams::from_body(data) {
+    // A steady-state reads ids as they were stored: longer, never empty.
+    if let Ok(params) = ClientParams::from_body(data, IdRule::Stored) {
+        let id = params.id.as_str();
+        assert!(!id.is_empty() && id.len() <= STORED_ID_BYTES);
+    }
+    if let Ok(params) = ClientParams::from_body(data, IdRule::New) {
         let id = params.id.as_str();
         assert!(!id.is_empty() && id.len() <= MAX_ID_BYTES);
         assert!(!id.chars().any(char::is_control));

@@ -378,3 +378,264 @@ pub fn shell_word(text: &str) -> String {
         format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::domain::lock::GroupRules;
+    use crate::store::memory::MemoryStore;
+
+    fn group(name: &str) -> GroupName {
+        GroupName::parse(name).unwrap()
+    }
+
+    fn node(id: &str) -> NodeId {
+        NodeId::parse(id).unwrap()
+    }
+
+    fn rules(slots: u32) -> GroupRules {
+        GroupRules {
+            slots,
+            settle: Duration::ZERO,
+            wildcard_limit: None,
+        }
+    }
+
+    fn printed(out: Vec<u8>) -> String {
+        String::from_utf8(out).unwrap()
+    }
+
+    fn config(groups: &str) -> Config {
+        Config::from_vars(|name| (name == "FLEETLOCK_GROUPS").then(|| groups.to_owned())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn pause_then_resume_says_what_changed_each_time() {
+        let store = MemoryStore::default();
+        let reason = PauseReason::parse("db migration").unwrap();
+        let mut out = Vec::new();
+        let targets = [group("workers")];
+        pause(&store, &targets, &reason, "ana", Timestamp(1_000), &mut out)
+            .await
+            .unwrap();
+        pause(&store, &targets, &reason, "bob", Timestamp(2_000), &mut out)
+            .await
+            .unwrap();
+        resume(&store, &targets, &mut out).await.unwrap();
+        resume(&store, &targets, &mut out).await.unwrap();
+        let lines: Vec<String> = printed(out).lines().map(String::from).collect();
+        assert_eq!(lines[0], "paused 'workers': no new reboot slots");
+        assert!(
+            lines[1].starts_with("'workers' was already paused") && lines[1].contains("ana"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[2], "resumed 'workers': it grants reboot slots again");
+        assert_eq!(
+            lines[3],
+            "'workers' was not paused by a person: it grants reboot slots again"
+        );
+        // The store holds what the lines say: not paused.
+        let stored = store.groups(Some(&group("workers"))).await.unwrap();
+        assert!(!stored[0].1.pause.is_paused());
+    }
+
+    #[tokio::test]
+    async fn all_targets_every_stored_group_and_says_what_it_cannot_see() {
+        let store = MemoryStore::default();
+        for name in ["a", "b"] {
+            store
+                .acquire(&group(name), &node("n1"), rules(1), Timestamp(1))
+                .await
+                .unwrap();
+        }
+        let mut out = Vec::new();
+        let found = targets(&store, &Targets::All, &mut out).await.unwrap();
+        assert_eq!(found, [group("a"), group("b")]);
+        assert!(printed(out).starts_with("--all: 2 group(s) stored in the table"));
+        let bad = targets(
+            &store,
+            &Targets::Named(vec!["no/slash".into()]),
+            &mut Vec::new(),
+        )
+        .await;
+        assert!(matches!(bad, Err(Failure::Input(_))), "{bad:?}");
+    }
+
+    #[tokio::test]
+    async fn release_in_the_wrong_group_names_the_right_one_and_frees_nothing() {
+        let store = MemoryStore::default();
+        store
+            .acquire(&group("workers"), &node("it's"), rules(1), Timestamp(1))
+            .await
+            .unwrap();
+        let err = release(
+            &store,
+            &group("default"),
+            &node("it's"),
+            Timestamp(2),
+            &mut Vec::new(),
+        )
+        .await
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Failure::Refused(_)), "{err:?}");
+        assert!(
+            text.ends_with("(run: fleetlock release --group workers --id 'it'\\''s')"),
+            "{text}"
+        );
+        let held = store.groups(Some(&group("workers"))).await.unwrap();
+        assert_eq!(held[0].1.holders.len(), 1, "nothing was released");
+
+        let mut out = Vec::new();
+        release(
+            &store,
+            &group("workers"),
+            &node("it's"),
+            Timestamp(3),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            printed(out),
+            "released 'it's' from group 'workers' (0 holder(s) left)\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn forget_refuses_a_configured_or_busy_group_and_removes_an_idle_one() {
+        let store = MemoryStore::default();
+        store
+            .acquire(&group("old"), &node("n1"), rules(1), Timestamp(1))
+            .await
+            .unwrap();
+        let configured = forget(
+            &store,
+            "t",
+            &group("old"),
+            Some(&config("old=1")),
+            &mut Vec::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            configured
+                .to_string()
+                .contains("named in the function's FLEETLOCK_GROUPS")
+        );
+        let busy = forget(&store, "t", &group("old"), None, &mut Vec::new())
+            .await
+            .unwrap_err();
+        assert!(
+            busy.to_string()
+                .contains("it holds 1 slot(s) (n1): release them first"),
+            "{busy}"
+        );
+        store
+            .release(&group("old"), &node("n1"), Timestamp(2))
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        forget(
+            &store,
+            "t",
+            &group("old"),
+            Some(&config("default=1")),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        assert_eq!(printed(out), "forgot group 'old': its item is removed\n");
+        assert!(store.groups(None).await.unwrap().is_empty());
+        let gone = forget(&store, "t", &group("old"), None, &mut Vec::new())
+            .await
+            .unwrap_err();
+        assert!(
+            gone.to_string().contains("is not stored in table 't'"),
+            "{gone}"
+        );
+    }
+
+    #[tokio::test]
+    async fn status_lists_holders_and_says_when_nothing_was_used() {
+        let store = MemoryStore::default();
+        let mut empty = Vec::new();
+        let view = StatusView {
+            json: false,
+            all: false,
+        };
+        status(&store, None, None, Timestamp(10), view, &mut empty)
+            .await
+            .unwrap();
+        assert!(printed(empty).ends_with("(no group has been used yet)\n"));
+        store
+            .acquire(
+                &group("default"),
+                &node("node-7"),
+                rules(1),
+                Timestamp(1_000),
+            )
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        let json = StatusView {
+            json: true,
+            all: false,
+        };
+        status(
+            &store,
+            None,
+            Some(&config("default=1")),
+            Timestamp(61_000),
+            json,
+            &mut out,
+        )
+        .await
+        .unwrap();
+        let listed: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let text = listed.to_string();
+        assert!(
+            text.contains("node-7") && text.contains("default"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn config_check_refuses_a_bad_setting_in_one_line() {
+        let err = config_check(
+            |name| (name == "FLEETLOCK_SETTLE").then(|| "default=soon".to_owned()),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("invalid configuration: FLEETLOCK_SETTLE: "),
+            "{err}"
+        );
+        let mut out = Vec::new();
+        config_check(
+            |name| (name == "FLEETLOCK_ALARM_PAUSES").then(|| "db-errors=*".to_owned()),
+            &mut out,
+        )
+        .unwrap();
+        let text = printed(out);
+        assert!(
+            text.starts_with("configuration in this shell: valid\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("alarms that pause groups while in ALARM: db-errors\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn ids_are_quoted_only_when_a_shell_needs_it() {
+        assert_eq!(shell_word("node-1.example:a@b"), "node-1.example:a@b");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
+}
