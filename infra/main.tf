@@ -1,4 +1,7 @@
-# The same resources as the SAM template at the repo root, from a built zip.
+# The lock table and the API function: the same resources as the SAM template
+# at the repo root, from a built zip. The endpoints are in http_api.tf,
+# function_url.tf and private_api.tf; each file holds one feature, with the
+# alarms on what it holds.
 
 locals {
   use_http_api     = var.endpoint == "http_api"
@@ -84,17 +87,6 @@ resource "aws_cloudwatch_log_group" "function" {
   # checkov:skip=CKV_AWS_338: retention is the operator's choice (log_retention_days), 30 days by default.
 }
 
-resource "aws_cloudwatch_log_group" "api_access" {
-  count             = local.has_access_log ? 1 : 0
-  name              = "/aws/apigateway/${var.name}"
-  retention_in_days = var.log_retention_days
-  kms_key_id        = var.logs_kms_key_arn
-  tags              = var.tags
-
-  # checkov:skip=CKV_AWS_158: access logs hold request metadata only; the default encryption applies.
-  # checkov:skip=CKV_AWS_338: retention is the operator's choice (log_retention_days), 30 days by default.
-}
-
 data "aws_iam_policy_document" "assume_lambda" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -139,30 +131,6 @@ resource "aws_iam_role_policy" "function" {
   name   = "fleetlock-function"
   role   = aws_iam_role.function.id
   policy = data.aws_iam_policy_document.function.json
-}
-
-# For the people on call: exactly what `fleetlock status`, `release`, `forget`,
-# `pause` and `resume` call (`fleetlock iam-policy`). Attach it to their role.
-data "aws_iam_policy_document" "operator" {
-  statement {
-    sid       = "FleetLockTable"
-    actions   = ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.locks.arn]
-  }
-
-  statement {
-    sid       = "FleetLockConfiguration"
-    actions   = ["lambda:GetFunctionConfiguration"]
-    resources = [aws_lambda_function.this.arn]
-  }
-}
-
-resource "aws_iam_policy" "operator" {
-  name_prefix = "${local.iam_prefix}-operator-"
-  path        = var.role_path
-  description = "Lets the people on call run fleetlock status, release, forget, pause and resume, and read the function's configuration."
-  policy      = data.aws_iam_policy_document.operator.json
-  tags        = var.tags
 }
 
 resource "aws_lambda_function" "this" {
@@ -249,119 +217,6 @@ resource "aws_lambda_function" "this" {
   # checkov:skip=CKV_AWS_50: X-Ray tracing is tracing_mode, PassThrough by default (optional cost); every decision is logged with its latency.
 }
 
-# The HTTP API endpoint.
-resource "aws_apigatewayv2_api" "this" {
-  count         = local.use_http_api ? 1 : 0
-  name          = var.name
-  description   = "FleetLock endpoint for Zincati"
-  protocol_type = "HTTP"
-  tags          = var.tags
-}
-
-resource "aws_apigatewayv2_integration" "function" {
-  count                  = local.use_http_api ? 1 : 0
-  api_id                 = aws_apigatewayv2_api.this[0].id
-  integration_type       = "AWS_PROXY"
-  integration_uri        = aws_lambda_function.this.invoke_arn
-  payload_format_version = "2.0"
-}
-
-# The $default route: every path and method reaches the function and gets its
-# {kind, value} answer.
-resource "aws_apigatewayv2_route" "default" {
-  count     = local.use_http_api ? 1 : 0
-  api_id    = aws_apigatewayv2_api.this[0].id
-  route_key = "$default"
-  target    = "integrations/${aws_apigatewayv2_integration.function[0].id}"
-
-  # checkov:skip=CKV_AWS_309: Zincati cannot send API Gateway credentials; requests are checked by the function.
-}
-
-resource "aws_apigatewayv2_stage" "default" {
-  count       = local.use_http_api ? 1 : 0
-  api_id      = aws_apigatewayv2_api.this[0].id
-  name        = "$default"
-  auto_deploy = true
-  tags        = var.tags
-
-  default_route_settings {
-    throttling_rate_limit  = var.throttling_rate_limit
-    throttling_burst_limit = var.throttling_burst_limit
-  }
-
-  dynamic "access_log_settings" {
-    for_each = local.has_access_log ? [1] : []
-    content {
-      destination_arn = aws_cloudwatch_log_group.api_access[0].arn
-      format          = jsonencode(local.access_log_fields)
-    }
-  }
-
-  # checkov:skip=CKV_AWS_76: the access log is var.api_access_log, on by default; the function logs every request's decision either way.
-}
-
-resource "aws_lambda_permission" "api" {
-  count         = local.use_http_api ? 1 : 0
-  statement_id  = "AllowHttpApi"
-  action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.this.function_name
-  principal     = "apigateway.amazonaws.com"
-  source_arn    = "${aws_apigatewayv2_api.this[0].execution_arn}/*"
-}
-
-# The function URL endpoint. Authorization NONE: Zincati sends HTTP Basic
-# credentials, which the function checks. Since October 2025 a public URL needs
-# both permissions; the second only for calls through the URL.
-resource "aws_lambda_function_url" "this" {
-  count              = local.use_function_url ? 1 : 0
-  function_name      = aws_lambda_function.this.function_name
-  authorization_type = "NONE"
-
-  # checkov:skip=CKV_AWS_258: Zincati cannot sign requests with AWS credentials; the function checks its HTTP Basic credentials before anything else.
-}
-
-resource "aws_lambda_permission" "url_public_access" {
-  count                  = local.use_function_url ? 1 : 0
-  statement_id           = "FunctionURLAllowPublicAccess"
-  action                 = "lambda:InvokeFunctionUrl"
-  function_name          = aws_lambda_function.this.function_name
-  principal              = "*"
-  function_url_auth_type = "NONE"
-
-  # checkov:skip=CKV_AWS_301: a public function URL is the point of endpoint = "function_url"; the function checks HTTP Basic credentials before anything else.
-}
-
-resource "aws_lambda_permission" "url_invoke" {
-  count                    = local.use_function_url ? 1 : 0
-  statement_id             = "FunctionURLAllowInvokeAction"
-  action                   = "lambda:InvokeFunction"
-  function_name            = aws_lambda_function.this.function_name
-  principal                = "*"
-  invoked_via_function_url = true
-
-  # checkov:skip=CKV_AWS_301: only through the function URL (invoked_via_function_url), whose callers the function authenticates.
-}
-
-# The one optional part: a custom domain whose URL survives a redeploy.
-resource "aws_apigatewayv2_domain_name" "this" {
-  count       = local.has_domain ? 1 : 0
-  domain_name = var.domain_name
-  tags        = var.tags
-
-  domain_name_configuration {
-    certificate_arn = var.certificate_arn
-    endpoint_type   = "REGIONAL"
-    security_policy = "TLS_1_2"
-  }
-}
-
-resource "aws_apigatewayv2_api_mapping" "this" {
-  count       = local.has_domain ? 1 : 0
-  api_id      = aws_apigatewayv2_api.this[0].id
-  domain_name = aws_apigatewayv2_domain_name.this[0].id
-  stage       = aws_apigatewayv2_stage.default[0].id
-}
-
 resource "aws_cloudwatch_metric_alarm" "oldest_holder" {
   alarm_name          = "${var.name}-oldest-holder"
   alarm_description   = "A node has held its reboot slot for too long: its update probably failed and its group has stopped updating. See who with `fleetlock status`; release by hand with `fleetlock release` once the node is fixed."
@@ -379,40 +234,4 @@ resource "aws_cloudwatch_metric_alarm" "oldest_holder" {
   alarm_actions      = local.alarm_actions
   ok_actions         = local.alarm_actions
   tags               = var.tags
-}
-
-resource "aws_cloudwatch_metric_alarm" "server_errors" {
-  count               = local.use_http_api ? 1 : 0
-  alarm_name          = "${var.name}-server-errors"
-  alarm_description   = "The FleetLock API answers 5xx: DynamoDB is failing or the function is. A full group is a 423 and never counts here."
-  namespace           = "AWS/ApiGateway"
-  metric_name         = "5xx"
-  dimensions          = { ApiId = aws_apigatewayv2_api.this[0].id }
-  statistic           = "Sum"
-  period              = 300
-  evaluation_periods  = 1
-  threshold           = var.server_error_alarm_threshold
-  comparison_operator = "GreaterThanOrEqualToThreshold"
-  treat_missing_data  = "notBreaching"
-  alarm_actions       = local.alarm_actions
-  ok_actions          = local.alarm_actions
-  tags                = var.tags
-}
-
-resource "aws_cloudwatch_metric_alarm" "function_url_server_errors" {
-  count               = local.use_function_url ? 1 : 0
-  alarm_name          = "${var.name}-server-errors"
-  alarm_description   = "The FleetLock function URL answers 5xx: DynamoDB is failing or the function is, or reserved concurrency throttles it. A full group is a 423 and never counts here."
-  namespace           = "AWS/Lambda"
-  metric_name         = "Url5xxCount"
-  dimensions          = { FunctionName = aws_lambda_function.this.function_name }
-  statistic           = "Sum"
-  period              = 300
-  evaluation_periods  = 1
-  threshold           = var.server_error_alarm_threshold
-  comparison_operator = "GreaterThanOrEqualToThreshold"
-  treat_missing_data  = "notBreaching"
-  alarm_actions       = local.alarm_actions
-  ok_actions          = local.alarm_actions
-  tags                = var.tags
 }

@@ -40,7 +40,7 @@ SUBSTITUTIONS = [
         "6.0 renamed aws_region's `name` to `region`",
     ),
     (
-        "main.tf",
+        "function_url.tf",
         "  invoked_via_function_url = true\n",
         "",
         "aws_lambda_permission.invoked_via_function_url came in 6.29",

@@ -1109,7 +1109,7 @@ class AlarmsReachAPerson(unittest.TestCase):
         skips = SAM_RESOURCES["AlarmTopic"]["Metadata"]["checkov"]["skip"]
         self.assertEqual([s["id"] for s in skips], ["CKV_AWS_26"])
         self.assertNotIn("KmsMasterKeyId", SAM_RESOURCES["AlarmTopic"]["Properties"])
-        self.assertIn("checkov:skip=CKV_AWS_26", (INFRA / "alarms.tf").read_text())
+        self.assertIn("checkov:skip=CKV_AWS_26", (INFRA / "notifications.tf").read_text())
         # Terraform takes a customer managed key, none by default.
         self.assertEqual(TF[("aws_sns_topic", "alarms")]["kms_master_key_id"], "${var.topic_kms_key_arn}")
         self.assertIsNone(TF_VARS["topic_kms_key_arn"]["default"])

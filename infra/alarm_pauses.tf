@@ -1,32 +1,10 @@
-# Where alarms go, and alarms that pause groups. The same resources as the SAM
-# template's AlarmTopic, AlarmEmailSubscription and AlarmPauses* resources.
+# Alarm pauses (var.alarm_pauses): the same binary as a third function, handler
+# "alarm-pauses", keeps the table's alarm pauses in step with the gating
+# alarms (the SAM template's AlarmPauses* resources), and the alarm on it.
 
 locals {
-  create_alarm_topic = var.alarm_topic_arn == null
-  alarm_pauses       = length(var.alarm_pauses) == 0 ? 0 : 1
-  alarm_pauses_env   = join(";", [for alarm, groups in var.alarm_pauses : "${alarm}=${join(",", groups)}"])
-}
-
-# Not encrypted: CloudWatch cannot publish to a topic under the AWS managed SNS
-# key, and a customer managed key (with a key policy for CloudWatch) costs $1 a
-# month for notifications that carry alarm names and metric values only.
-resource "aws_sns_topic" "alarms" {
-  count             = local.create_alarm_topic ? 1 : 0
-  name              = "${var.name}-alarms"
-  display_name      = "FleetLock alarms"
-  kms_master_key_id = var.topic_kms_key_arn
-  tags              = var.tags
-
-  # checkov:skip=CKV_AWS_26: CloudWatch cannot publish to a topic encrypted with the AWS managed key; the messages are alarm names and metric values, not worth a customer managed key and its key policy.
-}
-
-# Terraform cannot delete an email subscription that was never confirmed: it
-# stays "pending confirmation" until AWS drops it after 3 days.
-resource "aws_sns_topic_subscription" "alarm_email" {
-  count     = local.create_alarm_topic && var.alarm_email != null ? 1 : 0
-  topic_arn = aws_sns_topic.alarms[0].arn
-  protocol  = "email"
-  endpoint  = var.alarm_email
+  alarm_pauses     = length(var.alarm_pauses) == 0 ? 0 : 1
+  alarm_pauses_env = join(";", [for alarm, groups in var.alarm_pauses : "${alarm}=${join(",", groups)}"])
 }
 
 resource "aws_cloudwatch_log_group" "alarm_pauses" {
@@ -202,21 +180,4 @@ resource "aws_cloudwatch_metric_alarm" "alarm_pauses_errors" {
   alarm_actions       = local.alarm_actions
   ok_actions          = local.alarm_actions
   tags                = var.tags
-}
-
-# One dashboard; its body is shared with the SAM template (tests/iac).
-resource "aws_cloudwatch_dashboard" "this" {
-  # Dashboards are account-wide: the region keeps two deployments apart.
-  dashboard_name = "${var.name}-fleetlock-${data.aws_region.current.region}"
-  dashboard_body = templatefile("${path.module}/dashboard.json.tftpl", {
-    region                 = data.aws_region.current.region
-    function               = aws_lambda_function.this.function_name
-    function_log_group     = aws_cloudwatch_log_group.function.name
-    api_id                 = local.use_http_api ? aws_apigatewayv2_api.this[0].id : "none"
-    rest_api_name          = local.use_private_rest_api ? aws_api_gateway_rest_api.private[0].name : "none"
-    slot_events_function   = var.slot_events ? aws_lambda_function.slot_events[0].function_name : "none"
-    slot_events_log_group  = var.slot_events ? aws_cloudwatch_log_group.slot_events[0].name : aws_cloudwatch_log_group.function.name
-    alarm_pauses_function  = local.alarm_pauses == 1 ? aws_lambda_function.alarm_pauses[0].function_name : "none"
-    alarm_pauses_log_group = local.alarm_pauses == 1 ? aws_cloudwatch_log_group.alarm_pauses[0].name : aws_cloudwatch_log_group.function.name
-  })
 }
