@@ -228,3 +228,85 @@ pub(super) fn record_of(
 ) -> Result<GroupRecord, StoreError> {
     item.map_or_else(|| Ok(GroupRecord::default()), GroupRecord::try_from)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn id(text: &str) -> NodeId {
+        NodeId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn an_image_reads_as_the_item_it_is_with_both_holder_prefixes() {
+        let image = json!({
+            "group": {"S": "workers"},
+            "holder_count": {"N": "2"},
+            "h:node-a": {"N": "1000"},
+            "holder:node-b": {"N": "2000"},
+            "slots": {"N": "3"},
+            "released_at": {"N": "900"},
+            "alarms": {"SS": ["db-errors"]},
+            "paused": {"M": {"reason": {"S": "migration"}, "since": {"N": "500"}, "by": {"S": "ana"}}},
+        });
+        let record = record_from_image(Some(&image)).unwrap();
+        assert!(record.holders.holds(&id("node-a")) && record.holders.holds(&id("node-b")));
+        assert_eq!(record.holders.len(), 2);
+        assert_eq!(record.slots, Some(3));
+        assert_eq!(record.last_release, Some(Timestamp(900)));
+        assert!(record.pause.alarms.contains("db-errors"));
+        let person = record.pause.person.expect("a person's pause");
+        assert_eq!((person.by.as_str(), person.since), ("ana", Timestamp(500)));
+        assert_eq!(record_from_image(None).unwrap(), GroupRecord::default());
+    }
+
+    #[test]
+    fn a_count_that_disagrees_with_the_holders_is_unreadable_not_guessed() {
+        let image = json!({"group": {"S": "g"}, "holder_count": {"N": "2"}, "h:a": {"N": "1"}});
+        let err = record_from_image(Some(&image)).unwrap_err().to_string();
+        assert!(err.contains("holder_count is 2 but 1 holders"), "{err}");
+        for bad in [
+            json!({"alarms": {"S": "not a set"}}),
+            json!({"paused": {"S": "not a map"}}),
+            json!({"h:a": {"N": "1"}, "holder_count": {"S": "one"}}),
+            json!({"group": "untyped"}),
+            json!(["not an object"]),
+        ] {
+            assert!(
+                matches!(record_from_image(Some(&bad)), Err(StoreError::Corrupt(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_name_a_group_or_the_list_of_wildcard_groups() {
+        assert_eq!(
+            group_from_keys(&json!({"group": {"S": "workers"}})).unwrap(),
+            Some(GroupName::parse("workers").unwrap())
+        );
+        assert_eq!(
+            group_from_keys(&json!({"group": {"S": WILDCARD_KEY}})).unwrap(),
+            None
+        );
+        assert!(group_from_keys(&json!({"group": {"S": "no/slash"}})).is_err());
+        assert!(group_from_keys(&json!({"group": {"N": "1"}})).is_err());
+    }
+
+    #[test]
+    fn a_pause_written_is_the_pause_read() {
+        let pause = PersonPause {
+            reason: PauseReason::parse("kernel regression").unwrap(),
+            since: Timestamp(42),
+            by: "bob".into(),
+        };
+        let AttributeValue::M(written) = person_pause_value(&pause) else {
+            panic!("a pause is written as a map");
+        };
+        assert_eq!(read_person_pause(&written).unwrap(), pause);
+        assert_eq!(holder_attribute(&id("n1")), "h:n1");
+        assert_eq!(legacy_holder_attribute(&id("n1")), "holder:n1");
+    }
+}
