@@ -203,13 +203,16 @@ enum Sub {
     },
     /// Release a slot by hand (ID as status shows it)
     Release {
+        /// The group the slot is held in
         #[arg(long, value_name = "GROUP")]
         group: String,
+        /// The holder's id, as status shows it
         #[arg(long, value_name = "ID")]
         id: String,
     },
     /// Remove a group that holds nothing, is not paused and is not configured
     Forget {
+        /// The group to remove
         #[arg(long, value_name = "GROUP")]
         group: String,
         /// Refuse a group this deployed function's configuration names
@@ -249,8 +252,10 @@ enum Sub {
         /// operator, function, slot-events or alarm-pauses
         #[arg(long = "for", value_name = "PARTY", value_parser = policy_for)]
         policy_for: Option<PolicyFor>,
+        /// The lock table (default: a placeholder)
         #[arg(long, value_name = "ARN")]
         table_arn: Option<String>,
+        /// The API function (default: a placeholder)
         #[arg(long, value_name = "ARN")]
         function_arn: Option<String>,
     },
@@ -296,6 +301,7 @@ struct TargetArgs {
 
 #[derive(Args, Debug)]
 struct LockArgs {
+    /// The group whose slot the job takes
     #[arg(long, value_name = "GROUP")]
     group: String,
     /// The job's id (default: derived from the machine id and --app)
@@ -780,5 +786,45 @@ mod tests {
             let err = parse(&args(line)).unwrap_err();
             assert!(err.contains(says), "{line}: {err}");
         }
+    }
+
+    #[test]
+    fn completions_cover_every_command_and_option() {
+        assert_eq!(
+            parse(&args("completions zsh")),
+            Ok(Command::Completions(clap_complete::Shell::Zsh))
+        );
+        let err = parse(&args("completions tcsh")).unwrap_err();
+        assert!(
+            err.starts_with("SHELL: 'tcsh' is not valid (one of: bash"),
+            "{err}"
+        );
+        let mut script = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut definition(),
+            "fleetlock",
+            &mut script,
+        );
+        let script = String::from_utf8(script).unwrap();
+        for word in [
+            "create-table",
+            "iam-policy",
+            "--max-connections",
+            "--url-file",
+            "check",
+        ] {
+            assert!(script.contains(word), "bash completions lack {word}");
+        }
+    }
+
+    #[test]
+    fn one_command_has_help_of_its_own_and_the_whole_help_is_this_programs() {
+        let status = command_help(&args("status --help")).unwrap();
+        assert!(status.contains("--function <NAME>"), "{status}");
+        assert_eq!(command_help(&args("help status")), Some(status));
+        assert_eq!(command_help(&args("--help")), None);
+        assert_eq!(parse(&args("--help")), Ok(Command::Help));
+        assert_eq!(parse(&args("-V")), Ok(Command::Version));
     }
 }
