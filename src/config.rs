@@ -196,6 +196,11 @@ pub fn deployed_function(
         .filter(|f| !f.trim().is_empty())
 }
 
+/// The Lambda handler name (`_HANDLER`), which picks the entry point.
+pub fn lambda_handler(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    var("_HANDLER")
+}
+
 /// The name a Lambda function runs under: the metrics' `Service` dimension.
 pub fn function_name(var: impl Fn(&str) -> Option<String>) -> String {
     var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "fleetlock".into())

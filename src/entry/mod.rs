@@ -13,13 +13,14 @@ use aws_config::SdkConfig;
 use lambda_http::service_fn;
 
 use crate::aws;
+use crate::config;
 use crate::logging;
 use crate::store::dynamodb::{DynamoStore, TableProblem};
 
 /// Runs the entry point the handler names, until the runtime stops.
 pub async fn run() -> ExitCode {
     logging::init(true);
-    let handler = std::env::var("_HANDLER").ok();
+    let handler = config::lambda_handler(config::process_env);
     let entry = match EntryPoint::from_handler(handler.as_deref()) {
         Ok(entry) => entry,
         Err(why) => {
