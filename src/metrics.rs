@@ -29,23 +29,47 @@ impl EmbeddedMetrics {
     pub fn line(&self, group: &GroupName, answer: &Answer, now: Timestamp) -> String {
         // An empty group reports 0, so an alarm clears once the holder is gone.
         let oldest = answer.oldest_holder_age.map_or(0, |age| age.as_secs());
-        serde_json::json!({
-            "_aws": {
-                "Timestamp": now.0,
-                "CloudWatchMetrics": [{
-                    "Namespace": NAMESPACE,
-                    "Dimensions": [["Service"]],
-                    "Metrics": [{ "Name": OLDEST_HOLDER_AGE, "Unit": "Seconds" }],
-                }],
-            },
-            "Service": self.service,
-            "Group": group.as_str(),
-            OLDEST_HOLDER_AGE: oldest,
-            "Holders": answer.holders,
-            "Outcome": answer.outcome.as_str(),
-        })
-        .to_string()
+        emf_line(
+            &self.service,
+            now,
+            (OLDEST_HOLDER_AGE, "Seconds"),
+            serde_json::json!({
+                "Group": group.as_str(),
+                OLDEST_HOLDER_AGE: oldest,
+                "Holders": answer.holders,
+                "Outcome": answer.outcome.as_str(),
+            }),
+        )
     }
+}
+
+/// One line in the Embedded Metric Format, the one shape every entry point
+/// writes: one metric (`(name, unit)`) with one dimension, the service,
+/// because each custom metric is billed monthly; `properties` (an object,
+/// holding the metric's value) are plain fields, for Logs Insights and the
+/// dashboard.
+pub fn emf_line(
+    service: &str,
+    now: Timestamp,
+    (metric, unit): (&str, &str),
+    properties: serde_json::Value,
+) -> String {
+    let mut line = serde_json::json!({
+        "_aws": {
+            "Timestamp": now.0,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Service"]],
+                "Metrics": [{ "Name": metric, "Unit": unit }],
+            }],
+        },
+        "Service": service,
+    });
+    if let (Some(line), serde_json::Value::Object(properties)) = (line.as_object_mut(), properties)
+    {
+        line.extend(properties);
+    }
+    line.to_string()
 }
 
 #[cfg(test)]

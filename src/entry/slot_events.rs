@@ -23,7 +23,7 @@ use crate::aws::{self, eventbridge::EventBridge};
 use crate::config::{self, SlotEventsSettings};
 use crate::domain::events::{self, EventSink, Origin, Outgoing, SlotEvent};
 use crate::domain::lock::Timestamp;
-use crate::metrics::NAMESPACE;
+use crate::metrics::emf_line;
 use crate::store::dynamodb::{group_from_keys, record_from_image};
 
 /// Entries in one PutEvents call: EventBridge's limit.
@@ -116,21 +116,16 @@ impl BatchReport {
     /// an alarm watches is a metric (each is billed monthly); the others are
     /// plain properties, for Logs Insights and the dashboard.
     pub fn metric_line(&self, service: &str, now: Timestamp) -> String {
-        json!({
-            "_aws": {
-                "Timestamp": now.0,
-                "CloudWatchMetrics": [{
-                    "Namespace": NAMESPACE,
-                    "Dimensions": [["Service"]],
-                    "Metrics": [{ "Name": UNREADABLE_RECORDS, "Unit": "Count" }],
-                }],
-            },
-            "Service": service,
-            EVENTS_PUT: self.events_put,
-            EVENTS_FAILED: self.events_failed,
-            UNREADABLE_RECORDS: self.unreadable_records,
-        })
-        .to_string()
+        emf_line(
+            service,
+            now,
+            (UNREADABLE_RECORDS, "Count"),
+            json!({
+                EVENTS_PUT: self.events_put,
+                EVENTS_FAILED: self.events_failed,
+                UNREADABLE_RECORDS: self.unreadable_records,
+            }),
+        )
     }
 }
 
