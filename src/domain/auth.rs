@@ -12,7 +12,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::domain::error::Error;
+use crate::domain::error::{Credentials, Error};
 use crate::domain::input::GroupName;
 
 const SALT_BYTES: usize = 16;
@@ -181,9 +181,11 @@ impl Clients {
     /// Checks an `Authorization` header. Unknown names cost the same hash as
     /// known ones, and digests are compared in constant time.
     pub fn authenticate(&self, authorization: Option<&[u8]>) -> Result<Caller, Error> {
-        let (name, secret) = authorization
-            .and_then(parse_basic)
-            .ok_or(Error::Unauthorized)?;
+        let Some(authorization) = authorization else {
+            return Err(Error::Unauthorized(Credentials::Missing));
+        };
+        let (name, secret) =
+            parse_basic(authorization).ok_or(Error::Unauthorized(Credentials::NotAccepted))?;
         let found = self.credentials.iter().find(|c| c.name == name);
         let salt = found.map_or([0u8; SALT_BYTES], |c| c.salt);
         let presented = digest(&salt, secret.as_bytes());
@@ -192,9 +194,15 @@ impl Clients {
                 name: credential.name.clone(),
                 scope: credential.scope.clone(),
             }),
-            _ => Err(Error::Unauthorized),
+            _ => Err(Error::Unauthorized(Credentials::NotAccepted)),
         }
     }
+}
+
+/// The client name an `Authorization` header presents, accepted or not: for
+/// the server's log of a refused call, never for its answer.
+pub fn presented_name(authorization: &[u8]) -> Option<String> {
+    parse_basic(authorization).map(|(name, _)| name)
 }
 
 /// `Basic base64(name:secret)` → (name, secret).

@@ -10,8 +10,9 @@ pub enum Error {
     NotFound(String),
     /// A FleetLock path asked with a method other than POST.
     MethodNotAllowed(String),
-    /// No valid client credentials (HTTP Basic, from Zincati's base_url).
-    Unauthorized,
+    /// No valid client credentials (HTTP Basic, from Zincati's base_url):
+    /// none were sent, or those sent were not accepted.
+    Unauthorized(Credentials),
     /// The `fleet-lock-protocol: true` header is missing or not `true`.
     MissingProtocolHeader,
     /// The body is larger than the service reads.
@@ -55,15 +56,47 @@ pub enum Error {
         settle: String,
     },
     /// The group reboots only inside its maintenance windows: decided before
-    /// the store, for holders too. `opens` is (UTC, the zone's local time).
+    /// the store, for holders too. `opens` is (UTC, the zone's local time,
+    /// unless the zone is UTC).
     OutsideMaintenanceWindow {
         group: String,
-        opens: Option<(String, String)>,
+        opens: Option<(String, Option<String>)>,
     },
     /// The lock store did not answer in time or failed: someone should look.
     StoreUnavailable,
     /// Stored data cannot be read or broke an invariant; no slot was granted.
     Internal,
+}
+
+/// What a request without valid credentials sent: the two get different
+/// sentences, neither of which says whether a name exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credentials {
+    /// No `Authorization` header.
+    Missing,
+    /// An `Authorization` header that is not a known name with its secret
+    /// (or not HTTP Basic at all).
+    NotAccepted,
+}
+
+/// `1 slot`, `3 slots`: a count with its noun, in the number it takes.
+fn counted(count: u64, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// The hint of a 404, for the mistake its path shows: base_url carried a
+/// path in front of `v1/...` that this server does not serve. Nothing when
+/// the path shows no such mistake.
+fn not_found_hint(path: &str) -> &'static str {
+    let under_a_prefix = ["/v1/pre-reboot", "/v1/steady-state"]
+        .iter()
+        .any(|endpoint| path.len() > endpoint.len() && path.ends_with(endpoint));
+    if under_a_prefix {
+        " (base_url has a path this server does not serve: it should be the URL the \
+         deployment printed, ending with '/')"
+    } else {
+        ""
+    }
 }
 
 impl Error {
@@ -93,7 +126,7 @@ impl Error {
         match self {
             Error::NotFound(_) => "not_found",
             Error::MethodNotAllowed(_) => "method_not_allowed",
-            Error::Unauthorized => "unauthorized",
+            Error::Unauthorized(_) => "unauthorized",
             Error::MissingProtocolHeader => "missing_protocol_header",
             Error::BodyTooLarge { .. } => "body_too_large",
             Error::RequestTimeout { .. } => "request_timeout",
@@ -116,7 +149,7 @@ impl Error {
         match self {
             Error::NotFound(_) => 404,
             Error::MethodNotAllowed(_) => 405,
-            Error::Unauthorized => 401,
+            Error::Unauthorized(_) => 401,
             Error::MissingProtocolHeader
             | Error::InvalidBody(_)
             | Error::InvalidId(_)
@@ -141,15 +174,23 @@ impl Error {
     pub fn value(&self) -> String {
         match self {
             Error::NotFound(path) => format!(
-                "no FleetLock endpoint at {path}; expected v1/pre-reboot or v1/steady-state \
-                 (a base_url with a path must end with '/')"
+                "no FleetLock endpoint at {path}; expected v1/pre-reboot or \
+                 v1/steady-state{}",
+                not_found_hint(path)
             ),
             Error::MethodNotAllowed(method) => {
                 format!("method {method} is not allowed; FleetLock endpoints take POST")
             }
-            Error::Unauthorized => "valid client credentials are required: put them in Zincati's \
-                                     base_url as https://NAME:SECRET@host/"
-                .into(),
+            Error::Unauthorized(Credentials::Missing) => {
+                "valid client credentials are required: put them in Zincati's base_url as \
+                 https://NAME:SECRET@host/"
+                    .into()
+            }
+            Error::Unauthorized(Credentials::NotAccepted) => {
+                "the credentials in base_url were not accepted: check the name and the secret \
+                 against the client's FLEETLOCK_CLIENTS entry ('fleetlock credential' makes one)"
+                    .into()
+            }
             Error::MissingProtocolHeader => {
                 "the header 'fleet-lock-protocol: true' is required".into()
             }
@@ -178,8 +219,14 @@ impl Error {
                 holders,
                 slots,
             } => format!(
-                "all {slots} reboot slot(s) of group '{group}' are taken \
-                 ({holders} holder(s)); try again later"
+                "{} of group '{group}' {} taken ({}); try again later",
+                if *slots == 1 {
+                    "the only reboot slot".to_owned()
+                } else {
+                    format!("all {slots} reboot slots")
+                },
+                if *slots == 1 { "is" } else { "are" },
+                counted(*holders as u64, "holder", "holders"),
             ),
             Error::GroupPaused { group, why } => format!(
                 "group '{group}' is paused {why}; no node takes a new reboot slot until it is \
@@ -202,9 +249,13 @@ impl Error {
                  next slot can be taken from {until}"
             ),
             Error::OutsideMaintenanceWindow { group, opens } => match opens {
-                Some((utc, local)) => format!(
+                Some((utc, Some(local))) => format!(
                     "group '{group}' reboots only inside its maintenance windows; the next \
                      opens at {utc} ({local})"
+                ),
+                Some((utc, None)) => format!(
+                    "group '{group}' reboots only inside its maintenance windows; the next \
+                     opens at {utc}"
                 ),
                 None => format!(
                     "group '{group}' reboots only inside its maintenance windows, and none of \
@@ -242,7 +293,7 @@ mod tests {
         vec![
             Error::NotFound("/x".into()),
             Error::MethodNotAllowed("GET".into()),
-            Error::Unauthorized,
+            Error::Unauthorized(Credentials::NotAccepted),
             Error::MissingProtocolHeader,
             Error::BodyTooLarge { limit: 1 },
             Error::RequestTimeout { seconds: 1 },
@@ -284,7 +335,7 @@ mod tests {
         match err {
             Error::NotFound(_)
             | Error::MethodNotAllowed(_)
-            | Error::Unauthorized
+            | Error::Unauthorized(_)
             | Error::MissingProtocolHeader
             | Error::BodyTooLarge { .. }
             | Error::RequestTimeout { .. }
@@ -342,5 +393,50 @@ mod tests {
         assert_eq!(body["kind"], "unknown_group");
         assert_eq!(body["value"], "group 'db' is not configured on this server");
         assert_eq!(body.as_object().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn each_value_stands_alone_in_a_journal() {
+        let full = |holders, slots| {
+            Error::SemaphoreFull {
+                group: "workers".into(),
+                holders,
+                slots,
+            }
+            .value()
+        };
+        assert_eq!(
+            full(1, 1),
+            "the only reboot slot of group 'workers' is taken (1 holder); try again later"
+        );
+        assert_eq!(
+            full(3, 2),
+            "all 2 reboot slots of group 'workers' are taken (3 holders); try again later"
+        );
+        // A 404's hint only where the path shows the mistake it names.
+        let plain = Error::NotFound("/v2/pre-reboot".into()).value();
+        assert!(!plain.contains("base_url"), "{plain}");
+        let prefixed = Error::NotFound("/fleet/v1/pre-reboot".into()).value();
+        assert!(prefixed.contains("base_url has a path"), "{prefixed}");
+        // No credentials and refused credentials read differently, and
+        // neither says whether a name exists.
+        let missing = Error::Unauthorized(Credentials::Missing).value();
+        let refused = Error::Unauthorized(Credentials::NotAccepted).value();
+        assert_ne!(missing, refused);
+        assert!(refused.starts_with("the credentials in base_url were not accepted"));
+        assert!(
+            !refused.contains("unknown") && !refused.contains("exist"),
+            "{refused}"
+        );
+        // A window in UTC says UTC once.
+        let utc = Error::OutsideMaintenanceWindow {
+            group: "db".into(),
+            opens: Some(("2026-12-05T22:00:00Z".into(), None)),
+        }
+        .value();
+        assert!(
+            utc.ends_with("the next opens at 2026-12-05T22:00:00Z"),
+            "{utc}"
+        );
     }
 }

@@ -98,7 +98,11 @@ impl<S: LockStore> FleetLock<S> {
         if let WindowState::Closed { opens } = self.windows.state(&params.group, now) {
             return Err(Error::OutsideMaintenanceWindow {
                 group: params.group.to_string(),
-                opens: opens.map(|at| (at.to_rfc3339(), self.windows.local_text(at))),
+                // In UTC the zone's clock says the same again: once is enough.
+                opens: opens.map(|at| {
+                    let local = (!self.windows.is_utc()).then(|| self.windows.local_text(at));
+                    (at.to_rfc3339(), local)
+                }),
             });
         }
         let Decided { outcome, group, .. } = self

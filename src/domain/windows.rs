@@ -309,6 +309,13 @@ impl Schedule {
             + u32::from(local.minute() as u8)
     }
 
+    /// Whether the windows are in UTC, where a local time adds nothing.
+    pub fn is_utc(&self) -> bool {
+        ["UTC", "Etc/UTC"]
+            .iter()
+            .any(|utc| self.zone_name.eq_ignore_ascii_case(utc))
+    }
+
     /// `Sat 2026-12-05 23:00 Europe/Berlin`: a time as the zone's clock shows it.
     pub fn local_text(&self, at: Timestamp) -> String {
         format!(
@@ -769,5 +776,12 @@ mod tests {
             .zone_name(),
             "UTC"
         );
+    }
+
+    #[test]
+    fn only_a_utc_schedule_is_utc() {
+        assert!(Schedule::in_zone(None).unwrap().is_utc());
+        assert!(Schedule::in_zone(Some("Etc/UTC")).unwrap().is_utc());
+        assert!(!Schedule::in_zone(Some("Europe/Berlin")).unwrap().is_utc());
     }
 }

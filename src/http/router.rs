@@ -127,8 +127,21 @@ impl<S: LockStore> Api<S> {
             let line = metrics.line(&request.params.group, answer, Timestamp::now());
             println!("{line}");
         }
+        // Who a refused caller claimed to be, for the operator; never in the
+        // answer, which does not say whether a name exists.
+        let presented_client = match verdict {
+            Err(Error::Unauthorized(_)) => headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| crate::domain::auth::presented_name(v.as_bytes()))
+                .map(|name| printable(&name)),
+            _ => None,
+        };
         tracing::info!(
             endpoint = endpoint.map_or("", Endpoint::as_str),
+            // Only where no endpoint matched: a decision's line stays as short
+            // as the cost table counts it.
+            path = endpoint.is_none().then(|| printable(path)),
+            presented_client,
             group,
             id,
             client,
@@ -259,7 +272,7 @@ pub fn refusal(err: &Error) -> Response<Body> {
                 .headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("POST"));
         }
-        Error::Unauthorized => {
+        Error::Unauthorized(_) => {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Basic realm=\"fleetlock\", charset=\"UTF-8\""),

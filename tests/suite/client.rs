@@ -110,7 +110,7 @@ async fn a_job_shares_the_slots_zincati_takes(table: Option<&str>) {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.stderr
-            .contains("refused: all 1 reboot slot(s) of group 'jobs' are taken"),
+            .contains("refused: the only reboot slot of group 'jobs' is taken (1 holder)"),
         "{}",
         r.stderr
     );
@@ -187,7 +187,7 @@ async fn waiting_takes_the_slot_once_it_frees_a_minute_later_at_the_soonest() {
     .spawn()
     .unwrap();
     let said = collect_stderr(&mut waiter);
-    until_said(&said, "refused: all 1 reboot slot(s)").await;
+    until_said(&said, "refused: the only reboot slot").await;
     until_said(&said, "asking again in").await;
     let unlocked = ran(&mut fleetlock(
         &url,

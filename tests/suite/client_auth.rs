@@ -175,3 +175,55 @@ async fn with_credentials_a_wrong_path_or_method_is_named() {
     let r = send(server.addr, "POST", "/v2/pre-reboot", &headers, "").await;
     assert_eq!((r.status, r.kind()), (404, "not_found".to_string()));
 }
+
+/// What a node's journal shows of a 401: no credentials and refused ones read
+/// differently, and a wrong secret reads exactly as an unknown name does.
+#[tokio::test]
+async fn a_refused_credential_is_told_apart_from_none_without_naming_names() {
+    let fleet = fleet();
+    let api = api(
+        "default=1",
+        MemoryStore::default(),
+        Auth::Required(fleet.clients),
+    );
+    let server = spawn_server(api).await;
+    let value = |r: &crate::helpers::HttpResponse| {
+        r.json()["value"].as_str().unwrap_or_default().to_owned()
+    };
+    let none = post(server.addr, "pre-reboot", None, "n1", "default").await;
+    assert!(
+        value(&none)
+            .starts_with("valid client credentials are required: put them in Zincati's base_url"),
+        "{}",
+        value(&none)
+    );
+    let wrong_secret = basic_auth("fleet", "not-the-secret");
+    let unknown_name = basic_auth("intruder", &fleet.fleet_secret);
+    let wrong = post(
+        server.addr,
+        "pre-reboot",
+        Some(&wrong_secret),
+        "n1",
+        "default",
+    )
+    .await;
+    let unknown = post(
+        server.addr,
+        "pre-reboot",
+        Some(&unknown_name),
+        "n1",
+        "default",
+    )
+    .await;
+    assert_eq!((wrong.status, unknown.status), (401, 401));
+    assert!(
+        value(&wrong).starts_with("the credentials in base_url were not accepted"),
+        "{}",
+        value(&wrong)
+    );
+    assert_eq!(
+        value(&wrong),
+        value(&unknown),
+        "a name's existence shows in the answer"
+    );
+}

@@ -149,6 +149,7 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         .spawn()
         .unwrap();
 
+    let wrong = basic_auth("fleet", "not-the-secret");
     let calls = [
         (
             zincati_body("node-a", "default"),
@@ -159,10 +160,20 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
             Some(authorization.as_str()),
         ),
         (zincati_body("node-a", "default"), None),
+        (zincati_body("node-a", "default"), Some(wrong.as_str())),
+        (
+            zincati_body("node-a", "default"),
+            Some(authorization.as_str()),
+        ),
     ];
     let mut answers = Vec::new();
-    for (body, auth) in calls {
-        runtime.events.send(event(body, auth)).unwrap();
+    for (i, (body, auth)) in calls.into_iter().enumerate() {
+        let mut event: Value = serde_json::from_str(&event(body, auth)).unwrap();
+        if i == 4 {
+            event["rawPath"] = "/fleet/v1/pre-reboot".into();
+            event["requestContext"]["http"]["path"] = "/fleet/v1/pre-reboot".into();
+        }
+        runtime.events.send(event.to_string()).unwrap();
         let (path, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
             .await
             .expect("the function answered")
@@ -187,6 +198,10 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
     assert_eq!(
         answers[2]["headers"]["www-authenticate"],
         "Basic realm=\"fleetlock\", charset=\"UTF-8\""
+    );
+    assert_eq!(
+        (status(&answers[3]), body(&answers[3])["kind"].clone()),
+        (401, "unauthorized".into())
     );
 
     function.start_kill().unwrap();
@@ -216,7 +231,32 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
             .iter()
             .filter(|m| ["decision", "refusal"].contains(m))
             .count(),
-        3,
+        5,
+        "{stderr}"
+    );
+    // A refused credential's log line names who it claimed to be; the
+    // secret is nowhere.
+    assert!(
+        logs.iter().any(|l| l["message"] == "refusal"
+            && l["presented_client"] == "fleet"
+            && l["endpoint"] == "pre-reboot"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not-the-secret"), "{stderr}");
+    // A path under a prefix: the 404's line names the path, its value the
+    // base_url mistake it shows.
+    assert_eq!(
+        (status(&answers[4]), body(&answers[4])["kind"].clone()),
+        (404, "not_found".into())
+    );
+    let hint = body(&answers[4])["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(hint.contains("base_url has a path"), "{hint}");
+    assert!(
+        logs.iter()
+            .any(|l| l["message"] == "refusal" && l["path"] == "/fleet/v1/pre-reboot"),
         "{stderr}"
     );
     assert!(
@@ -258,7 +298,7 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         .map(|l| l.len() + 1)
         .collect();
     println!("function log bytes: request lines {request_lines:?}, metric lines {metric_lines:?}");
-    assert_eq!(request_lines.len(), 3);
+    assert_eq!(request_lines.len(), 5);
     assert!(
         request_lines
             .iter()
