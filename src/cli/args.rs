@@ -42,10 +42,12 @@ USAGE:
     fleetlock forget --group G [--function NAME]
                                            remove a group that holds nothing, is not paused and
                                            is not named in the configuration
-    fleetlock pause (--group G ... | --all) --reason TEXT [--by NAME]
+    fleetlock pause (--group G ... | --all) --reason TEXT [--by NAME] [--function NAME] [--create]
                                            stop new reboots in these groups at once
-                                           (holders keep their slots; --by defaults to $USER)
-    fleetlock resume (--group G ... | --all)
+                                           (holders keep their slots; --by defaults to $USER);
+                                           a group neither stored nor configured is refused as
+                                           a likely typo (--create pauses it all the same)
+    fleetlock resume (--group G ... | --all) [--function NAME]
                                            clear a person's pause (alarms' pauses stay)
     fleetlock credential --name N --groups G [--secret-stdin]
                                            make a client credential: a random secret for
@@ -125,9 +127,14 @@ pub enum Command {
         groups: Targets,
         reason: String,
         by: Option<String>,
+        /// The deployed function whose configuration names the groups.
+        function: Option<String>,
+        /// Pause a named group that is neither stored nor configured.
+        create: bool,
     },
     Resume {
         groups: Targets,
+        function: Option<String>,
     },
     Credential {
         name: String,
@@ -229,11 +236,20 @@ enum Sub {
         /// Who pauses (default: $USER)
         #[arg(long, value_name = "NAME")]
         by: Option<String>,
+        /// Check the groups against this deployed function's configuration
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
+        /// Pause a named group even if it is neither stored nor configured
+        #[arg(long)]
+        create: bool,
     },
     /// Clear a person's pause (alarms' pauses stay)
     Resume {
         #[command(flatten)]
         targets: TargetArgs,
+        /// Check the groups against this deployed function's configuration
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
     },
     /// Make a client credential: a random secret and its FLEETLOCK_CLIENTS entry
     Credential {
@@ -439,13 +455,18 @@ fn command_of(sub: Sub) -> Result<Command, String> {
             targets,
             reason,
             by,
+            function,
+            create,
         } => Command::Pause {
             groups: targets.into(),
             reason,
             by,
+            function,
+            create,
         },
-        Sub::Resume { targets } => Command::Resume {
+        Sub::Resume { targets, function } => Command::Resume {
             groups: targets.into(),
+            function,
         },
         Sub::Credential {
             name,
@@ -614,7 +635,7 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
 }
 
 /// Levenshtein distance: how many single-character edits turn `a` into `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -737,12 +758,15 @@ mod tests {
                 groups: Targets::Named(vec!["a".into(), "b".into()]),
                 reason: "oops".into(),
                 by: Some("bob".into()),
+                function: None,
+                create: false,
             })
         );
         assert_eq!(
             parse(&args("resume --all")),
             Ok(Command::Resume {
-                groups: Targets::All
+                groups: Targets::All,
+                function: None,
             })
         );
         assert_eq!(

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::aws::iam::{self, PolicyFor};
-use crate::cli::args::Targets;
+use crate::cli::args::{Targets, edit_distance};
 use crate::cli::report;
 use crate::config::{self, Config};
 use crate::domain::auth;
@@ -56,6 +56,78 @@ pub async fn pause<S: LockStore>(
         }
     }
     Ok(())
+}
+
+/// What a person does to a named group, for the sentence that refuses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    Pause,
+    Resume,
+}
+
+/// What is known of the groups a command names: the table, and the
+/// configuration when it was read.
+pub struct Known<'a, S> {
+    store: &'a S,
+    table: &'a str,
+    deployed: Option<&'a Config>,
+}
+
+impl<'a, S: LockStore> Known<'a, S> {
+    pub fn new(store: &'a S, table: &'a str, deployed: Option<&'a Config>) -> Self {
+        Self {
+            store,
+            table,
+            deployed,
+        }
+    }
+
+    /// Refuses the first group that is neither stored nor configured: most
+    /// often a typo, which would otherwise create a group nobody uses while
+    /// the real one goes on granting. Names the closest known group.
+    pub async fn refuse_typos(&self, named: &[GroupName], act: Act) -> Result<(), Failure> {
+        let mut stored: Option<Vec<GroupName>> = None;
+        for group in named {
+            let configured = self
+                .deployed
+                .is_some_and(|config| config.groups.slots_for(group).is_ok());
+            if configured || !self.store.groups(Some(group)).await?.is_empty() {
+                continue;
+            }
+            if stored.is_none() {
+                let names = self.store.groups(None).await?.into_iter().map(|(n, _)| n);
+                stored = Some(names.collect());
+            }
+            let listed = self
+                .deployed
+                .into_iter()
+                .flat_map(|config| config.groups.listed().map(|(name, _)| name.clone()));
+            let closest = listed
+                .chain(stored.iter().flatten().cloned())
+                .filter(|known| known != group)
+                .min_by_key(|known| edit_distance(group.as_str(), known.as_str()))
+                .filter(|known| edit_distance(group.as_str(), known.as_str()) <= 2)
+                .map_or(String::new(), |known| format!(" (did you mean '{known}'?)"));
+            let table = self.table;
+            let unknown = match self.deployed {
+                Some(_) => {
+                    format!("group '{group}' is neither stored in table '{table}' nor configured")
+                }
+                None => format!(
+                    "group '{group}' is not stored in table '{table}', and the configuration was \
+                     not read (pass --function NAME to check it)"
+                ),
+            };
+            let next = match act {
+                Act::Pause => "to pause a group no node has used yet, add --create",
+                Act::Resume => "nothing is paused there",
+            };
+            return Err(Failure::Refused(format!(
+                "{unknown}{closest}; nothing changed: {next}"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// `resume`: clears a person's pause; an alarm's stays, and is said.

@@ -159,19 +159,37 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             };
             commands::credential(&name, &groups, secret.as_deref(), out)?;
         }
-        Command::Pause { groups, reason, by } => {
+        Command::Pause {
+            groups,
+            reason,
+            by,
+            function,
+            create,
+        } => {
             let reason = PauseReason::parse(&reason)
                 .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
             let by = config::operator_name(process_env, by).map_err(Failure::Input)?;
             let table = config::command_table(process_env, "pause")?;
-            let store = dynamo_store(&aws::load_config().await, table);
+            let aws = aws::load_config().await;
+            let store = dynamo_store(&aws, table);
             let targets = commands::targets(&store, &groups, out).await?;
+            if !create && matches!(groups, Targets::Named(_)) {
+                let deployed = deployed_config(&aws, function).await?;
+                let known = commands::Known::new(&store, store.table(), deployed.as_ref());
+                known.refuse_typos(&targets, commands::Act::Pause).await?;
+            }
             commands::pause(&store, &targets, &reason, &by, Timestamp::now(), out).await?;
         }
-        Command::Resume { groups } => {
+        Command::Resume { groups, function } => {
             let table = config::command_table(process_env, "resume")?;
-            let store = dynamo_store(&aws::load_config().await, table);
+            let aws = aws::load_config().await;
+            let store = dynamo_store(&aws, table);
             let targets = commands::targets(&store, &groups, out).await?;
+            if matches!(groups, Targets::Named(_)) {
+                let deployed = deployed_config(&aws, function).await?;
+                let known = commands::Known::new(&store, store.table(), deployed.as_ref());
+                known.refuse_typos(&targets, commands::Act::Resume).await?;
+            }
             commands::resume(&store, &targets, out).await?;
         }
         Command::IamPolicy {

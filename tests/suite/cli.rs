@@ -558,6 +558,8 @@ async fn operators_pause_and_resume_groups_live() {
         "db",
         "--reason",
         "kernel regression",
+        // 'db' is neither configured nor stored yet: asked for explicitly.
+        "--create",
     ]))
     .await;
     assert!(r.ok, "{}", r.stderr);
@@ -647,6 +649,64 @@ async fn operators_pause_and_resume_groups_live() {
         "resumed 'db'; still paused while alarm(s) api-5xx are in ALARM\n"
     );
     child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_mistyped_group_is_refused_with_the_closest_name_and_nothing_is_created() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("typo");
+    let with_table = || {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_TABLE", &table)
+            .env("FLEETLOCK_GROUPS", "default=1,workers=2")
+            .env("USER", "alice");
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let r = run(with_table().args(["pause", "--group", "wrokers", "--reason", "x"])).await;
+    assert!(!r.ok);
+    assert_eq!(
+        r.stderr.trim_end(),
+        format!(
+            "fleetlock: group 'wrokers' is neither stored in table '{table}' nor configured \
+             (did you mean 'workers'?); nothing changed: to pause a group no node has used yet, \
+             add --create"
+        )
+    );
+    let r = run(with_table().args(["resume", "--group", "wrokers"])).await;
+    assert!(
+        !r.ok && r.stderr.contains("nothing is paused there"),
+        "{}",
+        r.stderr
+    );
+    // A configured group that no node has used yet is paused as asked.
+    let r = run(with_table().args(["pause", "--group", "workers", "--reason", "x"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    let r = run(with_table().arg("status")).await;
+    assert!(!r.stdout.contains("wrokers"), "{}", r.stdout);
+    // Without the configuration, only a stored group is taken as known.
+    let r = run(fleetlock()
+        .env("FLEETLOCK_TABLE", &table)
+        .args(["pause", "--group", "default", "--reason", "x"]))
+    .await;
+    assert!(
+        !r.ok
+            && r.stderr
+                .contains("the configuration was not read (pass --function NAME"),
+        "{}",
+        r.stderr
+    );
+    let r = run(fleetlock()
+        .env("FLEETLOCK_TABLE", &table)
+        .env("USER", "alice")
+        .args(["pause", "--group", "new-one", "--reason", "x", "--create"]))
+    .await;
+    assert!(
+        r.ok && r.stdout.contains("paused 'new-one'"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[tokio::test]
