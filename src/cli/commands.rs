@@ -704,6 +704,52 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn only_a_group_stored_or_configured_is_taken_as_meant() {
+        let store = MemoryStore::default();
+        store
+            .acquire(&group("db"), &node("n1"), rules(1), Timestamp(1))
+            .await
+            .unwrap();
+        let configured = config("default=1,workers=2");
+        let known = Known::new(&store, "t", Some(&configured));
+        // Stored, or configured (though never used): as meant.
+        known
+            .refuse_typos(&[group("db"), group("workers")], Act::Pause)
+            .await
+            .unwrap();
+        let typo = known
+            .refuse_typos(&[group("wrokers")], Act::Pause)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(typo.contains("(did you mean 'workers'?)"), "{typo}");
+        // The closest of the stored names too; nothing close, no guess.
+        let near_stored = known.refuse_typos(&[group("dbb")], Act::Resume).await;
+        assert!(
+            near_stored
+                .unwrap_err()
+                .to_string()
+                .contains("did you mean 'db'")
+        );
+        let far = known.refuse_typos(&[group("frontend")], Act::Pause).await;
+        assert!(!far.unwrap_err().to_string().contains("did you mean"));
+        // Without the configuration, only the stored group is known.
+        let blind = Known::new(&store, "t", None);
+        blind
+            .refuse_typos(&[group("db")], Act::Pause)
+            .await
+            .unwrap();
+        assert!(
+            blind
+                .refuse_typos(&[group("workers")], Act::Pause)
+                .await
+                .is_err()
+        );
+        // Nothing was created by any of it.
+        assert_eq!(store.groups(None).await.unwrap().len(), 1);
+    }
+
     #[test]
     fn ids_are_quoted_only_when_a_shell_needs_it() {
         assert_eq!(shell_word("node-1.example:a@b"), "node-1.example:a@b");
