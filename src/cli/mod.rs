@@ -125,9 +125,26 @@ async fn run_command(command: Command) -> Result<(), Failure> {
                     )));
                 }
             };
+            // Nodes without `[identity] group` in Zincati's config ask for
+            // `default`: say it once, at start, rather than in every refusal.
+            let default = GroupName::parse("default").map_err(|e| Failure::Input(e.value()))?;
+            if config.groups.slots_for(&default).is_err() {
+                tracing::warn!(
+                    groups = %config::process_env("FLEETLOCK_GROUPS").unwrap_or_default(),
+                    "no 'default' group is configured: nodes without [identity] group in \
+                     Zincati's config will be refused (unknown_group)"
+                );
+            }
             match config.table {
                 Some(table) => {
-                    let store = crate::entry::checked_store(&aws::load_config().await, table)
+                    let aws = aws::load_config().await;
+                    tracing::info!(
+                        table,
+                        endpoint = aws.endpoint_url().unwrap_or("the region's DynamoDB"),
+                        region = aws.region().map(|r| r.to_string()),
+                        "locks live in DynamoDB"
+                    );
+                    let store = crate::entry::checked_store(&aws, table)
                         .await
                         .map_err(Failure::Refused)?;
                     let service = FleetLock::new(config.groups, store).with_windows(config.windows);

@@ -41,7 +41,7 @@ pub async fn run() -> ExitCode {
 /// its own settings and clients.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryPoint {
-    /// The FleetLock API (`api`, or `bootstrap`, the name of 0.1 stacks).
+    /// The FleetLock API (`api`, or `bootstrap`, which both templates set).
     Api,
     /// Slot events from the table's stream (`slot-events`).
     SlotEvents,

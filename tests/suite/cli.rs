@@ -1210,3 +1210,57 @@ async fn config_check_refuses_a_bad_setting_before_anything_is_deployed() {
         );
     }
 }
+
+/// `serve` says at start where the locks live and warns when Zincati's
+/// default group is not configured.
+#[tokio::test]
+async fn serve_says_where_the_locks_live_and_warns_without_default() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("serve-log");
+    assert!(
+        run(fleetlock()
+            .env("FLEETLOCK_TABLE", &table)
+            .arg("create-table"))
+        .await
+        .ok
+    );
+    for (table, groups, says, warns) in [
+        (
+            None,
+            "default=1",
+            "no FLEETLOCK_TABLE: locks live in this process",
+            false,
+        ),
+        (
+            Some(table.as_str()),
+            "workers=2",
+            "locks live in DynamoDB",
+            true,
+        ),
+    ] {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_GROUPS", groups)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped());
+        if let Some(table) = table {
+            command.env("FLEETLOCK_TABLE", table);
+        }
+        let (mut child, _) = serve(&mut command).await;
+        child.start_kill().unwrap();
+        let output = child.wait_with_output().await.unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+        if let Some(table) = table {
+            assert!(
+                stderr.contains(table) && stderr.contains("http://127.0.0.1:"),
+                "the table and the endpoint are named: {stderr}"
+            );
+        }
+        assert_eq!(
+            stderr.contains("no 'default' group is configured"),
+            warns,
+            "{stderr}"
+        );
+    }
+}
