@@ -31,6 +31,11 @@ pub const MAX_ATTEMPTS: u32 = 3;
 /// Loads the standard AWS configuration with this service's timeouts and
 /// retry limits.
 pub async fn load_config() -> SdkConfig {
+    bounded().load().await
+}
+
+/// The standard loader with this service's timeouts and retry limits.
+fn bounded() -> aws_config::ConfigLoader {
     aws_config::defaults(BehaviorVersion::latest())
         .timeout_config(
             TimeoutConfig::builder()
@@ -40,8 +45,26 @@ pub async fn load_config() -> SdkConfig {
                 .build(),
         )
         .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
-        .load()
+}
+
+/// The configuration of a command run by a person: as [`load_config`], but
+/// the region comes from the environment or the profile only. Without one,
+/// the SDK would ask the instance metadata service, which on a laptop means
+/// seconds of retries and three long warnings before any answer: say in one
+/// line what to set instead.
+pub async fn load_command_config() -> Result<SdkConfig, String> {
+    use aws_config::environment::region::EnvironmentVariableRegionProvider;
+    use aws_config::meta::region::RegionProviderChain;
+    use aws_config::profile::ProfileFileRegionProvider;
+    let region = RegionProviderChain::first_try(EnvironmentVariableRegionProvider::new())
+        .or_else(ProfileFileRegionProvider::new())
+        .region()
         .await
+        .ok_or(
+            "no AWS region: set AWS_REGION (e.g. AWS_REGION=eu-west-1), or use a profile that \
+             has one (AWS_PROFILE)",
+        )?;
+    Ok(bounded().region(region).load().await)
 }
 
 /// Logs each AWS request's action at debug level (`RUST_LOG=debug`), named

@@ -137,7 +137,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             }
             match config.table {
                 Some(table) => {
-                    let aws = aws::load_config().await;
+                    let aws = command_aws().await?;
                     tracing::info!(
                         table,
                         endpoint = aws.endpoint_url().unwrap_or("the region's DynamoDB"),
@@ -187,7 +187,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
                 .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
             let by = config::operator_name(process_env, by).map_err(Failure::Input)?;
             let table = config::command_table(process_env, "pause")?;
-            let aws = aws::load_config().await;
+            let aws = command_aws().await?;
             let store = dynamo_store(&aws, table);
             let targets = commands::targets(&store, &groups, out).await?;
             if !create && matches!(groups, Targets::Named(_)) {
@@ -199,7 +199,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
         }
         Command::Resume { groups, function } => {
             let table = config::command_table(process_env, "resume")?;
-            let aws = aws::load_config().await;
+            let aws = command_aws().await?;
             let store = dynamo_store(&aws, table);
             let targets = commands::targets(&store, &groups, out).await?;
             if matches!(groups, Targets::Named(_)) {
@@ -222,7 +222,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
         Command::CreateTable { dry_run: true } => commands::table_definition(out),
         Command::CreateTable { dry_run: false } => {
             let table = config::command_table(process_env, "create-table")?;
-            let store = dynamo_store(&aws::load_config().await, table);
+            let store = dynamo_store(&command_aws().await?, table);
             commands::create_table(&store, out).await?;
         }
         Command::Status {
@@ -237,7 +237,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
                 .map_err(|e| Failure::Input(e.value()))?;
             let table = config::command_table(process_env, "status")?;
             // One configuration for the table and the function's settings.
-            let aws = aws::load_config().await;
+            let aws = command_aws().await?;
             let store = dynamo_store(&aws, table);
             let deployed = deployed_config(&aws, function).await?;
             let view = commands::StatusView { json, all };
@@ -261,7 +261,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
         Command::Forget { group, function } => {
             let group = GroupName::parse(&group).map_err(|e| Failure::Input(e.value()))?;
             let table = config::command_table(process_env, "forget")?;
-            let aws = aws::load_config().await;
+            let aws = command_aws().await?;
             let deployed = deployed_config(&aws, function).await?;
             let store = dynamo_store(&aws, table);
             commands::forget(&store, store.table(), &group, deployed.as_ref(), out).await?;
@@ -271,7 +271,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             // As `status` shows it: an invisible character escaped.
             let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
             let table = config::command_table(process_env, "release")?;
-            let store = dynamo_store(&aws::load_config().await, table);
+            let store = dynamo_store(&command_aws().await?, table);
             commands::release(&store, &group, &id, Timestamp::now(), out).await?;
         }
     }
@@ -339,6 +339,13 @@ async fn deployed_config(
         return Ok(None);
     }
     Ok(Some(Config::from_env()?))
+}
+
+/// The AWS configuration of a command, once its own settings are checked.
+async fn command_aws() -> Result<SdkConfig, Failure> {
+    aws::load_command_config()
+        .await
+        .map_err(|why| Failure::Config(ConfigError::Missing(why)))
 }
 
 fn dynamo_store(aws: &SdkConfig, table: String) -> DynamoStore {

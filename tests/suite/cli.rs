@@ -1264,3 +1264,35 @@ async fn serve_says_where_the_locks_live_and_warns_without_default() {
         );
     }
 }
+
+/// Without a region a command says so in one line: it never asks the
+/// instance metadata service, which on a laptop is seconds of retries and
+/// three long warnings before any answer (stderr holds the one line only).
+#[tokio::test]
+async fn a_command_without_a_region_says_so_in_one_line() {
+    let home = std::env::temp_dir().join(format!("fleetlock-no-region-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    for args in [
+        &["status"][..],
+        &["release", "--group", "default", "--id", "a"],
+        &["pause", "--group", "default", "--reason", "x", "--create"],
+    ] {
+        let r = run(fleetlock()
+            .env("FLEETLOCK_TABLE", "locks")
+            .env("HOME", &home)
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .args(args))
+        .await;
+        assert!(!r.ok, "{args:?}");
+        assert_eq!(
+            r.stderr,
+            "fleetlock: no AWS region: set AWS_REGION (e.g. AWS_REGION=eu-west-1), or use a \
+             profile that has one (AWS_PROFILE)\n",
+            "{args:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
