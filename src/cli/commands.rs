@@ -12,7 +12,7 @@ use crate::domain::auth;
 use crate::domain::input::{GroupName, NodeId, PauseReason};
 use crate::domain::lock::{PersonPause, Release, Timestamp};
 use crate::domain::service::paused_because;
-use crate::domain::store::{Changed, Forgot, LockStore};
+use crate::domain::store::{Changed, Forgot, GroupRecord, LockStore};
 use crate::store::dynamodb::DynamoStore;
 
 use super::Failure;
@@ -321,23 +321,39 @@ pub async fn status<S: LockStore>(
     view: StatusView,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let groups = store.groups(group).await?;
+    let mut groups = store.groups(group).await?;
+    let used = groups.len();
+    // Every configured group, those no node has used yet too (a group whose
+    // window has not opened yet would otherwise be invisible).
+    let mut never_used = Vec::new();
+    if let (None, Some(config)) = (group, deployed) {
+        for (name, _) in config.groups.listed() {
+            if !groups.iter().any(|(stored, _)| stored == name) {
+                groups.push((name.clone(), GroupRecord::default()));
+                never_used.push(name.clone());
+            }
+        }
+    }
     let wildcard = store.wildcard_groups().await?;
     let wildcard = report::Wildcard {
         counted: wildcard.len(),
         limit: deployed.map(|config| config.groups.wildcard_limit()),
     };
     if view.json {
-        say!(out, "{:#}", report::json(&groups, deployed, now, wildcard));
+        say!(
+            out,
+            "{:#}",
+            report::json(&groups, deployed, now, wildcard, &never_used)
+        );
         return Ok(());
     }
     let idle_shown = (!view.all).then_some(report::IDLE_SHOWN);
     let _ = write!(
         out,
         "{}",
-        report::table(&groups, deployed, now, idle_shown, wildcard)
+        report::table(&groups, deployed, now, idle_shown, wildcard, &never_used)
     );
-    match (group, groups.is_empty()) {
+    match (group, used == 0) {
         (_, false) => {}
         (None, true) => say!(out, "(no group has been used yet)"),
         (Some(group), true) => say!(out, "{}", report::unused_group(group, deployed)),
@@ -747,6 +763,73 @@ mod tests {
                 .is_err()
         );
         // Nothing was created by any of it.
+        assert_eq!(store.groups(None).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn status_shows_every_configured_group_those_never_used_too() {
+        let store = MemoryStore::default();
+        store
+            .acquire(&group("default"), &node("n1"), rules(1), Timestamp(1_000))
+            .await
+            .unwrap();
+        let configured = Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("default=1,workers=2".into()),
+            "FLEETLOCK_WINDOWS" => {
+                Some("workers: days=Mon start_time=00:00 length_minutes=1".into())
+            }
+            _ => None,
+        })
+        .unwrap();
+        // Tuesday 2026-12-01 12:00 UTC: the workers' window is closed.
+        let now = Timestamp(1_796_126_400_000);
+        let view = StatusView {
+            json: false,
+            all: false,
+        };
+        let mut out = Vec::new();
+        status(&store, None, Some(&configured), now, view, &mut out)
+            .await
+            .unwrap();
+        let text = printed(out);
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("workers"))
+            .unwrap_or_else(|| panic!("{text}"));
+        // Columns are two spaces apart at least.
+        let cells: Vec<&str> = row
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            cells,
+            ["workers", "0/2", "closed", "(never used)", "-", "-"],
+            "{text}"
+        );
+        assert!(text.contains("workers windows"), "{text}");
+        let mut out = Vec::new();
+        let json = StatusView {
+            json: true,
+            all: false,
+        };
+        status(&store, None, Some(&configured), now, json, &mut out)
+            .await
+            .unwrap();
+        let listed: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let never: Vec<(&str, bool)> = listed["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                (
+                    g["group"].as_str().unwrap(),
+                    g["never_used"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(never, [("default", false), ("workers", true)]);
+        // Nothing was stored by looking.
         assert_eq!(store.groups(None).await.unwrap().len(), 1);
     }
 

@@ -207,6 +207,7 @@ pub fn table(
     now: Timestamp,
     idle_shown: Option<usize>,
     wildcard: Wildcard,
+    never_used: &[GroupName],
 ) -> String {
     let mut idle_left = idle_shown.unwrap_or(usize::MAX);
     let mut idle_hidden = 0usize;
@@ -234,6 +235,21 @@ pub fn table(
     ]];
     for &(name, record) in &groups {
         let state = state(name, record, deployed, now).to_string();
+        if never_used.contains(name) {
+            // Configured, no item yet: its slots as configured.
+            let slots = deployed
+                .and_then(|config| config.groups.slots_for(name).ok())
+                .map_or("0".into(), |slots| format!("0/{slots}"));
+            rows.push([
+                name.to_string(),
+                slots,
+                state,
+                "(never used)".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        }
         if record.holders.is_empty() {
             rows.push([
                 name.to_string(),
@@ -336,6 +352,7 @@ pub fn json(
     deployed: Option<&Config>,
     now: Timestamp,
     wildcard: Wildcard,
+    never_used: &[GroupName],
 ) -> serde_json::Value {
     let groups: Vec<_> = groups
         .iter()
@@ -379,6 +396,7 @@ pub fn json(
             });
             serde_json::json!({
                 "group": name.as_str(),
+                "never_used": never_used.contains(name),
                 "slots": record.slots,
                 "configured_slots": rules.map(|r| r.slots),
                 "state": state(name, record, deployed, now),
