@@ -49,9 +49,11 @@ USAGE:
                                            a likely typo (--create pauses it all the same)
     fleetlock resume (--group G ... | --all) [--function NAME]
                                            clear a person's pause (alarms' pauses stay)
-    fleetlock credential --name N --groups G [--secret-stdin]
+    fleetlock credential --name N --groups G [--secret-stdin] [--url BASE_URL]
                                            make a client credential: a random secret for
                                            Zincati's base_url and its FLEETLOCK_CLIENTS entry
+                                           (with --url, the deployment's BaseUrl: the whole
+                                           Zincati drop-in)
     fleetlock iam-policy [--for operator|function|slot-events|alarm-pauses] [--table-arn ARN] [--function-arn ARN]
                                            print the IAM policy the people on call (or one of
                                            the functions) need
@@ -140,6 +142,8 @@ pub enum Command {
         name: String,
         groups: String,
         secret_from_stdin: bool,
+        /// The deployment's base URL, for the whole drop-in.
+        url: Option<String>,
     },
     IamPolicy {
         policy_for: PolicyFor,
@@ -262,6 +266,9 @@ enum Sub {
         /// Read the secret from stdin instead of making one
         #[arg(long = "secret-stdin")]
         secret_stdin: bool,
+        /// The deployment's base URL (its BaseUrl output): print the whole Zincati drop-in
+        #[arg(long, value_name = "BASE_URL", conflicts_with = "secret_stdin")]
+        url: Option<String>,
     },
     /// Print the IAM policy the people on call (or one of the functions) need
     IamPolicy {
@@ -472,10 +479,12 @@ fn command_of(sub: Sub) -> Result<Command, String> {
             name,
             groups,
             secret_stdin,
+            url,
         } => Command::Credential {
             name,
             groups,
             secret_from_stdin: secret_stdin,
+            url,
         },
         Sub::IamPolicy {
             policy_for,

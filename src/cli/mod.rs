@@ -164,6 +164,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             name,
             groups,
             secret_from_stdin,
+            url,
         } => {
             let secret = if secret_from_stdin {
                 let mut secret = String::new();
@@ -174,7 +175,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             } else {
                 None
             };
-            commands::credential(&name, &groups, secret.as_deref(), out)?;
+            commands::credential(&name, &groups, secret.as_deref(), url.as_deref(), out)?;
         }
         Command::Pause {
             groups,
