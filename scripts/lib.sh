@@ -1,5 +1,5 @@
 # Shared by scripts/test and scripts/bench: install what they need from the
-# project's own files, and run DynamoDB Local on loopback for as long as the
+# project's own files, and run DynamoDB Local for as long as the
 # calling script runs.
 
 step() { printf '\n==> %s\n' "$*" >&2; }
@@ -49,8 +49,10 @@ installed_dynamodb_local_command() {
     -inMemory -sharedDb -disableTelemetry -port "$port"
 }
 
-# Starts DynamoDB Local on a free loopback port, exports the standard AWS
-# variables pointing at it, and stops it by PID when the script exits.
+# Starts DynamoDB Local on a free port, exports the standard AWS variables
+# pointing at it on loopback, and stops it by PID when the script exits. It
+# listens on every interface (no flag of DynamoDB Local changes that), in
+# memory, so a machine's firewall decides who else could reach it.
 # With --installed, only the DynamoDB Local already installed (nothing fetched).
 start_dynamodb_local() {
   local port command
