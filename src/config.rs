@@ -753,4 +753,57 @@ mod tests {
         );
         assert_eq!(deployed_function(vars(&[]), Some(" ".into())), None);
     }
+
+    /// Every configuration the README writes out as shell assignments goes
+    /// together and starts: one value per variable wherever it appears, and
+    /// all of them read as the function reads them.
+    #[test]
+    fn the_readmes_example_configuration_starts() {
+        let readme = include_str!("../README.md");
+        let mut seen: Vec<(String, String)> = Vec::new();
+        for (at, _) in readme.match_indices("FLEETLOCK_") {
+            let rest = &readme[at..];
+            let Some((name, value)) = rest.split_once('=') else {
+                continue;
+            };
+            if !name.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+                continue;
+            }
+            let value = match value.strip_prefix('\'') {
+                Some(quoted) => quoted.split('\'').next().unwrap_or_default(),
+                None => value
+                    .split(|c: char| c.is_whitespace() || c == '`')
+                    .next()
+                    .unwrap_or_default(),
+            };
+            let rules = [
+                "FLEETLOCK_GROUPS",
+                "FLEETLOCK_SETTLE",
+                "FLEETLOCK_WINDOWS",
+                "FLEETLOCK_TIME_ZONE",
+                "FLEETLOCK_ALARM_PAUSES",
+            ];
+            if rules.contains(&name) && !value.is_empty() {
+                seen.push((name.to_owned(), value.to_owned()));
+            }
+        }
+        for (name, value) in &seen {
+            for (other, differs) in &seen {
+                assert!(
+                    other != name || differs == value,
+                    "the README gives {name} as '{value}' and as '{differs}'"
+                );
+            }
+        }
+        for name in ["FLEETLOCK_GROUPS", "FLEETLOCK_SETTLE", "FLEETLOCK_WINDOWS"] {
+            assert!(
+                seen.iter().any(|(n, _)| n == name),
+                "no {name} example: {seen:?}"
+            );
+        }
+        let var = |name: &str| seen.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        let config = Config::from_vars(var).unwrap_or_else(|e| panic!("{e}: {seen:?}"));
+        alarm_gates(var).unwrap();
+        assert!(config.windows.calendars().count() >= 2, "{seen:?}");
+    }
 }
