@@ -25,7 +25,9 @@ output "zincati_config" {
     strategy = "fleet_lock"
 
     [updates.fleet_lock]
-    # With client credentials (fleetlock credential): https://NAME:SECRET@host/
+    # Without credentials in it, every call is a 401 unless FLEETLOCK_AUTH is
+    # disabled: `fleetlock credential --name N --groups G --url ${local.base_url}`
+    # prints this file with them, and the node's [identity] group file.
     base_url = "${local.base_url}"
   EOT
 }
