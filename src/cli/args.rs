@@ -65,6 +65,10 @@ USAGE:
                                            give the job's slot back; exit codes of both: 0 done,
                                            1 refused (or --wait timed out, or stopped), 2 bad input
                                            or a 4xx asking again cannot mend, 3 unreachable or 5xx
+    fleetlock windows [--group G] [--from TIME] [--next N] [--function NAME]
+                                           the next openings and closings of the maintenance
+                                           windows (this shell's or the deployed function's),
+                                           in UTC and the zone's time, DST weeks included
     fleetlock config check                 check the FLEETLOCK_* settings in this shell as the
                                            function would read them, and print what each group
                                            gets and every bound the server enforces
@@ -151,6 +155,14 @@ pub enum Command {
         function_arn: Option<String>,
     },
     Completions(clap_complete::Shell),
+    Windows {
+        group: Option<String>,
+        /// From when (default: now).
+        from: Option<crate::domain::lock::Timestamp>,
+        /// How many openings and closings per group.
+        next: usize,
+        function: Option<String>,
+    },
 }
 
 /// The groups a pause or resume acts on.
@@ -286,6 +298,21 @@ enum Sub {
     Lock(LockArgs),
     /// Give the job's slot back
     Unlock(LockArgs),
+    /// The next openings and closings of the maintenance windows
+    Windows {
+        /// Only this group's windows
+        #[arg(long, value_name = "GROUP")]
+        group: Option<String>,
+        /// From this time (RFC 3339, e.g. 2026-03-28T00:00:00Z; default: now)
+        #[arg(long, value_name = "TIME", value_parser = instant)]
+        from: Option<crate::domain::lock::Timestamp>,
+        /// How many openings and closings per group (1 to 100)
+        #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=100))]
+        next: u16,
+        /// Read the windows from this deployed function's configuration
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
+    },
     /// The settings
     Config {
         #[command(subcommand)]
@@ -366,6 +393,15 @@ fn max_connections(text: &str) -> Result<usize, String> {
         .ok()
         .filter(|n| (1..=65_535).contains(n))
         .ok_or_else(|| format!("'{text}' is not a number from 1 to 65535"))
+}
+
+fn instant(text: &str) -> Result<crate::domain::lock::Timestamp, String> {
+    let at: jiff::Timestamp = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a time like 2026-03-28T00:00:00Z"))?;
+    u64::try_from(at.as_millisecond())
+        .map(crate::domain::lock::Timestamp)
+        .map_err(|_| format!("'{text}' is before 1970"))
 }
 
 fn lock_timeout(text: &str) -> Result<Duration, String> {
@@ -501,6 +537,17 @@ fn command_of(sub: Sub) -> Result<Command, String> {
             command: ConfigSub::Check,
         } => Command::ConfigCheck,
         Sub::Completions { shell } => Command::Completions(shell),
+        Sub::Windows {
+            group,
+            from,
+            next,
+            function,
+        } => Command::Windows {
+            group,
+            from,
+            next: usize::from(next),
+            function,
+        },
         Sub::Version => Command::Version,
     })
 }

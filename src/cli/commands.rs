@@ -13,6 +13,7 @@ use crate::domain::input::{GroupName, NodeId, PauseReason};
 use crate::domain::lock::{PersonPause, Release, Timestamp};
 use crate::domain::service::paused_because;
 use crate::domain::store::{Changed, Forgot, GroupRecord, LockStore};
+use crate::domain::windows::{Calendar, Schedule};
 use crate::store::dynamodb::DynamoStore;
 
 use super::Failure;
@@ -488,6 +489,69 @@ fn deployment_url(text: &str) -> Result<url::Url, Failure> {
     Ok(url)
 }
 
+/// `windows`: for each group with windows (or only `group`), whether it is
+/// open at `from` and its next `next` openings and closings, in UTC and in
+/// the zone's time.
+pub fn windows(
+    schedule: &Schedule,
+    group: Option<&GroupName>,
+    from: Timestamp,
+    next: usize,
+    out: &mut impl Write,
+) {
+    let calendars: Vec<(String, &Calendar)> = match group {
+        Some(group) => match schedule.calendar_for(group) {
+            Some(calendar) => vec![(group.to_string(), calendar)],
+            None => {
+                say!(
+                    out,
+                    "group '{group}' has no maintenance windows: it may reboot at any time"
+                );
+                return;
+            }
+        },
+        None => schedule
+            .calendars()
+            .map(|(name, calendar)| (name.map_or("*".into(), ToString::to_string), calendar))
+            .collect(),
+    };
+    if calendars.is_empty() {
+        say!(
+            out,
+            "no maintenance windows are configured: every group may reboot at any time"
+        );
+        return;
+    }
+    let zone = schedule.zone_name();
+    let at = |t: Timestamp| {
+        if schedule.is_utc() {
+            t.to_rfc3339()
+        } else {
+            format!("{}  {}", t.to_rfc3339(), schedule.local_text(t))
+        }
+    };
+    for (name, calendar) in calendars {
+        let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
+        say!(out, "{name} ({zone}): {}", list.join("; "));
+        let changes = schedule.changes(calendar, from, next);
+        let open_now = changes.first().is_some_and(|(opens, _)| !opens);
+        say!(
+            out,
+            "  {} at {}",
+            if open_now { "open" } else { "closed" },
+            at(from)
+        );
+        for (opens, when) in changes {
+            say!(
+                out,
+                "  {}  {}",
+                if opens { "opens " } else { "closes" },
+                at(when)
+            );
+        }
+    }
+}
+
 /// `config check`: the settings of these variables, as the function would
 /// read them; nothing is asked of AWS.
 pub fn config_check(
@@ -953,6 +1017,72 @@ mod tests {
             assert!(err.to_string().contains(says), "{bad}: {err}");
             assert!(out.is_empty(), "nothing shown for a bad URL: {bad}");
         }
+    }
+
+    fn instant(text: &str) -> Timestamp {
+        let at: jiff::Timestamp = text.parse().unwrap();
+        Timestamp(u64::try_from(at.as_millisecond()).unwrap())
+    }
+
+    /// Berlin's weeks of 2026's clock changes, against instants worked out by
+    /// hand from the rules (CET is UTC+1, CEST UTC+2; the clocks go forward
+    /// at 01:00Z on 29 March, back at 01:00Z on 25 October), not by the code.
+    #[test]
+    fn windows_open_and_close_as_the_zones_clock_says_across_both_changes() {
+        let berlin = Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=3".into()),
+            "FLEETLOCK_WINDOWS" => {
+                Some("workers: days=Sat,Sun start_time=22:00 length_minutes=240".into())
+            }
+            "FLEETLOCK_TIME_ZONE" => Some("Europe/Berlin".into()),
+            _ => None,
+        })
+        .unwrap();
+        for (from, expected) in [
+            (
+                "2026-03-28T00:00:00Z",
+                [
+                    "  opens   2026-03-28T21:00:00Z  Sat 2026-03-28 22:00 Europe/Berlin",
+                    // 02:00 never comes that night: the window ends at the jump.
+                    "  closes  2026-03-29T01:00:00Z  Sun 2026-03-29 03:00 Europe/Berlin",
+                    "  opens   2026-03-29T20:00:00Z  Sun 2026-03-29 22:00 Europe/Berlin",
+                    "  closes  2026-03-30T00:00:00Z  Mon 2026-03-30 02:00 Europe/Berlin",
+                ],
+            ),
+            (
+                "2026-10-24T00:00:00Z",
+                [
+                    "  opens   2026-10-24T20:00:00Z  Sat 2026-10-24 22:00 Europe/Berlin",
+                    // The first 02:00 closes it; the second does not reopen it.
+                    "  closes  2026-10-25T00:00:00Z  Sun 2026-10-25 02:00 Europe/Berlin",
+                    "  opens   2026-10-25T21:00:00Z  Sun 2026-10-25 22:00 Europe/Berlin",
+                    "  closes  2026-10-26T01:00:00Z  Mon 2026-10-26 02:00 Europe/Berlin",
+                ],
+            ),
+        ] {
+            let mut out = Vec::new();
+            windows(&berlin.windows, None, instant(from), 4, &mut out);
+            let text = printed(out);
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(
+                lines[0],
+                "workers (Europe/Berlin): days=Sat,Sun start_time=22:00 length_minutes=240"
+            );
+            assert!(lines[1].starts_with("  closed at "), "{text}");
+            assert_eq!(lines[2..], expected, "{text}");
+        }
+        let mut out = Vec::new();
+        windows(
+            &berlin.windows,
+            Some(&group("db")),
+            Timestamp(0),
+            4,
+            &mut out,
+        );
+        assert_eq!(
+            printed(out),
+            "group 'db' has no maintenance windows: it may reboot at any time\n"
+        );
     }
 
     #[test]

@@ -259,6 +259,34 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             ));
         }
         Command::ConfigCheck => commands::config_check(process_env, out)?,
+        Command::Windows {
+            group,
+            from,
+            next,
+            function,
+        } => {
+            let group = group
+                .map(|g| GroupName::parse(&g))
+                .transpose()
+                .map_err(|e| Failure::Input(e.value()))?;
+            let config = if config::deployed_function(process_env, function.clone()).is_some() {
+                deployed_config(&command_aws().await?, function).await?
+            } else if config::rules_given(process_env) {
+                Some(Config::from_env()?)
+            } else {
+                None
+            };
+            let Some(config) = config else {
+                return Err(Failure::Config(ConfigError::Missing(
+                    "windows lists the windows of FLEETLOCK_WINDOWS (with FLEETLOCK_GROUPS and \
+                     FLEETLOCK_TIME_ZONE) in this shell, or of a deployed function \
+                     (--function NAME); neither is set"
+                        .into(),
+                )));
+            };
+            let from = from.unwrap_or_else(Timestamp::now);
+            commands::windows(&config.windows, group.as_ref(), from, next, out);
+        }
         Command::Forget { group, function } => {
             let group = GroupName::parse(&group).map_err(|e| Failure::Input(e.value()))?;
             let table = config::command_table(process_env, "forget")?;

@@ -380,6 +380,27 @@ impl Schedule {
         None
     }
 
+    /// The next `count` times the calendar opens (`true`) or closes
+    /// (`false`) after `from`, in order: what `fleetlock windows` lists.
+    pub fn changes(
+        &self,
+        calendar: &Calendar,
+        from: Timestamp,
+        count: usize,
+    ) -> Vec<(bool, Timestamp)> {
+        let mut changes = Vec::with_capacity(count);
+        let mut at = from;
+        while changes.len() < count {
+            let open = calendar.contains(self.minute_of_week(at));
+            let Some(next) = self.next_change(calendar, at, open) else {
+                break;
+            };
+            changes.push((!open, next));
+            at = next;
+        }
+        changes
+    }
+
     /// Every configured calendar, for `status` and the logs.
     pub fn calendars(&self) -> impl Iterator<Item = (Option<&GroupName>, &Calendar)> {
         self.groups
