@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 
-use crate::aws::{self, OperationLog};
+use crate::aws;
 use crate::domain::lock::{Clock, Timestamp};
 
 /// A clock that stands still until moved; shared by clones.
@@ -44,8 +44,7 @@ impl Clock for ManualClock {
 /// benchmark and the tests count the DynamoDB requests of each protocol call.
 pub async fn counted_client() -> (aws_sdk_dynamodb::Client, RequestCounter) {
     let counter = RequestCounter::default();
-    let config = aws_sdk_dynamodb::config::Builder::from(&aws::load_config().await)
-        .interceptor(OperationLog)
+    let config = aws::dynamodb_config(&aws::load_config().await)
         .interceptor(counter.clone())
         .build();
     (aws_sdk_dynamodb::Client::from_conf(config), counter)

@@ -103,10 +103,13 @@ impl Intercept for OperationLog {
 /// A DynamoDB client on the shared configuration, with each request's
 /// operation in the debug log.
 pub fn dynamodb_client(aws: &SdkConfig) -> aws_sdk_dynamodb::Client {
-    let config = aws_sdk_dynamodb::config::Builder::from(aws)
-        .interceptor(OperationLog)
-        .build();
-    aws_sdk_dynamodb::Client::from_conf(config)
+    aws_sdk_dynamodb::Client::from_conf(dynamodb_config(aws).build())
+}
+
+/// The DynamoDB client's configuration, for a client with more on it (the
+/// tests' request counter).
+pub fn dynamodb_config(aws: &SdkConfig) -> aws_sdk_dynamodb::config::Builder {
+    aws_sdk_dynamodb::config::Builder::from(aws).interceptor(OperationLog)
 }
 
 /// An EventBridge client on the shared configuration, with the debug log.

@@ -26,6 +26,12 @@ macro_rules! say {
     }};
 }
 
+/// A group named on the command line; a bad name is the command's input
+/// error, in the sentence the name's own check gives.
+pub fn group_named(name: &str) -> Result<GroupName, Failure> {
+    GroupName::parse(name).map_err(|e| Failure::Input(e.value()))
+}
+
 /// `pause`: a person's pause on each group, kept as it is where one stands.
 pub async fn pause<S: LockStore>(
     store: &S,
@@ -167,10 +173,7 @@ pub async fn targets<S: LockStore>(
     out: &mut impl Write,
 ) -> Result<Vec<GroupName>, Failure> {
     match targets {
-        Targets::Named(names) => names
-            .iter()
-            .map(|name| GroupName::parse(name).map_err(|e| Failure::Input(e.value())))
-            .collect(),
+        Targets::Named(names) => names.iter().map(|name| group_named(name)).collect(),
         Targets::All => {
             let stored: Vec<GroupName> = store
                 .groups(None)

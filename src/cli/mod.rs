@@ -21,7 +21,7 @@ pub use args::{Command, HELP, Targets, USAGE_EXIT, parse};
 use crate::aws::{self, function_config};
 use crate::config::{self, Config, ConfigError, LockSettings, process_env};
 use crate::domain::auth::Auth;
-use crate::domain::input::{GroupName, NodeId, PauseReason};
+use crate::domain::input::{NodeId, PauseReason};
 use crate::domain::lock::Timestamp;
 use crate::domain::service::FleetLock;
 use crate::domain::store::{LockStore, StoreError};
@@ -127,8 +127,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             };
             // Nodes without `[identity] group` in Zincati's config ask for
             // `default`: say it once, at start, rather than in every refusal.
-            let default = GroupName::parse("default").map_err(|e| Failure::Input(e.value()))?;
-            if config.groups.slots_for(&default).is_err() {
+            if !config.groups.covers_default() {
                 tracing::warn!(
                     groups = %config::process_env("FLEETLOCK_GROUPS").unwrap_or_default(),
                     "no 'default' group is configured: nodes without [identity] group in \
@@ -232,10 +231,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             function,
             all,
         } => {
-            let group = group
-                .map(|g| GroupName::parse(&g))
-                .transpose()
-                .map_err(|e| Failure::Input(e.value()))?;
+            let group = group.as_deref().map(commands::group_named).transpose()?;
             let table = config::command_table(process_env, "status")?;
             // One configuration for the table and the function's settings.
             let aws = command_aws().await?;
@@ -265,16 +261,11 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             next,
             function,
         } => {
-            let group = group
-                .map(|g| GroupName::parse(&g))
-                .transpose()
-                .map_err(|e| Failure::Input(e.value()))?;
-            let config = if config::deployed_function(process_env, function.clone()).is_some() {
-                deployed_config(&command_aws().await?, function).await?
-            } else if config::rules_given(process_env) {
-                Some(Config::from_env()?)
-            } else {
-                None
+            let group = group.as_deref().map(commands::group_named).transpose()?;
+            // AWS only for a deployed function's windows.
+            let config = match config::deployed_function(process_env, function) {
+                Some(function) => Some(function_settings(&command_aws().await?, &function).await?),
+                None => shell_rules()?,
             };
             let Some(config) = config else {
                 return Err(Failure::Config(ConfigError::Missing(
@@ -288,7 +279,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             commands::windows(&config.windows, group.as_ref(), from, next, out);
         }
         Command::Forget { group, function } => {
-            let group = GroupName::parse(&group).map_err(|e| Failure::Input(e.value()))?;
+            let group = commands::group_named(&group)?;
             let table = config::command_table(process_env, "forget")?;
             let aws = command_aws().await?;
             let deployed = deployed_config(&aws, function).await?;
@@ -296,7 +287,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             commands::forget(&store, store.table(), &group, deployed.as_ref(), out).await?;
         }
         Command::Release { group, id } => {
-            let group = GroupName::parse(&group).map_err(|e| Failure::Input(e.value()))?;
+            let group = commands::group_named(&group)?;
             // As `status` shows it: an invisible character escaped.
             let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
             let table = config::command_table(process_env, "release")?;
@@ -352,18 +343,27 @@ async fn deployed_config(
     aws: &SdkConfig,
     function: Option<String>,
 ) -> Result<Option<Config>, Failure> {
-    if let Some(function) = config::deployed_function(process_env, function) {
-        let client = aws::lambda_client(aws);
-        let variables = function_config::function_environment(&client, &function)
-            .await
-            .map_err(Failure::Aws)?;
-        let config = function_config::config_of(&variables).map_err(|e| {
-            Failure::Refused(format!(
-                "function '{function}' has an invalid configuration: {e}"
-            ))
-        })?;
-        return Ok(Some(config));
+    match config::deployed_function(process_env, function) {
+        Some(function) => function_settings(aws, &function).await.map(Some),
+        None => shell_rules(),
     }
+}
+
+/// A deployed function's configuration, read through the Lambda API.
+async fn function_settings(aws: &SdkConfig, function: &str) -> Result<Config, Failure> {
+    let client = aws::lambda_client(aws);
+    let variables = function_config::function_environment(&client, function)
+        .await
+        .map_err(Failure::Aws)?;
+    function_config::config_of(&variables).map_err(|e| {
+        Failure::Refused(format!(
+            "function '{function}' has an invalid configuration: {e}"
+        ))
+    })
+}
+
+/// The rules of this shell's variables, when any is set.
+fn shell_rules() -> Result<Option<Config>, Failure> {
     if !config::rules_given(process_env) {
         return Ok(None);
     }

@@ -60,8 +60,7 @@ pub fn config_summary(config: &Config) -> String {
         )),
         None => out.push_str("  no '*': any other group is refused (unknown_group)\n"),
     }
-    let default = GroupName::parse("default").expect("a valid name");
-    if config.groups.slots_for(&default).is_err() {
+    if !config.groups.covers_default() {
         out.push_str(
             "  (no 'default': nodes without [identity] group in Zincati's config are \
              refused)\n",

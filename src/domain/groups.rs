@@ -106,6 +106,12 @@ fn per_group<T>(
 }
 
 impl GroupSlots {
+    /// Whether Zincati's default group (a node without `[identity] group`
+    /// asks for `default`) gets slots.
+    pub fn covers_default(&self) -> bool {
+        GroupName::parse("default").is_ok_and(|default| self.slots_for(&default).is_ok())
+    }
+
     pub fn parse(spec: &str) -> Result<Self, GroupsError> {
         let (listed, others) = per_group(
             spec,
