@@ -86,7 +86,8 @@ ENVIRONMENT:
                       'workers: days=Sat,Sun start_time=22:00 length_minutes=120' (default: always open)
     FLEETLOCK_TIME_ZONE  the windows' zone: UTC (default) or an IANA name; never 'localtime'
     FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
-    FLEETLOCK_FUNCTION  the deployed function `status` reads its configuration from
+    FLEETLOCK_FUNCTION  the deployed function whose configuration status, forget, pause, resume
+                      and windows read (as --function)
     FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
     FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
                       in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
