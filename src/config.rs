@@ -17,6 +17,19 @@ use crate::domain::groups::{GroupSlots, GroupsError};
 use crate::domain::input::GroupName;
 use crate::domain::windows::Schedule;
 
+/// The variables of the service's settings that a deploy sets: what
+/// `config check --env` prints.
+pub const FUNCTION_VARIABLES: [&str; 8] = [
+    "FLEETLOCK_GROUPS",
+    "FLEETLOCK_SETTLE",
+    "FLEETLOCK_MAX_WILDCARD_GROUPS",
+    "FLEETLOCK_WINDOWS",
+    "FLEETLOCK_TIME_ZONE",
+    "FLEETLOCK_CLIENTS",
+    "FLEETLOCK_AUTH",
+    "FLEETLOCK_ALARM_PAUSES",
+];
+
 /// The process's own environment.
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -83,58 +96,74 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads `FLEETLOCK_GROUPS` and `FLEETLOCK_TABLE` through `var`, so tests
-    /// need not touch the process environment.
+    /// Reads the service's settings through `var`, so tests need not touch
+    /// the process environment; the first wrong setting is the error.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let groups = match var("FLEETLOCK_GROUPS") {
-            Some(spec) => GroupSlots::parse(&spec)?,
-            None => GroupSlots::default(),
+        Self::checked(var).map_err(|mut errors| errors.swap_remove(0))
+    }
+
+    /// Every setting checked on its own, so `config check` can list every
+    /// mistake at once, in the order [`Config::from_vars`] meets them (its
+    /// error is the first of these). A setting that refines another one
+    /// (the settle time and windows refine the groups, the windows need the
+    /// zone) is still checked when that one is wrong, against a stand-in
+    /// that accepts every group (`*=1`) or UTC: its own mistakes show, the
+    /// cross-checks wait for the fix.
+    pub fn checked(var: impl Fn(&str) -> Option<String>) -> Result<Self, Vec<ConfigError>> {
+        let mut errors = Vec::new();
+        let mut fault = |err: ConfigError| errors.push(err);
+        let (mut groups, groups_known) = match var("FLEETLOCK_GROUPS") {
+            None => (GroupSlots::default(), true),
+            Some(spec) => match GroupSlots::parse(&spec) {
+                Ok(groups) => (groups, true),
+                Err(err) => {
+                    fault(err.into());
+                    (GroupSlots::parse("*=1").expect("a valid stand-in"), false)
+                }
+            },
         };
-        let groups = match var("FLEETLOCK_SETTLE").filter(|v| !v.trim().is_empty()) {
-            Some(spec) => groups.with_settle(&spec)?,
-            None => groups,
-        };
-        let groups = match var("FLEETLOCK_MAX_WILDCARD_GROUPS").filter(|v| !v.trim().is_empty()) {
-            Some(limit) => groups.with_wildcard_limit(&limit)?,
-            None => groups,
-        };
-        let schedule = Schedule::in_zone(var("FLEETLOCK_TIME_ZONE").as_deref())
-            .map_err(ConfigError::TimeZone)?;
+        if let Some(spec) = var("FLEETLOCK_SETTLE").filter(|v| !v.trim().is_empty()) {
+            match groups.clone().with_settle(&spec) {
+                Ok(settled) => groups = settled,
+                Err(err) => fault(err.into()),
+            }
+        }
+        if let Some(limit) = var("FLEETLOCK_MAX_WILDCARD_GROUPS").filter(|v| !v.trim().is_empty()) {
+            match groups.clone().with_wildcard_limit(&limit) {
+                Ok(limited) => groups = limited,
+                Err(err) => fault(err.into()),
+            }
+        }
+        let schedule =
+            Schedule::in_zone(var("FLEETLOCK_TIME_ZONE").as_deref()).unwrap_or_else(|why| {
+                fault(ConfigError::TimeZone(why));
+                Schedule::in_zone(None).expect("UTC")
+            });
         let windows = match var("FLEETLOCK_WINDOWS").filter(|v| !v.trim().is_empty()) {
             Some(spec) => schedule
+                .clone()
                 .with_windows(
                     &spec,
-                    |g| groups.slots_for(g).is_ok(),
-                    groups.others().is_some(),
+                    |g| !groups_known || groups.slots_for(g).is_ok(),
+                    !groups_known || groups.others().is_some(),
                 )
-                .map_err(ConfigError::Windows)?,
+                .unwrap_or_else(|why| {
+                    fault(ConfigError::Windows(why));
+                    schedule
+                }),
             None => schedule,
         };
-        let table = table(&var)?;
-        let clients = var("FLEETLOCK_CLIENTS").filter(|v| !v.trim().is_empty());
-        let auth = match (var("FLEETLOCK_AUTH").as_deref(), clients) {
-            (Some("disabled"), Some(_)) => {
-                return Err(ConfigError::Auth(
-                    "'disabled' conflicts with the clients listed in FLEETLOCK_CLIENTS".into(),
-                ));
-            }
-            (Some("disabled"), None) => Some(Auth::Disabled),
-            (Some("required") | None, Some(clients)) => Some(Auth::Required(
-                Clients::parse(&clients).map_err(|BadClients(why)| ConfigError::Clients(why))?,
-            )),
-            (Some("required"), None) => {
-                return Err(ConfigError::Auth(
-                    "'required' but FLEETLOCK_CLIENTS lists no client (see 'fleetlock credential')"
-                        .into(),
-                ));
-            }
-            (None, None) => None,
-            (Some(other), _) => {
-                return Err(ConfigError::Auth(format!(
-                    "'{other}' is neither 'required' nor 'disabled'"
-                )));
-            }
-        };
+        let table = table(&var).unwrap_or_else(|err| {
+            fault(err);
+            None
+        });
+        let auth = auth(&var).unwrap_or_else(|err| {
+            fault(err);
+            None
+        });
+        if !errors.is_empty() {
+            return Err(errors);
+        }
         Ok(Self {
             groups,
             table,
@@ -155,6 +184,27 @@ pub fn table(var: impl Fn(&str) -> Option<String>) -> Result<Option<String>, Con
         Some(name) if valid_table_name(&name) => Ok(Some(name)),
         Some(name) => Err(ConfigError::Table(format!(
             "'{name}' is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
+        ))),
+    }
+}
+
+/// `FLEETLOCK_CLIENTS` and `FLEETLOCK_AUTH`; `None` when neither says.
+fn auth(var: impl Fn(&str) -> Option<String>) -> Result<Option<Auth>, ConfigError> {
+    let clients = var("FLEETLOCK_CLIENTS").filter(|v| !v.trim().is_empty());
+    match (var("FLEETLOCK_AUTH").as_deref(), clients) {
+        (Some("disabled"), Some(_)) => Err(ConfigError::Auth(
+            "'disabled' conflicts with the clients listed in FLEETLOCK_CLIENTS".into(),
+        )),
+        (Some("disabled"), None) => Ok(Some(Auth::Disabled)),
+        (Some("required") | None, Some(clients)) => Ok(Some(Auth::Required(
+            Clients::parse(&clients).map_err(|BadClients(why)| ConfigError::Clients(why))?,
+        ))),
+        (Some("required"), None) => Err(ConfigError::Auth(
+            "'required' but FLEETLOCK_CLIENTS lists no client (see 'fleetlock credential')".into(),
+        )),
+        (None, None) => Ok(None),
+        (Some(other), _) => Err(ConfigError::Auth(format!(
+            "'{other}' is neither 'required' nor 'disabled'"
         ))),
     }
 }

@@ -4,6 +4,7 @@
 //! before clap) and exits with [`USAGE_EXIT`].
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -69,9 +70,11 @@ USAGE:
                                            the next openings and closings of the maintenance
                                            windows (this shell's or the deployed function's),
                                            in UTC and the zone's time, DST weeks included
-    fleetlock config check                 check the FLEETLOCK_* settings in this shell as the
-                                           function would read them, and print what each group
-                                           gets and every bound the server enforces
+    fleetlock config check [--samconfig FILE [--config-env ENV] | --tfvars FILE] [--from TIME] [--env]
+                                           check the FLEETLOCK_* settings in this shell (or those
+                                           a samconfig.toml or a tfvars file would deploy) as the
+                                           function reads them; print every error, or what each
+                                           group gets and every bound (--env: the variables)
     fleetlock completions SHELL            print completions for bash, zsh, fish, elvish or
                                            powershell (e.g. fleetlock completions bash >
                                            /etc/bash_completion.d/fleetlock)
@@ -127,7 +130,12 @@ pub enum Command {
         group: String,
         function: Option<String>,
     },
-    ConfigCheck,
+    ConfigCheck {
+        source: ConfigSource,
+        from: Option<crate::domain::lock::Timestamp>,
+        /// Print the variables, not the summary.
+        env: bool,
+    },
     /// `lock` or `unlock`.
     Lock(Request),
     Pause {
@@ -164,6 +172,14 @@ pub enum Command {
         next: usize,
         function: Option<String>,
     },
+}
+
+/// Where `config check` reads the settings from.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    Shell,
+    Samconfig { file: PathBuf, config_env: String },
+    Tfvars(PathBuf),
 }
 
 /// The groups a pause or resume acts on.
@@ -331,8 +347,29 @@ enum Sub {
 
 #[derive(Subcommand, Debug)]
 enum ConfigSub {
-    /// Check the FLEETLOCK_* settings in this shell as the function would read them
-    Check,
+    /// Check the FLEETLOCK_* settings in this shell, or a deploy's inputs, as the function would read them
+    Check {
+        /// The parameter_overrides of this samconfig.toml, over the template's defaults
+        #[arg(long, value_name = "FILE", conflicts_with = "tfvars")]
+        samconfig: Option<PathBuf>,
+        /// Its config-env (as sam deploy --config-env)
+        #[arg(
+            long,
+            value_name = "ENV",
+            default_value = "default",
+            requires = "samconfig"
+        )]
+        config_env: String,
+        /// The module inputs of this .tfvars or .tfvars.json file, over the module's defaults
+        #[arg(long, value_name = "FILE")]
+        tfvars: Option<PathBuf>,
+        /// When the windows next open or close, from this time (RFC 3339; default: now)
+        #[arg(long, value_name = "TIME", value_parser = instant)]
+        from: Option<crate::domain::lock::Timestamp>,
+        /// Print the function's FLEETLOCK_* variables as shell assignments instead
+        #[arg(long)]
+        env: bool,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -535,8 +572,23 @@ fn command_of(sub: Sub) -> Result<Command, String> {
         Sub::Lock(args) => Command::Lock(args.request(Call::PreReboot)?),
         Sub::Unlock(args) => Command::Lock(args.request(Call::SteadyState)?),
         Sub::Config {
-            command: ConfigSub::Check,
-        } => Command::ConfigCheck,
+            command:
+                ConfigSub::Check {
+                    samconfig,
+                    config_env,
+                    tfvars,
+                    from,
+                    env,
+                },
+        } => Command::ConfigCheck {
+            source: match (samconfig, tfvars) {
+                (Some(file), _) => ConfigSource::Samconfig { file, config_env },
+                (None, Some(file)) => ConfigSource::Tfvars(file),
+                (None, None) => ConfigSource::Shell,
+            },
+            from,
+            env,
+        },
         Sub::Completions { shell } => Command::Completions(shell),
         Sub::Windows {
             group,

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use crate::aws::iam::{self, PolicyFor};
 use crate::cli::args::{Targets, edit_distance};
+use crate::cli::deploy_inputs::DeployInputs;
 use crate::cli::report;
 use crate::config::{self, Config};
 use crate::domain::auth;
@@ -556,16 +557,64 @@ pub fn windows(
 }
 
 /// `config check`: the settings of these variables, as the function would
-/// read them; nothing is asked of AWS.
+/// read them, every error at once; nothing is asked of AWS. `inputs` are
+/// the deploy file's, when the variables came from one: its errors name
+/// the file's own inputs, and `env` prints the variables it would deploy.
 pub fn config_check(
     var: impl Fn(&str) -> Option<String>,
+    inputs: Option<(&str, &DeployInputs)>,
+    from: Timestamp,
+    env: bool,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let config = Config::from_vars(&var).map_err(Failure::InvalidConfiguration)?;
+    let checked = Config::checked(&var);
     // The alarm-pauses function's own setting, when given.
-    let gates = config::alarm_gates(&var).map_err(Failure::InvalidConfiguration)?;
-    say!(out, "configuration in this shell: valid");
-    let _ = write!(out, "{}", report::config_summary(&config));
+    let gates = config::alarm_gates(&var);
+    let (config, gates) = match (checked, gates) {
+        (Ok(config), Ok(gates)) => (config, gates),
+        (checked, gates) => {
+            let errors = checked
+                .err()
+                .unwrap_or_default()
+                .into_iter()
+                .chain(gates.err())
+                .map(|err| {
+                    let text = err.to_string();
+                    inputs.map_or(text.clone(), |(_, inputs)| inputs.reword(&text))
+                })
+                .collect();
+            return Err(Failure::InvalidConfiguration {
+                source: inputs.map(|(file, _)| file.to_owned()),
+                errors,
+            });
+        }
+    };
+    if env {
+        for name in config::FUNCTION_VARIABLES {
+            if let Some(value) = var(name) {
+                say!(out, "{name}={}", shell_word(&value));
+            }
+        }
+        return Ok(());
+    }
+    match inputs {
+        None => say!(out, "configuration in this shell: valid"),
+        Some((file, inputs)) => {
+            say!(out, "configuration {file} deploys: valid");
+            if !inputs.given.is_empty() {
+                say!(
+                    out,
+                    "set there: {}; the rest are the defaults",
+                    inputs.given.join(", ")
+                );
+            }
+        }
+    }
+    let _ = write!(
+        out,
+        "{}",
+        report::config_summary(&config, &gates, from, inputs.is_some())
+    );
     let alarms: Vec<&str> = gates.alarm_names().collect();
     if !alarms.is_empty() {
         say!(
@@ -813,10 +862,24 @@ mod tests {
         );
     }
 
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: std::collections::BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    /// 2026-03-27, a Friday, 12:00 UTC.
+    const FRIDAY_NOON: Timestamp = Timestamp(1_774_612_800_000);
+
     #[test]
     fn config_check_refuses_a_bad_setting_in_one_line() {
         let err = config_check(
-            |name| (name == "FLEETLOCK_SETTLE").then(|| "default=soon".to_owned()),
+            vars(&[("FLEETLOCK_SETTLE", "default=soon")]),
+            None,
+            FRIDAY_NOON,
+            false,
             &mut Vec::new(),
         )
         .unwrap_err();
@@ -825,9 +888,13 @@ mod tests {
                 .starts_with("invalid configuration: FLEETLOCK_SETTLE: "),
             "{err}"
         );
+        assert_eq!(err.to_string().lines().count(), 1, "{err}");
         let mut out = Vec::new();
         config_check(
-            |name| (name == "FLEETLOCK_ALARM_PAUSES").then(|| "db-errors=*".to_owned()),
+            vars(&[("FLEETLOCK_ALARM_PAUSES", "db-errors=*")]),
+            None,
+            FRIDAY_NOON,
+            false,
             &mut out,
         )
         .unwrap();
@@ -838,6 +905,144 @@ mod tests {
         );
         assert!(
             text.ends_with("alarms that pause groups while in ALARM: db-errors\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn config_check_lists_every_error_not_only_the_first() {
+        let err = config_check(
+            vars(&[
+                ("FLEETLOCK_GROUPS", "default=1,workers=many"),
+                ("FLEETLOCK_SETTLE", "db=soon"),
+                ("FLEETLOCK_TIME_ZONE", "Mars/Olympus"),
+                (
+                    "FLEETLOCK_WINDOWS",
+                    "db: days=Caturday start_time=22:00 length_minutes=60",
+                ),
+                ("FLEETLOCK_AUTH", "maybe"),
+                ("FLEETLOCK_ALARM_PAUSES", "api-5xx="),
+            ]),
+            None,
+            FRIDAY_NOON,
+            false,
+            &mut Vec::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines[0], "invalid configuration, 6 errors:", "{err}");
+        for (line, variable) in lines[1..].iter().zip([
+            "FLEETLOCK_GROUPS",
+            "FLEETLOCK_SETTLE",
+            "FLEETLOCK_TIME_ZONE",
+            "FLEETLOCK_WINDOWS",
+            "FLEETLOCK_AUTH",
+            "FLEETLOCK_ALARM_PAUSES",
+        ]) {
+            assert!(line.starts_with(&format!("  {variable}: ")), "{err}");
+        }
+        // The first of them is the one the function stops at.
+        let first = Config::from_vars(vars(&[
+            ("FLEETLOCK_GROUPS", "default=1,workers=many"),
+            ("FLEETLOCK_AUTH", "maybe"),
+        ]))
+        .unwrap_err();
+        assert!(
+            lines[1].ends_with(&first.to_string()[first.to_string().find(": ").unwrap() + 2..])
+        );
+    }
+
+    #[test]
+    fn config_check_says_when_each_window_next_opens_and_what_pauses_each_group() {
+        let mut out = Vec::new();
+        config_check(
+            vars(&[
+                ("FLEETLOCK_GROUPS", "default=1,db=1,*=2"),
+                (
+                    "FLEETLOCK_WINDOWS",
+                    "db: days=Sat start_time=22:00 length_minutes=120",
+                ),
+                ("FLEETLOCK_ALARM_PAUSES", "api-5xx=*;db-latency=db"),
+            ]),
+            None,
+            FRIDAY_NOON,
+            false,
+            &mut out,
+        )
+        .unwrap();
+        let text = printed(out);
+        for line in [
+            "  db: 1 slot, settle 0s, reboots only in days=Sat start_time=22:00 length_minutes=120 (UTC): closed, \
+             next opens 2026-03-28T22:00:00Z; paused while in ALARM: api-5xx, db-latency",
+            "  default: 1 slot, settle 0s, always open; paused while in ALARM: api-5xx",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} not in:\n{text}");
+        }
+        assert!(
+            text.contains("  * (every other valid group): 2 slots, settle 0s, always open; paused while in ALARM: api-5xx;"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn config_check_of_a_deploy_file_names_its_inputs_and_prints_its_variables() {
+        let inputs = crate::cli::deploy_inputs::from_tfvars(
+            "groups = { db = 1 }\nsettle = { db = \"soon\" }\n",
+            "prod.tfvars",
+        )
+        .unwrap();
+        let var = |name: &str| inputs.vars.get(name).cloned();
+        let err = config_check(
+            var,
+            Some(("prod.tfvars", &inputs)),
+            FRIDAY_NOON,
+            false,
+            &mut Vec::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("invalid configuration in prod.tfvars, 2 errors:"),
+            "{err}"
+        );
+        assert!(
+            err.contains("\n  variable settle (FLEETLOCK_SETTLE): "),
+            "{err}"
+        );
+        assert!(
+            err.contains(
+                "\n  variable clients (FLEETLOCK_CLIENTS) is empty: the deploy is refused unless \
+                 variable allow_anonymous is true; make entries with 'fleetlock credential'"
+            ),
+            "{err}"
+        );
+        let inputs = crate::cli::deploy_inputs::from_tfvars(
+            "groups = { db = 1 }\nallow_anonymous = true\n",
+            "lab.tfvars",
+        )
+        .unwrap();
+        let var = |name: &str| inputs.vars.get(name).cloned();
+        let mut out = Vec::new();
+        config_check(
+            var,
+            Some(("lab.tfvars", &inputs)),
+            FRIDAY_NOON,
+            true,
+            &mut out,
+        )
+        .unwrap();
+        let text = printed(out);
+        assert!(
+            text.lines().any(|l| l == "FLEETLOCK_GROUPS='db=1'"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l == "FLEETLOCK_AUTH=disabled"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l == "FLEETLOCK_TIME_ZONE=UTC"),
             "{text}"
         );
     }

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod deploy_inputs;
 pub mod lock;
 pub mod report;
 
@@ -16,7 +17,7 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 
-pub use args::{Command, HELP, Targets, USAGE_EXIT, parse};
+pub use args::{Command, ConfigSource, HELP, Targets, USAGE_EXIT, parse};
 
 use crate::aws::{self, function_config};
 use crate::config::{self, Config, ConfigError, LockSettings, process_env};
@@ -36,8 +37,12 @@ pub enum Failure {
     /// A setting this command reads is missing or wrong; nothing was asked
     /// of AWS.
     Config(ConfigError),
-    /// `config check` found the settings wrong.
-    InvalidConfiguration(ConfigError),
+    /// `config check` found the settings wrong: every error, each a
+    /// sentence; `source` names a deploy file when the settings came from one.
+    InvalidConfiguration {
+        source: Option<String>,
+        errors: Vec<String>,
+    },
     /// An argument's value is not valid (a group name, an id, a reason).
     Input(String),
     /// The table could not be read or written.
@@ -54,7 +59,18 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Config(err) => write!(f, "{err}"),
-            Failure::InvalidConfiguration(err) => write!(f, "invalid configuration: {err}"),
+            Failure::InvalidConfiguration { source, errors } => {
+                let source = source
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" in {s}"));
+                match errors.as_slice() {
+                    [one] => write!(f, "invalid configuration{source}: {one}"),
+                    many => {
+                        write!(f, "invalid configuration{source}, {} errors:", many.len())?;
+                        many.iter().try_for_each(|err| write!(f, "\n  {err}"))
+                    }
+                }
+            }
             Failure::Store(err) => write!(f, "{err}"),
             Failure::Input(why)
             | Failure::Aws(why)
@@ -254,7 +270,32 @@ async fn run_command(command: Command) -> Result<(), Failure> {
                 "lock and unlock run apart from the other commands".into(),
             ));
         }
-        Command::ConfigCheck => commands::config_check(process_env, out)?,
+        Command::ConfigCheck { source, from, env } => {
+            let from = from.unwrap_or_else(Timestamp::now);
+            let read = |file: &std::path::Path| {
+                std::fs::read_to_string(file)
+                    .map_err(|e| Failure::Input(format!("{}: {e}", file.display())))
+            };
+            let (label, inputs) = match source {
+                ConfigSource::Shell => {
+                    return commands::config_check(process_env, None, from, env, out);
+                }
+                ConfigSource::Samconfig { file, config_env } => {
+                    let name = file.display().to_string();
+                    let inputs = deploy_inputs::from_samconfig(&read(&file)?, &config_env, &name)
+                        .map_err(Failure::Input)?;
+                    (format!("{name} [{config_env}]"), inputs)
+                }
+                ConfigSource::Tfvars(file) => {
+                    let name = file.display().to_string();
+                    let inputs =
+                        deploy_inputs::from_tfvars(&read(&file)?, &name).map_err(Failure::Input)?;
+                    (name, inputs)
+                }
+            };
+            let var = |name: &str| inputs.vars.get(name).cloned();
+            commands::config_check(var, Some((&label, &inputs)), from, env, out)?;
+        }
         Command::Windows {
             group,
             from,

@@ -12,50 +12,80 @@ fn rfc3339(at: Timestamp) -> String {
 }
 
 /// What `config check` prints of a valid configuration: each group's
-/// rules, who may call, where the locks live, and every fixed bound.
-pub fn config_summary(config: &Config) -> String {
+/// rules (slots, settle time, windows with when they next open or close
+/// after `from`, the alarms that pause it), who may call, where the locks
+/// live, and every fixed bound.
+pub fn config_summary(
+    config: &Config,
+    gates: &crate::domain::alarms::AlarmGates,
+    from: Timestamp,
+    deployed: bool,
+) -> String {
     use crate::domain::auth::Auth;
     use crate::domain::groups::{MAX_SLOTS, format_duration};
     use crate::domain::input::{MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
     let mut out = String::from("groups:\n");
+    let schedule = &config.windows;
+    let at = |t: Timestamp| {
+        if schedule.is_utc() {
+            t.to_rfc3339()
+        } else {
+            format!("{} ({})", t.to_rfc3339(), schedule.local_text(t))
+        }
+    };
     let windows_of = |group: Option<&GroupName>| {
-        config
-            .windows
+        schedule
             .calendars()
             .find(|(g, _)| *g == group)
             .map(|(_, calendar)| {
                 let list: Vec<String> =
                     calendar.windows().iter().map(ToString::to_string).collect();
+                let next = match schedule.changes(calendar, from, 1).first() {
+                    Some((true, opens)) => format!("closed, next opens {}", at(*opens)),
+                    Some((false, closes)) => format!("open now, closes {}", at(*closes)),
+                    None => "never open".into(),
+                };
                 format!(
-                    "reboots only in {} ({})",
+                    "reboots only in {} ({}): {next}",
                     list.join("; "),
-                    config.windows.zone_name()
+                    schedule.zone_name()
                 )
             })
             .unwrap_or_else(|| "always open".into())
     };
+    let gates_of = |group: Option<&GroupName>| {
+        let alarms = gates.alarms_for(group);
+        if alarms.is_empty() {
+            String::new()
+        } else {
+            format!("; paused while in ALARM: {}", alarms.join(", "))
+        }
+    };
     let rule_text = |rules: crate::domain::lock::GroupRules| {
         format!(
-            "{} slot(s), settle {}",
+            "{} slot{}, settle {}",
             rules.slots,
+            if rules.slots == 1 { "" } else { "s" },
             format_duration(rules.settle)
         )
     };
     for (name, _) in config.groups.listed() {
         if let Ok(rules) = config.groups.rules_for(name) {
             out.push_str(&format!(
-                "  {name}: {}, {}\n",
+                "  {name}: {}, {}{}\n",
                 rule_text(rules),
-                windows_of(Some(name))
+                windows_of(Some(name)),
+                gates_of(Some(name))
             ));
         }
     }
     match config.groups.others_rules() {
         Some(rules) => out.push_str(&format!(
-            "  * (every other valid group): {}, {}; at most {} such groups come into \
+            "  * (every other valid group): {}, {}{}; at most {} such groups come into \
              existence (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
             rule_text(rules),
             windows_of(None),
+            gates_of(None),
             config.groups.wildcard_limit()
         )),
         None => out.push_str("  no '*': any other group is refused (unknown_group)\n"),
@@ -80,6 +110,7 @@ pub fn config_summary(config: &Config) -> String {
     });
     out.push_str(&match &config.table {
         Some(table) => format!("table: {table}\n"),
+        None if deployed => "table: the one the stack or the module creates\n".into(),
         None => "table: none; 'serve' keeps the locks in memory\n".into(),
     });
     let limits = crate::http::server::Limits::default();
@@ -445,10 +476,10 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        let summary = config_summary(&config);
+        let summary = config_summary(&config, &Default::default(), Timestamp::now(), false);
         for line in [
-            "  db: 1 slot(s), settle 0s, always open",
-            "  workers: 3 slot(s), settle 10m, always open",
+            "  db: 1 slot, settle 0s, always open",
+            "  workers: 3 slots, settle 10m, always open",
             "  no '*': any other group is refused (unknown_group)",
             "  (no 'default': nodes without [identity] group in Zincati's config are refused)",
             "clients: none, authentication disabled (private networks only)",

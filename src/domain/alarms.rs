@@ -80,6 +80,20 @@ impl AlarmGates {
         self.gates.contains_key(alarm)
     }
 
+    /// The alarms that pause `group` (`None`: a group only `*` covers,
+    /// which only an alarm on `*` gates).
+    pub fn alarms_for(&self, group: Option<&GroupName>) -> Vec<&str> {
+        self.gates
+            .iter()
+            .filter(|(_, gated)| match (gated, group) {
+                (Gated::All, _) => true,
+                (Gated::Groups(groups), Some(group)) => groups.contains(group),
+                (Gated::Groups(_), None) => false,
+            })
+            .map(|(alarm, _)| alarm.as_str())
+            .collect()
+    }
+
     fn gates(&self, alarm: &str, group: &GroupName) -> bool {
         match self.gates.get(alarm) {
             Some(Gated::All) => true,

@@ -9,12 +9,20 @@ target/terraform-plan/) in which the few names that differ between 6.x and
 5.100 are substituted: SUBSTITUTIONS lists every one, and the copy is checked
 to differ from the module by those alone.
 
+Then it checks `fleetlock config check --tfvars` against Terraform itself:
+for each tfvars file in CONFIG_CHECK_TFVARS, `terraform console` evaluates the
+functions' own environment expressions (read from main.tf and alarm_pauses.tf)
+and the binary's `--env` must print the same variables.
+
 Where Terraform or the provider is missing, it fails with one line that says
 which; it never skips.
 """
 
 import difflib
+import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,6 +32,12 @@ ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
 WORK = ROOT / "target" / "terraform-plan"
 TESTS = Path(__file__).resolve().parent / "terraform"
+FLEETLOCK = ROOT / "target" / "debug" / "fleetlock"
+# Inputs that `config check --tfvars` must render as the module does.
+CONFIG_CHECK_TFVARS = [
+    ROOT / "tests" / "iac" / "config-check.tfvars",
+    ROOT / "tests" / "iac" / "config-check.tfvars.json",
+]
 
 # (files, the module's text, the text for provider 5.100, why)
 SUBSTITUTIONS = [
@@ -116,6 +130,47 @@ def copy_with_substitutions():
     return copy
 
 
+def function_environment():
+    """The FLEETLOCK_* settings of the API and alarm-pauses functions, as
+    `NAME = expression` from their `environment` blocks; the table (a
+    resource's name) left out."""
+    expressions = {}
+    for name in ["main.tf", "alarm_pauses.tf"]:
+        for block in re.findall(r"environment \{\n    variables = \{\n(.*?)\n    \}", (INFRA / name).read_text(), re.S):
+            for line in block.splitlines():
+                key, expression = (part.strip() for part in line.split("=", 1))
+                if key.startswith("FLEETLOCK_") and key != "FLEETLOCK_TABLE":
+                    expressions[key] = expression
+    if len(expressions) < 8:
+        fail(f"found only {sorted(expressions)} in the functions' environment blocks")
+    return expressions
+
+
+def compare_config_check(terraform, copy, env):
+    if not FLEETLOCK.exists():
+        fail(f"{FLEETLOCK.relative_to(ROOT)} is missing: cargo build first")
+    expressions = function_environment()
+    console = "nonsensitive(jsonencode({%s}))" % ", ".join(f"{k} = {v}" for k, v in sorted(expressions.items()))
+    for tfvars in CONFIG_CHECK_TFVARS:
+        done = subprocess.run([terraform, "console", f"-var-file={tfvars}", "-var=lambda_zip_path=tests/fleetlock.zip"],
+                              cwd=copy, env=env, input=console + "\n", capture_output=True, text=True)
+        if done.returncode != 0:
+            fail(f"terraform console -var-file={tfvars.name} failed: {done.stderr.strip()}")
+        planned = json.loads(json.loads(done.stdout.strip()))
+        checked = subprocess.run([str(FLEETLOCK), "config", "check", "--tfvars", str(tfvars), "--env"],
+                                 capture_output=True, text=True)
+        if checked.returncode != 0:
+            fail(f"fleetlock config check --tfvars {tfvars.name}: {checked.stderr.strip()}")
+        printed = {}
+        for line in checked.stdout.splitlines():
+            key, value = line.split("=", 1)
+            printed[key] = " ".join(shlex.split(value)) if value else ""
+        if printed != planned:
+            fail(f"{tfvars.name}: config check --env printed {printed}, the module sets {planned}")
+        print(f"config check --tfvars {tfvars.name}: the {len(planned)} variables Terraform sets, "
+              f"{planned['FLEETLOCK_GROUPS']!r} among them", flush=True)
+
+
 def main():
     terraform = shutil.which("terraform")
     if not terraform:
@@ -136,6 +191,7 @@ def main():
         done = subprocess.run([terraform, *args], cwd=copy, env=env)
         if done.returncode != 0:
             fail(f"terraform {args[0]} failed (exit {done.returncode})")
+    compare_config_check(terraform, copy, env)
 
 
 if __name__ == "__main__":

@@ -1211,6 +1211,104 @@ async fn config_check_refuses_a_bad_setting_before_anything_is_deployed() {
     }
 }
 
+/// `config check --samconfig` reads what `sam deploy` would deploy: the
+/// overrides of the config-env over the template's defaults; a typo in a
+/// parameter's name, or a value the function would refuse, stops it with
+/// the parameter named, before anything reaches AWS.
+#[tokio::test]
+async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
+    let dir = std::env::temp_dir().join(format!("fleetlock-samconfig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let samconfig = dir.join("samconfig.toml");
+    let client = "fleet:default,db:00112233445566778899aabbccddeeff:\
+                  0000000000000000000000000000000000000000000000000000000000000000";
+    std::fs::write(
+        &samconfig,
+        format!(
+            "version = 0.1\n\
+             [default.deploy.parameters]\n\
+             parameter_overrides = \"Groups=\\\"default=1,db=1\\\" Clients={client} \
+             MaintenanceWindows=\\\"db: days=Sat start_time=22:00 length_minutes=120\\\"\"\n\
+             [typo.deploy.parameters]\n\
+             parameter_overrides = [\"Group=db=1\"]\n\
+             [wrong.deploy.parameters]\n\
+             parameter_overrides = [\"Settle=db=soon\", \"Groups=db=1\"]\n"
+        ),
+    )
+    .unwrap();
+    let path = samconfig.to_str().unwrap();
+    let good = run(fleetlock().args([
+        "config",
+        "check",
+        "--samconfig",
+        path,
+        "--from",
+        "2026-03-27T12:00:00Z",
+    ]))
+    .await;
+    assert!(good.ok, "{}", good.stderr);
+    for line in [
+        format!("configuration {path} [default] deploys: valid"),
+        "set there: Groups, Clients, MaintenanceWindows; the rest are the defaults".to_owned(),
+        "  db: 1 slot, settle 0s, reboots only in days=Sat start_time=22:00 \
+         length_minutes=120 (UTC): closed, next opens 2026-03-28T22:00:00Z"
+            .to_owned(),
+        "clients: fleet".to_owned(),
+    ] {
+        assert!(
+            good.stdout.lines().any(|l| l == line),
+            "{line:?} not in\n{}",
+            good.stdout
+        );
+    }
+    let typo = run(fleetlock().args([
+        "config",
+        "check",
+        "--samconfig",
+        path,
+        "--config-env",
+        "typo",
+    ]))
+    .await;
+    assert!(!typo.ok);
+    assert!(
+        typo.stderr.contains(
+            "sets 'Group', which the template has no parameter of (did you mean 'Groups'?)"
+        ),
+        "{}",
+        typo.stderr
+    );
+    let wrong = run(fleetlock().args([
+        "config",
+        "check",
+        "--samconfig",
+        path,
+        "--config-env",
+        "wrong",
+    ]))
+    .await;
+    assert!(!wrong.ok);
+    assert!(wrong.stderr.contains(", 2 errors:"), "{}", wrong.stderr);
+    assert!(
+        wrong
+            .stderr
+            .contains("\n  parameter Settle (FLEETLOCK_SETTLE): "),
+        "{}",
+        wrong.stderr
+    );
+    assert!(
+        wrong
+            .stderr
+            .contains("\n  parameter Clients (FLEETLOCK_CLIENTS) is empty"),
+        "{}",
+        wrong.stderr
+    );
+    // Nothing of it touched AWS: no region, no credentials were needed.
+    let mixed = run(fleetlock().args(["config", "check", "--config-env", "typo"])).await;
+    assert!(!mixed.ok);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `serve` says at start where the locks live and warns when Zincati's
 /// default group is not configured.
 #[tokio::test]
