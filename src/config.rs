@@ -30,6 +30,29 @@ pub const FUNCTION_VARIABLES: [&str; 8] = [
     "FLEETLOCK_ALARM_PAUSES",
 ];
 
+/// Every page of the docs, for the tests that read their examples.
+#[cfg(test)]
+pub(crate) fn docs_text() -> String {
+    let pages = [
+        include_str!("../README.md"),
+        include_str!("../docs/deploy.md"),
+        include_str!("../docs/configuration.md"),
+        include_str!("../docs/operating.md"),
+        include_str!("../docs/events-and-alarms.md"),
+        include_str!("../docs/security.md"),
+        include_str!("../docs/costs-and-sizing.md"),
+        include_str!("../docs/design.md"),
+        include_str!("../docs/development.md"),
+        include_str!("../infra/README.md"),
+    ];
+    // A new page of docs/ joins the list above.
+    let in_docs = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/docs"))
+        .unwrap()
+        .count();
+    assert_eq!(in_docs + 2, pages.len(), "list every page of docs/ here");
+    pages.join("\n")
+}
+
 /// The process's own environment.
 pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -804,15 +827,15 @@ mod tests {
         assert_eq!(deployed_function(vars(&[]), Some(" ".into())), None);
     }
 
-    /// Every configuration the README writes out as shell assignments goes
+    /// Every configuration the docs write out as shell assignments goes
     /// together and starts: one value per variable wherever it appears, and
     /// all of them read as the function reads them.
     #[test]
-    fn the_readmes_example_configuration_starts() {
-        let readme = include_str!("../README.md");
+    fn the_docs_example_configuration_starts() {
+        let docs = docs_text();
         let mut seen: Vec<(String, String)> = Vec::new();
-        for (at, _) in readme.match_indices("FLEETLOCK_") {
-            let rest = &readme[at..];
+        for (at, _) in docs.match_indices("FLEETLOCK_") {
+            let rest = &docs[at..];
             let Some((name, value)) = rest.split_once('=') else {
                 continue;
             };
@@ -841,7 +864,7 @@ mod tests {
             for (other, differs) in &seen {
                 assert!(
                     other != name || differs == value,
-                    "the README gives {name} as '{value}' and as '{differs}'"
+                    "the docs give {name} as '{value}' and as '{differs}'"
                 );
             }
         }

@@ -772,7 +772,7 @@ mod tests {
 
     #[test]
     fn help_and_readme_list_every_command_the_parser_takes() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/operating.md");
         let mut commands = vec!["help".to_owned()];
         for sub in definition().get_subcommands().filter(|s| !s.is_hide_set()) {
             // `config` is a command of two words.
@@ -780,7 +780,7 @@ mod tests {
                 "config" => "config check".to_owned(),
                 name => name.to_owned(),
             };
-            // Every option of the command, in the help and in the README.
+            // Every option of the command, in the help and in docs/operating.md.
             for option in sub.get_arguments().filter_map(|a| a.get_long()) {
                 assert!(
                     HELP.contains(&format!("--{option}")),
@@ -788,7 +788,7 @@ mod tests {
                 );
                 assert!(
                     readme.contains(&format!("--{option}")),
-                    "README lacks {command} --{option}"
+                    "docs/operating.md lacks {command} --{option}"
                 );
             }
             commands.push(command);
@@ -797,7 +797,7 @@ mod tests {
         for command in commands {
             let usage = format!("fleetlock {command}");
             assert!(HELP.contains(&usage), "help lacks {command}");
-            assert!(readme.contains(&usage), "README lacks {command}");
+            assert!(readme.contains(&usage), "docs/operating.md lacks {command}");
             let parsed = parse(&args(&command));
             assert!(
                 !parsed.is_err_and(|e| e.starts_with("unknown command")),

@@ -618,4 +618,81 @@ region       = "eu-west-1"
         assert!(from_tfvars("module \"x\" {}\n", "p.tfvars").is_err());
         assert!(from_tfvars("groups = {", "p.tfvars").is_err());
     }
+
+    /// The settings each example of the module deploys are valid: the
+    /// literal inputs of its `module` block, with a stand-in credential for
+    /// its `var.clients`.
+    #[test]
+    fn every_terraform_examples_settings_start() {
+        let examples = [
+            include_str!("../../infra/examples/basic/main.tf"),
+            include_str!("../../infra/examples/complete/main.tf"),
+            include_str!("../../infra/examples/function-url/main.tf"),
+            include_str!("../../infra/examples/private/main.tf"),
+        ];
+        let listed = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/examples"))
+            .unwrap()
+            .count();
+        assert_eq!(listed, examples.len(), "list every example above");
+        for example in examples {
+            let body = hcl::parse(example).unwrap();
+            let module = body
+                .blocks()
+                .find(|block| block.identifier() == "module")
+                .expect("a module block");
+            let mut inputs = serde_json::Map::new();
+            for attribute in module.body().attributes() {
+                let known = TF_VARIABLES
+                    .iter()
+                    .any(|(name, _)| *name == attribute.key());
+                if known && attribute.key() != "clients" {
+                    let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()));
+                    inputs.insert(attribute.key().to_owned(), value.unwrap());
+                }
+            }
+            inputs.insert(
+                "clients".into(),
+                serde_json::json!([format!(
+                    "fleet:*:00112233445566778899aabbccddeeff:{}",
+                    "0".repeat(64)
+                )]),
+            );
+            let text = Value::Object(inputs).to_string();
+            let deployed = from_tfvars(&text, "example.tfvars.json").unwrap();
+            let var = |name: &str| deployed.vars.get(name).cloned();
+            crate::config::Config::checked(var).unwrap_or_else(|e| panic!("{e:?}: {text}"));
+            crate::config::alarm_gates(var).unwrap();
+        }
+    }
+
+    /// Every `sam deploy --parameter-overrides '…'` in the docs names
+    /// parameters the template has, and the settings it gives start.
+    #[test]
+    fn every_documented_parameter_override_is_valid() {
+        let docs = crate::config::docs_text();
+        let parameters = template_parameters(TEMPLATE);
+        let mut checked = 0;
+        for (at, _) in docs.match_indices("--parameter-overrides '") {
+            let rest = &docs[at + "--parameter-overrides '".len()..];
+            let quoted = rest.split('\'').next().unwrap();
+            let mut vars = BTreeMap::new();
+            for pair in override_words(quoted).unwrap() {
+                let Some((key, value)) = pair.split_once('=') else {
+                    continue; // "..." for the rest
+                };
+                assert!(parameters.contains_key(key), "no parameter {key}: {quoted}");
+                if let Some((_, var)) = SAM_PARAMETERS
+                    .iter()
+                    .find(|(p, _)| *p == key && *p != "Clients")
+                {
+                    vars.insert(var.to_string(), value.to_owned());
+                }
+            }
+            let var = |name: &str| vars.get(name).cloned();
+            crate::config::Config::checked(var).unwrap_or_else(|e| panic!("{e:?}: {quoted}"));
+            crate::config::alarm_gates(var).unwrap();
+            checked += 1;
+        }
+        assert!(checked >= 3, "only {checked} examples found");
+    }
 }

@@ -1,4 +1,4 @@
-//! The `fleetlock` binary as operators and the README use it.
+//! The `fleetlock` binary as operators and the docs use it.
 
 use std::collections::BTreeSet;
 use std::process::Stdio;

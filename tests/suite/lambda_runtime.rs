@@ -283,8 +283,8 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
     );
     assert!(!stderr.contains(&credential.secret) && !stdout.contains(&credential.secret));
 
-    // What a call puts into CloudWatch Logs from the function itself (the
-    // README's cost table): one decision or refusal line, and one metric line
+    // What a call puts into CloudWatch Logs from the function itself (for
+    // the cost table in docs/costs-and-sizing.md): one decision or refusal line, and one metric line
     // for a decision. Printed for BENCHMARKS.md; bounded so it cannot grow
     // unnoticed.
     let request_lines: Vec<usize> = stderr

@@ -1,0 +1,107 @@
+"""Every relative link and anchor in README.md, docs/ and infra/README.md
+resolves: the file exists, and an anchor names a heading of that file as
+GitHub renders it. Links inside code are not links; http(s) and mailto links
+are not checked (the machines this is built on have no internet).
+
+Run by ./scripts/test; prints each broken link as FILE:LINE: LINK and exits 1.
+"""
+
+import re
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", ROOT / "infra" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def prose_lines(text):
+    """(line number, line) outside fenced code, with inline code removed."""
+    fence = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            continue
+        yield number, re.sub(r"`[^`]*`", "`code`", line)
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, markup and punctuation
+    dropped (hyphens and underscores kept), spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = text.replace("`", "").lower()
+    text = "".join(c for c in text if c.isalnum() or c in " -_")
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    """Every anchor of a Markdown file, duplicates numbered as GitHub does."""
+    seen = {}
+    found = set()
+    fence = None
+    for line in path.read_text().splitlines():
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            continue
+        match = HEADING.match(line)
+        if match:
+            base = slug(match.group(2))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+        for name in re.findall(r'<a (?:name|id)="([^"]+)"', line):
+            found.add(name)
+    return found
+
+
+def broken_links(paths=DOCS):
+    problems = []
+    cache = {}
+    for path in paths:
+        for number, line in prose_lines(path.read_text()):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z]+:", target):
+                    continue
+                file_part, _, anchor = target.partition("#")
+                dest = (path.parent / unquote(file_part)).resolve() if file_part else path
+                where = f"{path.relative_to(ROOT)}:{number}: {target}"
+                if not dest.exists():
+                    problems.append(f"{where} (no such file)")
+                    continue
+                if anchor:
+                    if dest.suffix != ".md":
+                        problems.append(f"{where} (an anchor into a file that is not Markdown)")
+                        continue
+                    if dest not in cache:
+                        cache[dest] = anchors(dest)
+                    if anchor not in cache[dest]:
+                        problems.append(f"{where} (no heading '#{anchor}' in {dest.relative_to(ROOT)})")
+    return problems
+
+
+def main():
+    problems = broken_links()
+    for problem in problems:
+        print(problem)
+    links = sum(len(LINK.findall(line)) for path in DOCS for _, line in prose_lines(path.read_text()))
+    if problems:
+        print(f"check_links: {len(problems)} of {links} links in {len(DOCS)} files are broken", file=sys.stderr)
+        sys.exit(1)
+    print(f"check_links: all {links} links in {len(DOCS)} files resolve")
+
+
+if __name__ == "__main__":
+    main()
