@@ -180,38 +180,47 @@ impl Lock {
 
     /// One call, as Zincati makes it.
     pub async fn call(&self, call: Call, id: &str, group: &str) -> Result<Answer, ClientError> {
-        let url = self.url_of(call)?;
-        let body = serde_json::to_string_pretty(&serde_json::json!({
-            "client_params": { "id": id, "group": group }
-        }))
-        .expect("a JSON value serializes");
-        let exchange = self.exchange(&url, body);
-        let (status, body) = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+        let (status, body) = self.send(&Probe::zincati(call, id, group)).await?;
+        answer_of(status, &body)
+    }
+
+    /// One request, Zincati's or a deliberate variation of it (for
+    /// `fleetlock check`): the status and the body the server answered.
+    pub async fn send(&self, probe: &Probe) -> Result<(u16, Vec<u8>), ClientError> {
+        let url = self.url_of(probe.call)?;
+        let exchange = self.exchange(&url, probe);
+        tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
             .map_err(|_| {
                 ClientError::Unreachable(format!(
                     "no answer within {} s",
                     REQUEST_TIMEOUT.as_secs()
                 ))
-            })??;
-        answer_of(status, &body)
+            })?
     }
 
-    async fn exchange(&self, url: &url::Url, body: String) -> Result<(u16, Vec<u8>), ClientError> {
+    async fn exchange(&self, url: &url::Url, probe: &Probe) -> Result<(u16, Vec<u8>), ClientError> {
         let host = url.host_str().unwrap_or_default().to_owned();
         let port = url.port_or_known_default().unwrap_or(443);
         let tcp = TcpStream::connect((host.trim_matches(['[', ']']), port))
             .await
             .map_err(|e| ClientError::Unreachable(format!("{host}:{port}: {e}")))?;
-        let mut request = Request::post(url.as_str())
+        let mut request = Request::builder()
+            .method(probe.method.clone())
+            .uri(url.as_str())
             .header(hyper::header::HOST, host_header(url))
-            .header(PROTOCOL_HEADER, "true")
             .header(hyper::header::ACCEPT, "*/*");
-        if let Some(authorization) = &self.authorization {
+        if probe.protocol_header {
+            request = request.header(PROTOCOL_HEADER, "true");
+        }
+        if let Some(content_type) = probe.content_type {
+            request = request.header(hyper::header::CONTENT_TYPE, content_type);
+        }
+        if let Some(authorization) = self.authorization.as_ref().filter(|_| probe.credentials) {
             request = request.header(hyper::header::AUTHORIZATION, authorization);
         }
         let request = request
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(Bytes::from(probe.body.clone())))
             .map_err(|e| ClientError::Url(e.to_string()))?;
         if url.scheme() == "https" {
             let name = rustls::pki_types::ServerName::try_from(host.clone())
@@ -223,6 +232,54 @@ impl Lock {
             send(TokioIo::new(tls), request).await
         } else {
             send(TokioIo::new(tcp), request).await
+        }
+    }
+
+    /// Whether the URL carries credentials (sent as HTTP Basic).
+    pub fn has_credentials(&self) -> bool {
+        self.authorization.is_some()
+    }
+
+    /// The base URL, password hidden.
+    pub fn shown(&self) -> String {
+        redacted(&self.base)
+    }
+
+    /// The path of the base URL (Zincati drops its last segment unless it
+    /// ends with `/`).
+    pub fn base_path(&self) -> &str {
+        self.base.path()
+    }
+}
+
+/// One request to a FleetLock server: Zincati's by default
+/// ([`Probe::zincati`]), with every part a test may vary.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    pub call: Call,
+    pub method: hyper::Method,
+    pub body: Vec<u8>,
+    pub protocol_header: bool,
+    pub content_type: Option<&'static str>,
+    /// Send the URL's credentials (when it has any).
+    pub credentials: bool,
+}
+
+impl Probe {
+    /// Exactly what Zincati sends: POST, the protocol header, a
+    /// pretty-printed body, no Content-Type, the URL's credentials.
+    pub fn zincati(call: Call, id: &str, group: &str) -> Self {
+        let body = serde_json::to_string_pretty(&serde_json::json!({
+            "client_params": { "id": id, "group": group }
+        }))
+        .expect("a JSON value serializes");
+        Self {
+            call,
+            method: hyper::Method::POST,
+            body: body.into_bytes(),
+            protocol_header: true,
+            content_type: None,
+            credentials: true,
         }
     }
 }
