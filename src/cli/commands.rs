@@ -71,6 +71,8 @@ pub async fn pause<S: LockStore>(
 pub enum Act {
     Pause,
     Resume,
+    /// Only a stored group can hold a slot: the configuration is not read.
+    Release,
 }
 
 /// What is known of the groups a command names: the table, and the
@@ -118,6 +120,11 @@ impl<'a, S: LockStore> Known<'a, S> {
                 .map_or(String::new(), |known| format!(" (did you mean '{known}'?)"));
             let table = self.table;
             let unknown = match self.deployed {
+                _ if act == Act::Release => {
+                    format!(
+                        "group '{group}' is not stored in table '{table}': no node has held a slot there"
+                    )
+                }
                 Some(_) => {
                     format!("group '{group}' is neither stored in table '{table}' nor configured")
                 }
@@ -129,6 +136,7 @@ impl<'a, S: LockStore> Known<'a, S> {
             let next = match act {
                 Act::Pause => "to pause a group no node has used yet, add --create",
                 Act::Resume => "nothing is paused there",
+                Act::Release => "check the group with 'fleetlock status'",
             };
             return Err(Failure::Refused(format!(
                 "{unknown}{closest}; nothing changed: {next}"
@@ -209,7 +217,8 @@ pub async fn release<S: LockStore>(
     if decided.outcome == Release::Released {
         say!(
             out,
-            "released '{id_shown}' from group '{group}' ({left} holder(s) left)"
+            "released '{id_shown}' from group '{group}' ({left} {} left)",
+            if left == 1 { "holder" } else { "holders" }
         );
         return Ok(());
     }
@@ -287,10 +296,16 @@ pub async fn forget<S: LockStore>(
             let mut why = Vec::new();
             if !record.holders.is_empty() {
                 let ids: Vec<String> = record.holders.holders().map(|(id, _)| id.shown()).collect();
+                let slots = if ids.len() == 1 { "slot" } else { "slots" };
                 why.push(format!(
-                    "it holds {} slot(s) ({}): release them first",
+                    "it holds {} {slots} ({}): release {}",
                     ids.len(),
-                    ids.join(", ")
+                    ids.join(", "),
+                    if ids.len() == 1 {
+                        "it first"
+                    } else {
+                        "them first"
+                    }
                 ));
             }
             if record.pause.is_paused() {
@@ -760,7 +775,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             printed(out),
-            "released 'it's' from group 'workers' (0 holder(s) left)\n"
+            "released 'it's' from group 'workers' (0 holders left)\n"
         );
     }
 
@@ -790,7 +805,7 @@ mod tests {
             .unwrap_err();
         assert!(
             busy.to_string()
-                .contains("it holds 1 slot(s) (n1): release them first"),
+                .contains("it holds 1 slot (n1): release it first"),
             "{busy}"
         );
         store

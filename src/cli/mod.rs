@@ -333,6 +333,9 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
             let table = config::command_table(process_env, "release")?;
             let store = dynamo_store(&command_aws().await?, table);
+            commands::Known::new(&store, store.table(), None)
+                .refuse_typos(std::slice::from_ref(&group), commands::Act::Release)
+                .await?;
             commands::release(&store, &group, &id, Timestamp::now(), out).await?;
         }
     }

@@ -140,7 +140,8 @@ pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
                  configured"
             .into(),
         Some(config) => match config.groups.slots_for(group) {
-            Ok(slots) => format!("it is configured with {slots} slot(s)"),
+            Ok(1) => "it is configured with 1 slot".into(),
+            Ok(slots) => format!("it is configured with {slots} slots"),
             Err(_) => "it is not configured: its nodes are refused (unknown_group)".into(),
         },
     };

@@ -685,6 +685,18 @@ async fn a_mistyped_group_is_refused_with_the_closest_name_and_nothing_is_create
     assert!(r.ok, "{}", r.stderr);
     let r = run(with_table().arg("status")).await;
     assert!(!r.stdout.contains("wrokers"), "{}", r.stdout);
+    // A release in a group no node ever held a slot in is a typo too (the
+    // pause above stored 'workers').
+    let r = run(with_table().args(["release", "--group", "wrokers", "--id", "n1"])).await;
+    assert!(!r.ok);
+    assert_eq!(
+        r.stderr.trim_end(),
+        format!(
+            "fleetlock: group 'wrokers' is not stored in table '{table}': no node has held a \
+             slot there (did you mean 'workers'?); nothing changed: check the group with \
+             'fleetlock status'"
+        )
+    );
     // Without the configuration, only a stored group is taken as known.
     let r = run(fleetlock()
         .env("FLEETLOCK_TABLE", &table)
@@ -1100,7 +1112,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
     assert!(!r.ok);
     assert!(
         r.stderr
-            .contains("group 'junk-a' was kept: it holds 1 slot(s) (a1): release them first"),
+            .contains("group 'junk-a' was kept: it holds 1 slot (a1): release it first"),
         "{}",
         r.stderr
     );
