@@ -448,6 +448,10 @@ mod tests {
         // cut to 16 bytes, byte 6 = (b & 0x0f) | 0x40, byte 8 = (b & 0x3f) | 0x80.
         let machine = parse_machine_id("e0f3745b108f471cbd4883c6fbed8cdd").unwrap();
         assert_eq!(zincati_id(&machine), "8f040e49ad9a45a8b0c617313becf153");
+        // And by systemd itself, on a Debian host with that machine id:
+        // `systemd-id128 machine-id --app-specific=de35106b6ec24688b63afddaa156679b`.
+        let machine = parse_machine_id("3d1219c7c4c5404aaa1f6d2a48adfda4").unwrap();
+        assert_eq!(zincati_id(&machine), "975228d46dc94622b9bbe16671e2b58d");
     }
 
     #[test]

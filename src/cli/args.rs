@@ -66,6 +66,16 @@ USAGE:
                                            give the job's slot back; exit codes of both: 0 done,
                                            1 refused (or --wait timed out, or stopped), 2 bad input
                                            or a 4xx asking again cannot mend, 3 unreachable or 5xx
+    fleetlock check [URL | --url-file F] [--group G] [--slots N] [--strict] [--json]
+                                           check a FleetLock server as Zincati calls it (the URL
+                                           as base_url, default FLEETLOCK_URL), in a group kept
+                                           for it (default fleetlock-check, 2 slots); gives back
+                                           every slot it took; exit codes: 0 conforms, 1 does not
+                                           (or stopped), 2 bad input, 3 unreachable
+    fleetlock id [--machine-id HEX | --machine-id-file F] [--app NAME]
+                                           the id Zincati sends for a machine (status and the
+                                           logs show it): systemd's app-specific id of its
+                                           machine id (with --app, the id of lock --app NAME)
     fleetlock windows [--group G] [--from TIME] [--next N] [--function NAME]
                                            the next openings and closings of the maintenance
                                            windows (this shell's or the deployed function's),
@@ -130,6 +140,13 @@ pub enum Command {
         group: String,
         function: Option<String>,
     },
+    /// `check`: run apart from the other commands, for its exit codes.
+    Check(CheckRequest),
+    /// `id`: from a machine id given, or the file to read it from.
+    Id {
+        machine: MachineIdSource,
+        app: Option<String>,
+    },
     ConfigCheck {
         source: ConfigSource,
         from: Option<crate::domain::lock::Timestamp>,
@@ -172,6 +189,25 @@ pub enum Command {
         next: usize,
         function: Option<String>,
     },
+}
+
+/// What `check` was asked.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CheckRequest {
+    pub url: UrlSource,
+    pub group: String,
+    pub slots: u32,
+    pub strict: bool,
+    pub json: bool,
+}
+
+/// Where `id` takes the machine id from.
+#[derive(Debug, PartialEq, Eq)]
+pub enum MachineIdSource {
+    Given(String),
+    File(PathBuf),
+    /// `FLEETLOCK_MACHINE_ID_FILE`, else `/etc/machine-id`.
+    Default,
 }
 
 /// Where `config check` reads the settings from.
@@ -315,6 +351,39 @@ enum Sub {
     Lock(LockArgs),
     /// Give the job's slot back
     Unlock(LockArgs),
+    /// Check that a FleetLock server answers as Zincati needs
+    Check {
+        /// The server, as Zincati's base_url: https://NAME:SECRET@host/ (default: FLEETLOCK_URL)
+        #[arg(value_name = "URL", conflicts_with = "url_file")]
+        url: Option<String>,
+        /// The server's URL, from the first line of this file
+        #[arg(long, value_name = "F")]
+        url_file: Option<String>,
+        /// The group kept for the check (configured, with no settle time, pause or window)
+        #[arg(long, value_name = "G", default_value = crate::cli::check::DEFAULT_GROUP)]
+        group: String,
+        /// The slots that group is configured with
+        #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=16))]
+        slots: u32,
+        /// Count warnings as failures
+        #[arg(long)]
+        strict: bool,
+        /// Print the report as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// The id Zincati sends for a machine (or `lock --app NAME` takes)
+    Id {
+        /// The machine id (32 hex digits, as in /etc/machine-id)
+        #[arg(long, value_name = "HEX", conflicts_with = "machine_id_file")]
+        machine_id: Option<String>,
+        /// Read the machine id from this file (default: FLEETLOCK_MACHINE_ID_FILE or /etc/machine-id)
+        #[arg(long, value_name = "FILE")]
+        machine_id_file: Option<PathBuf>,
+        /// The id `fleetlock lock --app NAME` takes on that machine instead of Zincati's
+        #[arg(long, value_name = "NAME")]
+        app: Option<String>,
+    },
     /// The next openings and closings of the maintenance windows
     Windows {
         /// Only this group's windows
@@ -590,6 +659,36 @@ fn command_of(sub: Sub) -> Result<Command, String> {
             env,
         },
         Sub::Completions { shell } => Command::Completions(shell),
+        Sub::Check {
+            url,
+            url_file,
+            group,
+            slots,
+            strict,
+            json,
+        } => Command::Check(CheckRequest {
+            url: match (url, url_file) {
+                (Some(url), _) => UrlSource::Argument(url),
+                (None, Some(file)) => UrlSource::File(file),
+                (None, None) => UrlSource::Environment,
+            },
+            group,
+            slots,
+            strict,
+            json,
+        }),
+        Sub::Id {
+            machine_id,
+            machine_id_file,
+            app,
+        } => Command::Id {
+            machine: match (machine_id, machine_id_file) {
+                (Some(hex), _) => MachineIdSource::Given(hex),
+                (None, Some(file)) => MachineIdSource::File(file),
+                (None, None) => MachineIdSource::Default,
+            },
+            app,
+        },
         Sub::Windows {
             group,
             from,

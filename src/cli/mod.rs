@@ -5,6 +5,7 @@
 //! before it touches AWS.
 
 pub mod args;
+pub mod check;
 pub mod commands;
 pub mod deploy_inputs;
 pub mod lock;
@@ -110,6 +111,9 @@ pub async fn run(args: Vec<String>) -> ExitCode {
     logging::init(false);
     if let Command::Lock(request) = &command {
         return lock_command(request).await;
+    }
+    if let Command::Check(request) = &command {
+        return check_command(request).await;
     }
     match run_command(command).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -264,11 +268,32 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             )
             .await?;
         }
-        // Run by lock_command, before this, for their own exit codes.
-        Command::Lock(_) => {
+        // Run by lock_command and check_command, before this, for their own
+        // exit codes.
+        Command::Lock(_) | Command::Check(_) => {
             return Err(Failure::Refused(
-                "lock and unlock run apart from the other commands".into(),
+                "lock, unlock and check run apart from the other commands".into(),
             ));
+        }
+        Command::Id { machine, app } => {
+            let settings = LockSettings::from_vars(process_env);
+            let (text, from) = match machine {
+                args::MachineIdSource::Given(hex) => (hex, "--machine-id".to_owned()),
+                args::MachineIdSource::File(file) => {
+                    (read_machine_id(&file)?, file.display().to_string())
+                }
+                args::MachineIdSource::Default => (
+                    read_machine_id(&settings.machine_id_file)?,
+                    settings.machine_id_file.display().to_string(),
+                ),
+            };
+            let machine = crate::client::parse_machine_id(&text)
+                .map_err(|why| Failure::Input(format!("{from}: {why}")))?;
+            let id = match app {
+                None => crate::client::zincati_id(&machine),
+                Some(app) => crate::client::job_id(&machine, &app),
+            };
+            let _ = writeln!(out, "{id}");
         }
         Command::ConfigCheck { source, from, env } => {
             let from = from.unwrap_or_else(Timestamp::now);
@@ -342,6 +367,10 @@ async fn run_command(command: Command) -> Result<(), Failure> {
     Ok(())
 }
 
+fn read_machine_id(file: &std::path::Path) -> Result<String, Failure> {
+    std::fs::read_to_string(file).map_err(|e| Failure::Input(format!("{}: {e}", file.display())))
+}
+
 /// `fleetlock lock` and `unlock`: settings checked first, then the calls,
 /// stopped by Ctrl-C or SIGTERM; the exit code says how it ended.
 async fn lock_command(request: &lock::Request) -> ExitCode {
@@ -361,23 +390,93 @@ async fn lock_command(request: &lock::Request) -> ExitCode {
              prefer FLEETLOCK_URL or --url-file"
         );
     }
-    let stop = async {
-        let terminate = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut signal) => {
-                    signal.recv().await;
-                }
-                Err(_) => std::future::pending().await,
+    let mut say = |line: &str| eprintln!("fleetlock: {line}");
+    let ended = lock::run(&checked, request, stop_signal(), &mut say).await;
+    ExitCode::from(ended.code())
+}
+
+/// Completes at Ctrl-C or SIGTERM.
+async fn stop_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
             }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = terminate => {}
+            Err(_) => std::future::pending().await,
         }
     };
-    let mut say = |line: &str| eprintln!("fleetlock: {line}");
-    let ended = lock::run(&checked, request, stop, &mut say).await;
-    ExitCode::from(ended.code())
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+/// `fleetlock check`: the URL checked first, then the cases, stopped by
+/// Ctrl-C or SIGTERM; whatever ends it, the slots it took are given back.
+async fn check_command(request: &args::CheckRequest) -> ExitCode {
+    let settings = LockSettings::from_vars(process_env);
+    let url = match &request.url {
+        lock::UrlSource::Argument(url) => Some(url.clone()),
+        lock::UrlSource::File(path) => match std::fs::read_to_string(path) {
+            Ok(text) => text.lines().next().map(str::to_owned),
+            Err(e) => {
+                eprintln!("fleetlock: --url-file {path}: {e}");
+                return ExitCode::from(USAGE_EXIT);
+            }
+        },
+        lock::UrlSource::Environment => settings.url.clone(),
+    };
+    let Some(url) = url.filter(|u| !u.trim().is_empty()) else {
+        eprintln!(
+            "fleetlock: check needs the server's URL: give it as URL, in FLEETLOCK_URL or with \
+             --url-file"
+        );
+        return ExitCode::from(USAGE_EXIT);
+    };
+    if let Err(err) = crate::domain::input::GroupName::parse(&request.group) {
+        eprintln!("fleetlock: --group: {}", err.value());
+        return ExitCode::from(USAGE_EXIT);
+    }
+    let server = match crate::client::Lock::new(&url) {
+        Ok(server) => server,
+        Err(err) => {
+            eprintln!("fleetlock: {err}");
+            return ExitCode::from(USAGE_EXIT);
+        }
+    };
+    if matches!(request.url, lock::UrlSource::Argument(_)) && url.contains('@') {
+        eprintln!(
+            "fleetlock: warning: a secret in the URL argument is visible in ps and in shell \
+             history; prefer FLEETLOCK_URL or --url-file"
+        );
+    }
+    let shown = server.shown();
+    let run = check::Check::new(server, &request.group, request.slots, &check::nonce());
+    let outcome = tokio::select! {
+        outcome = run.run() => outcome,
+        () = stop_signal() => Err(check::Stop::Signal),
+    };
+    let left = run.release_all().await;
+    let report = check::Report {
+        cases: run.cases(),
+        stopped: outcome.as_ref().err().map(ToString::to_string),
+        left,
+    };
+    if request.json {
+        println!(
+            "{}",
+            report.json(&shown, &request.group, request.slots, request.strict)
+        );
+    } else {
+        print!("{}", report.text(&request.group, request.strict));
+    }
+    if matches!(outcome, Err(check::Stop::Unreachable(_))) {
+        ExitCode::from(3)
+    } else if report.failed(request.strict) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// The configuration the function runs with: its environment through the

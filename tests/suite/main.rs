@@ -5,6 +5,7 @@
 //! a plain `cargo test`; without it the DynamoDB tests fail.
 
 mod alarm_pauses;
+mod check;
 mod cli;
 mod client;
 mod client_auth;

@@ -1,0 +1,676 @@
+//! `fleetlock check URL`: a conformance test for any FleetLock server,
+//! sent exactly as Zincati sends (no Content-Type, pretty JSON, the protocol
+//! header, Basic credentials from the URL), with deliberate variations for
+//! the rest. Each case passes, warns or fails, and says which rule of the
+//! protocol or of Zincati's client it checks.
+//!
+//! Safe against production: it works in one group kept for it, stops at once
+//! when its first probe is refused for a reason that is not its own test,
+//! names its ids after itself, and gives back every slot it took, whatever
+//! ends it; what it cannot give back, it names.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use crate::client::{Call, ClientError, Lock, Probe};
+
+/// The group the check works in unless told otherwise.
+pub const DEFAULT_GROUP: &str = "fleetlock-check";
+
+/// Why a run ended before its last case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// No answer: the server cannot be reached, or failed to answer.
+    Unreachable(String),
+    /// An answer that leaves nothing more to check safely.
+    Refused(String),
+    /// Ctrl-C or SIGTERM.
+    Signal,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Unreachable(why) | Stop::Refused(why) => f.write_str(why),
+            Stop::Signal => f.write_str("stopped by a signal"),
+        }
+    }
+}
+
+/// How a case ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    /// Not what Zincati needs to work, but what a careful server does;
+    /// a failure under `--strict`.
+    Warn,
+    /// What breaks Zincati.
+    Fail,
+    /// Could not be tried here (said why).
+    Skip,
+}
+
+impl Verdict {
+    fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Warn => "warn",
+            Verdict::Fail => "fail",
+            Verdict::Skip => "skip",
+        }
+    }
+}
+
+/// One case: what it checks, what it saw, and the rule behind it.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub name: &'static str,
+    pub verdict: Verdict,
+    pub saw: String,
+    pub rule: &'static str,
+}
+
+/// Everything a run found, and the slots it could not give back.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub cases: Vec<Case>,
+    /// Why the run stopped before its end, if it did.
+    pub stopped: Option<String>,
+    /// Ids still holding a slot after the clean-up.
+    pub left: Vec<String>,
+}
+
+impl Report {
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.cases.iter().filter(|c| c.verdict == verdict).count()
+    }
+
+    /// Whether the run failed: a failure, a stop, a slot left behind, or
+    /// (with `strict`) a warning.
+    pub fn failed(&self, strict: bool) -> bool {
+        self.count(Verdict::Fail) > 0
+            || self.stopped.is_some()
+            || !self.left.is_empty()
+            || (strict && self.count(Verdict::Warn) > 0)
+    }
+
+    /// One line per case, then the summary.
+    pub fn text(&self, group: &str, strict: bool) -> String {
+        let mut out = String::new();
+        for case in &self.cases {
+            out.push_str(&format!(
+                "{}  {}: {}  [{}]\n",
+                case.verdict.as_str(),
+                case.name,
+                case.saw,
+                case.rule
+            ));
+        }
+        if let Some(why) = &self.stopped {
+            out.push_str(&format!("stopped: {why}\n"));
+        }
+        for id in &self.left {
+            out.push_str(&format!(
+                "not given back, release it by hand: fleetlock release --group {group} --id {id}\n"
+            ));
+        }
+        out.push_str(&format!(
+            "{} passed, {} warned{}, {} failed, {} skipped: {}\n",
+            self.count(Verdict::Pass),
+            self.count(Verdict::Warn),
+            if strict {
+                " (failures under --strict)"
+            } else {
+                ""
+            },
+            self.count(Verdict::Fail),
+            self.count(Verdict::Skip),
+            if self.stopped.is_some() {
+                "the check stopped before its end"
+            } else if self.failed(strict) {
+                "the server does not conform"
+            } else {
+                "the server conforms"
+            }
+        ));
+        out
+    }
+
+    pub fn json(&self, url: &str, group: &str, slots: u32, strict: bool) -> serde_json::Value {
+        serde_json::json!({
+            "url": url,
+            "group": group,
+            "slots": slots,
+            "strict": strict,
+            "cases": self.cases.iter().map(|c| serde_json::json!({
+                "name": c.name,
+                "result": c.verdict.as_str(),
+                "saw": c.saw,
+                "rule": c.rule,
+            })).collect::<Vec<_>>(),
+            "passed": self.count(Verdict::Pass),
+            "warned": self.count(Verdict::Warn),
+            "failed": self.count(Verdict::Fail),
+            "skipped": self.count(Verdict::Skip),
+            "stopped": self.stopped,
+            "left": self.left,
+            "conforms": !self.failed(strict),
+        })
+    }
+}
+
+/// An answer as the check reads it.
+#[derive(Clone, Debug)]
+struct Heard {
+    status: u16,
+    /// `kind` and `value` of a FleetLock body, when the body is one.
+    body: Option<(String, String)>,
+    raw: String,
+}
+
+impl Heard {
+    fn yes(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    fn shown(&self) -> String {
+        match &self.body {
+            Some((kind, value)) if !self.yes() => format!("{} {kind}: {value}", self.status),
+            _ => {
+                let raw: String = self.raw.chars().take(80).collect();
+                format!("{} {}", self.status, raw.trim())
+            }
+        }
+    }
+}
+
+/// A run: the server, the group, the ids taken, the cases so far.
+pub struct Check {
+    lock: Lock,
+    group: String,
+    slots: u32,
+    prefix: String,
+    /// The ids holding a slot now, by what the server answered: shared so
+    /// that the clean-up after a signal sees them.
+    pub taken: Arc<Mutex<BTreeSet<String>>>,
+    cases: Arc<Mutex<Vec<Case>>>,
+    /// Refusals seen without a `{kind, value}` body.
+    bare_refusals: Arc<Mutex<Vec<String>>>,
+}
+
+impl Check {
+    pub fn new(lock: Lock, group: &str, slots: u32, nonce: &str) -> Self {
+        Self {
+            lock,
+            group: group.to_owned(),
+            slots,
+            prefix: format!("fleetlock-check-{nonce}-"),
+            taken: Arc::default(),
+            cases: Arc::default(),
+            bare_refusals: Arc::default(),
+        }
+    }
+
+    fn id(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    fn record(&self, name: &'static str, verdict: Verdict, saw: String, rule: &'static str) {
+        self.cases.lock().expect("not poisoned").push(Case {
+            name,
+            verdict,
+            saw,
+            rule,
+        });
+    }
+
+    async fn send(&self, probe: &Probe, id: &str, what: &str) -> Result<Heard, ClientError> {
+        let (status, body) = self.lock.send(probe).await?;
+        let raw = String::from_utf8_lossy(&body).into_owned();
+        let parsed: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
+        let field = |name: &str| parsed.as_ref()?.get(name)?.as_str().map(str::to_owned);
+        let heard = Heard {
+            status,
+            body: field("kind").zip(field("value")),
+            raw,
+        };
+        let mut taken = self.taken.lock().expect("not poisoned");
+        match (probe.call, heard.yes()) {
+            (Call::PreReboot, true) => {
+                taken.insert(id.to_owned());
+            }
+            (Call::SteadyState, true) => {
+                taken.remove(id);
+            }
+            _ => {}
+        }
+        if !heard.yes() && heard.body.is_none() {
+            self.bare_refusals
+                .lock()
+                .expect("not poisoned")
+                .push(format!("{what}: {}", heard.shown()));
+        }
+        Ok(heard)
+    }
+
+    async fn zincati(&self, call: Call, id: &str, what: &str) -> Result<Heard, ClientError> {
+        self.send(&Probe::zincati(call, id, &self.group), id, what)
+            .await
+    }
+
+    /// Gives back every slot the run holds; the ids it could not free.
+    pub async fn release_all(&self) -> Vec<String> {
+        let held: Vec<String> = self
+            .taken
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .cloned()
+            .collect();
+        for id in held {
+            let _ = self.zincati(Call::SteadyState, &id, "clean-up").await;
+        }
+        self.taken
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// The cases, in order; a stop is the reason the run could not go on.
+    pub async fn run(&self) -> Result<(), Stop> {
+        let unreachable = |e: ClientError| Stop::Unreachable(e.to_string());
+        // The URL itself, as Zincati joins paths to it.
+        let path = self.lock.base_path();
+        if path.is_empty() || path.ends_with('/') {
+            self.record(
+                "base_url ends with '/'",
+                Verdict::Pass,
+                format!("path '{path}'"),
+                "Zincati joins v1/pre-reboot to base_url by URL rules",
+            );
+        } else {
+            self.record(
+                "base_url ends with '/'",
+                Verdict::Warn,
+                format!("path '{path}': Zincati would drop its last segment"),
+                "Zincati joins v1/pre-reboot to base_url by URL rules",
+            );
+        }
+
+        // 1. The first probe: what every node sends at every boot.
+        let probe = self.id("probe");
+        let heard = self
+            .zincati(Call::SteadyState, &probe, "first probe")
+            .await
+            .map_err(unreachable)?;
+        match heard.status {
+            200..=299 => {
+                self.record(
+                    "a body without Content-Type is read",
+                    Verdict::Pass,
+                    heard.shown(),
+                    "Zincati sends its JSON body with no Content-Type",
+                );
+                self.record(
+                    "steady-state of a node holding nothing",
+                    Verdict::Pass,
+                    heard.shown(),
+                    "Zincati sends steady-state at every boot and retries until a 2xx",
+                );
+            }
+            400 | 415 => {
+                self.record(
+                    "a body without Content-Type is read",
+                    Verdict::Fail,
+                    heard.shown(),
+                    "Zincati sends its JSON body with no Content-Type",
+                );
+                return Err(Stop::Refused(
+                    "the server refuses Zincati's own request; nothing else was tried".into(),
+                ));
+            }
+            401 | 403 | 404 | 500..=599 => {
+                return Err(Stop::Refused(format!(
+                    "the first probe was refused, {}; check the URL, its credentials and that \
+                     group '{}' is configured and in the credential's groups",
+                    heard.shown(),
+                    self.group
+                )));
+            }
+            _ => self.record(
+                "steady-state of a node holding nothing",
+                Verdict::Fail,
+                heard.shown(),
+                "Zincati sends steady-state at every boot and retries until a 2xx",
+            ),
+        }
+
+        // 2. Credentials: without them, a 401.
+        if self.lock.has_credentials() {
+            let mut bare = Probe::zincati(Call::SteadyState, &probe, &self.group);
+            bare.credentials = false;
+            let heard = self
+                .send(&bare, &probe, "no credentials")
+                .await
+                .map_err(unreachable)?;
+            let verdict = if heard.status == 401 {
+                Verdict::Pass
+            } else {
+                Verdict::Warn
+            };
+            self.record(
+                "a request without credentials is refused",
+                verdict,
+                heard.shown(),
+                "Zincati sends the URL's user info as HTTP Basic; the server should ask for it",
+            );
+        } else {
+            self.record(
+                "a request without credentials is refused",
+                Verdict::Skip,
+                "the URL carries no credentials".into(),
+                "Zincati sends the URL's user info as HTTP Basic",
+            );
+        }
+
+        // 3. A grant, and the same node again.
+        let first = self.id("holder-1");
+        let heard = self
+            .zincati(Call::PreReboot, &first, "first grant")
+            .await
+            .map_err(unreachable)?;
+        if !heard.yes() {
+            return Err(Stop::Refused(format!(
+                "group '{}' granted no slot: {}; the check needs the group free, with no \
+                 settle time, pause or window",
+                self.group,
+                heard.shown()
+            )));
+        }
+        self.record(
+            "pre-reboot of a node takes a free slot",
+            Verdict::Pass,
+            heard.shown(),
+            "Zincati reboots on any 2xx to pre-reboot",
+        );
+        let again = self
+            .zincati(Call::PreReboot, &first, "re-entrant pre-reboot")
+            .await
+            .map_err(unreachable)?;
+        self.record(
+            "pre-reboot of a node that holds a slot",
+            if again.yes() {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            again.shown(),
+            "Zincati asks again after a restart mid-reboot: the lock is re-entrant",
+        );
+
+        // 4. Every slot, then one more.
+        for n in 2..=self.slots {
+            let id = self.id(&format!("holder-{n}"));
+            let heard = self
+                .zincati(Call::PreReboot, &id, "filling the group")
+                .await
+                .map_err(unreachable)?;
+            if !heard.yes() {
+                return Err(Stop::Refused(format!(
+                    "slot {n} of --slots {} was refused: {}; give --slots as the group's \
+                     configured slots",
+                    self.slots,
+                    heard.shown()
+                )));
+            }
+        }
+        let extra = self.id("over-the-limit");
+        let heard = self
+            .zincati(Call::PreReboot, &extra, "a full group")
+            .await
+            .map_err(unreachable)?;
+        self.record(
+            "pre-reboot when every slot is taken is refused",
+            if heard.yes() {
+                Verdict::Fail
+            } else {
+                Verdict::Pass
+            },
+            heard.shown(),
+            "Zincati reboots on any 2xx: a full group must answer non-2xx",
+        );
+
+        // 5. A node holding nothing gives nothing back, and hears a 2xx.
+        let heard = self
+            .zincati(Call::SteadyState, &extra, "steady-state of a non-holder")
+            .await
+            .map_err(unreachable)?;
+        self.record(
+            "steady-state of a non-holder while the group is full",
+            if heard.yes() {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            heard.shown(),
+            "Zincati retries steady-state until a 2xx and does not start updating before",
+        );
+
+        // 6. The holders give their slots back.
+        let holders: Vec<String> = self
+            .taken
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .cloned()
+            .collect();
+        let mut refused = Vec::new();
+        for id in &holders {
+            let heard = self
+                .zincati(Call::SteadyState, id, "a holder's steady-state")
+                .await
+                .map_err(unreachable)?;
+            if !heard.yes() {
+                refused.push(heard.shown());
+            }
+        }
+        self.record(
+            "steady-state of a holder frees its slot",
+            if refused.is_empty() {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            if refused.is_empty() {
+                format!("{} holders, each 2xx", holders.len())
+            } else {
+                refused.join("; ")
+            },
+            "Zincati gives its slot back with steady-state once the node is healthy",
+        );
+
+        // 7. Many at once: never more than the slots.
+        let askers = (self.slots * 4).clamp(8, 64);
+        let racing = (0..askers).map(|n| {
+            let id = self.id(&format!("race-{n}"));
+            async move {
+                self.zincati(Call::PreReboot, &id, "concurrent pre-reboot")
+                    .await
+                    .map(|heard| heard.yes())
+            }
+        });
+        let granted = futures_join_all(racing).await;
+        let granted: usize = granted
+            .into_iter()
+            .collect::<Result<Vec<bool>, _>>()
+            .map_err(unreachable)?
+            .into_iter()
+            .filter(|yes| *yes)
+            .count();
+        self.record(
+            "concurrent pre-reboots never over-grant",
+            if granted <= self.slots as usize {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            format!("{granted} of {askers} askers granted, {} slots", self.slots),
+            "FleetLock: at most the group's slots hold a lock at once",
+        );
+        let left = self.release_all().await;
+        if !left.is_empty() {
+            return Err(Stop::Refused(format!(
+                "the race's holders could not all be given back: {}",
+                left.join(", ")
+            )));
+        }
+
+        // 8. What a careful server refuses (warnings).
+        self.refused_variations().await.map_err(unreachable)?;
+
+        // 9. Every refusal had a body Zincati can log.
+        let bare = self.bare_refusals.lock().expect("not poisoned").clone();
+        self.record(
+            "every refusal has a {kind, value} body",
+            if bare.is_empty() {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            if bare.is_empty() {
+                "all did".into()
+            } else {
+                bare.join("; ")
+            },
+            "Zincati logs the value of a refusal's {kind, value} body in the node's journal",
+        );
+        Ok(())
+    }
+
+    /// Requests Zincati never sends: a careful server refuses each with a
+    /// 4xx. A 2xx is a warning, and a slot it granted is given back.
+    async fn refused_variations(&self) -> Result<(), ClientError> {
+        let zincati = |name: &str| Probe::zincati(Call::PreReboot, &self.id(name), &self.group);
+        let body_of = |text: &str| text.as_bytes().to_vec();
+        let mut no_header = zincati("no-header");
+        no_header.protocol_header = false;
+        let mut get = zincati("wrong-method");
+        get.method = hyper::Method::GET;
+        let mut malformed = zincati("malformed");
+        malformed.body = body_of("{\"client_params\": {");
+        let mut oversized = zincati("oversized");
+        let padding = "x".repeat(64 * 1024);
+        oversized.body = body_of(&format!(
+            "{{\"client_params\": {{\"id\": \"{}\", \"group\": \"{}\"}}, \"padding\": \"{padding}\"}}",
+            self.id("oversized"),
+            self.group
+        ));
+        let mut incomplete = zincati("incomplete");
+        incomplete.body = body_of(&format!(
+            "{{\"client_params\": {{\"id\": \"{}\"}}}}",
+            self.id("incomplete")
+        ));
+        let bad_group = Probe::zincati(Call::PreReboot, &self.id("bad-group"), "no spaces here");
+        let bad_id = Probe::zincati(Call::PreReboot, "", &self.group);
+        let variations: [(&'static str, Probe, String, &'static str); 7] = [
+            (
+                "a request without the fleet-lock-protocol header",
+                no_header,
+                self.id("no-header"),
+                "FleetLock: clients send 'fleet-lock-protocol: true'",
+            ),
+            (
+                "a GET instead of POST",
+                get,
+                self.id("wrong-method"),
+                "FleetLock: both calls are POST",
+            ),
+            (
+                "a malformed body",
+                malformed,
+                self.id("malformed"),
+                "FleetLock: the body is JSON {client_params: {id, group}}",
+            ),
+            (
+                "a body over 64 KiB",
+                oversized,
+                self.id("oversized"),
+                "a server bounds what it reads",
+            ),
+            (
+                "a body without a group",
+                incomplete,
+                self.id("incomplete"),
+                "FleetLock: client_params has both id and group",
+            ),
+            (
+                "an invalid group",
+                bad_group,
+                self.id("bad-group"),
+                "FleetLock: a group matches ^[a-zA-Z0-9.-]+$",
+            ),
+            (
+                "an empty id",
+                bad_id,
+                String::new(),
+                "FleetLock: the id names the node",
+            ),
+        ];
+        for (name, probe, id, rule) in variations {
+            let heard = self.send(&probe, &id, name).await?;
+            let verdict = if (400..500).contains(&heard.status) {
+                Verdict::Pass
+            } else {
+                Verdict::Warn
+            };
+            self.record(name, verdict, heard.shown(), rule);
+            if heard.yes() {
+                // It may have granted: give it back as Zincati would.
+                let _ = self.release_all().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The cases recorded so far.
+    pub fn cases(&self) -> Vec<Case> {
+        self.cases.lock().expect("not poisoned").clone()
+    }
+}
+
+/// Runs the futures together, in the order given.
+async fn futures_join_all<F, T>(futures: impl Iterator<Item = F>) -> Vec<T>
+where
+    F: std::future::Future<Output = T>,
+{
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    let mut results: Vec<Option<T>> = (0..pinned.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, future) in results.iter_mut().zip(pinned.iter_mut()) {
+            if slot.is_none() {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(value) => *slot = Some(value),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    results.into_iter().map(|r| r.expect("ready")).collect()
+}
+
+/// A short random tag for this run's ids.
+pub fn nonce() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{:08x}", nanos ^ std::process::id().rotate_left(16))
+}
