@@ -58,7 +58,7 @@ async fn serve(table: Option<&str>) -> (tokio::process::Child, String) {
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env(
             "FLEETLOCK_GROUPS",
-            "default=1,workers=3,db=1,*=1,fleetlock-check=2",
+            "default=1,workers=3,db=1,fleetlock-check=2,*=1",
         )
         .env("FLEETLOCK_CLIENTS", &credential.entry)
         .env_remove("FLEETLOCK_TABLE")

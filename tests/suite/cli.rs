@@ -1321,6 +1321,46 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `fleetlock id` prints what Zincati sends for a machine id, and refuses a
+/// machine id that is not one in one line.
+#[tokio::test]
+async fn id_prints_the_id_zincati_sends() {
+    // Known answers: Python's hmac, and systemd-id128 on a Debian host.
+    for (machine, zincati) in [
+        (
+            "e0f3745b108f471cbd4883c6fbed8cdd",
+            "8f040e49ad9a45a8b0c617313becf153",
+        ),
+        (
+            "3d1219c7c4c5404aaa1f6d2a48adfda4",
+            "975228d46dc94622b9bbe16671e2b58d",
+        ),
+    ] {
+        let r = run(fleetlock().args(["id", "--machine-id", machine])).await;
+        assert!(r.ok, "{}", r.stderr);
+        assert_eq!(r.stdout, format!("{zincati}\n"));
+    }
+    let file = std::env::temp_dir().join(format!("fleetlock-id-{}", std::process::id()));
+    std::fs::write(&file, "e0f3745b108f471cbd4883c6fbed8cdd\n").unwrap();
+    let from_file = run(fleetlock()
+        .env("FLEETLOCK_MACHINE_ID_FILE", &file)
+        .arg("id"))
+    .await;
+    assert_eq!(from_file.stdout, "8f040e49ad9a45a8b0c617313becf153\n");
+    let job = run(fleetlock()
+        .args(["id", "--app", "backup", "--machine-id-file"])
+        .arg(&file))
+    .await;
+    assert!(job.ok && job.stdout.len() == 33 && !job.stdout.starts_with("8f040e49"));
+    std::fs::remove_file(&file).unwrap();
+    let bad = run(fleetlock().args(["id", "--machine-id", "not-hex"])).await;
+    assert!(!bad.ok);
+    assert_eq!(
+        bad.stderr,
+        "fleetlock: --machine-id: a machine id is 32 hexadecimal digits (see /etc/machine-id)\n"
+    );
+}
+
 /// `serve` says at start where the locks live and warns when Zincati's
 /// default group is not configured.
 #[tokio::test]

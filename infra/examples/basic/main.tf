@@ -20,7 +20,7 @@ module "fleetlock" {
 
   lambda_zip_path = "${path.module}/../../../target/lambda/fleetlock-arm64.zip"
   architecture    = "arm64"
-  groups          = { default = 1, workers = 3 }
+  groups          = { default = 1, workers = 3, fleetlock-check = 2 }
   clients         = var.clients
 }
 

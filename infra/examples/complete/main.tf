@@ -22,7 +22,7 @@ module "fleetlock" {
 
   lambda_zip_path = "${path.module}/../../../target/lambda/fleetlock-arm64.zip"
   architecture    = "arm64"
-  groups          = { default = 1, workers = 3, db = 1 }
+  groups          = { default = 1, workers = 3, db = 1, fleetlock-check = 2 }
   settle          = { workers = "10m", db = "30m" }
   maintenance_windows = {
     db = [{ days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 }]
