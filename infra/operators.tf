@@ -15,6 +15,14 @@ data "aws_iam_policy_document" "operator" {
     actions   = ["lambda:GetFunctionConfiguration"]
     resources = [aws_lambda_function.this.arn]
   }
+
+  # `status --hosts tags`: the instance behind an id, by its tag. The
+  # Tagging API has no resource-level permissions.
+  statement {
+    sid       = "InstanceHosts"
+    actions   = ["tag:GetResources"]
+    resources = ["*"]
+  }
 }
 
 resource "aws_iam_policy" "operator" {

@@ -454,6 +454,17 @@ mod tests {
         assert_eq!(zincati_id(&machine), "975228d46dc94622b9bbe16671e2b58d");
     }
 
+    /// The node-side unit that tags an instance computes the same id, with
+    /// the same application id, and puts it in the tag `status` reads.
+    #[test]
+    fn the_tagging_unit_uses_zincatis_application_id_and_the_tag_read() {
+        let script = include_str!("../contrib/systemd/fleetlock-id-tag");
+        let app: String = ZINCATI_APP_ID.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(script.contains(&format!("--app-specific={app}")), "{app}");
+        let tag = crate::aws::instance_tags::ID_TAG;
+        assert!(script.contains(&format!("Key={tag},")), "{tag}");
+    }
+
     #[test]
     fn job_ids_are_uuid_shaped_and_never_zincatis() {
         let machine = parse_machine_id("e0f3745b108f471cbd4883c6fbed8cdd\n").unwrap();

@@ -378,6 +378,28 @@ impl AlarmPausesSettings {
     }
 }
 
+/// Where `status` and `hosts` find the host behind an id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostSource {
+    /// The instances' own tags (`tags`).
+    Tags,
+    /// A file of `ID HOST` lines.
+    File(PathBuf),
+}
+
+/// `--hosts`, else `FLEETLOCK_HOSTS`: `tags`, or a host file's path.
+pub fn host_source(
+    var: impl Fn(&str) -> Option<String>,
+    given: Option<String>,
+) -> Option<HostSource> {
+    let text = given.or_else(|| var("FLEETLOCK_HOSTS"))?;
+    match text.trim() {
+        "" => None,
+        "tags" => Some(HostSource::Tags),
+        path => Some(HostSource::File(PathBuf::from(path))),
+    }
+}
+
 /// The default machine id file of `lock --app`.
 pub const MACHINE_ID_FILE: &str = "/etc/machine-id";
 

@@ -22,6 +22,16 @@ pub const OPERATOR_TABLE_ACTIONS: &[&str] = &[
 /// configuration (slots, settle times, windows).
 pub const OPERATOR_FUNCTION_ACTIONS: &[&str] = &["lambda:GetFunctionConfiguration"];
 
+/// An operator, on the account's tags: `status --hosts tags` and `hosts`
+/// find the instance that sends an id by its tag. The Tagging API has no
+/// resource-level permissions: the resource is `*`, and the action reads
+/// tags only.
+pub const OPERATOR_TAG_ACTIONS: &[&str] = &["tag:GetResources"];
+
+/// A node, on itself: the boot unit tags its own instance with the id its
+/// Zincati sends (contrib/butane/fleetlock-id-tag.bu).
+pub const NODE_TAGGING_ACTIONS: &[&str] = &["ec2:CreateTags"];
+
 /// The slot-events function, on the table's stream: what Lambda's event
 /// source mapping reads with the function's role.
 pub const SLOT_EVENTS_STREAM_ACTIONS: &[&str] = &[
@@ -59,10 +69,12 @@ pub enum PolicyFor {
     Function,
     SlotEvents,
     AlarmPauses,
+    /// The nodes' instance role: tag itself with its Zincati id.
+    NodeTagging,
 }
 
 impl PolicyFor {
-    pub const NAMES: &str = "operator, function, slot-events or alarm-pauses";
+    pub const NAMES: &str = "operator, function, slot-events, alarm-pauses or node-tagging";
 
     pub fn parse(name: &str) -> Option<Self> {
         match name {
@@ -70,6 +82,7 @@ impl PolicyFor {
             "function" => Some(PolicyFor::Function),
             "slot-events" => Some(PolicyFor::SlotEvents),
             "alarm-pauses" => Some(PolicyFor::AlarmPauses),
+            "node-tagging" => Some(PolicyFor::NodeTagging),
             _ => None,
         }
     }
@@ -99,7 +112,29 @@ pub fn operator_policy(table_arn: &str, function_arn: &str) -> serde_json::Value
         "Statement": [
             statement("FleetLockTable", OPERATOR_TABLE_ACTIONS, table_arn),
             statement("FleetLockConfiguration", OPERATOR_FUNCTION_ACTIONS, function_arn),
+            statement("InstanceHosts", OPERATOR_TAG_ACTIONS, "*"),
         ],
+    })
+}
+
+/// The nodes' instance role: each instance may put the one tag
+/// [`crate::aws::instance_tags::ID_TAG`] on itself and on no other
+/// instance (the resource is the instance the request comes from).
+pub fn node_tagging_policy() -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Sid": "TagItselfWithItsZincatiId",
+            "Effect": "Allow",
+            "Action": NODE_TAGGING_ACTIONS,
+            "Resource": "arn:aws:ec2:*:*:instance/*",
+            "Condition": {
+                "StringEquals": { "aws:ARN": "${ec2:SourceInstanceARN}" },
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": [crate::aws::instance_tags::ID_TAG]
+                },
+            },
+        }],
     })
 }
 
@@ -138,6 +173,8 @@ mod tests {
             ("dynamodb:", FUNCTION_ACTIONS),
             ("dynamodb:", OPERATOR_TABLE_ACTIONS),
             ("lambda:", OPERATOR_FUNCTION_ACTIONS),
+            ("tag:", OPERATOR_TAG_ACTIONS),
+            ("ec2:", NODE_TAGGING_ACTIONS),
             ("dynamodb:", SLOT_EVENTS_STREAM_ACTIONS),
             ("events:", SLOT_EVENTS_BUS_ACTIONS),
             ("sqs:", SLOT_EVENTS_QUEUE_ACTIONS),

@@ -8,6 +8,7 @@ pub mod cloudwatch;
 pub mod eventbridge;
 pub mod function_config;
 pub mod iam;
+pub mod instance_tags;
 
 use std::time::Duration;
 
@@ -89,6 +90,7 @@ impl Intercept for OperationLog {
             // The SDK's service name, where IAM's prefix differs.
             let prefix = match service.as_str() {
                 "eventbridge" => "events",
+                "resourcegroupstaggingapi" | "resource groups tagging api" => "tag",
                 other => other,
             };
             tracing::debug!(
@@ -126,6 +128,15 @@ pub fn cloudwatch_client(aws: &SdkConfig) -> aws_sdk_cloudwatch::Client {
         .interceptor(OperationLog)
         .build();
     aws_sdk_cloudwatch::Client::from_conf(config)
+}
+
+/// A Resource Groups Tagging API client, with the debug log: for the
+/// instances tagged with the Zincati ids they send.
+pub fn tagging_client(aws: &SdkConfig) -> aws_sdk_resourcegroupstagging::Client {
+    let config = aws_sdk_resourcegroupstagging::config::Builder::from(aws)
+        .interceptor(OperationLog)
+        .build();
+    aws_sdk_resourcegroupstagging::Client::from_conf(config)
 }
 
 /// A Lambda client on the shared configuration, with the debug log: for the

@@ -34,11 +34,15 @@ USAGE:
                                            keep-alive time), at most 512 connections at once
     fleetlock create-table [--dry-run]     create FLEETLOCK_TABLE and wait until it is active
                                            (--dry-run: print the table definition only)
-    fleetlock status [--group G] [--json] [--function NAME] [--all]
+    fleetlock status [--group G] [--json] [--function NAME] [--all] [--hosts tags|FILE]
                                            show who holds a slot, since when, and each group's
                                            pause, settle time and windows (read from the
                                            deployed function's configuration with --function);
-                                           past 20 idle groups, the rest are counted (--all lists them)
+                                           past 20 idle groups, the rest are counted (--all lists them);
+                                           --hosts: each holder's host, from the instances' tags
+                                           or a file of 'ID HOST' lines
+    fleetlock hosts ID... [--hosts tags|FILE] [--json]
+                                           the host behind each id, as status shows them
     fleetlock release --group G --id ID    release a slot by hand (ID as status shows it)
     fleetlock forget --group G [--function NAME]
                                            remove a group that holds nothing, is not paused and
@@ -104,6 +108,7 @@ ENVIRONMENT:
     FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
     FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
                       in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
+    FLEETLOCK_HOSTS   status and hosts: 'tags' or a host file, as --hosts
     FLEETLOCK_URL     lock/unlock: the server, as Zincati's base_url: https://NAME:SECRET@host/
     FLEETLOCK_MACHINE_ID_FILE  lock/unlock --app: the machine id (default: /etc/machine-id)
     FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
@@ -131,6 +136,14 @@ pub enum Command {
         function: Option<String>,
         /// Every group, the idle ones too.
         all: bool,
+        /// Where the holders' hosts come from (`--hosts`).
+        hosts: Option<String>,
+    },
+    /// `hosts`: the hosts behind these ids.
+    Hosts {
+        ids: Vec<String>,
+        hosts: Option<String>,
+        json: bool,
     },
     Release {
         group: String,
@@ -276,6 +289,21 @@ enum Sub {
         /// List every idle group too
         #[arg(long)]
         all: bool,
+        /// Show each holder's host: 'tags' (the instances' own tags) or a host file (default: FLEETLOCK_HOSTS)
+        #[arg(long, value_name = "tags|FILE")]
+        hosts: Option<String>,
+    },
+    /// The hosts behind ids (as status, the logs and slot events show them)
+    Hosts {
+        /// The ids
+        #[arg(value_name = "ID", required = true)]
+        ids: Vec<String>,
+        /// 'tags' (the instances' own tags) or a host file (default: FLEETLOCK_HOSTS)
+        #[arg(long, value_name = "tags|FILE")]
+        hosts: Option<String>,
+        /// As JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Release a slot by hand (ID as status shows it)
     Release {
@@ -593,12 +621,15 @@ fn command_of(sub: Sub) -> Result<Command, String> {
             json,
             function,
             all,
+            hosts,
         } => Command::Status {
             group,
             json,
             function,
             all,
+            hosts,
         },
+        Sub::Hosts { ids, hosts, json } => Command::Hosts { ids, hosts, json },
         Sub::Release { group, id } => Command::Release { group, id },
         Sub::Forget { group, function } => Command::Forget { group, function },
         Sub::Pause {
@@ -951,6 +982,7 @@ mod tests {
                 json: true,
                 function: None,
                 all: false,
+                hosts: None,
             })
         );
         assert_eq!(

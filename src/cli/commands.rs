@@ -10,6 +10,7 @@ use crate::cli::deploy_inputs::DeployInputs;
 use crate::cli::report;
 use crate::config::{self, Config};
 use crate::domain::auth;
+use crate::domain::hosts::HostMap;
 use crate::domain::input::{GroupName, NodeId, PauseReason};
 use crate::domain::lock::{PersonPause, Release, Timestamp};
 use crate::domain::service::paused_because;
@@ -325,11 +326,61 @@ pub async fn forget<S: LockStore>(
 }
 
 /// How `status` shows the groups.
-#[derive(Clone, Copy, Debug)]
-pub struct StatusView {
+#[derive(Clone, Copy)]
+pub struct StatusView<'a> {
     pub json: bool,
     /// Every idle group too.
     pub all: bool,
+    /// Where the holders' hosts come from, if asked.
+    pub hosts: Option<&'a HostLookup>,
+}
+
+/// Where the hosts behind ids come from.
+pub enum HostLookup {
+    /// A host file, read already.
+    File(HostMap),
+    /// The instances' own tags, through the Tagging API.
+    Tags(aws_sdk_resourcegroupstagging::Client),
+}
+
+impl HostLookup {
+    /// The hosts of these ids (those known).
+    pub async fn hosts(&self, ids: &[String]) -> Result<HostMap, Failure> {
+        match self {
+            HostLookup::File(map) => Ok(map.clone()),
+            HostLookup::Tags(client) => crate::aws::instance_tags::hosts_of(client, ids)
+                .await
+                .map_err(Failure::Aws),
+        }
+    }
+}
+
+/// `hosts`: the host behind each id, or that none is known.
+pub async fn hosts(
+    ids: &[String],
+    lookup: &HostLookup,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let map = lookup.hosts(ids).await?;
+    if json {
+        let rows: Vec<_> = ids
+            .iter()
+            .map(|id| report::host_json(id, map.get(id)))
+            .collect();
+        say!(out, "{:#}", serde_json::Value::Array(rows));
+        return Ok(());
+    }
+    for id in ids {
+        match map.get(id) {
+            Some(host) => say!(out, "{id}  {host}"),
+            None => say!(
+                out,
+                "{id}  (unknown: no instance is tagged with it, no line of the host file names it)"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// `status`: who holds a slot, and each group's state and rules.
@@ -338,7 +389,7 @@ pub async fn status<S: LockStore>(
     group: Option<&GroupName>,
     deployed: Option<&Config>,
     now: Timestamp,
-    view: StatusView,
+    view: StatusView<'_>,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let mut groups = store.groups(group).await?;
@@ -354,6 +405,21 @@ pub async fn status<S: LockStore>(
             }
         }
     }
+    let hosts = match view.hosts {
+        Some(lookup) => {
+            let ids: Vec<String> = groups
+                .iter()
+                .flat_map(|(_, record)| {
+                    record
+                        .holders
+                        .holders()
+                        .map(|(id, _)| id.as_str().to_owned())
+                })
+                .collect();
+            Some(lookup.hosts(&ids).await?)
+        }
+        None => None,
+    };
     let wildcard = store.wildcard_groups().await?;
     let wildcard = report::Wildcard {
         counted: wildcard.len(),
@@ -363,7 +429,14 @@ pub async fn status<S: LockStore>(
         say!(
             out,
             "{:#}",
-            report::json(&groups, deployed, now, wildcard, &never_used)
+            report::json(
+                &groups,
+                deployed,
+                now,
+                wildcard,
+                &never_used,
+                hosts.as_ref()
+            )
         );
         return Ok(());
     }
@@ -371,7 +444,15 @@ pub async fn status<S: LockStore>(
     let _ = write!(
         out,
         "{}",
-        report::table(&groups, deployed, now, idle_shown, wildcard, &never_used)
+        report::table(
+            &groups,
+            deployed,
+            now,
+            idle_shown,
+            wildcard,
+            &never_used,
+            hosts.as_ref()
+        )
     );
     match (group, used == 0) {
         (_, false) => {}
@@ -418,6 +499,7 @@ pub fn iam_policy(
         PolicyFor::AlarmPauses => {
             iam::alarm_pauses_policy(table, "arn:aws:cloudwatch:REGION:ACCOUNT:alarm:*")
         }
+        PolicyFor::NodeTagging => iam::node_tagging_policy(),
     };
     say!(out, "{policy:#}");
 }
@@ -840,6 +922,7 @@ mod tests {
         let view = StatusView {
             json: false,
             all: false,
+            hosts: None,
         };
         status(&store, None, None, Timestamp(10), view, &mut empty)
             .await
@@ -858,6 +941,7 @@ mod tests {
         let json = StatusView {
             json: true,
             all: false,
+            hosts: None,
         };
         status(
             &store,
@@ -1128,6 +1212,7 @@ mod tests {
         let view = StatusView {
             json: false,
             all: false,
+            hosts: None,
         };
         let mut out = Vec::new();
         status(&store, None, Some(&configured), now, view, &mut out)
@@ -1154,6 +1239,7 @@ mod tests {
         let json = StatusView {
             json: true,
             all: false,
+            hosts: None,
         };
         status(&store, None, Some(&configured), now, json, &mut out)
             .await

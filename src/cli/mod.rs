@@ -250,14 +250,22 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             json,
             function,
             all,
+            hosts,
         } => {
             let group = group.as_deref().map(commands::group_named).transpose()?;
             let table = config::command_table(process_env, "status")?;
+            let hosts = config::host_source(process_env, hosts);
+            let file_hosts = file_hosts(hosts.as_ref())?;
             // One configuration for the table and the function's settings.
             let aws = command_aws().await?;
             let store = dynamo_store(&aws, table);
             let deployed = deployed_config(&aws, function).await?;
-            let view = commands::StatusView { json, all };
+            let lookup = host_lookup(&aws, hosts, file_hosts);
+            let view = commands::StatusView {
+                json,
+                all,
+                hosts: lookup.as_ref(),
+            };
             commands::status(
                 &store,
                 group.as_ref(),
@@ -274,6 +282,19 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             return Err(Failure::Refused(
                 "lock, unlock and check run apart from the other commands".into(),
             ));
+        }
+        Command::Hosts { ids, hosts, json } => {
+            let Some(source) = config::host_source(process_env, hosts) else {
+                return Err(Failure::Input(
+                    "hosts needs --hosts tags|FILE (or FLEETLOCK_HOSTS)".into(),
+                ));
+            };
+            let file_hosts = file_hosts(Some(&source))?;
+            let lookup = match file_hosts {
+                Some(map) => commands::HostLookup::File(map),
+                None => commands::HostLookup::Tags(aws::tagging_client(&command_aws().await?)),
+            };
+            commands::hosts(&ids, &lookup, json, out).await?;
         }
         Command::Id { machine, app } => {
             let settings = LockSettings::from_vars(process_env);
@@ -365,6 +386,35 @@ async fn run_command(command: Command) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// A host file named by `--hosts` or `FLEETLOCK_HOSTS`, read and checked
+/// before anything is asked of AWS.
+fn file_hosts(
+    source: Option<&config::HostSource>,
+) -> Result<Option<crate::domain::hosts::HostMap>, Failure> {
+    let Some(config::HostSource::File(path)) = source else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("--hosts {}: {e}", path.display())))?;
+    crate::domain::hosts::HostMap::parse(&text)
+        .map(Some)
+        .map_err(|why| Failure::Input(format!("--hosts {}: {why}", path.display())))
+}
+
+fn host_lookup(
+    aws: &SdkConfig,
+    source: Option<config::HostSource>,
+    file: Option<crate::domain::hosts::HostMap>,
+) -> Option<commands::HostLookup> {
+    match (source, file) {
+        (_, Some(map)) => Some(commands::HostLookup::File(map)),
+        (Some(config::HostSource::Tags), None) => {
+            Some(commands::HostLookup::Tags(aws::tagging_client(aws)))
+        }
+        _ => None,
+    }
 }
 
 fn read_machine_id(file: &std::path::Path) -> Result<String, Failure> {

@@ -2,6 +2,7 @@
 //! `config check`, and durations as people read them.
 
 use crate::config::Config;
+use crate::domain::hosts::{Host, HostMap};
 use crate::domain::input::GroupName;
 use crate::domain::lock::Timestamp;
 use crate::domain::store::GroupRecord;
@@ -133,6 +134,15 @@ pub fn config_summary(
     out
 }
 
+/// An id and its host as JSON: `{"id", "host": {"instance", "name"}}`, the
+/// host `null` when unknown.
+pub fn host_json(id: &str, host: Option<&Host>) -> serde_json::Value {
+    serde_json::json!({
+        "id": id,
+        "host": host.map(|h| serde_json::json!({ "instance": h.instance, "name": h.name })),
+    })
+}
+
 /// What `status --group G` says of a group with no item.
 pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
     let configured = match deployed {
@@ -239,6 +249,7 @@ pub fn table(
     idle_shown: Option<usize>,
     wildcard: Wildcard,
     never_used: &[GroupName],
+    hosts: Option<&HostMap>,
 ) -> String {
     let mut idle_left = idle_shown.unwrap_or(usize::MAX);
     let mut idle_hidden = 0usize;
@@ -256,7 +267,7 @@ pub fn table(
             true
         })
         .collect();
-    let mut rows = vec![[
+    let mut rows = vec![vec![
         "GROUP".to_string(),
         "HELD".to_string(),
         "STATE".to_string(),
@@ -271,7 +282,7 @@ pub fn table(
             let slots = deployed
                 .and_then(|config| config.groups.slots_for(name).ok())
                 .map_or("0".into(), |slots| format!("0/{slots}"));
-            rows.push([
+            rows.push(vec![
                 name.to_string(),
                 slots,
                 state,
@@ -282,7 +293,7 @@ pub fn table(
             continue;
         }
         if record.holders.is_empty() {
-            rows.push([
+            rows.push(vec![
                 name.to_string(),
                 slots_text(record),
                 state.clone(),
@@ -292,7 +303,7 @@ pub fn table(
             ]);
         }
         for (id, at) in record.holders.holders() {
-            rows.push([
+            let mut row = vec![
                 name.to_string(),
                 slots_text(record),
                 state.clone(),
@@ -300,10 +311,28 @@ pub fn table(
                 id.shown(),
                 rfc3339(at),
                 human_duration(at.age_at(now).as_secs()),
-            ]);
+            ];
+            if let Some(hosts) = hosts {
+                row.push(
+                    hosts
+                        .get(id.as_str())
+                        .map_or("?".into(), ToString::to_string),
+                );
+            }
+            rows.push(row);
         }
     }
-    let widths: Vec<usize> = (0..6)
+    // The host column, after FOR, when asked for: "-" where no slot is held.
+    if hosts.is_some() {
+        rows[0].push("HOST".into());
+        for row in rows.iter_mut().skip(1) {
+            if row.len() == 6 {
+                row.push("-".into());
+            }
+        }
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
         .map(|col| {
             rows.iter()
                 .map(|r| r[col].chars().count())
@@ -384,6 +413,7 @@ pub fn json(
     now: Timestamp,
     wildcard: Wildcard,
     never_used: &[GroupName],
+    hosts: Option<&HostMap>,
 ) -> serde_json::Value {
     let groups: Vec<_> = groups
         .iter()
@@ -392,13 +422,17 @@ pub fn json(
                 .holders
                 .holders()
                 .map(|(id, at)| {
-                    serde_json::json!({
+                    let mut holder = serde_json::json!({
                         "id": id.as_str(),
                         "id_shown": id.shown(),
                         "acquired_at": rfc3339(at),
                         "acquired_at_ms": at.0,
                         "held_for_seconds": at.age_at(now).as_secs(),
-                    })
+                    });
+                    if let Some(hosts) = hosts {
+                        holder["host"] = host_json(id.as_str(), hosts.get(id.as_str()))["host"].clone();
+                    }
+                    holder
                 })
                 .collect();
             let person = record.pause.person.as_ref().map(|p| {

@@ -19,6 +19,7 @@ pub mod auth;
 pub mod error;
 pub mod events;
 pub mod groups;
+pub mod hosts;
 pub mod input;
 pub mod lock;
 pub mod service;

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import unittest
 from pathlib import Path
 
@@ -422,17 +423,23 @@ class Permissions(unittest.TestCase):
         self.assertEqual(sam_actions, set(iam_policy("--for", "function")["Statement"][0]["Action"]))
 
     def test_operator_policy_is_exactly_what_the_cli_calls(self):
-        table, function = [set(s["Action"]) for s in iam_policy()["Statement"]]
+        table, function, tags = [set(s["Action"]) for s in iam_policy()["Statement"]]
         self.assertNotIn("dynamodb:CreateTable", table)
+        self.assertEqual(tags, {"tag:GetResources"})
         sam = SAM_RESOURCES["OperatorPolicy"]
         self.assertEqual(sam["Type"], "AWS::IAM::ManagedPolicy")
-        sam_table, sam_function = sam["Properties"]["PolicyDocument"]["Statement"]
+        sam_table, sam_function, sam_tags = sam["Properties"]["PolicyDocument"]["Statement"]
+        self.assertEqual(set(sam_tags["Action"]), tags)
+        self.assertEqual(sam_tags["Resource"], "*")
         self.assertEqual(set(sam_table["Action"]), table)
         self.assertEqual(sam_table["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
         self.assertEqual(set(sam_function["Action"]), function)
         self.assertEqual(sam_function["Resource"], {"Fn::GetAtt": ["FleetLockFunction", "Arn"]})
         self.assertEqual(SAM["Outputs"]["OperatorPolicyArn"]["Value"], {"Ref": "OperatorPolicy"})
-        tf_table, tf_function = tf_statements("operator")
+        tf_table, tf_function, tf_tags = tf_statements("operator")
+        self.assertEqual(set(tf_tags["actions"]) if isinstance(tf_tags["actions"], list) else {tf_tags["actions"]}, tags)
+        resources = tf_tags["resources"]
+        self.assertEqual(resources if isinstance(resources, list) else [resources], ["*"])
         self.assertEqual(set(tf_table["actions"]), table)
         self.assertEqual(tf_table["resources"], "${aws_dynamodb_table.locks.arn}")
         self.assertEqual(set(tf_function["actions"]) if isinstance(tf_function["actions"], list) else {tf_function["actions"]}, function)
@@ -1189,6 +1196,63 @@ class AlarmPauses(unittest.TestCase):
             permission = TF[("aws_lambda_permission", rule)]
             self.assertEqual(permission["principal"], "events.amazonaws.com")
             self.assertEqual(permission["source_arn"], f"${{aws_cloudwatch_event_rule.{rule}[0].arn}}")
+
+
+class NodeTagging(unittest.TestCase):
+    """contrib/butane/fleetlock-id-tag.bu: each node tags its instance with
+    the id its Zincati sends, with the one tag and the policy the binary
+    names."""
+
+    SCRIPT = ROOT / "contrib" / "systemd" / "fleetlock-id-tag"
+
+    def test_the_butane_config_carries_the_script_and_unit_unchanged(self):
+        import yaml
+
+        config = yaml.safe_load((ROOT / "contrib" / "butane" / "fleetlock-id-tag.bu").read_text())
+        self.assertEqual((config["variant"], config["version"]), ("fcos", "1.5.0"))
+        files = {f["path"]: f for f in config["storage"]["files"]}
+        script = files["/usr/local/libexec/fleetlock-id-tag"]
+        self.assertEqual(script["mode"], 0o755)
+        self.assertEqual(script["contents"]["inline"], self.SCRIPT.read_text())
+        units = {u["name"]: u for u in config["systemd"]["units"]}
+        unit = units["fleetlock-id-tag.service"]
+        self.assertTrue(unit["enabled"])
+        self.assertEqual(unit["contents"], (ROOT / "contrib" / "systemd" / "fleetlock-id-tag.service").read_text())
+        self.assertIn("ExecStart=/usr/local/libexec/fleetlock-id-tag", unit["contents"])
+        subprocess.run([str(Path(sys.executable).parent / "shellcheck"), str(self.SCRIPT)], check=True)
+
+    def test_the_script_tags_its_own_instance_with_the_policys_one_tag(self):
+        import tempfile
+
+        policy = iam_policy("--for", "node-tagging")["Statement"][0]
+        [tag_key] = policy["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
+        self.assertEqual(policy["Action"], ["ec2:CreateTags"])
+        self.assertEqual(policy["Condition"]["StringEquals"], {"aws:ARN": "${ec2:SourceInstanceARN}"})
+        with tempfile.TemporaryDirectory() as bin_dir:
+            calls = Path(bin_dir) / "calls"
+            stubs = {
+                # The metadata service: a token first, then only with it.
+                "curl": 'echo "curl $*" >> "$CALLS"\n'
+                        'case "$*" in *"-X PUT"*api/token*) echo TOKEN ;;\n'
+                        '*"X-aws-ec2-metadata-token: TOKEN"*instance-id*) echo i-0123456789abcdef0 ;;\n'
+                        '*"X-aws-ec2-metadata-token: TOKEN"*placement/region*) echo eu-west-1 ;;\n'
+                        '*) exit 22 ;; esac',
+                "systemd-id128": '[ "$*" = "machine-id --app-specific=de35106b6ec24688b63afddaa156679b" ] || exit 9\n'
+                                 'echo 975228d46dc94622b9bbe16671e2b58d',
+                "podman": 'echo "podman $*" >> "$CALLS"',
+            }
+            for name, body in stubs.items():
+                stub = Path(bin_dir) / name
+                stub.write_text(f"#!/bin/sh\n{body}\n")
+                stub.chmod(0o755)
+            env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls)}
+            subprocess.run(["sh", str(self.SCRIPT)], env=env, check=True)
+            podman = [line for line in calls.read_text().splitlines() if line.startswith("podman ")]
+        self.assertEqual(len(podman), 1)
+        self.assertIn("--network host", podman[0])
+        self.assertTrue(podman[0].endswith(
+            "ec2 create-tags --region eu-west-1 --resources i-0123456789abcdef0 "
+            f"--tags Key={tag_key},Value=975228d46dc94622b9bbe16671e2b58d"), podman[0])
 
 
 class JobUnits(unittest.TestCase):

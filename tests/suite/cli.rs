@@ -446,9 +446,22 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
         let r = run(with_table().args(&args)).await;
         operator.extend(operations(&r.stderr));
     }
+    let (tagging, _) = tagging_stand_in(&[]).await;
+    let r = run(with_table()
+        .env("AWS_ENDPOINT_URL_RESOURCE_GROUPS_TAGGING_API", &tagging)
+        .args([
+            "hosts",
+            "8f040e49ad9a45a8b0c617313becf153",
+            "--hosts",
+            "tags",
+        ]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    operator.extend(operations(&r.stderr));
     let expected: BTreeSet<String> = iam::OPERATOR_TABLE_ACTIONS
         .iter()
         .chain(iam::OPERATOR_FUNCTION_ACTIONS)
+        .chain(iam::OPERATOR_TAG_ACTIONS)
         .map(|a| a.to_string())
         .collect();
     assert_eq!(operator, expected);
@@ -474,6 +487,10 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
         serde_json::json!(iam::OPERATOR_FUNCTION_ACTIONS)
     );
     assert_eq!(statements[1]["Resource"], "arn:aws:lambda:x:1:function:f");
+    assert_eq!(
+        statements[2]["Action"],
+        serde_json::json!(iam::OPERATOR_TAG_ACTIONS)
+    );
 }
 
 #[tokio::test]
@@ -1319,6 +1336,181 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
     let mixed = run(fleetlock().args(["config", "check", "--config-env", "typo"])).await;
     assert!(!mixed.ok);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A stand-in for the Resource Groups Tagging API: the instances tagged
+/// with a Zincati id, answered for the ids a GetResources asks about; the
+/// request bodies it was sent.
+async fn tagging_stand_in(
+    tagged: &'static [(&'static str, &'static str, &'static str)],
+) -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
+    let asked: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let seen = Arc::clone(&asked);
+    let url = crate::helpers::stand_in(move |parts, body| {
+        let target = parts.headers.get("x-amz-target").and_then(|v| v.to_str().ok());
+        assert_eq!(target, Some("ResourceGroupsTaggingAPI_20170126.GetResources"));
+        let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        seen.lock().unwrap().push(request.clone());
+        let wanted: Vec<&str> = request["TagFilters"][0]["Values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        let mappings: Vec<_> = tagged
+            .iter()
+            .filter(|(id, _, _)| wanted.contains(id))
+            .map(|(id, instance, name)| {
+                serde_json::json!({
+                    "ResourceARN": format!("arn:aws:ec2:eu-west-1:123456789012:instance/{instance}"),
+                    "Tags": [
+                        {"Key": "Name", "Value": name},
+                        {"Key": "fleetlock:zincati-id", "Value": id},
+                    ],
+                })
+            })
+            .collect();
+        let answer = serde_json::json!({"ResourceTagMappingList": mappings, "PaginationToken": ""});
+        (200, "application/x-amz-json-1.1", answer.to_string().into_bytes())
+    })
+    .await;
+    (url, asked)
+}
+
+/// `status --hosts` names the host behind each holder's id: from the
+/// instances' own tags (one GetResources for the holders' ids, nothing on
+/// the protocol's path) or from a host file; `hosts ID` does the same for
+/// an id read in a log line or a slot event.
+#[tokio::test]
+async fn status_and_hosts_name_the_host_behind_each_id() {
+    let (store, _) = crate::helpers::dynamo_store("hosts").await;
+    let rules = crate::helpers::rules(3, Duration::ZERO);
+    let workers = fleetlock::domain::input::GroupName::parse("workers").unwrap();
+    for id in [
+        "8f040e49ad9a45a8b0c617313becf153",
+        "975228d46dc94622b9bbe16671e2b58d",
+    ] {
+        let node = fleetlock::domain::input::NodeId::parse(id).unwrap();
+        store
+            .acquire(
+                &workers,
+                &node,
+                rules,
+                fleetlock::domain::lock::Timestamp::now(),
+            )
+            .await
+            .unwrap();
+    }
+    let (tagging, asked) = tagging_stand_in(&[(
+        "8f040e49ad9a45a8b0c617313becf153",
+        "i-0123456789abcdef0",
+        "worker-7",
+    )])
+    .await;
+    let status = |args: &[&str]| {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_TABLE", store.table())
+            .env("AWS_ENDPOINT_URL_RESOURCE_GROUPS_TAGGING_API", &tagging)
+            .env("RUST_LOG", "fleetlock=debug")
+            .args(args);
+        command
+    };
+    let r = run(&mut status(&["status", "--hosts", "tags"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    let header = r.stdout.lines().next().unwrap();
+    assert_eq!(header.split_whitespace().last(), Some("HOST"), "{header}");
+    let row = |id: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.contains(id))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        row("8f040e49").ends_with("worker-7 (i-0123456789abcdef0)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        row("975228d4").ends_with("  ?"),
+        "an untagged id: {}",
+        r.stdout
+    );
+    assert!(operations(&r.stderr).contains("tag:GetResources"));
+    let request = asked.lock().unwrap()[0].clone();
+    assert_eq!(
+        request["ResourceTypeFilters"],
+        serde_json::json!(["ec2:instance"])
+    );
+    assert_eq!(request["TagFilters"][0]["Key"], "fleetlock:zincati-id");
+    assert_eq!(
+        request["TagFilters"][0]["Values"].as_array().unwrap().len(),
+        2,
+        "the holders' ids, once each: {request}"
+    );
+    // Without --hosts, no tag is read.
+    let before = asked.lock().unwrap().len();
+    assert!(run(&mut status(&["status"])).await.ok);
+    assert_eq!(asked.lock().unwrap().len(), before);
+
+    // A host file, and JSON.
+    let file = std::env::temp_dir().join(format!("fleetlock-hosts-{}", std::process::id()));
+    std::fs::write(
+        &file,
+        "# id  host\n975228d46dc94622b9bbe16671e2b58d  db-1.example.com\n",
+    )
+    .unwrap();
+    let r = run(status(&["status", "--json"]).env("FLEETLOCK_HOSTS", &file)).await;
+    assert!(r.ok, "{}", r.stderr);
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let holders = json["groups"][0]["holders"].as_array().unwrap().clone();
+    let host_of = |id: &str| {
+        holders
+            .iter()
+            .find(|h| h["id"] == id)
+            .map(|h| h["host"].clone())
+            .unwrap()
+    };
+    assert_eq!(
+        host_of("975228d46dc94622b9bbe16671e2b58d"),
+        serde_json::json!({"instance": null, "name": "db-1.example.com"})
+    );
+    assert_eq!(
+        host_of("8f040e49ad9a45a8b0c617313becf153"),
+        serde_json::Value::Null
+    );
+
+    // `hosts` for the ids of a log line.
+    let r = run(&mut status(&[
+        "hosts",
+        "8f040e49ad9a45a8b0c617313becf153",
+        "00000000000000000000000000000000",
+        "--hosts",
+        "tags",
+    ]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stdout.lines().next().unwrap(),
+        "8f040e49ad9a45a8b0c617313becf153  worker-7 (i-0123456789abcdef0)"
+    );
+    assert!(
+        r.stdout.lines().nth(1).unwrap().contains("(unknown:"),
+        "{}",
+        r.stdout
+    );
+    // A host file that is wrong stops the command before AWS is asked.
+    std::fs::write(&file, "a b\na c\n").unwrap();
+    let r = run(status(&["status", "--hosts"]).arg(&file)).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("line 2: id 'a' is listed twice"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("aws request"), "{}", r.stderr);
+    std::fs::remove_file(&file).unwrap();
 }
 
 /// `fleetlock id` prints what Zincati sends for a machine id, and refuses a

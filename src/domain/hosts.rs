@@ -1,0 +1,131 @@
+//! Which host sends which id: Zincati sends an app-specific hash of the
+//! machine id, which nobody can read; a host map names the machine behind
+//! it, from the instances' own tags or from a file an operator keeps.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A machine as an operator knows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Host {
+    /// The EC2 instance, when known.
+    pub instance: Option<String>,
+    /// Its `Name` tag, or the name a host file gives.
+    pub name: Option<String>,
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.name, &self.instance) {
+            (Some(name), Some(instance)) => write!(f, "{name} ({instance})"),
+            (Some(name), None) => f.write_str(name),
+            (None, Some(instance)) => f.write_str(instance),
+            (None, None) => f.write_str("-"),
+        }
+    }
+}
+
+/// Ids to hosts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostMap {
+    hosts: BTreeMap<String, Host>,
+}
+
+impl HostMap {
+    pub fn insert(&mut self, id: String, host: Host) {
+        self.hosts.insert(id, host);
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Host> {
+        self.hosts.get(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.hosts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+
+    /// A host file: one `ID HOST` a line, the host being the rest of the
+    /// line (an instance id `i-…` as its first word is kept apart); blank
+    /// lines and `#` comments ignored. An id listed twice is refused, with
+    /// its line.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut map = Self::default();
+        for (number, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or_default().trim();
+            if line.is_empty() {
+                continue;
+            }
+            let line_no = number + 1;
+            let Some((id, rest)) = line.split_once(char::is_whitespace) else {
+                return Err(format!("line {line_no}: '{line}' is not 'ID HOST'"));
+            };
+            let rest = rest.trim();
+            let (instance, name) = match rest.split_once(char::is_whitespace) {
+                Some((first, name)) if is_instance_id(first) => {
+                    (Some(first.to_owned()), Some(name.trim().to_owned()))
+                }
+                _ if is_instance_id(rest) => (Some(rest.to_owned()), None),
+                _ => (None, Some(rest.to_owned())),
+            };
+            if map.hosts.contains_key(id) {
+                return Err(format!("line {line_no}: id '{id}' is listed twice"));
+            }
+            map.insert(id.to_owned(), Host { instance, name });
+        }
+        Ok(map)
+    }
+}
+
+fn is_instance_id(word: &str) -> bool {
+    word.strip_prefix("i-").is_some_and(|hex| {
+        (8..=17).contains(&hex.len()) && hex.chars().all(|c| c.is_ascii_hexdigit())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_file_names_each_id_once() {
+        let map = HostMap::parse(
+            "# id  host\n\
+             8f040e49ad9a45a8b0c617313becf153  i-0123456789abcdef0 worker-7\n\
+             975228d46dc94622b9bbe16671e2b58d  db-1.example.com   # the primary\n\
+             \n\
+             00000000000000000000000000000000 i-0fedcba987654321f\n",
+        )
+        .unwrap();
+        assert_eq!(map.len(), 3);
+        assert_eq!(
+            map.get("8f040e49ad9a45a8b0c617313becf153")
+                .unwrap()
+                .to_string(),
+            "worker-7 (i-0123456789abcdef0)"
+        );
+        assert_eq!(
+            map.get("975228d46dc94622b9bbe16671e2b58d")
+                .unwrap()
+                .to_string(),
+            "db-1.example.com"
+        );
+        assert_eq!(
+            map.get("00000000000000000000000000000000")
+                .unwrap()
+                .to_string(),
+            "i-0fedcba987654321f"
+        );
+        assert_eq!(
+            HostMap::parse("a b\na c\n").unwrap_err(),
+            "line 2: id 'a' is listed twice"
+        );
+        assert_eq!(
+            HostMap::parse("lonely\n").unwrap_err(),
+            "line 1: 'lonely' is not 'ID HOST'"
+        );
+    }
+}
