@@ -258,6 +258,23 @@ impl Check {
             .await
     }
 
+    /// One Zincati call that is a case of its own: sent, passed when it
+    /// is a 2xx exactly as `wanted_2xx` says, else failed, and recorded.
+    async fn expect(
+        &self,
+        case: &'static str,
+        rule: &'static str,
+        (call, id): (Call, &str),
+        wanted_2xx: bool,
+    ) -> Result<Heard, Stop> {
+        let heard = self
+            .zincati(call, id, case)
+            .await
+            .map_err(|e| Stop::Unreachable(e.to_string()))?;
+        self.record(case, must(heard.yes() == wanted_2xx), heard.shown(), rule);
+        Ok(heard)
+    }
+
     /// Gives back every slot the run holds; the ids it could not free.
     pub async fn release_all(&self) -> Vec<String> {
         let held: Vec<String> = self
@@ -395,20 +412,13 @@ impl Check {
             heard.shown(),
             "Zincati reboots on any 2xx to pre-reboot",
         );
-        let again = self
-            .zincati(Call::PreReboot, &first, "re-entrant pre-reboot")
-            .await
-            .map_err(unreachable)?;
-        self.record(
+        self.expect(
             "pre-reboot of a node that holds a slot",
-            if again.yes() {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            },
-            again.shown(),
             "Zincati asks again after a restart mid-reboot: the lock is re-entrant",
-        );
+            (Call::PreReboot, &first),
+            true,
+        )
+        .await?;
 
         // 4. Every slot, then one more.
         for n in 2..=self.slots {
@@ -427,36 +437,22 @@ impl Check {
             }
         }
         let extra = self.id("over-the-limit");
-        let heard = self
-            .zincati(Call::PreReboot, &extra, "a full group")
-            .await
-            .map_err(unreachable)?;
-        self.record(
+        self.expect(
             "pre-reboot when every slot is taken is refused",
-            if heard.yes() {
-                Verdict::Fail
-            } else {
-                Verdict::Pass
-            },
-            heard.shown(),
             "Zincati reboots on any 2xx: a full group must answer non-2xx",
-        );
+            (Call::PreReboot, &extra),
+            false,
+        )
+        .await?;
 
         // 5. A node holding nothing gives nothing back, and hears a 2xx.
-        let heard = self
-            .zincati(Call::SteadyState, &extra, "steady-state of a non-holder")
-            .await
-            .map_err(unreachable)?;
-        self.record(
+        self.expect(
             "steady-state of a non-holder while the group is full",
-            if heard.yes() {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            },
-            heard.shown(),
             "Zincati retries steady-state until a 2xx and does not start updating before",
-        );
+            (Call::SteadyState, &extra),
+            true,
+        )
+        .await?;
 
         // 6. The holders give their slots back.
         let holders: Vec<String> = self
@@ -478,11 +474,7 @@ impl Check {
         }
         self.record(
             "steady-state of a holder frees its slot",
-            if refused.is_empty() {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            },
+            must(refused.is_empty()),
             if refused.is_empty() {
                 format!("{} holders, each 2xx", holders.len())
             } else {
@@ -511,11 +503,7 @@ impl Check {
             .count();
         self.record(
             "concurrent pre-reboots never over-grant",
-            if granted <= self.slots as usize {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            },
+            must(granted <= self.slots as usize),
             format!("{granted} of {askers} askers granted, {} slots", self.slots),
             "FleetLock: at most the group's slots hold a lock at once",
         );
@@ -534,11 +522,7 @@ impl Check {
         let bare = self.bare_refusals.lock().expect("not poisoned").clone();
         self.record(
             "every refusal has a {kind, value} body",
-            if bare.is_empty() {
-                Verdict::Pass
-            } else {
-                Verdict::Fail
-            },
+            must(bare.is_empty()),
             if bare.is_empty() {
                 "all did".into()
             } else {
@@ -638,6 +622,11 @@ impl Check {
     pub fn cases(&self) -> Vec<Case> {
         self.cases.lock().expect("not poisoned").clone()
     }
+}
+
+/// Pass when it `held`, else fail: what breaks Zincati.
+fn must(held: bool) -> Verdict {
+    if held { Verdict::Pass } else { Verdict::Fail }
 }
 
 /// Runs the futures together, in the order given.

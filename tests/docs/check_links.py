@@ -18,8 +18,8 @@ LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def prose_lines(text):
-    """(line number, line) outside fenced code, with inline code removed."""
+def outside_code(text):
+    """(line number, line) of the lines outside fenced code blocks."""
     fence = None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
@@ -30,6 +30,12 @@ def prose_lines(text):
         if stripped.startswith(("```", "~~~")):
             fence = stripped[:3]
             continue
+        yield number, line
+
+
+def prose_lines(text):
+    """(line number, line) outside fenced code, with inline code removed."""
+    for number, line in outside_code(text):
         yield number, re.sub(r"`[^`]*`", "`code`", line)
 
 
@@ -46,16 +52,7 @@ def anchors(path):
     """Every anchor of a Markdown file, duplicates numbered as GitHub does."""
     seen = {}
     found = set()
-    fence = None
-    for line in path.read_text().splitlines():
-        stripped = line.lstrip()
-        if fence:
-            if stripped.startswith(fence):
-                fence = None
-            continue
-        if stripped.startswith(("```", "~~~")):
-            fence = stripped[:3]
-            continue
+    for _, line in outside_code(path.read_text()):
         match = HEADING.match(line)
         if match:
             base = slug(match.group(2))
