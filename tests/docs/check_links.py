@@ -33,10 +33,21 @@ def outside_code(text):
         yield number, line
 
 
-def prose_lines(text):
-    """(line number, line) outside fenced code, with inline code removed."""
+def prose(text):
+    """The text with fenced code blanked and inline code removed, line for
+    line, so that a link's offset gives its line and a link whose text runs
+    over two lines is still one link."""
+    lines = [""] * len(text.splitlines())
     for number, line in outside_code(text):
-        yield number, re.sub(r"`[^`]*`", "`code`", line)
+        lines[number - 1] = line
+    return re.sub(r"`[^`\n]*`", "`code`", "\n".join(lines))
+
+
+def links(path):
+    """(line number, target) of every Markdown link outside code."""
+    text = prose(path.read_text())
+    for match in LINK.finditer(text):
+        yield text.count("\n", 0, match.start(1)) + 1, match.group(1)
 
 
 def slug(heading):
@@ -68,24 +79,21 @@ def broken_links(paths=DOCS):
     problems = []
     cache = {}
     for path in paths:
-        for number, line in prose_lines(path.read_text()):
-            for target in LINK.findall(line):
-                if re.match(r"^[a-z]+:", target):
-                    continue
-                file_part, _, anchor = target.partition("#")
-                dest = (path.parent / unquote(file_part)).resolve() if file_part else path
-                where = f"{path.relative_to(ROOT)}:{number}: {target}"
-                if not dest.exists():
-                    problems.append(f"{where} (no such file)")
-                    continue
-                if anchor:
-                    if dest.suffix != ".md":
-                        problems.append(f"{where} (an anchor into a file that is not Markdown)")
-                        continue
-                    if dest not in cache:
-                        cache[dest] = anchors(dest)
-                    if anchor not in cache[dest]:
-                        problems.append(f"{where} (no heading '#{anchor}' in {dest.relative_to(ROOT)})")
+        for number, target in links(path):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = (path.parent / unquote(file_part)).resolve() if file_part else path
+            where = f"{path.relative_to(ROOT)}:{number}: {target}"
+            if not dest.exists():
+                problems.append(f"{where} (no such file)")
+            elif anchor and dest.suffix != ".md":
+                problems.append(f"{where} (an anchor into a file that is not Markdown)")
+            elif anchor:
+                if dest not in cache:
+                    cache[dest] = anchors(dest)
+                if anchor not in cache[dest]:
+                    problems.append(f"{where} (no heading '#{anchor}' in {dest.relative_to(ROOT)})")
     return problems
 
 
@@ -93,11 +101,11 @@ def main():
     problems = broken_links()
     for problem in problems:
         print(problem)
-    links = sum(len(LINK.findall(line)) for path in DOCS for _, line in prose_lines(path.read_text()))
+    count = sum(1 for path in DOCS for _ in links(path))
     if problems:
-        print(f"check_links: {len(problems)} of {links} links in {len(DOCS)} files are broken", file=sys.stderr)
+        print(f"check_links: {len(problems)} of {count} links in {len(DOCS)} files are broken", file=sys.stderr)
         sys.exit(1)
-    print(f"check_links: all {links} links in {len(DOCS)} files resolve")
+    print(f"check_links: all {count} links in {len(DOCS)} files resolve")
 
 
 if __name__ == "__main__":
