@@ -54,6 +54,12 @@ USAGE:
                                            a likely typo (--create pauses it all the same)
     fleetlock resume (--group G ... | --all) [--function NAME]
                                            clear a person's pause (alarms' pauses stay)
+    fleetlock exclude --group G --id ID --reason TEXT [--by NAME] [--function NAME]
+                                           keep one node out of the rollout: it takes no new slot
+                                           (a slot it holds stays its own) while the rest of the
+                                           group goes on; at most 10 nodes a group
+    fleetlock include --group G --id ID [--function NAME]
+                                           let an excluded node take reboot slots again
     fleetlock credential --name N --groups G [--secret-stdin] [--url BASE_URL]
                                            make a client credential: a random secret for
                                            Zincati's base_url and its FLEETLOCK_CLIENTS entry
@@ -179,6 +185,18 @@ pub enum Command {
     },
     Resume {
         groups: Targets,
+        function: Option<String>,
+    },
+    Exclude {
+        group: String,
+        id: String,
+        reason: String,
+        by: Option<String>,
+        function: Option<String>,
+    },
+    Include {
+        group: String,
+        id: String,
         function: Option<String>,
     },
     Credential {
@@ -345,6 +363,36 @@ enum Sub {
         #[command(flatten)]
         targets: TargetArgs,
         /// Check the groups against this deployed function's configuration
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
+    },
+    /// Keep one node out of its group's rollout while the rest goes on
+    Exclude {
+        /// The node's group
+        #[arg(long, value_name = "GROUP")]
+        group: String,
+        /// The node's id, as status shows it
+        #[arg(long, value_name = "ID")]
+        id: String,
+        /// Why, for the node's journal and for status
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        /// Who excludes it (default: $USER)
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
+        /// Check the group against this deployed function's configuration
+        #[arg(long, value_name = "NAME")]
+        function: Option<String>,
+    },
+    /// Let an excluded node take reboot slots again
+    Include {
+        /// The node's group
+        #[arg(long, value_name = "GROUP")]
+        group: String,
+        /// The node's id, as status shows it
+        #[arg(long, value_name = "ID")]
+        id: String,
+        /// Check the group against this deployed function's configuration
         #[arg(long, value_name = "NAME")]
         function: Option<String>,
     },
@@ -647,6 +695,28 @@ fn command_of(sub: Sub) -> Result<Command, String> {
         },
         Sub::Resume { targets, function } => Command::Resume {
             groups: targets.into(),
+            function,
+        },
+        Sub::Exclude {
+            group,
+            id,
+            reason,
+            by,
+            function,
+        } => Command::Exclude {
+            group,
+            id,
+            reason,
+            by,
+            function,
+        },
+        Sub::Include {
+            group,
+            id,
+            function,
+        } => Command::Include {
+            group,
+            id,
             function,
         },
         Sub::Credential {

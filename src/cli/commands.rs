@@ -14,7 +14,7 @@ use crate::domain::hosts::HostMap;
 use crate::domain::input::{GroupName, NodeId, PauseReason};
 use crate::domain::lock::{PersonPause, Release, Timestamp};
 use crate::domain::service::paused_because;
-use crate::domain::store::{Changed, Forgot, GroupRecord, LockStore};
+use crate::domain::store::{Changed, Excluding, Forgot, GroupRecord, LockStore};
 use crate::domain::windows::{Calendar, Schedule};
 use crate::store::dynamodb::DynamoStore;
 
@@ -67,6 +67,81 @@ pub async fn pause<S: LockStore>(
     Ok(())
 }
 
+/// `exclude`: keeps one node out of the rollout, says what changed.
+pub async fn exclude<S: LockStore>(
+    store: &S,
+    group: &GroupName,
+    id: &NodeId,
+    exclusion: crate::domain::lock::Exclusion,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let decided = store.exclude(group, id, exclusion).await?;
+    let shown = id.shown();
+    match decided.outcome {
+        Excluding::Changed(Changed::Yes) => {
+            let holds = if decided.group.holders.holds(id) {
+                "; the slot it holds stays its own until it gives it back"
+            } else {
+                ""
+            };
+            say!(
+                out,
+                "excluded '{shown}' from group '{group}': it takes no new reboot slot while the \
+                 rest of the group goes on{holds}"
+            );
+        }
+        Excluding::Changed(Changed::AlreadySo) => say!(
+            out,
+            "'{shown}' was already excluded from '{group}' {}; kept as it was",
+            decided
+                .group
+                .excluded
+                .get(id)
+                .map_or_else(String::new, crate::domain::service::excluded_because)
+        ),
+        Excluding::Changed(Changed::Overtaken) => say!(
+            out,
+            "'{group}' was changed by someone else while this exclusion was being written; \
+             nothing changed (run it again)"
+        ),
+        Excluding::AtLimit => {
+            return Err(Failure::Refused(format!(
+                "group '{group}' already excludes {} nodes, the most it may; nothing changed: \
+                 include one of them first",
+                decided.group.excluded.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `include`: lets an excluded node take slots again.
+pub async fn include<S: LockStore>(
+    store: &S,
+    group: &GroupName,
+    id: &NodeId,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let decided = store.include(group, id).await?;
+    let shown = id.shown();
+    match decided.outcome {
+        Changed::Yes => say!(
+            out,
+            "included '{shown}' in group '{group}' again: it may take reboot slots"
+        ),
+        Changed::AlreadySo => say!(
+            out,
+            "'{shown}' was not excluded from '{group}'; nothing changed"
+        ),
+        Changed::Overtaken => say!(
+            out,
+            "'{group}' was changed by someone else while this was being written; nothing \
+             changed (run it again)"
+        ),
+    }
+    Ok(())
+}
+
 /// What a person does to a named group, for the sentence that refuses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Act {
@@ -74,6 +149,8 @@ pub enum Act {
     Resume,
     /// Only a stored group can hold a slot: the configuration is not read.
     Release,
+    Exclude,
+    Include,
 }
 
 /// What is known of the groups a command names: the table, and the
@@ -138,6 +215,8 @@ impl<'a, S: LockStore> Known<'a, S> {
                 Act::Pause => "to pause a group no node has used yet, add --create",
                 Act::Resume => "nothing is paused there",
                 Act::Release => "check the group with 'fleetlock status'",
+                Act::Exclude => "exclude a node of a group that is configured or stored",
+                Act::Include => "nothing is excluded there",
             };
             return Err(Failure::Refused(format!(
                 "{unknown}{closest}; nothing changed: {next}"
@@ -407,14 +486,14 @@ pub async fn status<S: LockStore>(
     }
     let hosts = match view.hosts {
         Some(lookup) => {
+            // The holders' hosts, and the excluded nodes'.
             let ids: Vec<String> = groups
                 .iter()
                 .flat_map(|(_, record)| {
-                    record
-                        .holders
-                        .holders()
-                        .map(|(id, _)| id.as_str().to_owned())
+                    let holders = record.holders.holders().map(|(id, _)| id);
+                    holders.chain(record.excluded.keys())
                 })
+                .map(|id| id.as_str().to_owned())
                 .collect();
             Some(lookup.hosts(&ids).await?)
         }

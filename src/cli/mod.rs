@@ -229,6 +229,48 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             }
             commands::resume(&store, &targets, out).await?;
         }
+        Command::Exclude {
+            group,
+            id,
+            reason,
+            by,
+            function,
+        } => {
+            let group = commands::group_named(&group)?;
+            let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
+            let reason = PauseReason::parse(&reason)
+                .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
+            let by = config::operator_name(process_env, by).map_err(Failure::Input)?;
+            let table = config::command_table(process_env, "exclude")?;
+            let aws = command_aws().await?;
+            let store = dynamo_store(&aws, table);
+            let deployed = deployed_config(&aws, function).await?;
+            commands::Known::new(&store, store.table(), deployed.as_ref())
+                .refuse_typos(std::slice::from_ref(&group), commands::Act::Exclude)
+                .await?;
+            let exclusion = crate::domain::lock::Exclusion {
+                reason,
+                since: Timestamp::now(),
+                by,
+            };
+            commands::exclude(&store, &group, &id, exclusion, out).await?;
+        }
+        Command::Include {
+            group,
+            id,
+            function,
+        } => {
+            let group = commands::group_named(&group)?;
+            let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
+            let table = config::command_table(process_env, "include")?;
+            let aws = command_aws().await?;
+            let store = dynamo_store(&aws, table);
+            let deployed = deployed_config(&aws, function).await?;
+            commands::Known::new(&store, store.table(), deployed.as_ref())
+                .refuse_typos(std::slice::from_ref(&group), commands::Act::Include)
+                .await?;
+            commands::include(&store, &group, &id, out).await?;
+        }
         Command::IamPolicy {
             policy_for,
             table_arn,

@@ -235,7 +235,7 @@ pub struct Wildcard {
 }
 
 fn is_idle(record: &GroupRecord) -> bool {
-    record.holders.is_empty() && !record.pause.is_paused()
+    record.holders.is_empty() && !record.pause.is_paused() && record.excluded.is_empty()
 }
 
 /// Holders per group, then a line for each paused, settling or windowed
@@ -357,6 +357,16 @@ pub fn table(
                 crate::domain::service::paused_because(&record.pause)
             ));
         }
+        for (id, exclusion) in &record.excluded {
+            let host = hosts
+                .and_then(|hosts| hosts.get(id.as_str()))
+                .map_or(String::new(), |host| format!(" ({host})"));
+            out.push_str(&format!(
+                "{name} excludes '{}'{host} {}\n",
+                id.shown(),
+                crate::domain::service::excluded_because(exclusion)
+            ));
+        }
         if let Some(until) = settles_until(name, record, deployed, now) {
             out.push_str(&format!(
                 "{name} settles until {} (last release {})\n",
@@ -443,6 +453,24 @@ pub fn json(
                     "since_ms": p.since.0,
                 })
             });
+            let excluded: Vec<_> = record
+                .excluded
+                .iter()
+                .map(|(id, e)| {
+                    let mut exclusion = serde_json::json!({
+                        "id": id.as_str(),
+                        "id_shown": id.shown(),
+                        "reason": e.reason.as_str(),
+                        "by": e.by,
+                        "since": rfc3339(e.since),
+                        "since_ms": e.since.0,
+                    });
+                    if let Some(hosts) = hosts {
+                        exclusion["host"] = host_json(id.as_str(), hosts.get(id.as_str()))["host"].clone();
+                    }
+                    exclusion
+                })
+                .collect();
             let rules = deployed.and_then(|c| c.groups.rules_for(name).ok());
             let windows = deployed.and_then(|config| {
                 let calendar = config.windows.calendar_for(name)?;
@@ -467,6 +495,7 @@ pub fn json(
                 "state": state(name, record, deployed, now),
                 "holders": holders,
                 "paused_by_person": person,
+                "excluded": excluded,
                 "paused_by_alarms": record.pause.alarms,
                 "last_release_at": record.last_release.map(rfc3339),
                 "settle_seconds": rules.map(|r| r.settle.as_secs()),

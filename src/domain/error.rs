@@ -49,6 +49,14 @@ pub enum Error {
         /// Who paused and since when, as a phrase ("by alice since ...: why").
         why: String,
     },
+    /// A person keeps this node out of the rollout (`fleetlock exclude`);
+    /// the rest of the group goes on.
+    NodeExcluded {
+        group: String,
+        id: String,
+        /// Who excluded it and since when, as a phrase ("by alice since ...: why").
+        why: String,
+    },
     /// A slot of the group was given back less than its settle time ago.
     Settling {
         group: String,
@@ -116,6 +124,7 @@ impl Error {
         "too_many_groups",
         "semaphore_full",
         "group_paused",
+        "node_excluded",
         "settling",
         "outside_maintenance_window",
         "store_unavailable",
@@ -138,6 +147,7 @@ impl Error {
             Error::TooManyGroups { .. } => "too_many_groups",
             Error::SemaphoreFull { .. } => "semaphore_full",
             Error::GroupPaused { .. } => "group_paused",
+            Error::NodeExcluded { .. } => "node_excluded",
             Error::Settling { .. } => "settling",
             Error::OutsideMaintenanceWindow { .. } => "outside_maintenance_window",
             Error::StoreUnavailable => "store_unavailable",
@@ -163,6 +173,7 @@ impl Error {
             // retries, like a full group.
             Error::SemaphoreFull { .. }
             | Error::GroupPaused { .. }
+            | Error::NodeExcluded { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. } => 423,
             Error::StoreUnavailable => 503,
@@ -231,6 +242,10 @@ impl Error {
             Error::GroupPaused { group, why } => format!(
                 "group '{group}' is paused {why}; no node takes a new reboot slot until it is \
                  resumed"
+            ),
+            Error::NodeExcluded { group, id, why } => format!(
+                "this node ('{id}') is excluded from group '{group}'s rollout {why}; it takes no \
+                 reboot slot until it is included again, while the rest of the group goes on"
             ),
             Error::Settling {
                 group,
@@ -315,6 +330,11 @@ mod tests {
                 group: "g".into(),
                 why: "by alice".into(),
             },
+            Error::NodeExcluded {
+                group: "g".into(),
+                id: "n1".into(),
+                why: "by alice".into(),
+            },
             Error::Settling {
                 group: "g".into(),
                 until: "2026-11-30T05:12:09Z".into(),
@@ -347,6 +367,7 @@ mod tests {
             | Error::TooManyGroups { .. }
             | Error::SemaphoreFull { .. }
             | Error::GroupPaused { .. }
+            | Error::NodeExcluded { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. }
             | Error::StoreUnavailable

@@ -22,16 +22,20 @@ pub const SOURCE: &str = "fleetlock";
 pub enum Kind {
     SlotReleased,
     GroupResumed,
+    NodeIncluded,
     GroupPaused,
+    NodeExcluded,
     SlotGranted,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 6] = [
         Kind::SlotGranted,
         Kind::SlotReleased,
         Kind::GroupPaused,
         Kind::GroupResumed,
+        Kind::NodeExcluded,
+        Kind::NodeIncluded,
     ];
 
     pub fn detail_type(self) -> &'static str {
@@ -40,6 +44,8 @@ impl Kind {
             Kind::SlotReleased => "Slot Released",
             Kind::GroupPaused => "Group Paused",
             Kind::GroupResumed => "Group Resumed",
+            Kind::NodeExcluded => "Node Excluded",
+            Kind::NodeIncluded => "Node Included",
         }
     }
 }
@@ -66,8 +72,9 @@ pub struct SlotEvent {
 }
 
 /// Every change from `old` to `new` (an absent item is `Group::default()`),
-/// releases and resumes first, then pauses, then grants; within a kind by
-/// node id or alarm name, so that a redelivery produces the same list.
+/// releases and resumes first, then pauses, then inclusions and exclusions,
+/// then grants; within a kind by node id or alarm name, so that a
+/// redelivery produces the same list.
 pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) -> Vec<SlotEvent> {
     let after = After::of(group, old, new, origin);
     let mut events = Vec::new();
@@ -106,6 +113,24 @@ pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) 
         for alarm in has.alarms.difference(&lacks.alarms) {
             let fields = json!({ "cause": "alarm", "alarm": alarm });
             events.push(after.event(kind, &format!("alarm:{alarm}"), origin.written_at, fields));
+        }
+    }
+    // Inclusions (an exclusion in `old` gone from `new`), then exclusions.
+    for (id, exclusion) in &old.excluded {
+        if !new.excluded.contains_key(id) {
+            let fields =
+                json!({ "id": id.as_str(), "excluded_since": exclusion.since.to_rfc3339_millis() });
+            events.push(after.event(Kind::NodeIncluded, id.as_str(), origin.written_at, fields));
+        }
+    }
+    for (id, exclusion) in &new.excluded {
+        if !old.excluded.contains_key(id) {
+            let fields = json!({
+                "id": id.as_str(),
+                "reason": exclusion.reason.as_str(),
+                "by": exclusion.by,
+            });
+            events.push(after.event(Kind::NodeExcluded, id.as_str(), exclusion.since, fields));
         }
     }
     for (id, since) in new.holders.holders() {
@@ -275,6 +300,29 @@ mod tests {
         assert_eq!(detail["slots"], 2);
         assert_eq!(detail["paused"], false);
         assert_eq!(detail["sequence"], "100");
+    }
+
+    #[test]
+    fn an_exclusion_and_an_inclusion_are_events_of_their_own() {
+        let mut excluded = group(&[("a", 1_000)]);
+        excluded.excluded.insert(
+            NodeId::parse("sick").unwrap(),
+            PersonPause {
+                reason: PauseReason::parse("disk replacement").unwrap(),
+                since: Timestamp(3_000),
+                by: "alice".into(),
+            },
+        );
+        let events = changes(&workers(), &group(&[("a", 1_000)]), &excluded, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::NodeExcluded, "sick".to_owned())]);
+        assert_eq!(events[0].at, Timestamp(3_000), "dated by the exclusion");
+        assert_eq!(events[0].detail["reason"], "disk replacement");
+        assert_eq!(events[0].detail["by"], "alice");
+        let events = changes(&workers(), &excluded, &group(&[("a", 1_000)]), ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::NodeIncluded, "sick".to_owned())]);
+        assert_eq!(events[0].at, ORIGIN.written_at, "dated by the record");
+        assert_eq!(Kind::NodeExcluded.detail_type(), "Node Excluded");
+        assert_eq!(Kind::NodeIncluded.detail_type(), "Node Included");
     }
 
     #[test]

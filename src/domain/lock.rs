@@ -80,6 +80,17 @@ pub struct PersonPause {
     pub by: String,
 }
 
+/// A node kept out of its group's rollout by a person (`fleetlock
+/// exclude`): it takes no new slot while the rest of the group goes on.
+/// Who, since when and why, as a person's pause records them.
+pub type Exclusion = PersonPause;
+
+/// How many nodes of one group may be excluded at once. Every call on the
+/// group is billed by its item's size: ten exclusions of a 32-hex id with a
+/// short reason add about 1 KB, one write unit, to each call (and at the
+/// longest, 128-byte ids and 200-character reasons, about 4 KB).
+pub const MAX_EXCLUSIONS: usize = 10;
+
 /// Who keeps a group from granting new slots. A person's pause and alarms'
 /// pauses are kept apart, so that a person's `resume` leaves an alarm's pause
 /// in place and an alarm clearing leaves a person's.
@@ -120,6 +131,8 @@ pub struct Group {
     /// The slot count applied at the last grant, for people reading `fleetlock
     /// status`; decisions use the configured count.
     pub slots: Option<u32>,
+    /// Nodes a person keeps out of the rollout.
+    pub excluded: BTreeMap<NodeId, Exclusion>,
 }
 
 impl Group {
@@ -134,10 +147,13 @@ impl Group {
 
     /// What a request for a slot gets, without changing anything. Which
     /// answer wins when several apply: a holder always hears yes (it keeps its
-    /// slot, whatever else holds); then paused, then settling, then full.
+    /// slot, whatever else holds); then an excluded node, then paused, then
+    /// settling, then full.
     pub fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         if self.holders.holds(id) {
             Acquire::AlreadyHeld
+        } else if self.excluded.contains_key(id) {
+            Acquire::Excluded
         } else if self.pause.is_paused() {
             Acquire::Paused
         } else if let Some(until) = self.settling_until(rules.settle, now) {
@@ -182,6 +198,8 @@ pub enum Acquire {
     AlreadyHeld,
     /// Every slot is taken by other nodes.
     Full,
+    /// A person keeps this node out of the rollout.
+    Excluded,
     /// A person or an alarm paused the group.
     Paused,
     /// A slot was given back less than the settle time ago.
@@ -275,6 +293,48 @@ mod tests {
 
     fn id(s: &str) -> NodeId {
         NodeId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn an_excluded_node_is_refused_unless_it_holds_a_slot() {
+        let mut group = Group::default();
+        let open = GroupRules {
+            slots: 2,
+            ..GroupRules::default()
+        };
+        let sick = NodeId::parse("sick").unwrap();
+        let holder = NodeId::parse("holder").unwrap();
+        assert_eq!(group.acquire(&holder, open, Timestamp(1)), Acquire::Granted);
+        let exclusion = PersonPause {
+            reason: PauseReason::parse("disk").unwrap(),
+            since: Timestamp(2),
+            by: "alice".into(),
+        };
+        group.excluded.insert(sick.clone(), exclusion.clone());
+        group.excluded.insert(holder.clone(), exclusion);
+        assert_eq!(group.acquire(&sick, open, Timestamp(3)), Acquire::Excluded);
+        assert!(!group.holders.holds(&sick), "nothing was taken");
+        // A holder keeps its slot: yes, and its release frees it.
+        assert_eq!(
+            group.decide_acquire(&holder, open, Timestamp(3)),
+            Acquire::AlreadyHeld
+        );
+        assert_eq!(group.release(&holder, Timestamp(4)), Release::Released);
+        assert_eq!(
+            group.decide_acquire(&holder, open, Timestamp(5)),
+            Acquire::Excluded
+        );
+        // The exclusion wins over a pause and a full group, for that node.
+        group.pause.alarms.insert("x".into());
+        assert_eq!(
+            group.decide_acquire(&sick, open, Timestamp(5)),
+            Acquire::Excluded
+        );
+        let other = NodeId::parse("other").unwrap();
+        assert_eq!(
+            group.decide_acquire(&other, open, Timestamp(5)),
+            Acquire::Paused
+        );
     }
 
     #[test]

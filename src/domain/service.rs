@@ -20,6 +20,8 @@ pub enum Outcome {
     Full,
     /// A person or an alarm paused the group: refused at the edge.
     Paused,
+    /// A person keeps the node out of the rollout: refused at the edge.
+    Excluded,
     /// The group settles after a release: refused at the edge.
     Settling,
     /// A new group only `*` covers, past the limit: refused at the edge.
@@ -35,6 +37,7 @@ impl Outcome {
             Outcome::AlreadyHeld => "already_held",
             Outcome::Full => "full",
             Outcome::Paused => "paused",
+            Outcome::Excluded => "excluded",
             Outcome::Settling => "settling",
             Outcome::TooManyGroups => "too_many_groups",
             Outcome::Released => "released",
@@ -132,6 +135,17 @@ impl<S: LockStore> FleetLock<S> {
                     why: paused_because(&group.pause),
                 }),
             ),
+            Acquire::Excluded => (
+                Outcome::Excluded,
+                Some(Error::NodeExcluded {
+                    group: name,
+                    id: params.id.shown(),
+                    why: group
+                        .excluded
+                        .get(&params.id)
+                        .map_or_else(|| "(no longer)".into(), excluded_because),
+                }),
+            ),
             Acquire::TooManyGroups { limit } => (
                 Outcome::TooManyGroups,
                 Some(Error::TooManyGroups { group: name, limit }),
@@ -184,6 +198,16 @@ pub fn paused_because(pause: &Pause) -> String {
         (Some(one), None) | (None, Some(one)) => one,
         (None, None) => "(no longer)".into(),
     }
+}
+
+/// Who excluded a node, when and why, as the refusal says it.
+pub fn excluded_because(exclusion: &crate::domain::lock::Exclusion) -> String {
+    format!(
+        "by {} since {}: {}",
+        exclusion.by,
+        exclusion.since.to_rfc3339(),
+        exclusion.reason
+    )
 }
 
 fn answer(

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
+use crate::domain::lock::{Acquire, Exclusion, GroupRules, PersonPause, Release, Timestamp};
 
 /// A group as stored: holders, pauses, last release, slots at the last grant.
 pub type GroupRecord = crate::domain::lock::Group;
@@ -30,6 +30,26 @@ pub enum Changed {
     /// its write, another person's pause or resume changed it, and this
     /// write, landing after that one, would have undone it.
     Overtaken,
+}
+
+/// What an exclusion did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Excluding {
+    Changed(Changed),
+    /// Refused, nothing changed: the group has as many exclusions as it may
+    /// ([`crate::domain::lock::MAX_EXCLUSIONS`]).
+    AtLimit,
+}
+
+impl<T> Decided<T> {
+    /// The same decision with its outcome mapped.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Decided<U> {
+        Decided {
+            outcome: f(self.outcome),
+            group: self.group,
+            write_units: self.write_units,
+        }
+    }
 }
 
 /// What [`LockStore::forget`] did.
@@ -115,6 +135,24 @@ pub trait LockStore: Send + Sync + 'static {
         group: &GroupName,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
 
+    /// Keeps `id` out of the group's rollout: it takes no new slot, a slot it
+    /// holds stays its own. Like `pause`, one write on the group as read,
+    /// which never undoes an `include` that landed in between; refused at
+    /// [`crate::domain::lock::MAX_EXCLUSIONS`].
+    fn exclude(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        exclusion: Exclusion,
+    ) -> impl Future<Output = Result<Decided<Excluding>, StoreError>> + Send;
+
+    /// Lets `id` take slots again; as `exclude`, one write on the group as read.
+    fn include(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+
     /// An alarm in ALARM pauses the group (one write); idempotent.
     fn pause_for_alarm(
         &self,
@@ -130,8 +168,8 @@ pub trait LockStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
 
     /// Removes a group's item, and its place among the groups only `*`
-    /// covers, unless it holds a slot or is paused (one conditional write
-    /// each).
+    /// covers, unless it holds a slot, is paused or excludes a node (one
+    /// conditional write each).
     fn forget(&self, group: &GroupName) -> impl Future<Output = Result<Forgot, StoreError>> + Send;
 
     /// Every stored group (or just `only`), sorted by name, read consistently.

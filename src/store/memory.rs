@@ -7,8 +7,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
-use crate::domain::store::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
+use crate::domain::lock::{
+    Acquire, Exclusion, GroupRules, MAX_EXCLUSIONS, PersonPause, Release, Timestamp,
+};
+use crate::domain::store::{
+    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError,
+};
 
 #[derive(Default)]
 pub struct MemoryStore {
@@ -118,6 +122,34 @@ impl LockStore for MemoryStore {
         })
     }
 
+    async fn exclude(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        exclusion: Exclusion,
+    ) -> Result<Decided<Excluding>, StoreError> {
+        self.change(group, |record| {
+            if record.excluded.contains_key(id) {
+                Excluding::Changed(Changed::AlreadySo)
+            } else if record.excluded.len() >= MAX_EXCLUSIONS {
+                Excluding::AtLimit
+            } else {
+                record.excluded.insert(id.clone(), exclusion);
+                Excluding::Changed(Changed::Yes)
+            }
+        })
+    }
+
+    async fn include(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+    ) -> Result<Decided<Changed>, StoreError> {
+        self.change(group, |record| {
+            changed(record.excluded.remove(id).is_some())
+        })
+    }
+
     async fn pause_for_alarm(
         &self,
         group: &GroupName,
@@ -139,7 +171,9 @@ impl LockStore for MemoryStore {
     async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {
         self.with_state(|state| {
             if let Some(record) = state.groups.get(group)
-                && (!record.holders.is_empty() || record.pause.is_paused())
+                && (!record.holders.is_empty()
+                    || record.pause.is_paused()
+                    || !record.excluded.is_empty())
             {
                 return Forgot::Kept(record.clone());
             }

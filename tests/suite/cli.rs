@@ -442,6 +442,10 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
         vec!["resume", "--group", "default"],
         vec!["resume", "--all"],
         vec!["forget", "--group", "default"],
+        vec![
+            "exclude", "--group", "default", "--id", "n1", "--reason", "test",
+        ],
+        vec!["include", "--group", "default", "--id", "n1"],
     ] {
         let r = run(with_table().args(&args)).await;
         operator.extend(operations(&r.stderr));
@@ -1511,6 +1515,88 @@ async fn status_and_hosts_name_the_host_behind_each_id() {
     );
     assert!(!r.stderr.contains("aws request"), "{}", r.stderr);
     std::fs::remove_file(&file).unwrap();
+}
+
+/// `exclude` and `include` as the docs show them: one node sits out, the
+/// status says who and why, a typo or bad input changes nothing.
+#[tokio::test]
+async fn operators_exclude_and_include_a_node() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("exclude");
+    let with_table = || {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_TABLE", &table)
+            .env("FLEETLOCK_GROUPS", "default=1,workers=3")
+            .env("USER", "alice");
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let id = "8f040e49ad9a45a8b0c617313becf153";
+    let r = run(with_table().args([
+        "exclude", "--group", "wrokers", "--id", id, "--reason", "disk",
+    ]))
+    .await;
+    assert!(
+        !r.ok && r.stderr.contains("(did you mean 'workers'?)"),
+        "{}",
+        r.stderr
+    );
+    let r =
+        run(with_table().args(["exclude", "--group", "workers", "--id", id, "--reason", ""])).await;
+    assert!(!r.ok && r.stderr.contains("--reason: "), "{}", r.stderr);
+    let r = run(with_table().args([
+        "exclude",
+        "--group",
+        "workers",
+        "--id",
+        id,
+        "--reason",
+        "disk replacement",
+    ]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        format!(
+            "excluded '{id}' from group 'workers': it takes no new reboot slot while the rest \
+             of the group goes on\n"
+        )
+    );
+    let status = run(with_table().arg("status")).await;
+    assert!(
+        status.stdout.lines().any(|l| l
+            .starts_with(&format!("workers excludes '{id}' by alice since "))
+            && l.ends_with(": disk replacement")),
+        "{}",
+        status.stdout
+    );
+    let json = run(with_table().args(["status", "--json", "--group", "workers"])).await;
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(json["groups"][0]["excluded"][0]["id"], id);
+    assert_eq!(json["groups"][0]["excluded"][0]["by"], "alice");
+    let again =
+        run(with_table().args(["exclude", "--group", "workers", "--id", id, "--reason", "x"]))
+            .await;
+    assert!(
+        again.ok && again.stdout.contains("was already excluded"),
+        "{}",
+        again.stdout
+    );
+    let r = run(with_table().args(["include", "--group", "workers", "--id", id])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        format!("included '{id}' in group 'workers' again: it may take reboot slots\n")
+    );
+    let r = run(with_table().args(["include", "--group", "workers", "--id", id])).await;
+    assert!(
+        r.ok && r.stdout.contains("was not excluded"),
+        "{}",
+        r.stdout
+    );
+    let status = run(with_table().arg("status")).await;
+    assert!(!status.stdout.contains("excludes"), "{}", status.stdout);
 }
 
 /// `fleetlock id` prints what Zincati sends for a machine id, and refuses a

@@ -8,9 +8,11 @@ use std::time::Duration;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{Acquire, Clock, GroupRules, PersonPause, Release, Timestamp};
+use fleetlock::domain::lock::{
+    Acquire, Clock, GroupRules, MAX_EXCLUSIONS, PersonPause, Release, Timestamp,
+};
 use fleetlock::domain::service::FleetLock;
-use fleetlock::domain::store::{Changed, LockStore};
+use fleetlock::domain::store::{Changed, Excluding, LockStore};
 use fleetlock::http::Api;
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::test_support::ManualClock;
@@ -194,6 +196,181 @@ async fn settle_in_memory() {
     the_group_settles_after_every_release(&MemoryStore::default()).await;
 }
 
+/// The same checks for every store: an excluded node is refused while the
+/// rest of its group goes on; a holder excluded keeps its slot and gives it
+/// back; an inclusion lets it in again; the limit and `forget` hold.
+async fn an_excluded_node_sits_out_while_the_group_goes_on<S: LockStore>(store: &S) {
+    let g = group("workers");
+    let open = rules(2, Duration::ZERO);
+    assert_eq!(take(store, &g, "holder", open, T0).await, Acquire::Granted);
+    let excluded = store
+        .exclude(&g, &id("sick"), person("disk replacement", T0))
+        .await
+        .unwrap();
+    assert_eq!(excluded.outcome, Excluding::Changed(Changed::Yes));
+    assert_eq!(
+        store
+            .exclude(&g, &id("sick"), person("again", T0))
+            .await
+            .unwrap()
+            .outcome,
+        Excluding::Changed(Changed::AlreadySo),
+        "a second exclusion keeps the first"
+    );
+    assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Excluded);
+    // The rest of the group goes on: a free slot goes to another node.
+    assert_eq!(take(store, &g, "well", open, T0).await, Acquire::Granted);
+    // A holder excluded keeps its slot, hears yes, and gives it back.
+    store
+        .exclude(&g, &id("holder"), person("watch it", T0))
+        .await
+        .unwrap();
+    assert_eq!(
+        take(store, &g, "holder", open, T0).await,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(
+        store.release(&g, &id("holder"), T0).await.unwrap().outcome,
+        Release::Released
+    );
+    assert_eq!(take(store, &g, "holder", open, T0).await, Acquire::Excluded);
+    // An excluded node of a full group hears that it is excluded.
+    assert_eq!(take(store, &g, "other", open, T0).await, Acquire::Granted);
+    assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Excluded);
+    // Included again: it may take a slot once one is free.
+    assert_eq!(
+        store.include(&g, &id("sick")).await.unwrap().outcome,
+        Changed::Yes
+    );
+    assert_eq!(
+        store.include(&g, &id("sick")).await.unwrap().outcome,
+        Changed::AlreadySo
+    );
+    assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Full);
+    store.release(&g, &id("well"), T0).await.unwrap();
+    assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Granted);
+    // The limit: at most MAX_EXCLUSIONS a group, the first refused changes nothing.
+    let crowded = group("crowded");
+    for n in 0..MAX_EXCLUSIONS {
+        let decided = store
+            .exclude(&crowded, &id(&format!("n{n}")), person("test", T0))
+            .await
+            .unwrap();
+        assert_eq!(decided.outcome, Excluding::Changed(Changed::Yes));
+    }
+    let refused = store
+        .exclude(&crowded, &id("one-too-many"), person("test", T0))
+        .await
+        .unwrap();
+    assert_eq!(refused.outcome, Excluding::AtLimit);
+    assert_eq!(refused.group.excluded.len(), MAX_EXCLUSIONS);
+    // A group that excludes a node is kept by `forget`.
+    assert!(matches!(
+        store.forget(&crowded).await.unwrap(),
+        fleetlock::domain::store::Forgot::Kept(_)
+    ));
+    let stored = store.groups(Some(&g)).await.unwrap();
+    assert!(stored[0].1.excluded.contains_key(&id("holder")));
+    assert!(!stored[0].1.excluded.contains_key(&id("sick")));
+}
+
+#[tokio::test]
+async fn exclusions_in_dynamodb() {
+    let (store, _) = dynamo_store("exclusions").await;
+    an_excluded_node_sits_out_while_the_group_goes_on(&store).await;
+}
+
+#[tokio::test]
+async fn exclusions_in_memory() {
+    an_excluded_node_sits_out_while_the_group_goes_on(&MemoryStore::default()).await;
+}
+
+#[tokio::test]
+async fn an_excluded_nodes_refusal_is_one_request_and_its_exclusion_one_write() {
+    let (store, requests) = dynamo_store("one-request-exclusion").await;
+    let g = group("workers");
+    let open = rules(3, Duration::ZERO);
+    take(&store, &g, "a", open, T0).await;
+    let before = requests.get();
+    store
+        .exclude(&g, &id("b"), person("test", T0))
+        .await
+        .unwrap();
+    assert_eq!(
+        requests.get() - before,
+        2,
+        "an exclusion reads the group, then writes once on what it read"
+    );
+    let before = requests.get();
+    assert_eq!(take(&store, &g, "b", open, T0).await, Acquire::Excluded);
+    assert_eq!(requests.get() - before, 1, "an excluded node's refusal");
+    let before = requests.get();
+    assert_eq!(take(&store, &g, "c", open, T0).await, Acquire::Granted);
+    assert_eq!(requests.get() - before, 1, "a grant beside an exclusion");
+}
+
+/// Many nodes racing for the slots while exclusions come and go: never more
+/// holders than slots, and never a grant to a node excluded before it asked.
+#[tokio::test]
+async fn a_race_with_exclusions_never_over_grants_nor_grants_the_excluded() {
+    let (store, _) = dynamo_store("exclusion-race").await;
+    let store = Arc::new(store);
+    let g = group("workers");
+    let open = rules(3, Duration::ZERO);
+    for n in 0..5 {
+        store
+            .exclude(&g, &id(&format!("excluded-{n}")), person("race", T0))
+            .await
+            .unwrap();
+    }
+    let mut tasks = Vec::new();
+    for n in 0..40 {
+        let (racer, at) = (Arc::clone(&store), g.clone());
+        tasks.push(tokio::spawn(async move {
+            let (store, g) = (racer, at);
+            let node = if n % 4 == 0 {
+                format!("excluded-{}", n % 5)
+            } else {
+                format!("node-{n}")
+            };
+            let outcome = store
+                .acquire(&g, &id(&node), open, T0)
+                .await
+                .unwrap()
+                .outcome;
+            (node, outcome)
+        }));
+        if n % 10 == 5 {
+            let (flipper, at) = (Arc::clone(&store), g.clone());
+            tasks.push(tokio::spawn(async move {
+                let (store, g) = (flipper, at);
+                let node = format!("flip-{n}");
+                store
+                    .exclude(&g, &id(&node), person("flip", T0))
+                    .await
+                    .unwrap();
+                store.include(&g, &id(&node)).await.unwrap();
+                (node, Acquire::Full)
+            }));
+        }
+    }
+    let mut granted = Vec::new();
+    for task in tasks {
+        let (node, outcome) = task.await.unwrap();
+        if outcome == Acquire::Granted {
+            granted.push(node);
+        }
+    }
+    assert!(granted.len() <= 3, "{granted:?}");
+    assert!(
+        granted.iter().all(|node| !node.starts_with("excluded-")),
+        "{granted:?}"
+    );
+    let stored = store.groups(Some(&g)).await.unwrap();
+    assert_eq!(stored[0].1.holders.len(), granted.len());
+    assert_eq!(stored[0].1.excluded.len(), 5);
+}
+
 #[tokio::test]
 async fn paused_and_settling_refusals_are_still_one_request() {
     let (store, requests) = dynamo_store("one-request-rollout").await;
@@ -372,6 +549,13 @@ async fn over_http_every_answer_is_one_dynamodb_request() {
     clock.advance(SETTLE);
     ask("pre-reboot", "w2", "workers", "group_paused").await;
     ask("steady-state", "w2", "workers", "not_held").await;
+    api.service()
+        .store()
+        .exclude(&group("default"), &id("d2"), person("disk", clock.now()))
+        .await
+        .unwrap();
+    ask("steady-state", "d1", "default", "released").await;
+    ask("pre-reboot", "d2", "default", "node_excluded").await;
     for (answer, sent) in asked {
         assert_eq!(sent, 1, "{answer} cost {sent} DynamoDB requests");
     }

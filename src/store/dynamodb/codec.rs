@@ -1,7 +1,7 @@
 //! Items and attributes: a group's state to and from its DynamoDB item, and
 //! from a stream image in DynamoDB's JSON.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -12,6 +12,10 @@ use crate::domain::store::{GroupRecord, StoreError};
 
 pub(super) fn holder_attribute(id: &NodeId) -> String {
     format!("{HOLDER_PREFIX}{id}")
+}
+
+pub(super) fn excluded_attribute(id: &NodeId) -> String {
+    format!("{EXCLUDED_PREFIX}{id}")
 }
 
 pub(super) fn legacy_holder_attribute(id: &NodeId) -> String {
@@ -63,9 +67,27 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
         }
         let slots =
             read_number(item, SLOTS_ATTRIBUTE)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let mut excluded = BTreeMap::new();
+        for (name, value) in item {
+            if let Some(raw_id) = name.strip_prefix(EXCLUDED_PREFIX) {
+                let id = NodeId::parse(raw_id)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid excluded id {raw_id:?}")))?;
+                let AttributeValue::M(exclusion) = value else {
+                    return Err(StoreError::Corrupt(format!("{name} is not a map")));
+                };
+                excluded.insert(id, read_person_pause(name, exclusion)?);
+            }
+        }
+        let excluded_count = read_number(item, EXCLUDED_COUNT_ATTRIBUTE)?.unwrap_or(0);
+        if excluded_count != excluded.len() as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "{EXCLUDED_COUNT_ATTRIBUTE} is {excluded_count} but {} excluded nodes are stored",
+                excluded.len()
+            )));
+        }
         let person = match item.get(PAUSED_ATTRIBUTE) {
             None => None,
-            Some(AttributeValue::M(pause)) => Some(read_person_pause(pause)?),
+            Some(AttributeValue::M(pause)) => Some(read_person_pause(PAUSED_ATTRIBUTE, pause)?),
             Some(_) => {
                 return Err(StoreError::Corrupt(format!(
                     "{PAUSED_ATTRIBUTE} is not a map"
@@ -86,6 +108,7 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
             pause: Pause { person, alarms },
             last_release: read_number(item, RELEASED_ATTRIBUTE)?.map(Timestamp),
             slots,
+            excluded,
         })
     }
 }
@@ -192,19 +215,21 @@ pub(super) fn attribute_from_json(value: &serde_json::Value) -> Result<Attribute
     })
 }
 
+/// A person's decision, a pause or an exclusion, from the map `attribute`.
 pub(super) fn read_person_pause(
+    attribute: &str,
     pause: &HashMap<String, AttributeValue>,
 ) -> Result<PersonPause, StoreError> {
     let text = |name: &str| match pause.get(name) {
         Some(AttributeValue::S(text)) => Ok(text.clone()),
         _ => Err(StoreError::Corrupt(format!(
-            "{PAUSED_ATTRIBUTE}.{name} is missing or not a string"
+            "{attribute}.{name} is missing or not a string"
         ))),
     };
     let reason = PauseReason::parse(&text("reason")?)
-        .map_err(|why| StoreError::Corrupt(format!("{PAUSED_ATTRIBUTE}.reason: {why}")))?;
+        .map_err(|why| StoreError::Corrupt(format!("{attribute}.reason: {why}")))?;
     let since = read_number(pause, "since")?
-        .ok_or_else(|| StoreError::Corrupt(format!("{PAUSED_ATTRIBUTE}.since is missing")))?;
+        .ok_or_else(|| StoreError::Corrupt(format!("{attribute}.since is missing")))?;
     Ok(PersonPause {
         reason,
         since: Timestamp(since),
@@ -305,7 +330,10 @@ mod tests {
         let AttributeValue::M(written) = person_pause_value(&pause) else {
             panic!("a pause is written as a map");
         };
-        assert_eq!(read_person_pause(&written).unwrap(), pause);
+        assert_eq!(
+            read_person_pause(PAUSED_ATTRIBUTE, &written).unwrap(),
+            pause
+        );
         assert_eq!(holder_attribute(&id("n1")), "h:n1");
         assert_eq!(legacy_holder_attribute(&id("n1")), "holder:n1");
     }

@@ -11,8 +11,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use super::codec::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
-use crate::domain::store::{Changed, Decided, Forgot, GroupRecord, LockStore, StoreError};
+use crate::domain::lock::{
+    Acquire, Exclusion, GroupRules, MAX_EXCLUSIONS, PersonPause, Release, Timestamp,
+};
+use crate::domain::store::{
+    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError,
+};
 
 /// What a conditional write did, with the item after it (applied) or as the
 /// condition saw it (refused; `None` when there was no item).
@@ -132,7 +136,8 @@ impl DynamoStore {
         };
         let mut condition = format!(
             "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) AND {room} \
-             AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms)"
+             AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
+             AND attribute_not_exists(#excluded)"
         );
         let mut request = self
             .client
@@ -140,6 +145,7 @@ impl DynamoStore {
             .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
             .expression_attribute_names("#holder", holder_attribute(id))
             .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#excluded", excluded_attribute(id))
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
             .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
@@ -499,6 +505,57 @@ impl LockStore for DynamoStore {
             .await
     }
 
+    async fn exclude(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        exclusion: Exclusion,
+    ) -> Result<Decided<Excluding>, StoreError> {
+        let (current, seen) = self.read_pause_version(group).await?;
+        if current.excluded.contains_key(id) {
+            return Ok(decided(Excluding::Changed(Changed::AlreadySo), current));
+        }
+        if current.excluded.len() >= MAX_EXCLUSIONS {
+            return Ok(decided(Excluding::AtLimit, current));
+        }
+        let request = self
+            .client
+            .update_item()
+            .update_expression("SET #excluded = :exclusion, #version = :next ADD #xcount :one")
+            .condition_expression(format!(
+                "attribute_not_exists(#excluded) AND {VERSION_AS_READ}"
+            ))
+            .expression_attribute_names("#excluded", excluded_attribute(id))
+            .expression_attribute_names("#xcount", EXCLUDED_COUNT_ATTRIBUTE)
+            .expression_attribute_values(":exclusion", person_pause_value(&exclusion))
+            .expression_attribute_values(":one", number(1));
+        let decided = self
+            .person_pause_write(group, request, seen, |now| now.excluded.contains_key(id))
+            .await?;
+        Ok(decided.map(Excluding::Changed))
+    }
+
+    async fn include(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+    ) -> Result<Decided<Changed>, StoreError> {
+        let (current, seen) = self.read_pause_version(group).await?;
+        if !current.excluded.contains_key(id) {
+            return Ok(decided(Changed::AlreadySo, current));
+        }
+        let request = self
+            .client
+            .update_item()
+            .update_expression("REMOVE #excluded SET #version = :next ADD #xcount :minus_one")
+            .condition_expression(format!("attribute_exists(#excluded) AND {VERSION_AS_READ}"))
+            .expression_attribute_names("#excluded", excluded_attribute(id))
+            .expression_attribute_names("#xcount", EXCLUDED_COUNT_ATTRIBUTE)
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
+        self.person_pause_write(group, request, seen, |now| !now.excluded.contains_key(id))
+            .await
+    }
+
     async fn pause_for_alarm(
         &self,
         group: &GroupName,
@@ -536,9 +593,11 @@ impl LockStore for DynamoStore {
             .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
             .condition_expression(
                 "(attribute_not_exists(#count) OR #count = :zero) \
-                 AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms)",
+                 AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
+                 AND (attribute_not_exists(#xcount) OR #xcount = :zero)",
             )
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_names("#xcount", EXCLUDED_COUNT_ATTRIBUTE)
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
             .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
             .expression_attribute_values(":zero", number(0))

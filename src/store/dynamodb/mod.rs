@@ -64,6 +64,10 @@ pub(super) const RELEASED_ATTRIBUTE: &str = "released_at";
 /// read, so a late one never undoes a newer one.
 pub(super) const PAUSE_VERSION_ATTRIBUTE: &str = "pause_version";
 pub(super) const HOLDER_PREFIX: &str = "h:";
+/// An excluded node: `x:ID`, a map of who, since when and why.
+pub(super) const EXCLUDED_PREFIX: &str = "x:";
+/// How many `x:` attributes the item holds: what `forget`'s condition sees.
+pub(super) const EXCLUDED_COUNT_ATTRIBUTE: &str = "excluded_count";
 /// The key of the item that lists the groups only `*` covers.
 pub const WILDCARD_KEY: &str = "~wildcard-groups";
 pub(super) const WILDCARD_NAMES_ATTRIBUTE: &str = "names";
