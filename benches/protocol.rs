@@ -205,7 +205,7 @@ async fn requests_per_answer_kind() {
     const CALLS: usize = 300;
     let fresh: Vec<String> = (0..CALLS).map(|n| format!("fresh-{n}=1")).collect();
     let spec = format!(
-        "full=1,paused=1,settling=2,open=500,closed=500,{},*=1",
+        "full=1,paused=1,settling=2,open=500,closed=500,excluding=2,{},*=1",
         fresh.join(",")
     );
     let groups = GroupSlots::parse(&spec)
@@ -244,13 +244,31 @@ async fn requests_per_answer_kind() {
     };
     api.service()
         .store()
-        .pause(&GroupName::parse("paused").unwrap(), pause)
+        .pause(&GroupName::parse("paused").unwrap(), pause.clone())
         .await
         .expect("pause");
+    // A group with a holder and the most exclusions it may have: the
+    // refusal's write is billed by that item's size.
+    assert_eq!(
+        call("/v1/pre-reboot", "holder".into(), "excluding".into()).await,
+        200
+    );
+    let excluding = GroupName::parse("excluding").unwrap();
+    for n in 0..fleetlock::domain::lock::MAX_EXCLUSIONS {
+        let node = fleetlock::domain::input::NodeId::parse(&format!(
+            "{n:032x}"
+        ))
+        .unwrap();
+        api.service()
+            .store()
+            .exclude(&excluding, &node, pause.clone())
+            .await
+            .expect("exclude");
+    }
     println!("### Requests and latency per kind of answer (1 caller, {CALLS} calls each)\n");
     println!("| answer | status | DynamoDB requests per call | p50 ms | p99 ms |");
     println!("|---|---:|---:|---:|---:|");
-    let cases: [(&str, &str, &'static str, &'static str, u16); 8] = [
+    let cases: [(&str, &str, &'static str, &'static str, u16); 9] = [
         ("granted", "/v1/pre-reboot", "fresh", "new", 200),
         (
             "granted, first use of a group only `*` covers",
@@ -263,6 +281,13 @@ async fn requests_per_answer_kind() {
         ("semaphore_full", "/v1/pre-reboot", "full", "other", 423),
         ("group_paused", "/v1/pre-reboot", "paused", "other", 423),
         ("settling", "/v1/pre-reboot", "settling", "other", 423),
+        (
+            "node_excluded (10 exclusions in the group)",
+            "/v1/pre-reboot",
+            "excluding",
+            "00000000000000000000000000000003",
+            423,
+        ),
         (
             "outside_maintenance_window",
             "/v1/pre-reboot",
