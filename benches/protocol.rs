@@ -255,10 +255,7 @@ async fn requests_per_answer_kind() {
     );
     let excluding = GroupName::parse("excluding").unwrap();
     for n in 0..fleetlock::domain::lock::MAX_EXCLUSIONS {
-        let node = fleetlock::domain::input::NodeId::parse(&format!(
-            "{n:032x}"
-        ))
-        .unwrap();
+        let node = fleetlock::domain::input::NodeId::parse(&format!("{n:032x}")).unwrap();
         api.service()
             .store()
             .exclude(&excluding, &node, pause.clone())

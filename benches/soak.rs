@@ -16,6 +16,11 @@
 //!   so is a holder the reader sees that took its slot less than the settle
 //!   time after a release the reader had already seen stored (both times are
 //!   the server's), and so is a group's release time that moves backwards;
+//! - exclusions: an operator task excludes and includes `EXCLUDED_NODE` every
+//!   few seconds. A grant to it answered while it was certainly excluded is a
+//!   violation, and so is one the reader sees taken (server time) after the
+//!   reader had already seen that same exclusion stored, which is still
+//!   stored;
 //! - the nodes count themselves: one that heard it was granted counts as down
 //!   until it sends steady-state, and more nodes down in a group than its
 //!   slots is a violation, although the table may never have held more.
@@ -55,6 +60,8 @@ const NODES: usize = 300;
 const PAUSED_GROUP: &str = "workers";
 const SETTLE_GROUP: &str = "db";
 const SETTLE: Duration = Duration::from_secs(2);
+/// Node 0, of the group `default`: excluded and included by a task of its own.
+const EXCLUDED_NODE: &str = "soak-node-0000";
 
 /// When the operator task's pauses were in force, as the nodes can tell:
 /// from the end of the pause write to the start of the resume write.
@@ -107,6 +114,13 @@ struct Tally {
     /// before a release whose write landed first.
     raced_a_later_release: AtomicU64,
     pause_flips: AtomicU64,
+    exclusion_flips: AtomicU64,
+    /// `node_excluded` answers to `EXCLUDED_NODE`.
+    excluded: AtomicU64,
+    grants_while_excluded: AtomicU64,
+    /// Holders of `EXCLUDED_NODE` the reader saw taken after it had seen
+    /// the exclusion, still stored, that was in force.
+    reader_grants_while_excluded: AtomicU64,
 }
 
 /// How many nodes of each group are down (heard granted, not yet back).
@@ -169,7 +183,7 @@ async fn node(
     addr: String,
     deadline: Instant,
     tally: Arc<Tally>,
-    pauses: Arc<RwLock<Pauses>>,
+    (pauses, exclusions): (Arc<RwLock<Pauses>>, Arc<RwLock<Pauses>>),
     (down, table): (Arc<Down>, Arc<DynamoStore>),
 ) {
     let (group, slots) = GROUPS[n % GROUPS.len()];
@@ -215,6 +229,13 @@ async fn node(
                 if group == PAUSED_GROUP && pauses.read().await.certainly_paused(sent, answered) {
                     tally.grants_while_paused.fetch_add(1, Ordering::Relaxed);
                 }
+                if id == EXCLUDED_NODE && exclusions.read().await.certainly_paused(sent, answered) {
+                    tally.grants_while_excluded.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            (423, _, Some("node_excluded")) if id == EXCLUDED_NODE => {
+                tally.excluded.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
             (423, _, Some("semaphore_full")) => {
                 tally.full.fetch_add(1, Ordering::Relaxed);
@@ -364,6 +385,7 @@ async fn main() {
     let started = Instant::now();
     let deadline = started + Duration::from_secs(seconds);
     let pauses = Arc::new(RwLock::new(Pauses::default()));
+    let exclusions = Arc::new(RwLock::new(Pauses::default()));
     let down = Arc::new(Down::new());
     let table_reader = Arc::new(DynamoStore::new(
         aws_sdk_dynamodb::Client::new(&load_config().await),
@@ -371,9 +393,10 @@ async fn main() {
     ));
     let nodes: Vec<_> = (0..NODES)
         .map(|n| {
-            let (tally, pauses) = (Arc::clone(&tally), Arc::clone(&pauses));
+            let tally = Arc::clone(&tally);
+            let control = (Arc::clone(&pauses), Arc::clone(&exclusions));
             let checks = (Arc::clone(&down), Arc::clone(&table_reader));
-            tokio::spawn(node(n, addr.clone(), deadline, tally, pauses, checks))
+            tokio::spawn(node(n, addr.clone(), deadline, tally, control, checks))
         })
         .collect();
 
@@ -404,6 +427,41 @@ async fn main() {
         })
     };
 
+    // Exclusions: exclude EXCLUDED_NODE for 2 s, include it for 2 s, until
+    // the end; then include it so that it can finish.
+    let excluder = {
+        let (tally, exclusions) = (Arc::clone(&tally), Arc::clone(&exclusions));
+        let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&load_config().await), &table);
+        tokio::spawn(async move {
+            let group = GroupName::parse(GROUPS[0].0).unwrap();
+            let node = fleetlock::domain::input::NodeId::parse(EXCLUDED_NODE).unwrap();
+            let reason = PauseReason::parse("soak: excluded by the operator task").unwrap();
+            while Instant::now() + Duration::from_secs(4) < deadline {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let exclusion = PersonPause {
+                    reason: reason.clone(),
+                    since: Timestamp::now(),
+                    by: "soak".into(),
+                };
+                store
+                    .exclude(&group, &node, exclusion)
+                    .await
+                    .expect("exclude");
+                exclusions
+                    .write()
+                    .await
+                    .intervals
+                    .push((Instant::now(), None));
+                tally.exclusion_flips.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                if let Some(last) = exclusions.write().await.intervals.last_mut() {
+                    last.1 = Some(Instant::now());
+                }
+                store.include(&group, &node).await.expect("include");
+            }
+        })
+    };
+
     // The independent reader: strongly consistent scans, all the time.
     let stop = Arc::new(AtomicBool::new(false));
     let reading = {
@@ -416,10 +474,25 @@ async fn main() {
             let mut latest_release: BTreeMap<String, Timestamp> = BTreeMap::new();
             let mut seen: BTreeMap<String, Vec<(String, Timestamp)>> = BTreeMap::new();
             let mut first_scan = true;
+            // Each exclusion (node, its `since`) and when the reader first
+            // saw it stored, by the reader's clock after that scan.
+            let mut exclusion_seen: BTreeMap<(String, u64), Timestamp> = BTreeMap::new();
             while !stop.load(Ordering::Relaxed) {
                 let groups = reader.groups(None).await.expect("consistent scan");
+                let scanned = Timestamp::now();
                 tally.reads.fetch_add(1, Ordering::Relaxed);
                 for (name, record) in &groups {
+                    for (id, exclusion) in &record.excluded {
+                        let key = (id.to_string(), exclusion.since.0);
+                        let seen_at = *exclusion_seen.entry(key).or_insert(scanned);
+                        if let Some(held_since) = record.holders.held_since(id)
+                            && held_since > seen_at
+                        {
+                            tally
+                                .reader_grants_while_excluded
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
                     let name = name.to_string();
                     let before = latest_release.get(&name).copied();
                     // A holder new since the last scan landed after every
@@ -479,6 +552,7 @@ async fn main() {
         tokio::time::sleep(Duration::from_secs(10)).await;
     }
     operator.await.unwrap();
+    excluder.await.unwrap();
     for task in nodes {
         task.await.unwrap();
     }
@@ -551,6 +625,16 @@ async fn main() {
         get(&t.grants_while_paused)
     );
     println!(
+        "| exclusions of `{EXCLUDED_NODE}` by the operator task / `node_excluded` answers | {} / {} |",
+        get(&t.exclusion_flips),
+        get(&t.excluded)
+    );
+    println!(
+        "| **grants to `{EXCLUDED_NODE}` answered while certainly excluded / seen by the reader taken after its exclusion** | **{} / {}** |",
+        get(&t.grants_while_excluded),
+        get(&t.reader_grants_while_excluded)
+    );
+    println!(
         "| `settling` answers in `{SETTLE_GROUP}` (settle {}s) | {} |",
         SETTLE.as_secs(),
         get(&t.settling)
@@ -591,6 +675,8 @@ async fn main() {
     println!("| server RSS, MiB | {} |", samples.join(", "));
     let violations = get(&t.reads_over_slots)
         + get(&t.grants_while_paused)
+        + get(&t.grants_while_excluded)
+        + get(&t.reader_grants_while_excluded)
         + get(&t.grants_inside_settle)
         + get(&t.release_time_moved_back)
         + get(&t.down_over_slots)
