@@ -188,3 +188,77 @@ async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
         .expect("D's pause stands");
     assert_eq!(pause.reason.as_str(), "D: stop again");
 }
+
+/// As for pauses: A's exclusion is held back by the proxy after A read the
+/// group, while B excludes and includes the node directly; A's write lands
+/// last and changes nothing, so the node B included stays included. And the
+/// other way round for an inclusion held back.
+#[tokio::test]
+async fn a_late_exclusion_or_inclusion_never_undoes_a_newer_one() {
+    use fleetlock::domain::store::{Changed, Excluding};
+    let (proxy, late) = proxied_store("late-exclusion").await;
+    let late = std::sync::Arc::new(late);
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, late.table());
+    let held_back = || {
+        proxy.next(Fault::None, 1);
+        proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+    };
+    let node = id("sick");
+
+    held_back();
+    let excluding = tokio::spawn({
+        let (late, node) = (std::sync::Arc::clone(&late), node.clone());
+        async move {
+            late.exclude(&group(), &node, person("A: out"))
+                .await
+                .unwrap()
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let b = direct
+        .exclude(&group(), &node, person("B: out"))
+        .await
+        .unwrap();
+    assert_eq!(b.outcome, Excluding::Changed(Changed::Yes));
+    assert_eq!(
+        direct.include(&group(), &node).await.unwrap().outcome,
+        Changed::Yes
+    );
+    let a = excluding.await.unwrap();
+    assert_eq!(a.outcome, Excluding::Changed(Changed::Overtaken));
+    assert!(
+        stored(&direct).await.excluded.is_empty(),
+        "B's inclusion stands"
+    );
+
+    direct
+        .exclude(&group(), &node, person("C: out"))
+        .await
+        .unwrap();
+    held_back();
+    let including = tokio::spawn({
+        let (late, node) = (std::sync::Arc::clone(&late), node.clone());
+        async move { late.include(&group(), &node).await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        direct.include(&group(), &node).await.unwrap().outcome,
+        Changed::Yes
+    );
+    assert_eq!(
+        direct
+            .exclude(&group(), &node, person("D: out again"))
+            .await
+            .unwrap()
+            .outcome,
+        Excluding::Changed(Changed::Yes)
+    );
+    assert_eq!(including.await.unwrap().outcome, Changed::Overtaken);
+    let exclusion = stored(&direct)
+        .await
+        .excluded
+        .remove(&node)
+        .expect("D's exclusion stands");
+    assert_eq!(exclusion.reason.as_str(), "D: out again");
+}
