@@ -236,40 +236,28 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             by,
             function,
         } => {
-            let group = commands::group_named(&group)?;
-            let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
+            let node = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
             let reason = PauseReason::parse(&reason)
                 .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
             let by = config::operator_name(process_env, by).map_err(Failure::Input)?;
-            let table = config::command_table(process_env, "exclude")?;
-            let aws = command_aws().await?;
-            let store = dynamo_store(&aws, table);
-            let deployed = deployed_config(&aws, function).await?;
-            commands::Known::new(&store, store.table(), deployed.as_ref())
-                .refuse_typos(std::slice::from_ref(&group), commands::Act::Exclude)
-                .await?;
+            let (group, store) =
+                known_group(&group, function, commands::Act::Exclude, "exclude").await?;
             let exclusion = crate::domain::lock::Exclusion {
                 reason,
                 since: Timestamp::now(),
                 by,
             };
-            commands::exclude(&store, &group, &id, exclusion, out).await?;
+            commands::exclude(&store, &group, &node, exclusion, out).await?;
         }
         Command::Include {
             group,
             id,
             function,
         } => {
-            let group = commands::group_named(&group)?;
-            let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
-            let table = config::command_table(process_env, "include")?;
-            let aws = command_aws().await?;
-            let store = dynamo_store(&aws, table);
-            let deployed = deployed_config(&aws, function).await?;
-            commands::Known::new(&store, store.table(), deployed.as_ref())
-                .refuse_typos(std::slice::from_ref(&group), commands::Act::Include)
-                .await?;
-            commands::include(&store, &group, &id, out).await?;
+            let node = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
+            let (group, store) =
+                known_group(&group, function, commands::Act::Include, "include").await?;
+            commands::include(&store, &group, &node, out).await?;
         }
         Command::IamPolicy {
             policy_for,
@@ -428,6 +416,26 @@ async fn run_command(command: Command) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The group a command on one node names, and the table it is stored in:
+/// the name and the table checked first, then a group neither stored nor
+/// configured refused as a likely typo.
+async fn known_group(
+    group: &str,
+    function: Option<String>,
+    act: commands::Act,
+    command: &str,
+) -> Result<(crate::domain::input::GroupName, DynamoStore), Failure> {
+    let group = commands::group_named(group)?;
+    let table = config::command_table(process_env, command)?;
+    let aws = command_aws().await?;
+    let store = dynamo_store(&aws, table);
+    let deployed = deployed_config(&aws, function).await?;
+    commands::Known::new(&store, store.table(), deployed.as_ref())
+        .refuse_typos(std::slice::from_ref(&group), act)
+        .await?;
+    Ok((group, store))
 }
 
 /// A host file named by `--hosts` or `FLEETLOCK_HOSTS`, read and checked
