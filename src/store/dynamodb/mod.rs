@@ -11,8 +11,10 @@
 //! | `slots`        | N    | the slot count applied at the last grant (for people) |
 //! | `released_at`  | N    | the arrival of the latest release that freed a slot, epoch ms |
 //! | `paused`       | M    | a person's pause: `reason`, `since` (epoch ms), `by` |
-//! | `pause_version`| N    | how many times a person paused or resumed the group |
+//! | `pause_version`| N    | how many times a person paused or resumed the group, or excluded or included a node |
 //! | `alarms`       | SS   | the gating alarms in ALARM that pause the group |
+//! | `x:<id>`       | M    | one per excluded node: `reason`, `since` (epoch ms), `by` |
+//! | `excluded_count` | N  | how many `x:*` attributes the item has (what `forget`'s condition sees) |
 //!
 //! Each holder is a top-level attribute rather than an entry of a map, so the
 //! first request of a new group needs no existing parent: `SET h:<id>` and
