@@ -368,12 +368,8 @@ enum Sub {
     },
     /// Keep one node out of its group's rollout while the rest goes on
     Exclude {
-        /// The node's group
-        #[arg(long, value_name = "GROUP")]
-        group: String,
-        /// The node's id, as status shows it
-        #[arg(long, value_name = "ID")]
-        id: String,
+        #[command(flatten)]
+        node: NodeArgs,
         /// Why, for the node's journal and for status
         #[arg(long, value_name = "TEXT")]
         reason: String,
@@ -386,12 +382,8 @@ enum Sub {
     },
     /// Let an excluded node take reboot slots again
     Include {
-        /// The node's group
-        #[arg(long, value_name = "GROUP")]
-        group: String,
-        /// The node's id, as status shows it
-        #[arg(long, value_name = "ID")]
-        id: String,
+        #[command(flatten)]
+        node: NodeArgs,
         /// Check the group against this deployed function's configuration
         #[arg(long, value_name = "NAME")]
         function: Option<String>,
@@ -530,6 +522,17 @@ struct TargetArgs {
     /// Every group stored in the table
     #[arg(long)]
     all: bool,
+}
+
+/// The node that `exclude` and `include` act on.
+#[derive(Args, Debug)]
+struct NodeArgs {
+    /// The node's group
+    #[arg(long, value_name = "GROUP")]
+    group: String,
+    /// The node's id, as status shows it
+    #[arg(long, value_name = "ID")]
+    id: String,
 }
 
 #[derive(Args, Debug)]
@@ -698,8 +701,7 @@ fn command_of(sub: Sub) -> Result<Command, String> {
             function,
         },
         Sub::Exclude {
-            group,
-            id,
+            node: NodeArgs { group, id },
             reason,
             by,
             function,
@@ -711,8 +713,7 @@ fn command_of(sub: Sub) -> Result<Command, String> {
             function,
         },
         Sub::Include {
-            group,
-            id,
+            node: NodeArgs { group, id },
             function,
         } => Command::Include {
             group,
@@ -860,7 +861,7 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
         Some(first) => first.to_owned(),
         None => "fleetlock".to_owned(),
     };
-    let did_you_mean = |kind| {
+    let suggested = |kind| {
         strings(kind)
             .first()
             .map_or(String::new(), |s| format!(" (did you mean '{s}'?)"))
@@ -915,7 +916,7 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
         }
         ErrorKind::UnknownArgument => {
             let arg = text(ContextKind::InvalidArg).unwrap_or_default();
-            let tip = did_you_mean(ContextKind::SuggestedArg);
+            let tip = suggested(ContextKind::SuggestedArg);
             if arg.starts_with('-') {
                 format!("unknown option '{arg}'{tip}")
             } else {
@@ -941,6 +942,20 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
         }
         _ => first_line(err),
     }
+}
+
+/// " (did you mean 'x'?)" for the first of `known` closest to `word`, if
+/// it is within two edits and not `word` itself; else nothing.
+pub(crate) fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    known
+        .into_iter()
+        .filter(|known| *known != word)
+        .map(|known| (edit_distance(word, known), known))
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map_or(String::new(), |(_, known)| {
+            format!(" (did you mean '{known}'?)")
+        })
 }
 
 /// Levenshtein distance: how many single-character edits turn `a` into `b`.

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::aws::iam::{self, PolicyFor};
-use crate::cli::args::{Targets, edit_distance};
+use crate::cli::args::{Targets, did_you_mean};
 use crate::cli::deploy_inputs::DeployInputs;
 use crate::cli::report;
 use crate::config::{self, Config};
@@ -190,12 +190,8 @@ impl<'a, S: LockStore> Known<'a, S> {
                 .deployed
                 .into_iter()
                 .flat_map(|config| config.groups.listed().map(|(name, _)| name.clone()));
-            let closest = listed
-                .chain(stored.iter().flatten().cloned())
-                .filter(|known| known != group)
-                .min_by_key(|known| edit_distance(group.as_str(), known.as_str()))
-                .filter(|known| edit_distance(group.as_str(), known.as_str()) <= 2)
-                .map_or(String::new(), |known| format!(" (did you mean '{known}'?)"));
+            let known: Vec<GroupName> = listed.chain(stored.iter().flatten().cloned()).collect();
+            let closest = did_you_mean(group.as_str(), known.iter().map(GroupName::as_str));
             let table = self.table;
             let unknown = match self.deployed {
                 _ if act == Act::Release => {

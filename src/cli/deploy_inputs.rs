@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::cli::args::edit_distance;
+use crate::cli::args::did_you_mean;
 
 /// The template and the module of this version.
 const TEMPLATE: &str = include_str!("../../template.yaml");
@@ -72,15 +72,6 @@ impl DeployInputs {
         }
         error.to_owned()
     }
-}
-
-/// The closest known name within two edits, as " (did you mean 'x'?)".
-fn did_you_mean<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
-    known
-        .map(|k| (edit_distance(name, k), k))
-        .filter(|(d, _)| *d <= 2)
-        .min()
-        .map_or(String::new(), |(_, k)| format!(" (did you mean '{k}'?)"))
 }
 
 /// The template's parameters and their defaults, from the text of its

@@ -82,27 +82,32 @@ pub struct Checked {
     pub id: NodeId,
 }
 
+/// The server's URL where the command was told to find it, as Zincati's
+/// base_url: the argument, the first line of the file, or `FLEETLOCK_URL`
+/// (`None` when that is unset or blank). `Err` is one line for a person.
+pub fn url_given(source: &UrlSource, settings: &LockSettings) -> Result<Option<String>, String> {
+    Ok(match source {
+        UrlSource::Argument(url) => Some(url.clone()),
+        UrlSource::File(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("--url-file {path}: {e}"))?
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+        UrlSource::Environment => settings.url.clone().filter(|u| !u.trim().is_empty()),
+    })
+}
+
 /// Reads and checks the settings; `Err` is one line for a person.
 pub fn check(request: &Request, settings: &LockSettings) -> Result<Checked, String> {
     let machine_id_file = settings.machine_id_file.as_path();
     let group = GroupName::parse(&request.group).map_err(|e| format!("--group: {}", e.value()))?;
-    let url = match &request.url {
-        UrlSource::Argument(url) => url.clone(),
-        UrlSource::File(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("--url-file {path}: {e}"))?
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-        UrlSource::Environment => settings
-            .url
-            .clone()
-            .filter(|u| !u.trim().is_empty())
-            .ok_or(
-                "no FleetLock URL: set FLEETLOCK_URL or give --url-file FILE \
-             (https://NAME:SECRET@host/, as in Zincati's base_url)",
-            )?,
-    };
+    let url = url_given(&request.url, settings)?.ok_or(
+        "no FleetLock URL: set FLEETLOCK_URL or give --url-file FILE \
+         (https://NAME:SECRET@host/, as in Zincati's base_url)",
+    )?;
     let lock = Lock::new(&url).map_err(|e| e.to_string())?;
     let machine = std::fs::read_to_string(machine_id_file)
         .map_err(|e| format!("{}: {e}", machine_id_file.display()))
