@@ -7,11 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{
-    Acquire, Exclusion, GroupRules, MAX_EXCLUSIONS, PersonPause, Release, Timestamp,
-};
+use crate::domain::lock::{Acquire, Exclusion, GroupRules, PersonPause, Release, Timestamp};
 use crate::domain::store::{
-    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError,
+    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
 };
 
 #[derive(Default)]
@@ -129,14 +127,10 @@ impl LockStore for MemoryStore {
         exclusion: Exclusion,
     ) -> Result<Decided<Excluding>, StoreError> {
         self.change(group, |record| {
-            if record.excluded.contains_key(id) {
-                Excluding::Changed(Changed::AlreadySo)
-            } else if record.excluded.len() >= MAX_EXCLUSIONS {
-                Excluding::AtLimit
-            } else {
+            exclusion_refused(record, id).unwrap_or_else(|| {
                 record.excluded.insert(id.clone(), exclusion);
                 Excluding::Changed(Changed::Yes)
-            }
+            })
         })
     }
 

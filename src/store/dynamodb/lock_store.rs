@@ -11,11 +11,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use super::codec::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{
-    Acquire, Exclusion, GroupRules, MAX_EXCLUSIONS, PersonPause, Release, Timestamp,
-};
+use crate::domain::lock::{Acquire, Exclusion, GroupRules, PersonPause, Release, Timestamp};
 use crate::domain::store::{
-    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError,
+    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
 };
 
 /// What a conditional write did, with the item after it (applied) or as the
@@ -512,11 +510,8 @@ impl LockStore for DynamoStore {
         exclusion: Exclusion,
     ) -> Result<Decided<Excluding>, StoreError> {
         let (current, seen) = self.read_pause_version(group).await?;
-        if current.excluded.contains_key(id) {
-            return Ok(decided(Excluding::Changed(Changed::AlreadySo), current));
-        }
-        if current.excluded.len() >= MAX_EXCLUSIONS {
-            return Ok(decided(Excluding::AtLimit, current));
+        if let Some(refused) = exclusion_refused(&current, id) {
+            return Ok(decided(refused, current));
         }
         let request = self
             .client
