@@ -10,7 +10,7 @@
 //! ends it; what it cannot give back, it names.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::client::{Call, ClientError, Lock, Probe};
 
@@ -190,12 +190,12 @@ pub struct Check {
     group: String,
     slots: u32,
     prefix: String,
-    /// The ids holding a slot now, by what the server answered: shared so
-    /// that the clean-up after a signal sees them.
-    pub taken: Arc<Mutex<BTreeSet<String>>>,
-    cases: Arc<Mutex<Vec<Case>>>,
+    /// The ids holding a slot now, by what the server answered; the
+    /// clean-up after a signal reads them.
+    taken: Mutex<BTreeSet<String>>,
+    cases: Mutex<Vec<Case>>,
     /// Refusals seen without a `{kind, value}` body.
-    bare_refusals: Arc<Mutex<Vec<String>>>,
+    bare_refusals: Mutex<Vec<String>>,
 }
 
 impl Check {
@@ -205,9 +205,9 @@ impl Check {
             group: group.to_owned(),
             slots,
             prefix: format!("fleetlock-check-{nonce}-"),
-            taken: Arc::default(),
-            cases: Arc::default(),
-            bare_refusals: Arc::default(),
+            taken: Mutex::default(),
+            cases: Mutex::default(),
+            bare_refusals: Mutex::default(),
         }
     }
 
@@ -493,7 +493,7 @@ impl Check {
                     .map(|heard| heard.yes())
             }
         });
-        let granted = futures_join_all(racing).await;
+        let granted = futures_util::future::join_all(racing).await;
         let granted: usize = granted
             .into_iter()
             .collect::<Result<Vec<bool>, _>>()
@@ -627,33 +627,6 @@ impl Check {
 /// Pass when it `held`, else fail: what breaks Zincati.
 fn must(held: bool) -> Verdict {
     if held { Verdict::Pass } else { Verdict::Fail }
-}
-
-/// Runs the futures together, in the order given.
-async fn futures_join_all<F, T>(futures: impl Iterator<Item = F>) -> Vec<T>
-where
-    F: std::future::Future<Output = T>,
-{
-    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
-    let mut results: Vec<Option<T>> = (0..pinned.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (slot, future) in results.iter_mut().zip(pinned.iter_mut()) {
-            if slot.is_none() {
-                match future.as_mut().poll(cx) {
-                    std::task::Poll::Ready(value) => *slot = Some(value),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    results.into_iter().map(|r| r.expect("ready")).collect()
 }
 
 /// A short random tag for this run's ids.
