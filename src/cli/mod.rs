@@ -284,13 +284,12 @@ async fn run_command(command: Command) -> Result<(), Failure> {
         } => {
             let group = group.as_deref().map(commands::group_named).transpose()?;
             let table = config::command_table(process_env, "status")?;
-            let hosts = config::host_source(process_env, hosts);
-            let file_hosts = file_hosts(hosts.as_ref())?;
+            let hosts = HostsAsked::read(hosts)?;
             // One configuration for the table and the function's settings.
             let aws = command_aws().await?;
             let store = dynamo_store(&aws, table);
             let deployed = deployed_config(&aws, function).await?;
-            let lookup = host_lookup(&aws, hosts, file_hosts);
+            let lookup = hosts.map(|asked| asked.lookup(&aws));
             let view = commands::StatusView {
                 json,
                 all,
@@ -314,15 +313,15 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             ));
         }
         Command::Hosts { ids, hosts, json } => {
-            let Some(source) = config::host_source(process_env, hosts) else {
+            let Some(asked) = HostsAsked::read(hosts)? else {
                 return Err(Failure::Input(
                     "hosts needs --hosts tags|FILE (or FLEETLOCK_HOSTS)".into(),
                 ));
             };
-            let file_hosts = file_hosts(Some(&source))?;
-            let lookup = match file_hosts {
-                Some(map) => commands::HostLookup::File(map),
-                None => commands::HostLookup::Tags(aws::tagging_client(&command_aws().await?)),
+            // AWS only for the tags.
+            let lookup = match asked {
+                HostsAsked::File(map) => commands::HostLookup::File(map),
+                HostsAsked::Tags => asked.lookup(&command_aws().await?),
             };
             commands::hosts(&ids, &lookup, json, out).await?;
         }
@@ -438,32 +437,33 @@ async fn known_group(
     Ok((group, store))
 }
 
-/// A host file named by `--hosts` or `FLEETLOCK_HOSTS`, read and checked
-/// before anything is asked of AWS.
-fn file_hosts(
-    source: Option<&config::HostSource>,
-) -> Result<Option<crate::domain::hosts::HostMap>, Failure> {
-    let Some(config::HostSource::File(path)) = source else {
-        return Ok(None);
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Input(format!("--hosts {}: {e}", path.display())))?;
-    crate::domain::hosts::HostMap::parse(&text)
-        .map(Some)
-        .map_err(|why| Failure::Input(format!("--hosts {}: {why}", path.display())))
+/// What `--hosts` (or `FLEETLOCK_HOSTS`) asks for, checked before anything
+/// is asked of AWS: a host file is read now; tags need the AWS configuration.
+enum HostsAsked {
+    File(crate::domain::hosts::HostMap),
+    Tags,
 }
 
-fn host_lookup(
-    aws: &SdkConfig,
-    source: Option<config::HostSource>,
-    file: Option<crate::domain::hosts::HostMap>,
-) -> Option<commands::HostLookup> {
-    match (source, file) {
-        (_, Some(map)) => Some(commands::HostLookup::File(map)),
-        (Some(config::HostSource::Tags), None) => {
-            Some(commands::HostLookup::Tags(aws::tagging_client(aws)))
+impl HostsAsked {
+    fn read(given: Option<String>) -> Result<Option<Self>, Failure> {
+        Ok(match config::host_source(process_env, given) {
+            None => None,
+            Some(config::HostSource::Tags) => Some(HostsAsked::Tags),
+            Some(config::HostSource::File(path)) => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| Failure::Input(format!("--hosts {}: {e}", path.display())))?;
+                let map = crate::domain::hosts::HostMap::parse(&text)
+                    .map_err(|why| Failure::Input(format!("--hosts {}: {why}", path.display())))?;
+                Some(HostsAsked::File(map))
+            }
+        })
+    }
+
+    fn lookup(self, aws: &SdkConfig) -> commands::HostLookup {
+        match self {
+            HostsAsked::File(map) => commands::HostLookup::File(map),
+            HostsAsked::Tags => commands::HostLookup::Tags(aws::tagging_client(aws)),
         }
-        _ => None,
     }
 }
 
@@ -515,16 +515,12 @@ async fn stop_signal() {
 /// Ctrl-C or SIGTERM; whatever ends it, the slots it took are given back.
 async fn check_command(request: &args::CheckRequest) -> ExitCode {
     let settings = LockSettings::from_vars(process_env);
-    let url = match &request.url {
-        lock::UrlSource::Argument(url) => Some(url.clone()),
-        lock::UrlSource::File(path) => match std::fs::read_to_string(path) {
-            Ok(text) => text.lines().next().map(str::to_owned),
-            Err(e) => {
-                eprintln!("fleetlock: --url-file {path}: {e}");
-                return ExitCode::from(USAGE_EXIT);
-            }
-        },
-        lock::UrlSource::Environment => settings.url.clone(),
+    let url = match lock::url_given(&request.url, &settings) {
+        Ok(url) => url,
+        Err(why) => {
+            eprintln!("fleetlock: {why}");
+            return ExitCode::from(USAGE_EXIT);
+        }
     };
     let Some(url) = url.filter(|u| !u.trim().is_empty()) else {
         eprintln!(

@@ -134,13 +134,18 @@ pub fn config_summary(
     out
 }
 
+/// A host as JSON, `{"instance", "name"}`, or `null` when unknown.
+fn host_value(host: Option<&Host>) -> serde_json::Value {
+    host.map_or(
+        serde_json::Value::Null,
+        |h| serde_json::json!({ "instance": h.instance, "name": h.name }),
+    )
+}
+
 /// An id and its host as JSON: `{"id", "host": {"instance", "name"}}`, the
 /// host `null` when unknown.
 pub fn host_json(id: &str, host: Option<&Host>) -> serde_json::Value {
-    serde_json::json!({
-        "id": id,
-        "host": host.map(|h| serde_json::json!({ "instance": h.instance, "name": h.name })),
-    })
+    serde_json::json!({ "id": id, "host": host_value(host) })
 }
 
 /// What `status --group G` says of a group with no item.
@@ -440,7 +445,7 @@ pub fn json(
                         "held_for_seconds": at.age_at(now).as_secs(),
                     });
                     if let Some(hosts) = hosts {
-                        holder["host"] = host_json(id.as_str(), hosts.get(id.as_str()))["host"].clone();
+                        holder["host"] = host_value(hosts.get(id.as_str()));
                     }
                     holder
                 })
@@ -466,7 +471,7 @@ pub fn json(
                         "since_ms": e.since.0,
                     });
                     if let Some(hosts) = hosts {
-                        exclusion["host"] = host_json(id.as_str(), hosts.get(id.as_str()))["host"].clone();
+                        exclusion["host"] = host_value(hosts.get(id.as_str()));
                     }
                     exclusion
                 })
