@@ -345,11 +345,17 @@ async fn a_race_with_exclusions_never_over_grants_nor_grants_the_excluded() {
             tasks.push(tokio::spawn(async move {
                 let (store, g) = (flipper, at);
                 let node = format!("flip-{n}");
-                store
+                // Another flip's write may land between this one's read and
+                // write: it is then overtaken and changes nothing, and the
+                // operator runs it again, as the command says.
+                while store
                     .exclude(&g, &id(&node), person("flip", T0))
                     .await
-                    .unwrap();
-                store.include(&g, &id(&node)).await.unwrap();
+                    .unwrap()
+                    .outcome
+                    == Excluding::Changed(Changed::Overtaken)
+                {}
+                while store.include(&g, &id(&node)).await.unwrap().outcome == Changed::Overtaken {}
                 (node, Acquire::Full)
             }));
         }
