@@ -412,6 +412,7 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
         slots: fleetlock::domain::groups::MAX_SLOTS,
         settle: Duration::ZERO,
         wildcard_limit: None,
+        lease: None,
     };
     println!("### {title}\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");

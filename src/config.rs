@@ -19,9 +19,10 @@ use crate::domain::windows::Schedule;
 
 /// The variables of the service's settings that a deploy sets: what
 /// `config check --env` prints.
-pub const FUNCTION_VARIABLES: [&str; 8] = [
+pub const FUNCTION_VARIABLES: [&str; 9] = [
     "FLEETLOCK_GROUPS",
     "FLEETLOCK_SETTLE",
+    "FLEETLOCK_LEASE",
     "FLEETLOCK_MAX_WILDCARD_GROUPS",
     "FLEETLOCK_WINDOWS",
     "FLEETLOCK_TIME_ZONE",
@@ -62,6 +63,7 @@ pub fn process_env(name: &str) -> Option<String> {
 pub enum ConfigError {
     Groups(String),
     Settle(String),
+    Lease(String),
     Windows(String),
     TimeZone(String),
     Table(String),
@@ -79,6 +81,7 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
             ConfigError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
+            ConfigError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
             ConfigError::Windows(why) => write!(f, "FLEETLOCK_WINDOWS: {why}"),
             ConfigError::TimeZone(why) => write!(f, "FLEETLOCK_TIME_ZONE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
@@ -100,6 +103,7 @@ impl From<GroupsError> for ConfigError {
         match err {
             GroupsError::Groups(why) => ConfigError::Groups(why),
             GroupsError::Settle(why) => ConfigError::Settle(why),
+            GroupsError::Lease(why) => ConfigError::Lease(why),
             GroupsError::MaxWildcardGroups(why) => ConfigError::MaxWildcardGroups(why),
         }
     }
@@ -148,6 +152,12 @@ impl Config {
         if let Some(spec) = var("FLEETLOCK_SETTLE").filter(|v| !v.trim().is_empty()) {
             match groups.clone().with_settle(&spec) {
                 Ok(settled) => groups = settled,
+                Err(err) => fault(err.into()),
+            }
+        }
+        if let Some(spec) = var("FLEETLOCK_LEASE").filter(|v| !v.trim().is_empty()) {
+            match groups.clone().with_lease(&spec) {
+                Ok(leased) => groups = leased,
                 Err(err) => fault(err.into()),
             }
         }
@@ -247,9 +257,10 @@ pub fn command_table(
 
 /// The variables that give a shell the rules of groups: when one is set,
 /// `status` and `forget` read the rules from this shell.
-pub const RULE_VARIABLES: [&str; 4] = [
+pub const RULE_VARIABLES: [&str; 5] = [
     "FLEETLOCK_GROUPS",
     "FLEETLOCK_SETTLE",
+    "FLEETLOCK_LEASE",
     "FLEETLOCK_WINDOWS",
     "FLEETLOCK_TIME_ZONE",
 ];
@@ -682,6 +693,53 @@ mod tests {
     }
 
     #[test]
+    fn leases_per_group_with_a_wildcard_and_none_by_default() {
+        let config = Config::from_vars(vars(&[
+            ("FLEETLOCK_GROUPS", "default=1,workers=3,*=1"),
+            ("FLEETLOCK_LEASE", "workers=6h, *=90m"),
+        ]))
+        .unwrap();
+        let lease = |g: &str| config.groups.rules_for(&group(g)).unwrap().lease;
+        assert_eq!(lease("workers"), Some(Duration::from_secs(6 * 3600)));
+        assert_eq!(lease("other"), Some(Duration::from_secs(90 * 60)));
+        let plain = Config::from_vars(vars(&[("FLEETLOCK_GROUPS", "workers=3")])).unwrap();
+        assert_eq!(
+            plain.groups.rules_for(&group("workers")).unwrap().lease,
+            None
+        );
+        assert_eq!(
+            parse_lease("168h"),
+            Ok(Duration::from_secs(7 * 24 * 3600)),
+            "a week is the longest"
+        );
+    }
+
+    #[test]
+    fn bad_lease_settings_stop_start_up_with_the_reason() {
+        for (spec, says) in [
+            ("workers", "not of the form"),
+            ("workers=long", "not a duration"),
+            ("db=6h", "not configured"),
+            ("*=6h", "has no '*'"),
+            ("workers=6h,workers=7h", "listed twice"),
+            ("workers=29m59s", "shorter than 30m"),
+            ("workers=0s", "shorter than 30m"),
+            ("workers=169h", "longer than a week"),
+        ] {
+            let errors = Config::checked(vars(&[
+                ("FLEETLOCK_GROUPS", "default=1,workers=3"),
+                ("FLEETLOCK_LEASE", spec),
+            ]))
+            .unwrap_err();
+            let err = errors[0].to_string();
+            assert!(
+                errors.len() == 1 && err.starts_with("FLEETLOCK_LEASE: ") && err.contains(says),
+                "{spec}: {errors:?}"
+            );
+        }
+    }
+
+    #[test]
     fn windows_and_their_zone_are_read_and_checked_at_start() {
         let with = |windows: Option<&'static str>, zone: Option<&'static str>| {
             Config::from_vars(move |n| match n {
@@ -874,6 +932,7 @@ mod tests {
             let rules = [
                 "FLEETLOCK_GROUPS",
                 "FLEETLOCK_SETTLE",
+                "FLEETLOCK_LEASE",
                 "FLEETLOCK_WINDOWS",
                 "FLEETLOCK_TIME_ZONE",
                 "FLEETLOCK_ALARM_PAUSES",

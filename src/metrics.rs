@@ -9,6 +9,9 @@ use crate::domain::service::Answer;
 
 pub const NAMESPACE: &str = "FleetLock";
 pub const OLDEST_HOLDER_AGE: &str = "OldestHolderAgeSeconds";
+/// On the line of a grant that took a slot past its lease, and only there:
+/// a metric billed only in the hours it has a value.
+pub const SLOTS_EXPIRED: &str = "SlotsExpired";
 
 /// Emits metrics for one service (its dimension value: the function name).
 #[derive(Clone, Debug)]
@@ -29,38 +32,54 @@ impl EmbeddedMetrics {
     pub fn line(&self, group: &GroupName, answer: &Answer, now: Timestamp) -> String {
         // An empty group reports 0, so an alarm clears once the holder is gone.
         let oldest = answer.oldest_holder_age.map_or(0, |age| age.as_secs());
+        let mut properties = serde_json::json!({
+            "Group": group.as_str(),
+            OLDEST_HOLDER_AGE: oldest,
+            "Holders": answer.holders,
+            "Outcome": answer.outcome.as_str(),
+        });
+        let Some(expired) = &answer.expired else {
+            return emf_line(
+                &self.service,
+                now,
+                &[(OLDEST_HOLDER_AGE, "Seconds")],
+                properties,
+            );
+        };
+        properties[SLOTS_EXPIRED] = 1.into();
+        properties["ExpiredHolder"] = expired.holder.as_str().into();
+        properties["ExpiredHeldSeconds"] = expired.held.as_secs().into();
         emf_line(
             &self.service,
             now,
-            (OLDEST_HOLDER_AGE, "Seconds"),
-            serde_json::json!({
-                "Group": group.as_str(),
-                OLDEST_HOLDER_AGE: oldest,
-                "Holders": answer.holders,
-                "Outcome": answer.outcome.as_str(),
-            }),
+            &[(OLDEST_HOLDER_AGE, "Seconds"), (SLOTS_EXPIRED, "Count")],
+            properties,
         )
     }
 }
 
 /// One line in the Embedded Metric Format, the one shape every entry point
-/// writes: one metric (`(name, unit)`) with one dimension, the service,
+/// writes: few metrics (`(name, unit)`), one dimension, the service,
 /// because each custom metric is billed monthly; `properties` (an object,
-/// holding the metric's value) are plain fields, for Logs Insights and the
+/// holding the metrics' values) are plain fields, for Logs Insights and the
 /// dashboard.
 pub fn emf_line(
     service: &str,
     now: Timestamp,
-    (metric, unit): (&str, &str),
+    metrics: &[(&str, &str)],
     properties: serde_json::Value,
 ) -> String {
+    let metrics: Vec<serde_json::Value> = metrics
+        .iter()
+        .map(|(name, unit)| serde_json::json!({ "Name": name, "Unit": unit }))
+        .collect();
     let mut line = serde_json::json!({
         "_aws": {
             "Timestamp": now.0,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
                 "Dimensions": [["Service"]],
-                "Metrics": [{ "Name": metric, "Unit": unit }],
+                "Metrics": metrics,
             }],
         },
         "Service": service,
@@ -87,6 +106,7 @@ mod tests {
             slots: 2,
             oldest_holder_age: Some(Duration::from_millis(7_200_900)),
             refusal: None,
+            expired: None,
         };
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
@@ -113,6 +133,41 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_taken_past_its_lease_is_counted_on_its_own_line_only() {
+        use crate::domain::input::NodeId;
+        use crate::domain::service::ExpiredSlot;
+        let mut answer = Answer {
+            outcome: Outcome::GrantedExpired,
+            holders: 1,
+            slots: 1,
+            oldest_holder_age: Some(Duration::ZERO),
+            refusal: None,
+            expired: Some(ExpiredSlot {
+                holder: NodeId::parse("gone").unwrap(),
+                held: Duration::from_secs(21_600),
+            }),
+        };
+        let group = GroupName::parse("workers").unwrap();
+        let metrics = EmbeddedMetrics::new("f");
+        let json: serde_json::Value =
+            serde_json::from_str(&metrics.line(&group, &answer, Timestamp(1))).unwrap();
+        let names: Vec<&str> = json["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, [OLDEST_HOLDER_AGE, SLOTS_EXPIRED]);
+        assert_eq!(json[SLOTS_EXPIRED], 1);
+        assert_eq!(json["ExpiredHolder"], "gone");
+        assert_eq!(json["ExpiredHeldSeconds"], 21_600);
+        assert_eq!(json["Outcome"], "granted_expired");
+        answer.expired = None;
+        let plain = metrics.line(&group, &answer, Timestamp(1));
+        assert!(!plain.contains(SLOTS_EXPIRED), "{plain}");
+    }
+
+    #[test]
     fn an_empty_group_reports_zero_age() {
         let answer = Answer {
             outcome: Outcome::NotHeld,
@@ -120,6 +175,7 @@ mod tests {
             slots: 1,
             oldest_holder_age: None,
             refusal: None,
+            expired: None,
         };
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));

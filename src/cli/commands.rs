@@ -831,6 +831,7 @@ mod tests {
             slots,
             settle: Duration::ZERO,
             wildcard_limit: None,
+            lease: None,
         }
     }
 

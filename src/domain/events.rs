@@ -21,6 +21,7 @@ pub const SOURCE: &str = "fleetlock";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
     SlotReleased,
+    SlotExpired,
     GroupResumed,
     NodeIncluded,
     GroupPaused,
@@ -29,9 +30,10 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::SlotGranted,
         Kind::SlotReleased,
+        Kind::SlotExpired,
         Kind::GroupPaused,
         Kind::GroupResumed,
         Kind::NodeExcluded,
@@ -42,6 +44,7 @@ impl Kind {
         match self {
             Kind::SlotGranted => "Slot Granted",
             Kind::SlotReleased => "Slot Released",
+            Kind::SlotExpired => "Slot Expired",
             Kind::GroupPaused => "Group Paused",
             Kind::GroupResumed => "Group Resumed",
             Kind::NodeExcluded => "Node Excluded",
@@ -72,25 +75,46 @@ pub struct SlotEvent {
 }
 
 /// Every change from `old` to `new` (an absent item is `Group::default()`),
-/// releases and resumes first, then pauses, then inclusions and exclusions,
+/// releases (or the one expiry) and resumes first, then pauses, then inclusions and exclusions,
 /// then grants; within a kind by node id or alarm name, so that a
 /// redelivery produces the same list.
 pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) -> Vec<SlotEvent> {
     let after = After::of(group, old, new, origin);
     let mut events = Vec::new();
 
-    for (id, held_since) in old.holders.holders() {
-        if !new.holders.holds(id) {
+    // Only a take-over past a lease removes one holder and adds another in
+    // one write, and records no release: the holder that left did not give
+    // its slot back, it expired, and the one that arrived took it.
+    let left: Vec<_> = old
+        .holders
+        .holders()
+        .filter(|(id, _)| !new.holders.holds(id))
+        .collect();
+    let arrived: Vec<_> = new
+        .holders
+        .holders()
+        .filter(|(id, _)| !old.holders.holds(id))
+        .collect();
+    let taken_over = new.last_release == old.last_release;
+    if let ([(id, held_since)], [(taker, taken_at)], true) = (&left[..], &arrived[..], taken_over) {
+        let fields = json!({
+            "id": id.as_str(),
+            "held_since": held_since.to_rfc3339_millis(),
+            "held_seconds": held_since.age_at(*taken_at).as_secs(),
+            "taken_by": taker.as_str(),
+        });
+        events.push(after.event(Kind::SlotExpired, id.as_str(), *taken_at, fields));
+    } else {
+        for (id, held_since) in &left {
             // A release writes `released_at`; a deleted item has none.
             let at = new
                 .last_release
                 .filter(|&at| Some(at) != old.last_release)
                 .unwrap_or(origin.written_at);
-            let held_seconds = held_since.age_at(at).as_secs();
             let fields = json!({
                 "id": id.as_str(),
                 "held_since": held_since.to_rfc3339_millis(),
-                "held_seconds": held_seconds,
+                "held_seconds": held_since.age_at(at).as_secs(),
             });
             events.push(after.event(Kind::SlotReleased, id.as_str(), at, fields));
         }
@@ -133,15 +157,13 @@ pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) 
             events.push(after.event(Kind::NodeExcluded, id.as_str(), exclusion.since, fields));
         }
     }
-    for (id, since) in new.holders.holders() {
-        if !old.holders.holds(id) {
-            events.push(after.event(
-                Kind::SlotGranted,
-                id.as_str(),
-                since,
-                json!({ "id": id.as_str() }),
-            ));
-        }
+    for (id, since) in arrived {
+        events.push(after.event(
+            Kind::SlotGranted,
+            id.as_str(),
+            since,
+            json!({ "id": id.as_str() }),
+        ));
     }
     events
 }
@@ -335,6 +357,38 @@ mod tests {
         assert_eq!(events[0].detail["held_seconds"], 60);
         assert_eq!(events[0].detail["held_since"], "1970-01-01T00:00:04.000Z");
         assert_eq!(events[0].detail["holders"], 0);
+    }
+
+    #[test]
+    fn a_slot_taken_past_its_lease_is_an_expiry_and_a_grant_not_a_release() {
+        let before = group(&[("old", 1_000), ("b", 2_000)]);
+        let after = group(&[("b", 2_000), ("new", 3_601_000)]);
+        let events = changes(&workers(), &before, &after, ORIGIN);
+        assert_eq!(
+            kinds(&events),
+            [
+                (Kind::SlotExpired, "old".to_owned()),
+                (Kind::SlotGranted, "new".to_owned())
+            ]
+        );
+        let expired = &events[0];
+        assert_eq!(expired.at, Timestamp(3_601_000), "dated by the take-over");
+        assert_eq!(expired.detail["taken_by"], "new");
+        assert_eq!(expired.detail["held_seconds"], 3_600);
+        assert_eq!(expired.detail["held_since"], "1970-01-01T00:00:01.000Z");
+        assert_eq!(expired.detail["holders"], 2);
+        assert_eq!(Kind::SlotExpired.detail_type(), "Slot Expired");
+        // A release and a grant are never one write; two holders leaving is
+        // a deleted or rewritten item, released as before.
+        let rewritten = changes(&workers(), &before, &group(&[("new", 5_000)]), ORIGIN);
+        assert_eq!(
+            kinds(&rewritten),
+            [
+                (Kind::SlotReleased, "b".to_owned()),
+                (Kind::SlotReleased, "old".to_owned()),
+                (Kind::SlotGranted, "new".to_owned())
+            ]
+        );
     }
 
     #[test]

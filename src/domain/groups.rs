@@ -1,5 +1,6 @@
 //! The groups and their rules as the settings write them: slots per group
-//! (`FLEETLOCK_GROUPS`), settle times (`FLEETLOCK_SETTLE`), the bound on the
+//! (`FLEETLOCK_GROUPS`), settle times (`FLEETLOCK_SETTLE`), leases
+//! (`FLEETLOCK_LEASE`), the bound on the
 //! groups only `*` covers, and the durations all of them are written in.
 //! Parsed here, pure; [`crate::config`] reads the variables.
 
@@ -16,6 +17,7 @@ use crate::domain::lock::GroupRules;
 pub enum GroupsError {
     Groups(String),
     Settle(String),
+    Lease(String),
     MaxWildcardGroups(String),
 }
 
@@ -24,6 +26,7 @@ impl fmt::Display for GroupsError {
         match self {
             GroupsError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
             GroupsError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
+            GroupsError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
             GroupsError::MaxWildcardGroups(why) => {
                 write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
             }
@@ -35,6 +38,14 @@ impl std::error::Error for GroupsError {}
 
 /// The longest settle time: past a day, pausing the group says it better.
 pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
+
+/// The shortest lease. A node that took its slot may wait up to 10 minutes
+/// for logged-in users before it reboots, then boots and tells the server
+/// at Zincati's start, retried every 5 minutes: a shorter lease would give
+/// a slot away while its node is still rebooting.
+pub const MIN_LEASE: Duration = Duration::from_secs(30 * 60);
+/// The longest lease: a week. Past that, `fleetlock release` says it better.
+pub const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub const DEFAULT_GROUPS: &str = "default=1";
@@ -61,6 +72,9 @@ pub struct GroupSlots {
     /// From `FLEETLOCK_SETTLE`; a group in neither map settles for zero.
     settle: BTreeMap<GroupName, Duration>,
     settle_others: Option<Duration>,
+    /// From `FLEETLOCK_LEASE`; a group in neither map has no lease.
+    lease: BTreeMap<GroupName, Duration>,
+    lease_others: Option<Duration>,
     /// How many groups only `*` covers may have an item.
     wildcard_limit: u32,
 }
@@ -137,6 +151,8 @@ impl GroupSlots {
             others,
             settle: BTreeMap::new(),
             settle_others: None,
+            lease: BTreeMap::new(),
+            lease_others: None,
             wildcard_limit: DEFAULT_WILDCARD_GROUPS,
         })
     }
@@ -164,28 +180,52 @@ impl GroupSlots {
     /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
     /// group named must be one these slots configure.
     pub fn with_settle(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let (settle, settle_others) = per_group(
+        let (settle, settle_others) = self
+            .durations(spec, "a settle time", "workers=10m,*=2m", parse_duration)
+            .map_err(GroupsError::Settle)?;
+        self.settle = settle;
+        self.settle_others = settle_others;
+        Ok(self)
+    }
+
+    /// Adds the leases of `FLEETLOCK_LEASE` (`workers=6h`): from
+    /// [`MIN_LEASE`] to [`MAX_LEASE`], for groups these slots configure.
+    pub fn with_lease(mut self, spec: &str) -> Result<Self, GroupsError> {
+        let (lease, lease_others) = self
+            .durations(spec, "a lease", "workers=6h", parse_lease)
+            .map_err(GroupsError::Lease)?;
+        self.lease = lease;
+        self.lease_others = lease_others;
+        Ok(self)
+    }
+
+    /// A duration per group (`GROUP=DURATION,*=DURATION`), each read by
+    /// `parse`, for groups these slots configure only.
+    fn durations(
+        &self,
+        spec: &str,
+        what: &str,
+        example: &str,
+        parse: fn(&str) -> Result<Duration, String>,
+    ) -> Result<(BTreeMap<GroupName, Duration>, Option<Duration>), String> {
+        per_group(
             spec,
             "GROUP=DURATION",
-            "workers=10m,*=2m",
-            |name, time| parse_duration(time).map_err(|why| format!("'{name}': {why}")),
+            example,
+            |name, time| parse(time).map_err(|why| format!("'{name}': {why}")),
             |group| match group {
-                None if self.others.is_none() => {
-                    Err("'*' is given a settle time but FLEETLOCK_GROUPS has no '*'".into())
-                }
+                None if self.others.is_none() => Err(format!(
+                    "'*' is given {what} but FLEETLOCK_GROUPS has no '*'"
+                )),
                 Some(group) if self.slots_for(group).is_err() => Err(format!(
                     "group '{group}' is not configured by FLEETLOCK_GROUPS"
                 )),
                 _ => Ok(()),
             },
         )
-        .map_err(GroupsError::Settle)?;
-        self.settle = settle;
-        self.settle_others = settle_others;
-        Ok(self)
     }
 
-    /// Slots and settle time of a group, or `unknown_group`.
+    /// Slots, settle time and lease of a group, or `unknown_group`.
     pub fn rules_for(&self, group: &GroupName) -> Result<GroupRules, Error> {
         let slots = self.slots_for(group)?;
         let settle = self
@@ -195,10 +235,12 @@ impl GroupSlots {
             .or(self.settle_others)
             .unwrap_or(Duration::ZERO);
         let wildcard_limit = (!self.listed.contains_key(group)).then_some(self.wildcard_limit);
+        let lease = self.lease.get(group).copied().or(self.lease_others);
         Ok(GroupRules {
             slots,
             settle,
             wildcard_limit,
+            lease,
         })
     }
 
@@ -226,6 +268,7 @@ impl GroupSlots {
             slots: self.others?,
             settle: self.settle_others.unwrap_or(Duration::ZERO),
             wildcard_limit: Some(self.wildcard_limit),
+            lease: self.lease_others,
         })
     }
 }
@@ -239,6 +282,36 @@ impl Default for GroupSlots {
 /// `90s`, `10m`, `1h`, `1h30m`, `0s`: whole numbers with units h, m, s, in
 /// that order, up to [`MAX_SETTLE`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_span(text)?;
+    if duration > MAX_SETTLE {
+        return Err(format!(
+            "'{text}' is longer than 24h; pause the group instead"
+        ));
+    }
+    Ok(duration)
+}
+
+/// A lease, written as [`parse_duration`] reads it, from [`MIN_LEASE`] to
+/// [`MAX_LEASE`].
+pub fn parse_lease(text: &str) -> Result<Duration, String> {
+    let lease = parse_span(text)?;
+    if lease < MIN_LEASE {
+        return Err(format!(
+            "lease '{text}' is shorter than 30m: a node may still be rebooting then, and its \
+             slot would go to another node; leave the group out of FLEETLOCK_LEASE for no lease"
+        ));
+    }
+    if lease > MAX_LEASE {
+        return Err(format!(
+            "lease '{text}' is longer than a week (168h); release a stuck slot with \
+             'fleetlock release' instead"
+        ));
+    }
+    Ok(lease)
+}
+
+/// A duration in `h`, `m`, `s` units, of any length.
+fn parse_span(text: &str) -> Result<Duration, String> {
     let explain = || format!("'{text}' is not a duration like 90s, 10m, 1h or 1h30m");
     let mut rest = text.trim();
     if rest.is_empty() {
@@ -268,13 +341,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .ok_or_else(explain)?;
         rest = &rest[digits + 1..];
     }
-    let duration = Duration::from_secs(total);
-    if duration > MAX_SETTLE {
-        return Err(format!(
-            "'{text}' is longer than 24h; pause the group instead"
-        ));
-    }
-    Ok(duration)
+    Ok(Duration::from_secs(total))
 }
 
 /// A duration in the syntax [`parse_duration`] reads: `1h30m`, `90s`, `0s`.

@@ -119,6 +119,11 @@ pub struct GroupRules {
     /// fill the table with groups nobody configured. `None` for a group the
     /// configuration names.
     pub wildcard_limit: Option<u32>,
+    /// How long a holder keeps its slot for sure (`FLEETLOCK_LEASE`). Past
+    /// it, the slot goes to the next node that asks while the group is full;
+    /// nobody loses a slot while nobody needs it. `None`: held until given
+    /// back, FleetLock's own rule.
+    pub lease: Option<Duration>,
 }
 
 /// A group as stored: the state that decides a request for a slot.
@@ -148,7 +153,7 @@ impl Group {
     /// What a request for a slot gets, without changing anything. Which
     /// answer wins when several apply: a holder always hears yes (it keeps its
     /// slot, whatever else holds); then an excluded node, then paused, then
-    /// settling, then full.
+    /// settling, then a free slot, then a slot whose lease ran out, then full.
     pub fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         if self.holders.holds(id) {
             Acquire::AlreadyHeld
@@ -159,16 +164,29 @@ impl Group {
         } else if let Some(until) = self.settling_until(rules.settle, now) {
             Acquire::Settling { until }
         } else {
-            self.holders.decide_acquire(id, rules.slots)
+            match self.holders.decide_acquire(id, rules.slots) {
+                Acquire::Full => rules
+                    .lease
+                    .and_then(|lease| self.holders.expired(lease, rules.slots, now))
+                    .map_or(Acquire::Full, |(holder, since)| Acquire::TakesExpired {
+                        holder: holder.clone(),
+                        since,
+                    }),
+                outcome => outcome,
+            }
         }
     }
 
     pub fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         let outcome = self.decide_acquire(id, rules, now);
-        if outcome == Acquire::Granted {
-            self.holders.acquire(id, rules.slots, now);
-            self.slots = Some(rules.slots);
+        match &outcome {
+            Acquire::Granted => {
+                self.holders.acquire(id, rules.slots, now);
+            }
+            Acquire::TakesExpired { holder, .. } => self.holders.hand_over(holder, id, now),
+            _ => return outcome,
         }
+        self.slots = Some(rules.slots);
         outcome
     }
 
@@ -190,10 +208,14 @@ impl Group {
 }
 
 /// The answer to a request for a slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Acquire {
     /// The node took a free slot.
     Granted,
+    /// The group was full, and `holder`, holding since `since`, had kept
+    /// its slot past the group's lease: the node took that slot in its place
+    /// (the count unchanged).
+    TakesExpired { holder: NodeId, since: Timestamp },
     /// The node already held a slot; it keeps that one.
     AlreadyHeld,
     /// Every slot is taken by other nodes.
@@ -252,6 +274,13 @@ impl Semaphore {
         outcome
     }
 
+    /// `to` takes the slot of `from`, at `now`: one holder for another.
+    fn hand_over(&mut self, from: &NodeId, to: &NodeId, now: Timestamp) {
+        if self.holders.remove(from).is_some() {
+            self.holders.insert(to.clone(), now);
+        }
+    }
+
     pub fn release(&mut self, id: &NodeId) -> Release {
         match self.holders.remove(id) {
             Some(_) => Release::Released,
@@ -284,6 +313,22 @@ impl Semaphore {
     /// the node that blocks its group.
     pub fn oldest(&self) -> Option<(&NodeId, Timestamp)> {
         self.holders().min_by_key(|(_, at)| *at)
+    }
+
+    /// The holder whose slot a newcomer may take at `now`: the oldest, if it
+    /// has held for at least `lease`, and only while the group holds no more
+    /// than `slots` (after the count was lowered, taking a slot over would
+    /// keep more holders than slots).
+    pub fn expired(
+        &self,
+        lease: Duration,
+        slots: u32,
+        now: Timestamp,
+    ) -> Option<(&NodeId, Timestamp)> {
+        if self.holders.len() > slots as usize {
+            return None;
+        }
+        self.oldest().filter(|(_, since)| since.plus(lease) <= now)
     }
 }
 
@@ -424,7 +469,120 @@ mod tests {
             slots,
             settle,
             wildcard_limit: None,
+            lease: None,
         }
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn leased(slots: u32, lease: Duration) -> GroupRules {
+        GroupRules {
+            lease: Some(lease),
+            ..rules(slots, Duration::ZERO)
+        }
+    }
+
+    #[test]
+    fn a_full_group_gives_the_slot_of_a_holder_past_its_lease_to_the_next_asker() {
+        let mut group = Group::default();
+        let r = leased(2, HOUR);
+        group.acquire(&id("old"), r, Timestamp(0));
+        group.acquire(&id("young"), r, Timestamp(1_800_000));
+        // Not yet: the oldest has held 59m59.999s.
+        let almost = Timestamp(0).plus(HOUR).minus(Duration::from_millis(1));
+        assert_eq!(group.acquire(&id("new"), r, almost), Acquire::Full);
+        let at = Timestamp(0).plus(HOUR);
+        assert_eq!(
+            group.acquire(&id("new"), r, at),
+            Acquire::TakesExpired {
+                holder: id("old"),
+                since: Timestamp(0)
+            }
+        );
+        assert_eq!(group.holders.len(), 2, "the count is unchanged");
+        assert!(group.holders.holds(&id("new")) && !group.holders.holds(&id("old")));
+        assert_eq!(group.holders.held_since(&id("new")), Some(at));
+        // The evicted node's steady-state is a plain "held nothing", its
+        // next pre-reboot a newcomer's request.
+        assert_eq!(group.release(&id("old"), at), Release::NotHeld);
+        assert_eq!(group.decide_acquire(&id("old"), r, at), Acquire::Full);
+    }
+
+    #[test]
+    fn a_lease_never_evicts_while_a_slot_is_free_nor_without_an_asker() {
+        let mut group = Group::default();
+        let r = leased(2, HOUR);
+        group.acquire(&id("old"), r, Timestamp(0));
+        let late = Timestamp(0).plus(HOUR * 10);
+        // A free slot is taken first; the expired holder keeps its own.
+        assert_eq!(group.acquire(&id("b"), r, late), Acquire::Granted);
+        assert!(group.holders.holds(&id("old")));
+        // Asking again never renews: the holder hears yes, keeps its time.
+        assert_eq!(group.acquire(&id("old"), r, late), Acquire::AlreadyHeld);
+        assert_eq!(group.holders.held_since(&id("old")), Some(Timestamp(0)));
+    }
+
+    #[test]
+    fn every_other_refusal_wins_over_an_expired_slot() {
+        let r = leased(1, HOUR);
+        let mut group = Group::default();
+        group.acquire(&id("old"), r, Timestamp(0));
+        let now = Timestamp(0).plus(HOUR * 2);
+        let takes = Acquire::TakesExpired {
+            holder: id("old"),
+            since: Timestamp(0),
+        };
+        assert_eq!(group.decide_acquire(&id("b"), r, now), takes);
+
+        let mut paused = group.clone();
+        paused.pause.alarms.insert("x".into());
+        assert_eq!(paused.decide_acquire(&id("b"), r, now), Acquire::Paused);
+
+        let mut excluded = group.clone();
+        excluded.excluded.insert(
+            id("b"),
+            PersonPause {
+                reason: reason("disk"),
+                since: Timestamp(1),
+                by: "ana".into(),
+            },
+        );
+        assert_eq!(excluded.decide_acquire(&id("b"), r, now), Acquire::Excluded);
+
+        let mut settling = group.clone();
+        settling.last_release = Some(now.minus(Duration::from_secs(60)));
+        let settle = GroupRules {
+            settle: TEN_MIN,
+            ..r
+        };
+        assert!(matches!(
+            settling.decide_acquire(&id("b"), settle, now),
+            Acquire::Settling { .. }
+        ));
+        // No lease: FleetLock's rule, held until given back.
+        assert_eq!(
+            group.decide_acquire(&id("b"), rules(1, Duration::ZERO), now),
+            Acquire::Full
+        );
+    }
+
+    #[test]
+    fn after_slots_were_lowered_an_expired_slot_is_never_taken_over() {
+        let mut group = Group::default();
+        let three = leased(3, HOUR);
+        for name in ["a", "b", "c"] {
+            group.acquire(&id(name), three, Timestamp(0));
+        }
+        let now = Timestamp(0).plus(HOUR * 5);
+        // Three holders of two slots: a swap would keep three.
+        assert_eq!(group.acquire(&id("d"), leased(2, HOUR), now), Acquire::Full);
+        group.release(&id("c"), Timestamp(1));
+        // Two of two: one expired slot changes hands, the count stays two.
+        assert!(matches!(
+            group.acquire(&id("d"), leased(2, HOUR), now),
+            Acquire::TakesExpired { .. }
+        ));
+        assert_eq!(group.holders.len(), 2);
     }
 
     #[test]

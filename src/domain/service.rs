@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::domain::error::Error;
 use crate::domain::groups::{GroupSlots, format_duration};
-use crate::domain::input::ClientParams;
+use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::lock::{Acquire, Clock, Pause, Release, SystemClock, Timestamp};
 use crate::domain::store::{Decided, GroupRecord, LockStore};
 use crate::domain::windows::{Schedule, WindowState};
@@ -15,6 +15,8 @@ use crate::domain::windows::{Schedule, WindowState};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Granted,
+    /// Granted the slot of a holder past the group's lease, in its place.
+    GrantedExpired,
     AlreadyHeld,
     /// Every slot is taken: a decision like the others, refused at the edge.
     Full,
@@ -34,6 +36,7 @@ impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Granted => "granted",
+            Outcome::GrantedExpired => "granted_expired",
             Outcome::AlreadyHeld => "already_held",
             Outcome::Full => "full",
             Outcome::Paused => "paused",
@@ -57,6 +60,16 @@ pub struct Answer {
     /// For a decision that grants nothing (full, paused, settling): the
     /// refusal Zincati hears, non-2xx with its own kind.
     pub refusal: Option<Error>,
+    /// For [`Outcome::GrantedExpired`]: whose slot it was, and how long it
+    /// had been held.
+    pub expired: Option<ExpiredSlot>,
+}
+
+/// A slot that passed from a holder past its lease to the node that asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiredSlot {
+    pub holder: NodeId,
+    pub held: Duration,
 }
 
 pub struct FleetLock<S> {
@@ -117,8 +130,25 @@ impl<S: LockStore> FleetLock<S> {
                 Error::from(&err)
             })?;
         let name = params.group.to_string();
+        let mut expired = None;
         let (outcome, refusal) = match outcome {
             Acquire::Granted => (Outcome::Granted, None),
+            Acquire::TakesExpired { holder, since } => {
+                let held = since.age_at(now);
+                // The one decision that takes a slot from a node: the
+                // operator finds it in the log, as the event's consumers do.
+                tracing::warn!(
+                    group = %params.group,
+                    id = %params.id.shown(),
+                    expired = %holder.shown(),
+                    held_s = held.as_secs(),
+                    lease = %rules.lease.map(format_duration).unwrap_or_default(),
+                    "slot expired: a holder kept its slot past the group's lease, and the \
+                     node that asked took it"
+                );
+                expired = Some(ExpiredSlot { holder, held });
+                (Outcome::GrantedExpired, None)
+            }
             Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
             Acquire::Full => (
                 Outcome::Full,
@@ -159,7 +189,10 @@ impl<S: LockStore> FleetLock<S> {
                 }),
             ),
         };
-        Ok(answer(outcome, &group, rules.slots, now, refusal))
+        Ok(Answer {
+            expired,
+            ..answer(outcome, &group, rules.slots, now, refusal)
+        })
     }
 
     /// `v1/steady-state`: give the slot back; a node holding none hears yes.
@@ -223,6 +256,7 @@ fn answer(
         slots,
         oldest_holder_age: group.holders.oldest().map(|(_, at)| at.age_at(now)),
         refusal,
+        expired: None,
     }
 }
 

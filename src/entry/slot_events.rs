@@ -119,7 +119,7 @@ impl BatchReport {
         emf_line(
             service,
             now,
-            (UNREADABLE_RECORDS, "Count"),
+            &[(UNREADABLE_RECORDS, "Count")],
             json!({
                 EVENTS_PUT: self.events_put,
                 EVENTS_FAILED: self.events_failed,

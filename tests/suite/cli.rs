@@ -1180,6 +1180,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
             slots: 1,
             settle: Duration::ZERO,
             wildcard_limit: None,
+            lease: None,
         };
         let at = fleetlock::domain::lock::Timestamp(1_000);
         store.acquire(&name, &node, rules, at).await.unwrap();

@@ -413,7 +413,7 @@ async fn pauses_and_settle_times_racing_grants_never_over_grant() {
                 log.lock().unwrap().push(Call::Acquire {
                     asked,
                     answered,
-                    outcome,
+                    outcome: outcome.clone(),
                 });
                 if outcome == Acquire::Granted {
                     // Rebooting: a while, then steady-state.

@@ -29,6 +29,7 @@ pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
         slots,
         settle,
         wildcard_limit: None,
+        lease: None,
     }
 }
 

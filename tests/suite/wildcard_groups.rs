@@ -25,6 +25,7 @@ fn wildcard(limit: u32) -> GroupRules {
         slots: 1,
         settle: Duration::ZERO,
         wildcard_limit: Some(limit),
+        lease: None,
     }
 }
 
@@ -33,6 +34,7 @@ const LISTED: GroupRules = GroupRules {
     slots: 1,
     settle: Duration::ZERO,
     wildcard_limit: None,
+    lease: None,
 };
 
 async fn names<S: LockStore>(store: &S) -> Vec<String> {

@@ -167,6 +167,134 @@ impl DynamoStore {
         request.condition_expression(condition)
     }
 
+    /// The second and last write of a request that found its group full with
+    /// a holder past its lease: `id` takes the slot of `expired`, held since
+    /// `since`, the count unchanged. It repeats every condition of the first
+    /// write but the room (pause, alarms, exclusion, settle, the asker not
+    /// holding), and holds only while the expired holder's recorded time is
+    /// still `since` (so of two askers one wins; a release and a new grant of
+    /// that node in between end it too) and the group holds no more holders
+    /// than its slots. A 0.1 holder (`holder:<id>`) is covered: whichever of
+    /// its two names it is stored under is the one removed.
+    fn take_expired_request(
+        &self,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+        expired: &NodeId,
+        since: Timestamp,
+    ) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .update_expression(
+                "SET #holder = :now, #slots = :slots REMOVE #expired, #expired_legacy",
+            )
+            .condition_expression(
+                "(#expired = :since OR #expired_legacy = :since) \
+                 AND attribute_not_exists(#holder) AND attribute_not_exists(#legacy) \
+                 AND #count <= :slots \
+                 AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
+                 AND attribute_not_exists(#excluded) \
+                 AND (attribute_not_exists(#released) OR #released <= :settled)",
+            )
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#expired", holder_attribute(expired))
+            .expression_attribute_names("#expired_legacy", legacy_holder_attribute(expired))
+            .expression_attribute_names("#excluded", excluded_attribute(id))
+            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+            .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
+            .expression_attribute_values(":now", number(now.0))
+            .expression_attribute_values(":since", number(since.0))
+            .expression_attribute_values(":slots", number(rules.slots.into()))
+            .expression_attribute_values(":settled", number(now.minus(rules.settle).0))
+    }
+
+    /// Sends [`Self::take_expired_request`]. Refused, it answers from the item
+    /// the condition saw, with no third request: whatever else that item
+    /// allows (a slot freed meanwhile, another expired holder) is a full
+    /// group for this call, and Zincati's next try decides it.
+    async fn take_expired(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+        expired: &NodeId,
+        since: Timestamp,
+    ) -> Result<Decided<Acquire>, StoreError> {
+        let request = self.take_expired_request(id, rules, now, expired, since);
+        match self.update(group, request).await? {
+            Written::Applied(group, write_units) => Ok(Decided {
+                outcome: Acquire::TakesExpired {
+                    holder: expired.clone(),
+                    since,
+                },
+                group,
+                write_units,
+            }),
+            Written::AppliedUnreadable(err) => {
+                self.give_back_expired(group, id, now, expired, since).await;
+                Err(err)
+            }
+            Written::Refused(current) => {
+                let current = current.unwrap_or_default();
+                let outcome = match current.decide_acquire(id, rules, now) {
+                    Acquire::Granted | Acquire::TakesExpired { .. } => Acquire::Full,
+                    outcome => outcome,
+                };
+                Ok(decided(outcome, current))
+            }
+        }
+    }
+
+    /// Undoes a take-over written on an item that cannot be read: the
+    /// expired holder gets its slot back, the asker (answered 500) loses it.
+    async fn give_back_expired(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        granted: Timestamp,
+        expired: &NodeId,
+        since: Timestamp,
+    ) {
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
+            .update_expression("REMOVE #holder SET #expired = :since")
+            .condition_expression("#holder = :granted AND attribute_not_exists(#expired)")
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#expired", holder_attribute(expired))
+            .expression_attribute_values(":granted", number(granted.0))
+            .expression_attribute_values(":since", number(since.0));
+        match self.conditional(request).await {
+            Ok(true) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                "an expired slot was taken over on an item that cannot be read, and given \
+                 back: repair or delete the item ('fleetlock status' names what is wrong)"
+            ),
+            Ok(false) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                "an expired slot was taken over on an item that cannot be read, and has changed \
+                 since: repair or delete the item ('fleetlock status' names what is wrong)"
+            ),
+            Err(err) => tracing::error!(
+                group = %group,
+                id = %id.shown(),
+                error = %err,
+                "an expired slot was taken over on an item that cannot be read and could not \
+                 be given back: the node holds a slot it was refused; repair the group"
+            ),
+        }
+    }
+
     /// Removes the grant of `id` written at `granted` (and only that one),
     /// after the write landed on an item that cannot be read. A failure is
     /// logged: the node then holds a slot it was told it did not get, which
@@ -432,6 +560,10 @@ impl LockStore for DynamoStore {
                 Acquire::Granted => Err(StoreError::Corrupt(
                     "the conditional write was refused although a slot is free".into(),
                 )),
+                Acquire::TakesExpired { holder, since } => {
+                    self.take_expired(group, id, rules, now, &holder, since)
+                        .await
+                }
                 outcome => Ok(decided(outcome, current)),
             };
         }
