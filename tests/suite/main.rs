@@ -17,6 +17,7 @@ mod helpers;
 mod lambda_events;
 mod lambda_runtime;
 mod late_writes;
+mod leases;
 mod local_server;
 mod rollout;
 mod serve_limits;

@@ -1,0 +1,401 @@
+//! Leases: a holder past its group's lease loses its slot only to a node
+//! that asks while the group is full. On both stores through the store API,
+//! on DynamoDB Local with the requests counted and in a race, and over HTTP
+//! as Zincati calls. The clock is moved, never slept.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
+use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::store::memory::MemoryStore;
+
+use crate::helpers::{dynamo_store, raw_item};
+
+const T0: Timestamp = Timestamp(1_764_480_000_000);
+const LEASE: Duration = Duration::from_secs(6 * 3600);
+
+fn id(s: &str) -> NodeId {
+    NodeId::parse(s).unwrap()
+}
+
+fn group(s: &str) -> GroupName {
+    GroupName::parse(s).unwrap()
+}
+
+fn leased(slots: u32) -> GroupRules {
+    GroupRules {
+        slots,
+        settle: Duration::ZERO,
+        wildcard_limit: None,
+        lease: Some(LEASE),
+    }
+}
+
+async fn take<S: LockStore>(
+    store: &S,
+    g: &GroupName,
+    node: &str,
+    r: GroupRules,
+    at: Timestamp,
+) -> Acquire {
+    store.acquire(g, &id(node), r, at).await.unwrap().outcome
+}
+
+async fn stored<S: LockStore>(store: &S, g: &GroupName) -> GroupRecord {
+    let mut groups = store.groups(Some(g)).await.unwrap();
+    groups.pop().map(|(_, record)| record).unwrap_or_default()
+}
+
+fn held_by(record: &GroupRecord) -> Vec<(String, u64)> {
+    record
+        .holders
+        .holders()
+        .map(|(id, at)| (id.as_str().to_owned(), at.0))
+        .collect()
+}
+
+fn expired(holder: &str, since: Timestamp) -> Acquire {
+    Acquire::TakesExpired {
+        holder: id(holder),
+        since,
+    }
+}
+
+/// The same checks on every store: who takes an expired slot, when, and
+/// what the node that lost it hears afterwards.
+async fn a_slot_past_its_lease_goes_to_the_next_asker<S: LockStore>(store: &S) {
+    let g = group("workers");
+    let two = leased(2);
+    assert_eq!(take(store, &g, "gone", two, T0).await, Acquire::Granted);
+    let later = T0.plus(Duration::from_secs(3600));
+    assert_eq!(take(store, &g, "young", two, later).await, Acquire::Granted);
+
+    // A millisecond short of the lease: full, like any full group.
+    let almost = T0.plus(LEASE).minus(Duration::from_millis(1));
+    assert_eq!(take(store, &g, "asker", two, almost).await, Acquire::Full);
+    // Without a lease, held until given back, however old.
+    let much_later = T0.plus(LEASE * 3);
+    let no_lease = GroupRules { lease: None, ..two };
+    assert_eq!(
+        take(store, &g, "asker", no_lease, much_later).await,
+        Acquire::Full
+    );
+
+    let at = T0.plus(LEASE);
+    assert_eq!(
+        take(store, &g, "asker", two, at).await,
+        expired("gone", T0),
+        "the oldest holder, past its lease"
+    );
+    let record = stored(store, &g).await;
+    assert_eq!(
+        held_by(&record),
+        [("asker".into(), at.0), ("young".into(), later.0)],
+        "one holder for another, the count unchanged"
+    );
+    assert_eq!(record.slots, Some(2));
+    // The asker asking again holds; the node that lost the slot hears a
+    // plain "held nothing" for its steady-state, and its next pre-reboot
+    // is a newcomer's.
+    assert_eq!(
+        take(store, &g, "asker", two, at).await,
+        Acquire::AlreadyHeld
+    );
+    let released = store.release(&g, &id("gone"), at).await.unwrap();
+    assert_eq!(released.outcome, Release::NotHeld);
+    assert_eq!(take(store, &g, "gone", two, at).await, Acquire::Full);
+    assert_eq!(held_by(&stored(store, &g).await).len(), 2);
+}
+
+/// Every other refusal wins over a slot past its lease, on every store:
+/// nothing is taken over while paused, settling, or for an excluded asker.
+async fn other_refusals_win_over_an_expired_slot<S: LockStore>(store: &S) {
+    let g = group("db");
+    let one = leased(1);
+    assert_eq!(take(store, &g, "stuck", one, T0).await, Acquire::Granted);
+    let at = T0.plus(LEASE * 2);
+
+    store.pause_for_alarm(&g, "db-errors").await.unwrap();
+    assert_eq!(take(store, &g, "asker", one, at).await, Acquire::Paused);
+    store.clear_alarm(&g, "db-errors").await.unwrap();
+
+    let exclusion = PersonPause {
+        reason: PauseReason::parse("disk replacement").unwrap(),
+        since: T0,
+        by: "ana".into(),
+    };
+    store.exclude(&g, &id("sick"), exclusion).await.unwrap();
+    assert_eq!(take(store, &g, "sick", one, at).await, Acquire::Excluded);
+
+    // Settling: a release of another group member (slots were raised, then
+    // lowered again) started the settle period.
+    let three = GroupRules {
+        settle: Duration::from_secs(600),
+        ..leased(3)
+    };
+    assert_eq!(take(store, &g, "extra", three, T0).await, Acquire::Granted);
+    let released = store.release(&g, &id("extra"), at).await.unwrap();
+    assert_eq!(released.outcome, Release::Released);
+    let settling = GroupRules {
+        settle: Duration::from_secs(600),
+        ..one
+    };
+    assert!(matches!(
+        take(
+            store,
+            &g,
+            "asker",
+            settling,
+            at.plus(Duration::from_secs(1))
+        )
+        .await,
+        Acquire::Settling { .. }
+    ));
+    assert_eq!(held_by(&stored(store, &g).await), [("stuck".into(), T0.0)]);
+    // Once it settled, the expired slot changes hands.
+    let settled = at.plus(Duration::from_secs(600));
+    assert_eq!(
+        take(store, &g, "asker", settling, settled).await,
+        expired("stuck", T0)
+    );
+}
+
+/// After the count was lowered, a group holding more than its slots gives
+/// no expired slot away: that would keep more holders than slots.
+async fn a_lowered_count_is_never_taken_over<S: LockStore>(store: &S) {
+    let g = group("lowered");
+    for node in ["a", "b", "c"] {
+        assert_eq!(take(store, &g, node, leased(3), T0).await, Acquire::Granted);
+    }
+    let at = T0.plus(LEASE * 2);
+    assert_eq!(take(store, &g, "d", leased(2), at).await, Acquire::Full);
+    assert_eq!(held_by(&stored(store, &g).await).len(), 3);
+    store.release(&g, &id("c"), T0).await.unwrap();
+    // Two of two: one expired slot changes hands, two holders stay.
+    assert_eq!(take(store, &g, "d", leased(2), at).await, expired("a", T0));
+    assert_eq!(held_by(&stored(store, &g).await).len(), 2);
+}
+
+#[tokio::test]
+async fn leases_in_memory() {
+    let store = MemoryStore::default();
+    a_slot_past_its_lease_goes_to_the_next_asker(&store).await;
+    other_refusals_win_over_an_expired_slot(&store).await;
+    a_lowered_count_is_never_taken_over(&store).await;
+}
+
+#[tokio::test]
+async fn leases_in_dynamodb() {
+    let (store, _) = dynamo_store("leases").await;
+    a_slot_past_its_lease_goes_to_the_next_asker(&store).await;
+    other_refusals_win_over_an_expired_slot(&store).await;
+    a_lowered_count_is_never_taken_over(&store).await;
+}
+
+#[tokio::test]
+async fn a_take_over_is_two_requests_and_every_other_answer_one() {
+    let (store, requests) = dynamo_store("lease-requests").await;
+    let g = group("workers");
+    let one = leased(1);
+    let count = |before: u64| requests.get() - before;
+
+    let before = requests.get();
+    assert_eq!(take(&store, &g, "gone", one, T0).await, Acquire::Granted);
+    assert_eq!(count(before), 1, "a grant");
+    let before = requests.get();
+    let young = T0.plus(LEASE / 2);
+    assert_eq!(take(&store, &g, "asker", one, young).await, Acquire::Full);
+    assert_eq!(
+        count(before),
+        1,
+        "a full group whose holder is in its lease"
+    );
+
+    let at = T0.plus(LEASE);
+    let before = requests.get();
+    let decided = store.acquire(&g, &id("asker"), one, at).await.unwrap();
+    assert_eq!(decided.outcome, expired("gone", T0));
+    assert_eq!(count(before), 2, "the refused grant, then the take-over");
+    assert_eq!(held_by(&decided.group), [("asker".into(), at.0)]);
+
+    let before = requests.get();
+    assert_eq!(
+        take(&store, &g, "asker", one, at).await,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(count(before), 1, "the new holder asking again");
+    let before = requests.get();
+    assert_eq!(take(&store, &g, "gone", one, at).await, Acquire::Full);
+    assert_eq!(
+        count(before),
+        1,
+        "the node that lost its slot, asking again"
+    );
+
+    // The item as DynamoDB holds it: the count unchanged, the old holder gone.
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let raw = raw_item(&client, store.table(), "workers").await;
+    assert_eq!(
+        raw.get("holder_count"),
+        Some(&AttributeValue::N("1".into()))
+    );
+    assert!(!raw.contains_key("h:gone") && raw.contains_key("h:asker"));
+}
+
+/// A holder stored in the 0.1 format (`holder:<id>`) is covered: past its
+/// lease, its slot changes hands like any other, under whichever name.
+#[tokio::test]
+async fn a_holder_stored_by_version_0_1_past_its_lease_is_taken_over_too() {
+    let (store, requests) = dynamo_store("lease-legacy").await;
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    client
+        .put_item()
+        .table_name(store.table())
+        .item("group", AttributeValue::S("default".into()))
+        .item("holder_count", AttributeValue::N("1".into()))
+        .item("slots", AttributeValue::N("1".into()))
+        .item("holder:old-node", AttributeValue::N(T0.0.to_string()))
+        .send()
+        .await
+        .unwrap();
+    let g = group("default");
+    let at = T0.plus(LEASE);
+    let before = requests.get();
+    assert_eq!(
+        take(&store, &g, "new-node", leased(1), at).await,
+        expired("old-node", T0)
+    );
+    assert_eq!(requests.get() - before, 2);
+    let raw = raw_item(&client, store.table(), "default").await;
+    assert!(!raw.contains_key("holder:old-node"), "{raw:?}");
+    assert_eq!(
+        raw.get("h:new-node"),
+        Some(&AttributeValue::N(at.0.to_string()))
+    );
+    assert_eq!(
+        raw.get("holder_count"),
+        Some(&AttributeValue::N("1".into()))
+    );
+}
+
+/// Many nodes ask at once of a full group whose holders are all past their
+/// lease: each expired slot changes hands once, never more holders than
+/// slots, the count true, and no asker sends more than two requests.
+#[tokio::test]
+async fn askers_racing_for_expired_slots_never_over_grant() {
+    let (store, requests) = dynamo_store("lease-race").await;
+    let store = Arc::new(store);
+    let g = group("workers");
+    let three = leased(3);
+    for node in ["x", "y", "z"] {
+        assert_eq!(take(&*store, &g, node, three, T0).await, Acquire::Granted);
+    }
+    let at = T0.plus(LEASE * 2);
+    let askers = 24;
+    let before = requests.get();
+    let mut tasks = Vec::new();
+    for n in 0..askers {
+        let (store, g) = (Arc::clone(&store), g.clone());
+        tasks.push(tokio::spawn(async move {
+            let node = format!("asker-{n}");
+            let outcome = store.acquire(&g, &id(&node), three, at).await.unwrap();
+            (node, outcome.outcome)
+        }));
+    }
+    let mut taken = Vec::new();
+    let mut winners = Vec::new();
+    for task in tasks {
+        let (node, outcome) = task.await.unwrap();
+        match outcome {
+            Acquire::TakesExpired { holder, .. } => {
+                taken.push(holder.as_str().to_owned());
+                winners.push(node);
+            }
+            Acquire::Full => {}
+            other => panic!("{node}: {other:?}"),
+        }
+    }
+    let sent = requests.get() - before;
+    assert!(sent <= 2 * askers, "{sent} requests for {askers} askers");
+    taken.sort();
+    taken.dedup();
+    assert_eq!(taken.len(), winners.len(), "no expired slot went twice");
+    let record = stored(&*store, &g).await;
+    assert_eq!(record.holders.len(), 3, "never more than the slots");
+    for winner in &winners {
+        assert!(record.holders.holds(&id(winner)), "{winner}");
+    }
+    assert!(!winners.is_empty(), "some asker took an expired slot");
+}
+
+/// A take-over whose write lands late (held back by the proxy past a
+/// release by its own asker, then a new holder): it finds the expired
+/// holder gone and changes nothing.
+#[tokio::test]
+async fn a_late_take_over_never_undoes_a_newer_write() {
+    use crate::fault_proxy::Fault;
+    let (proxy, store) = crate::helpers::proxied_store("lease-late").await;
+    let store = Arc::new(store);
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, store.table());
+    let g = group("workers");
+    let one = leased(1);
+    assert_eq!(take(&direct, &g, "gone", one, T0).await, Acquire::Granted);
+    let at = T0.plus(LEASE);
+    // The refused grant goes through; the take-over waits 1.5 s.
+    proxy.next(Fault::None, 1);
+    proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+    let late = tokio::spawn({
+        let (store, g) = (Arc::clone(&store), g.clone());
+        async move { take(&*store, &g, "late", one, at).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Meanwhile another node takes the expired slot, reboots and gives it
+    // back, and the first holder comes back for a new one.
+    let quick = at.plus(Duration::from_millis(1));
+    assert_eq!(
+        take(&direct, &g, "quick", one, quick).await,
+        expired("gone", T0)
+    );
+    let back = quick.plus(Duration::from_secs(60));
+    let released = direct.release(&g, &id("quick"), back).await.unwrap();
+    assert_eq!(released.outcome, Release::Released);
+    let regrant = back.plus(Duration::from_secs(1));
+    assert_eq!(
+        take(&direct, &g, "gone", one, regrant).await,
+        Acquire::Granted
+    );
+
+    let outcome = late.await.unwrap();
+    assert!(
+        matches!(outcome, Acquire::Settling { .. } | Acquire::Full),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        held_by(&stored(&direct, &g).await),
+        [("gone".into(), regrant.0)],
+        "the newer grant stands"
+    );
+}
+
+/// A take-over whose answer is lost: the SDK sends it again, the retry
+/// finds the asker holding, and the asker hears yes (a holder asking again).
+#[tokio::test]
+async fn a_take_over_whose_answer_was_lost_is_a_yes_on_its_retry() {
+    use crate::fault_proxy::Fault;
+    let (proxy, store) = crate::helpers::proxied_store("lease-lost").await;
+    let g = group("workers");
+    let one = leased(1);
+    assert_eq!(take(&store, &g, "gone", one, T0).await, Acquire::Granted);
+    proxy.next(Fault::None, 1);
+    proxy.next(Fault::DropAnswer, 1);
+    let at = T0.plus(LEASE);
+    assert_eq!(
+        take(&store, &g, "asker", one, at).await,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(held_by(&stored(&store, &g).await), [("asker".into(), at.0)]);
+}
