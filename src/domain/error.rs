@@ -42,6 +42,9 @@ pub enum Error {
         group: String,
         holders: usize,
         slots: u32,
+        /// With a lease: when the longest-held slot passes to the next
+        /// node that asks, and the lease (`2026-11-30T11:12:09Z`, `6h`).
+        lease_ends: Option<(String, String)>,
     },
     /// A person or an alarm paused the group: no new slots until resumed.
     GroupPaused {
@@ -229,8 +232,10 @@ impl Error {
                 group,
                 holders,
                 slots,
-            } => format!(
-                "{} of group '{group}' {} taken ({}); try again later",
+                lease_ends,
+            } => {
+                format!(
+                "{} of group '{group}' {} taken ({}){}; try again later",
                 if *slots == 1 {
                     "the only reboot slot".to_owned()
                 } else {
@@ -238,7 +243,12 @@ impl Error {
                 },
                 if *slots == 1 { "is" } else { "are" },
                 counted(*holders as u64, "holder", "holders"),
-            ),
+                lease_ends.as_ref().map_or(String::new(), |(at, lease)| format!(
+                    "; the longest-held slot's {lease} lease runs out at {at}, and then the \
+                     next node to ask takes it over"
+                )),
+            )
+            }
             Error::GroupPaused { group, why } => format!(
                 "group '{group}' is paused {why}; no node takes a new reboot slot until it is \
                  resumed"
@@ -325,6 +335,7 @@ mod tests {
                 group: "g".into(),
                 holders: 1,
                 slots: 1,
+                lease_ends: None,
             },
             Error::GroupPaused {
                 group: "g".into(),
@@ -426,6 +437,7 @@ mod tests {
                 group: "workers".into(),
                 holders,
                 slots,
+                lease_ends: None,
             }
             .value()
         };
@@ -436,6 +448,18 @@ mod tests {
         assert_eq!(
             full(3, 2),
             "all 2 reboot slots of group 'workers' are taken (3 holders); try again later"
+        );
+        let leased = Error::SemaphoreFull {
+            group: "workers".into(),
+            holders: 1,
+            slots: 1,
+            lease_ends: Some(("2026-11-30T11:12:09Z".into(), "6h".into())),
+        };
+        assert_eq!(
+            leased.value(),
+            "the only reboot slot of group 'workers' is taken (1 holder); the longest-held \
+             slot's 6h lease runs out at 2026-11-30T11:12:09Z, and then the next node to ask \
+             takes it over; try again later"
         );
         // A 404's hint only where the path shows the mistake it names.
         let plain = Error::NotFound("/v2/pre-reboot".into()).value();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::domain::error::Error;
 use crate::domain::groups::{GroupSlots, format_duration};
 use crate::domain::input::{ClientParams, NodeId};
-use crate::domain::lock::{Acquire, Clock, Pause, Release, SystemClock, Timestamp};
+use crate::domain::lock::{Acquire, Clock, GroupRules, Pause, Release, SystemClock, Timestamp};
 use crate::domain::store::{Decided, GroupRecord, LockStore};
 use crate::domain::windows::{Schedule, WindowState};
 
@@ -156,6 +156,7 @@ impl<S: LockStore> FleetLock<S> {
                     group: name,
                     holders: group.holders.len(),
                     slots: rules.slots,
+                    lease_ends: lease_ends(&group, rules),
                 }),
             ),
             Acquire::Paused => (
@@ -214,6 +215,17 @@ impl<S: LockStore> FleetLock<S> {
         };
         Ok(answer(outcome, &group, rules.slots, now, None))
     }
+}
+
+/// When a full group's longest-held slot may change hands, with its lease:
+/// only with a lease, and not while the group holds more than its slots.
+fn lease_ends(group: &GroupRecord, rules: GroupRules) -> Option<(String, String)> {
+    let lease = rules.lease?;
+    if group.holders.len() > rules.slots as usize {
+        return None;
+    }
+    let (_, since) = group.holders.oldest()?;
+    Some((since.plus(lease).to_rfc3339(), format_duration(lease)))
 }
 
 /// "by alice since 2026-11-30T05:12:09Z: kernel regression", and the alarms.

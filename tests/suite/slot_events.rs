@@ -374,3 +374,95 @@ fn records_sequence(batch: &str, index: usize) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// A lease as Zincati meets it, end to end: a node holds past its lease, the
+/// next node to ask takes its slot (200, `granted_expired`), the node that
+/// lost it hears a plain 200 at its boot and then a full group; the stream
+/// becomes a `Slot Expired` naming both nodes and how long the slot was held,
+/// then the new holder's `Slot Granted`, and no `Slot Released`.
+#[tokio::test]
+async fn a_slot_past_its_lease_is_taken_over_and_evented_as_expired() {
+    use fleetlock::domain::groups::GroupSlots;
+    use fleetlock::domain::service::FleetLock;
+    use fleetlock::http::Api;
+    use fleetlock::test_support::ManualClock;
+
+    let (table, stream_arn) = table_with_stream().await;
+    let aws = load_config().await;
+    let groups = GroupSlots::parse("workers=1")
+        .unwrap()
+        .with_lease("workers=6h")
+        .unwrap();
+    let clock = ManualClock::at(Timestamp::now());
+    let service =
+        FleetLock::new(groups, DynamoStore::new(client(&aws), &table)).with_clock(clock.clone());
+    let server = spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await;
+    let ask = |endpoint, node| zincati(server.addr, endpoint, node, "workers");
+
+    assert_eq!(ask("pre-reboot", "node-gone").await.status, 200);
+    clock.advance(Duration::from_secs(5 * 3600));
+    let full = ask("pre-reboot", "node-new").await;
+    assert_eq!(
+        (full.status, full.kind()),
+        (423, "semaphore_full".to_owned())
+    );
+    let value = full.json()["value"].as_str().unwrap().to_owned();
+    assert!(value.contains("6h lease runs out at"), "{value}");
+    clock.advance(Duration::from_secs(3600));
+    let taken = ask("pre-reboot", "node-new").await;
+    assert_eq!(
+        (taken.status, taken.json()["outcome"].as_str()),
+        (200, Some("granted_expired"))
+    );
+    let boot = ask("steady-state", "node-gone").await;
+    assert_eq!(
+        (boot.status, boot.json()["outcome"].as_str()),
+        (200, Some("not_held"))
+    );
+    let again = ask("pre-reboot", "node-gone").await;
+    assert_eq!(
+        (again.status, again.kind()),
+        (423, "semaphore_full".to_owned())
+    );
+
+    let records = stream_records(&stream_arn).await;
+    assert_eq!(
+        records.len(),
+        2,
+        "the grant and the take-over: {records:#?}"
+    );
+    let batch = json!({ "Records": records }).to_string();
+    let bus = EventBus::default();
+    let bus_url = bus.start().await;
+    let mut runtime = runtime_api().await;
+    let mut function = lambda_command(&runtime, "fleetlock-events", "slot-events")
+        .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
+        .env("FLEETLOCK_EVENT_BUS", "fleet-changes")
+        .env_remove("FLEETLOCK_TABLE")
+        .spawn()
+        .unwrap();
+    runtime.events.send(batch).unwrap();
+    let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+        .await
+        .expect("the function answered")
+        .unwrap();
+    assert_eq!(answer, json!({ "batchItemFailures": [] }));
+    function.start_kill().unwrap();
+    function.wait().await.unwrap();
+
+    let sent = bus.take();
+    let expected: Vec<(String, String, String)> = [
+        ("Slot Granted", "node-gone"),
+        ("Slot Expired", "node-gone"),
+        ("Slot Granted", "node-new"),
+    ]
+    .iter()
+    .map(|(kind, node)| (kind.to_string(), "workers".to_owned(), node.to_string()))
+    .collect();
+    assert_eq!(summary(&sent), expected);
+    let expired: Value = serde_json::from_str(sent[1]["Detail"].as_str().unwrap()).unwrap();
+    assert_eq!(expired["taken_by"], "node-new");
+    assert_eq!(expired["held_seconds"], 6 * 3600);
+    assert_eq!(expired["holders"], 1);
+    assert_eq!(expired["holder_ids"], json!(["node-new"]));
+}
