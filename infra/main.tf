@@ -24,6 +24,7 @@ locals {
   # The typed settings as the binary reads them (maps iterate in key order).
   groups_env  = join(",", [for group, slots in var.groups : "${group}=${slots}"])
   settle_env  = join(",", [for group, time in var.settle : "${group}=${time}"])
+  lease_env   = join(",", [for group, time in var.lease : "${group}=${time}"])
   windows_env = join(";", flatten([for group, windows in var.maintenance_windows : [for w in windows : "${group}: days=${join(",", w.days)} start_time=${w.start_time} length_minutes=${w.length_minutes}"]]))
   clients_env = join(" ", var.clients)
 
@@ -156,6 +157,7 @@ resource "aws_lambda_function" "this" {
       FLEETLOCK_TABLE               = aws_dynamodb_table.locks.name
       FLEETLOCK_GROUPS              = local.groups_env
       FLEETLOCK_SETTLE              = local.settle_env
+      FLEETLOCK_LEASE               = local.lease_env
       FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
       FLEETLOCK_WINDOWS             = local.windows_env
       FLEETLOCK_TIME_ZONE           = var.time_zone

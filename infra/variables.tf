@@ -70,6 +70,22 @@ variable "settle" {
   }
 }
 
+variable "lease" {
+  description = "FLEETLOCK_LEASE: per group, how long a holder keeps its slot for sure, from 30m to 168h, e.g. { workers = \"6h\" }. Past it, the next node to ask while the group is full takes that slot: this gives up FleetLock's hold-on-failure (a node whose update failed keeps its slot so the rollout stops). Empty: no lease."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    # The duration in seconds, from its h, m and s parts, from 30m to a week.
+    condition = alltrue([for group, time in var.lease : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && try(alltrue([
+      for seconds in [sum([for i, part in regex("^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$", time) : tonumber(coalesce(part, "0")) * [3600, 60, 1][i]])] :
+      seconds >= 1800 && seconds <= 604800
+    ]), false)])
+    error_message = "lease maps group names or \"*\" to durations such as \"6h\" or \"1h30m\", from 30m to 168h."
+  }
+}
+
 variable "max_wildcard_groups" {
   description = "FLEETLOCK_MAX_WILDCARD_GROUPS: how many groups that only \"*=N\" covers may come into existence; past it a new one is refused (too_many_groups), so a credential scoped to \"*\" cannot fill the table."
   type        = number

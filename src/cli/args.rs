@@ -103,6 +103,8 @@ USAGE:
 ENVIRONMENT:
     FLEETLOCK_GROUPS  slots per group, e.g. 'default=1,workers=3,*=1' (default: default=1)
     FLEETLOCK_SETTLE  settle time after each release, per group: 'workers=10m,*=2m' (default: none)
+    FLEETLOCK_LEASE   per group, from 30m to 168h: past it, a full group's next asker takes the
+                      oldest slot, e.g. 'workers=6h' (default: none, held until given back)
     FLEETLOCK_MAX_WILDCARD_GROUPS  how many groups only '*' covers may come into existence
                       (default: 100, at most 2000); past it a new one is refused (too_many_groups)
     FLEETLOCK_WINDOWS maintenance windows per group, in Zincati's words, ';'-separated:
@@ -984,6 +986,17 @@ fn first_line(err: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_gives_the_lease_range_the_service_enforces() {
+        use crate::domain::groups::{MAX_LEASE, MIN_LEASE};
+        let range = format!(
+            "FLEETLOCK_LEASE   per group, from {}m to {}h",
+            MIN_LEASE.as_secs() / 60,
+            MAX_LEASE.as_secs() / 3600
+        );
+        assert!(HELP.contains(&range), "{range}");
+    }
 
     #[test]
     fn help_and_readme_list_every_command_the_parser_takes() {

@@ -21,6 +21,7 @@ const MODULE_VARIABLES: &str = include_str!("../../infra/variables.tf");
 const SAM_PARAMETERS: &[(&str, &str)] = &[
     ("Groups", "FLEETLOCK_GROUPS"),
     ("Settle", "FLEETLOCK_SETTLE"),
+    ("Lease", "FLEETLOCK_LEASE"),
     ("MaxWildcardGroups", "FLEETLOCK_MAX_WILDCARD_GROUPS"),
     ("MaintenanceWindows", "FLEETLOCK_WINDOWS"),
     ("TimeZone", "FLEETLOCK_TIME_ZONE"),
@@ -33,6 +34,7 @@ const SAM_PARAMETERS: &[(&str, &str)] = &[
 const TF_VARIABLES: &[(&str, &str)] = &[
     ("groups", "FLEETLOCK_GROUPS"),
     ("settle", "FLEETLOCK_SETTLE"),
+    ("lease", "FLEETLOCK_LEASE"),
     ("max_wildcard_groups", "FLEETLOCK_MAX_WILDCARD_GROUPS"),
     ("maintenance_windows", "FLEETLOCK_WINDOWS"),
     ("time_zone", "FLEETLOCK_TIME_ZONE"),
@@ -400,11 +402,11 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
         entries
     };
     Ok(match variable {
-        "groups" | "settle" => {
-            let shape = if variable == "groups" {
-                "{ default = 1, workers = 3 }"
-            } else {
-                "{ workers = \"10m\" }"
+        "groups" | "settle" | "lease" => {
+            let shape = match variable {
+                "groups" => "{ default = 1, workers = 3 }",
+                "settle" => "{ workers = \"10m\" }",
+                _ => "{ workers = \"6h\" }",
             };
             let map = map_of(value, shape)?;
             let entries: Result<Vec<String>, String> = sorted(map)

@@ -64,10 +64,14 @@ pub fn config_summary(
     };
     let rule_text = |rules: crate::domain::lock::GroupRules| {
         format!(
-            "{} slot{}, settle {}",
+            "{} slot{}, settle {}{}",
             rules.slots,
             if rules.slots == 1 { "" } else { "s" },
-            format_duration(rules.settle)
+            format_duration(rules.settle),
+            rules.lease.map_or(String::new(), |lease| format!(
+                ", lease {} (then a full group's next asker takes the oldest slot)",
+                format_duration(lease)
+            ))
         )
     };
     for (name, _) in config.groups.listed() {
@@ -179,6 +183,11 @@ fn settles_until(
 ) -> Option<Timestamp> {
     let settle = deployed?.groups.rules_for(name).ok()?.settle;
     record.settling_until(settle, now)
+}
+
+/// The group's lease, if the configuration is known and gives one.
+fn lease_of(name: &GroupName, deployed: Option<&Config>) -> Option<std::time::Duration> {
+    deployed?.groups.rules_for(name).ok()?.lease
 }
 
 fn window(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<WindowState> {
@@ -372,6 +381,20 @@ pub fn table(
                 crate::domain::service::excluded_because(exclusion)
             ));
         }
+        if let Some(lease) = lease_of(name, deployed) {
+            for (id, at) in record.holders.holders() {
+                let ends = at.plus(lease);
+                if ends <= now {
+                    out.push_str(&format!(
+                        "{name}: '{}' is past its {} lease since {}: the next node to ask \
+                         while the group is full takes its slot\n",
+                        id.shown(),
+                        crate::domain::groups::format_duration(lease),
+                        rfc3339(ends)
+                    ));
+                }
+            }
+        }
         if let Some(until) = settles_until(name, record, deployed, now) {
             out.push_str(&format!(
                 "{name} settles until {} (last release {})\n",
@@ -433,16 +456,20 @@ pub fn json(
     let groups: Vec<_> = groups
         .iter()
         .map(|(name, record)| {
+            let lease = lease_of(name, deployed);
             let holders: Vec<_> = record
                 .holders
                 .holders()
                 .map(|(id, at)| {
+                    let ends = lease.map(|lease| at.plus(lease));
                     let mut holder = serde_json::json!({
                         "id": id.as_str(),
                         "id_shown": id.shown(),
                         "acquired_at": rfc3339(at),
                         "acquired_at_ms": at.0,
                         "held_for_seconds": at.age_at(now).as_secs(),
+                        "lease_ends_at": ends.map(rfc3339),
+                        "lease_expired": ends.map(|ends| ends <= now),
                     });
                     if let Some(hosts) = hosts {
                         holder["host"] = host_value(hosts.get(id.as_str()));
@@ -504,6 +531,7 @@ pub fn json(
                 "paused_by_alarms": record.pause.alarms,
                 "last_release_at": record.last_release.map(rfc3339),
                 "settle_seconds": rules.map(|r| r.settle.as_secs()),
+                "lease_seconds": lease.map(|l| l.as_secs()),
                 "settles_until": settles_until(name, record, deployed, now).map(rfc3339),
                 "maintenance_windows": windows,
             })
@@ -540,6 +568,7 @@ mod tests {
         let config = crate::config::Config::from_vars(|name| match name {
             "FLEETLOCK_GROUPS" => Some("workers=3,db=1".into()),
             "FLEETLOCK_SETTLE" => Some("workers=10m".into()),
+            "FLEETLOCK_LEASE" => Some("workers=6h".into()),
             "FLEETLOCK_TABLE" => Some("fleetlock".into()),
             "FLEETLOCK_AUTH" => Some("disabled".into()),
             _ => None,
@@ -548,7 +577,8 @@ mod tests {
         let summary = config_summary(&config, &Default::default(), Timestamp::now(), false);
         for line in [
             "  db: 1 slot, settle 0s, always open",
-            "  workers: 3 slots, settle 10m, always open",
+            "  workers: 3 slots, settle 10m, lease 6h (then a full group's next asker takes the \
+             oldest slot), always open",
             "  no '*': any other group is refused (unknown_group)",
             "  (no 'default': nodes without [identity] group in Zincati's config are refused)",
             "clients: none, authentication disabled (private networks only)",
@@ -562,6 +592,52 @@ mod tests {
         }
         assert!(summary.contains("an id: at most 128 bytes"), "{summary}");
         assert!(summary.contains("at most 512 connections"), "{summary}");
+    }
+
+    #[test]
+    fn status_names_a_holder_past_its_lease_once_the_configuration_is_known() {
+        use crate::domain::input::NodeId;
+        use crate::domain::lock::Semaphore;
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
+            "FLEETLOCK_LEASE" => Some("workers=6h".into()),
+            _ => None,
+        })
+        .unwrap();
+        let t0 = Timestamp(1_764_480_000_000);
+        let hour = std::time::Duration::from_secs(3600);
+        let record = GroupRecord {
+            holders: Semaphore::from_holders([
+                (NodeId::parse("stuck").unwrap(), t0),
+                (NodeId::parse("fresh").unwrap(), t0.plus(hour * 5)),
+            ]),
+            slots: Some(2),
+            ..GroupRecord::default()
+        };
+        let groups = [(GroupName::parse("workers").unwrap(), record)];
+        let now = t0.plus(hour * 7);
+        let wildcard = Wildcard {
+            counted: 0,
+            limit: None,
+        };
+        let text = table(&groups, Some(&config), now, None, wildcard, &[], None);
+        assert!(
+            text.contains(
+                "workers: 'stuck' is past its 6h lease since 2025-11-30T11:20:00Z: the next \
+                 node to ask while the group is full takes its slot"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("'fresh' is past"), "{text}");
+        let without = table(&groups, None, now, None, wildcard, &[], None);
+        assert!(!without.contains("lease"), "no lease known: {without}");
+        let json = json(&groups, Some(&config), now, wildcard, &[], None);
+        let group = &json["groups"][0];
+        assert_eq!(group["lease_seconds"], 6 * 3600);
+        assert_eq!(group["holders"][0]["id"], "fresh");
+        assert_eq!(group["holders"][0]["lease_expired"], false);
+        assert_eq!(group["holders"][1]["lease_expired"], true);
+        assert_eq!(group["holders"][1]["lease_ends_at"], "2025-11-30T11:20:00Z");
     }
 
     #[test]

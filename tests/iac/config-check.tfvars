@@ -3,6 +3,7 @@
 # Terraform): maps out of order, a number as a string, windows in a zone.
 groups              = { workers = 3, default = 1, db = "1", "*" = 1 }
 settle              = { workers = "10m", db = "30m" }
+lease               = { workers = "6h", "*" = "2h" }
 max_wildcard_groups = 20
 maintenance_windows = {
   db      = [{ days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 }]

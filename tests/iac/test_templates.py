@@ -268,6 +268,20 @@ class Environment(unittest.TestCase):
         self.assertEqual(tf["FLEETLOCK_SETTLE"], "${local.settle_env}")
         self.assertIn("var.settle", TF_LOCALS["settle_env"])
         self.assertEqual((sam_param_default("Settle"), TF_VARS["settle"]["default"]), ("", {}))
+        self.assertEqual(sam["FLEETLOCK_LEASE"], {"Ref": "Lease"})
+        self.assertEqual(tf["FLEETLOCK_LEASE"], "${local.lease_env}")
+        self.assertIn("var.lease", TF_LOCALS["lease_env"])
+        self.assertEqual((sam_param_default("Lease"), TF_VARS["lease"]["default"]), ("", {}))
+        self.assertEqual(SAM["Parameters"]["Lease"]["AllowedPattern"], SAM["Parameters"]["Settle"]["AllowedPattern"])
+        # The range the binary enforces (as its help says it), in both
+        # templates' words.
+        shortest, longest = re.search(r"FLEETLOCK_LEASE\s+per group, from (\d+)m to (\d+)h", fleetlock("help")).groups()
+        self.assertIn(
+            f"seconds >= {int(shortest) * 60} && seconds <= {int(longest) * 3600}",
+            TF_VARS["lease"]["validation"]["condition"],
+        )
+        self.assertIn(f"from {shortest}m to {longest}h", SAM["Parameters"]["Lease"]["Description"])
+        self.assertIn(f"from {shortest}m to {longest}h", TF_VARS["lease"]["description"])
         self.assertEqual(sam["FLEETLOCK_MAX_WILDCARD_GROUPS"], {"Ref": "MaxWildcardGroups"})
         self.assertEqual(tf["FLEETLOCK_MAX_WILDCARD_GROUPS"], "${tostring(var.max_wildcard_groups)}")
         self.assertEqual(int(sam_param_default("MaxWildcardGroups")), TF_VARS["max_wildcard_groups"]["default"])

@@ -308,6 +308,7 @@ run "everything_on" {
     alarm_email  = "oncall@example.com"
     groups       = { default = 1, workers = 3, "*" = 1 }
     settle       = { default = "10m", "*" = "2m" }
+    lease        = { workers = "6h", "*" = "1h30m" }
     maintenance_windows = {
       workers = [
         { days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 },
@@ -341,6 +342,10 @@ run "everything_on" {
   assert {
     condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_SETTLE"] == "*=2m,default=10m"
     error_message = "the settle times joined as the binary reads them"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_LEASE"] == "*=1h30m,workers=6h"
+    error_message = "the leases joined as the binary reads them"
   }
   assert {
     condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_WINDOWS"] == "workers: days=Sat,Sun start_time=22:00 length_minutes=120;workers: days=Wed start_time=03:00 length_minutes=60"
@@ -465,11 +470,12 @@ run "typed_inputs_are_checked" {
   variables {
     groups               = { default = 501, "bad name" = 1 }
     settle               = { default = "ten minutes" }
+    lease                = { default = "10m" }
     reserved_concurrency = -2
     log_retention_days   = 10
   }
 
-  expect_failures = [var.groups, var.settle, var.reserved_concurrency, var.log_retention_days]
+  expect_failures = [var.groups, var.settle, var.lease, var.reserved_concurrency, var.log_retention_days]
 }
 
 run "example_basic" {
