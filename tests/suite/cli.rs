@@ -1266,7 +1266,9 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
              [typo.deploy.parameters]\n\
              parameter_overrides = [\"Group=db=1\"]\n\
              [wrong.deploy.parameters]\n\
-             parameter_overrides = [\"Settle=db=soon\", \"Groups=db=1\"]\n"
+             parameter_overrides = [\"Settle=db=soon\", \"Groups=db=1\", \"Lease=db=10m\"]\n\
+             [leased.deploy.parameters]\n\
+             parameter_overrides = [\"Groups=db=1\", \"Lease=db=6h\", \"Clients={client}\"]\n"
         ),
     )
     .unwrap();
@@ -1322,7 +1324,14 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
     ]))
     .await;
     assert!(!wrong.ok);
-    assert!(wrong.stderr.contains(", 2 errors:"), "{}", wrong.stderr);
+    assert!(wrong.stderr.contains(", 3 errors:"), "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains(
+            "\n  parameter Lease (FLEETLOCK_LEASE): 'db': lease '10m' is shorter than 30m"
+        ),
+        "{}",
+        wrong.stderr
+    );
     assert!(
         wrong
             .stderr
@@ -1336,6 +1345,25 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
             .contains("\n  parameter Clients (FLEETLOCK_CLIENTS) is empty"),
         "{}",
         wrong.stderr
+    );
+    let leased = run(fleetlock().args([
+        "config",
+        "check",
+        "--samconfig",
+        path,
+        "--config-env",
+        "leased",
+        "--env",
+    ]))
+    .await;
+    assert!(leased.ok, "{}", leased.stderr);
+    assert!(
+        leased
+            .stdout
+            .lines()
+            .any(|l| l == "FLEETLOCK_LEASE='db=6h'"),
+        "{}",
+        leased.stdout
     );
     // Nothing of it touched AWS: no region, no credentials were needed.
     let mixed = run(fleetlock().args(["config", "check", "--config-env", "typo"])).await;
