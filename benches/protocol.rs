@@ -460,7 +460,8 @@ async fn release_binary() {
     );
 
     let spawned = Instant::now();
-    let (mut child, addr) = spawn_serve(&binary, &table, &format!("bench={SLOTS}"), "", None).await;
+    let (mut child, addr) =
+        spawn_serve(&binary, &table, &format!("bench={SLOTS}"), &[], None).await;
     let ready = spawned.elapsed();
     let pid = child.id().unwrap();
 

@@ -21,6 +21,12 @@
 //!   violation, and so is one the reader sees taken (server time) after the
 //!   reader had already seen that same exclusion stored, which is still
 //!   stored;
+//! - leases: `LEASED_GROUP` has a lease, and a task plants a holder that took
+//!   its slot a day ago (a node that never came back) whenever the group has
+//!   room, with the grant's own condition on the count. The next node to find
+//!   the group full takes that slot over. A take-over answered for a holder
+//!   that was not such a ghost is a violation (a real node's slot taken
+//!   inside its lease also shows as a lost release);
 //! - the nodes count themselves: one that heard it was granted counts as down
 //!   until it sends steady-state, and more nodes down in a group than its
 //!   slots is a violation, although the table may never have held more.
@@ -62,6 +68,11 @@ const SETTLE_GROUP: &str = "db";
 const SETTLE: Duration = Duration::from_secs(2);
 /// Node 0, of the group `default`: excluded and included by a task of its own.
 const EXCLUDED_NODE: &str = "soak-node-0000";
+/// The group with a lease, where expired holders are planted.
+const LEASED_GROUP: &str = "default";
+const LEASE: &str = "30m";
+/// The planted holders' ids: nodes that took a slot a day ago and are gone.
+const GHOST_PREFIX: &str = "soak-ghost-";
 
 /// When the operator task's pauses were in force, as the nodes can tell:
 /// from the end of the pause write to the start of the resume write.
@@ -113,6 +124,10 @@ struct Tally {
     /// `settling` in a group without a settle time: the pre-reboot arrived
     /// before a release whose write landed first.
     raced_a_later_release: AtomicU64,
+    /// Expired holders planted in `LEASED_GROUP`, and `granted_expired`
+    /// answers (take-overs the nodes heard of).
+    ghosts_planted: AtomicU64,
+    take_overs: AtomicU64,
     pause_flips: AtomicU64,
     exclusion_flips: AtomicU64,
     /// `node_excluded` answers to `EXCLUDED_NODE`.
@@ -220,8 +235,12 @@ async fn node(
         let answered = Instant::now();
         tally.calls.fetch_add(1, Ordering::Relaxed);
         match (status, json["outcome"].as_str(), json["kind"].as_str()) {
-            (200, Some("granted"), _) => {
-                tally.granted.fetch_add(1, Ordering::Relaxed);
+            (200, Some(outcome @ ("granted" | "granted_expired")), _) => {
+                if outcome == "granted_expired" {
+                    tally.take_overs.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    tally.granted.fetch_add(1, Ordering::Relaxed);
+                }
                 down.goes_down(group, slots, &tally);
                 if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
@@ -326,6 +345,13 @@ async fn node(
     }
 }
 
+fn leased_slots() -> u32 {
+    GROUPS
+        .iter()
+        .find(|(group, _)| *group == LEASED_GROUP)
+        .map_or(0, |(_, slots)| *slots)
+}
+
 #[tokio::main]
 async fn main() {
     if std::env::var("AWS_ENDPOINT_URL").is_err() {
@@ -349,6 +375,7 @@ async fn main() {
     reader.create_table().await.expect("create the soak table");
 
     let settle_spec = format!("{SETTLE_GROUP}={}s", SETTLE.as_secs());
+    let lease_spec = format!("{LEASED_GROUP}={LEASE}");
     let faults = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "1");
     let proxy = if faults {
         let upstream = std::env::var("AWS_ENDPOINT_URL").unwrap();
@@ -375,7 +402,10 @@ async fn main() {
         &binary,
         &table,
         &groups_spec,
-        &settle_spec,
+        &[
+            ("FLEETLOCK_SETTLE", settle_spec.as_str()),
+            ("FLEETLOCK_LEASE", lease_spec.as_str()),
+        ],
         endpoint.as_deref(),
     )
     .await;
@@ -423,6 +453,40 @@ async fn main() {
                     last.1 = Some(Instant::now());
                 }
                 store.resume(&group).await.expect("resume");
+            }
+        })
+    };
+
+    // Ghosts: whenever `LEASED_GROUP` has room, a holder that took its slot a
+    // day ago, written with the grant's own condition on the count.
+    let planter = {
+        let tally = Arc::clone(&tally);
+        let client = aws_sdk_dynamodb::Client::new(&load_config().await);
+        let (table, slots) = (table.clone(), leased_slots());
+        tokio::spawn(async move {
+            use aws_sdk_dynamodb::types::AttributeValue;
+            let n = |v: u64| AttributeValue::N(v.to_string());
+            let mut next = 0u64;
+            while Instant::now() + Duration::from_secs(3) < deadline {
+                tokio::time::sleep(Duration::from_millis(700)).await;
+                let long_ago = Timestamp::now().minus(Duration::from_secs(86_400));
+                let planted = client
+                    .update_item()
+                    .table_name(&table)
+                    .key("group", AttributeValue::S(LEASED_GROUP.into()))
+                    .update_expression("SET #ghost = :at ADD holder_count :one")
+                    .condition_expression("attribute_exists(#key) AND holder_count < :slots")
+                    .expression_attribute_names("#ghost", format!("h:{GHOST_PREFIX}{next}"))
+                    .expression_attribute_names("#key", "group")
+                    .expression_attribute_values(":at", n(long_ago.0))
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":slots", n(slots.into()))
+                    .send()
+                    .await;
+                if planted.is_ok() {
+                    next += 1;
+                    tally.ghosts_planted.fetch_add(1, Ordering::Relaxed);
+                }
             }
         })
     };
@@ -553,6 +617,7 @@ async fn main() {
     }
     operator.await.unwrap();
     excluder.await.unwrap();
+    planter.await.unwrap();
     for task in nodes {
         task.await.unwrap();
     }
@@ -562,13 +627,11 @@ async fn main() {
     ));
     stop.store(true, Ordering::Relaxed);
     let (reader, most) = reading.await.unwrap();
-    let left: usize = reader
-        .groups(None)
-        .await
-        .unwrap()
-        .iter()
-        .map(|(_, r)| r.holders.len())
-        .sum();
+    let stored = reader.groups(None).await.unwrap();
+    let is_ghost = |id: &fleetlock::domain::input::NodeId| id.as_str().starts_with(GHOST_PREFIX);
+    let holders_left = || stored.iter().flat_map(|(_, r)| r.holders.holders());
+    let left = holders_left().filter(|(id, _)| !is_ghost(id)).count();
+    let ghosts_left = holders_left().filter(|(id, _)| is_ghost(id)).count() as u64;
     server.kill().await.ok();
 
     let t = &tally;
@@ -666,8 +729,22 @@ async fn main() {
         get(&t.store_unavailable),
         get(&t.answers_found_on_retry)
     );
+    let ghosts_taken = get(&t.ghosts_planted) - ghosts_left;
+    // With faults, a take-over's answer may be lost and its retry heard as
+    // `already_held`: fewer answers than slots taken is fine, more is not.
+    let take_overs_of_the_living = get(&t.take_overs).saturating_sub(ghosts_taken);
+    println!(
+        "| expired holders planted in `{LEASED_GROUP}` (lease {LEASE}) / taken over (stored) / `granted_expired` answers | {} / {ghosts_taken} / {} |",
+        get(&t.ghosts_planted),
+        get(&t.take_overs)
+    );
+    println!(
+        "| **take-overs answered beyond the expired holders taken** | **{take_overs_of_the_living}** |"
+    );
     println!("| unexpected answers | {} |", get(&t.unexpected));
-    println!("| holders left after every node stopped | {left} |");
+    println!(
+        "| holders left after every node stopped (expired holders not taken over apart) | {left} ({ghosts_left}) |"
+    );
     let samples: Vec<String> = rss
         .iter()
         .map(|(s, k)| format!("{s}s: {:.1}", *k as f64 / 1024.0))
@@ -683,6 +760,7 @@ async fn main() {
         + get(&t.over_grants)
         + get(&t.lost_releases)
         + get(&t.unexpected)
+        + take_overs_of_the_living
         + left as u64;
     if violations > 0 {
         eprintln!("soak FAILED: {violations} violation(s)");

@@ -23,7 +23,7 @@ pub async fn spawn_serve(
     binary: &str,
     table: &str,
     groups: &str,
-    settle: &str,
+    rules: &[(&str, &str)],
     endpoint: Option<&str>,
 ) -> (Child, String) {
     let mut command = tokio::process::Command::new(binary);
@@ -31,7 +31,7 @@ pub async fn spawn_serve(
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env("FLEETLOCK_TABLE", table)
         .env("FLEETLOCK_GROUPS", groups)
-        .env("FLEETLOCK_SETTLE", settle)
+        .envs(rules.iter().copied())
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true);
