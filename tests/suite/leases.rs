@@ -282,10 +282,13 @@ async fn a_holder_stored_by_version_0_1_past_its_lease_is_taken_over_too() {
 }
 
 /// Many nodes ask at once of a full group whose holders are all past their
-/// lease: each expired slot changes hands once, never more holders than
-/// slots, the count true, and no asker sends more than two requests.
+/// lease, some of them excluded before they ask, while other exclusions come
+/// and go: each expired slot changes hands once, never to an excluded node,
+/// never more holders than slots, the count true, and no asker sends more
+/// than two requests.
 #[tokio::test]
-async fn askers_racing_for_expired_slots_never_over_grant() {
+async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
+    use fleetlock::domain::store::{Changed, Excluding};
     let (store, requests) = dynamo_store("lease-race").await;
     let store = Arc::new(store);
     let g = group("workers");
@@ -293,27 +296,62 @@ async fn askers_racing_for_expired_slots_never_over_grant() {
     for node in ["x", "y", "z"] {
         assert_eq!(take(&*store, &g, node, three, T0).await, Acquire::Granted);
     }
+    let exclusion = || PersonPause {
+        reason: PauseReason::parse("race").unwrap(),
+        since: T0,
+        by: "ana".into(),
+    };
+    for n in (0..24).step_by(4) {
+        let excluded = id(&format!("asker-{n}"));
+        store.exclude(&g, &excluded, exclusion()).await.unwrap();
+    }
+    // The flips through a client of their own: `requests` counts the askers'.
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let operator = Arc::new(fleetlock::store::dynamodb::DynamoStore::new(
+        client,
+        store.table(),
+    ));
     let at = T0.plus(LEASE * 2);
     let askers = 24;
     let before = requests.get();
     let mut tasks = Vec::new();
     for n in 0..askers {
-        let (store, g) = (Arc::clone(&store), g.clone());
+        let (racer, in_group) = (Arc::clone(&store), g.clone());
         tasks.push(tokio::spawn(async move {
+            let (store, g) = (racer, in_group);
             let node = format!("asker-{n}");
             let outcome = store.acquire(&g, &id(&node), three, at).await.unwrap();
-            (node, outcome.outcome)
+            Some((node, outcome.outcome))
         }));
+        if n % 6 == 3 {
+            let (flipper, in_group) = (Arc::clone(&operator), g.clone());
+            tasks.push(tokio::spawn(async move {
+                let (store, g) = (flipper, in_group);
+                let node = id(&format!("flip-{n}"));
+                // Overtaken by another flip's write: run again, as the
+                // command tells an operator to.
+                while store.exclude(&g, &node, exclusion()).await.unwrap().outcome
+                    == Excluding::Changed(Changed::Overtaken)
+                {}
+                while store.include(&g, &node).await.unwrap().outcome == Changed::Overtaken {}
+                None
+            }));
+        }
     }
     let mut taken = Vec::new();
     let mut winners = Vec::new();
     for task in tasks {
-        let (node, outcome) = task.await.unwrap();
+        let Some((node, outcome)) = task.await.unwrap() else {
+            continue;
+        };
+        let number: usize = node.trim_start_matches("asker-").parse().unwrap();
         match outcome {
             Acquire::TakesExpired { holder, .. } => {
+                assert!(number % 4 != 0, "{node} is excluded and took a slot");
                 taken.push(holder.as_str().to_owned());
                 winners.push(node);
             }
+            Acquire::Excluded => assert_eq!(number % 4, 0, "{node}"),
             Acquire::Full => {}
             other => panic!("{node}: {other:?}"),
         }
@@ -329,6 +367,11 @@ async fn askers_racing_for_expired_slots_never_over_grant() {
         assert!(record.holders.holds(&id(winner)), "{winner}");
     }
     assert!(!winners.is_empty(), "some asker took an expired slot");
+    assert_eq!(
+        record.excluded.len(),
+        6,
+        "the flips left their nodes included"
+    );
 }
 
 /// A take-over whose write lands late (held back by the proxy past a
