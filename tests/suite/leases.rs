@@ -347,11 +347,11 @@ async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
         let number: usize = node.trim_start_matches("asker-").parse().unwrap();
         match outcome {
             Acquire::TakesExpired { holder, .. } => {
-                assert!(number % 4 != 0, "{node} is excluded and took a slot");
+                assert!(!number.is_multiple_of(4), "{node} is excluded and took a slot");
                 taken.push(holder.as_str().to_owned());
                 winners.push(node);
             }
-            Acquire::Excluded => assert_eq!(number % 4, 0, "{node}"),
+            Acquire::Excluded => assert!(number.is_multiple_of(4), "{node}"),
             Acquire::Full => {}
             other => panic!("{node}: {other:?}"),
         }
