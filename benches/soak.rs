@@ -343,6 +343,28 @@ async fn node(
             break;
         }
     }
+    // The run ended right after a 503 pre-reboot whose write may have
+    // landed: the node's next boot sends steady-state, as Zincati's does,
+    // until it is answered.
+    if maybe_holding {
+        for _ in 0..20 {
+            let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
+            tally.calls.fetch_add(1, Ordering::Relaxed);
+            match (status, json["outcome"].as_str()) {
+                (200, Some("released")) => {
+                    tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
+                }
+                (200, Some("not_held")) => {}
+                _ if unavailable(status, &json) => {
+                    tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+                _ => unexpected(&tally, "a boot's steady-state", status, &json),
+            }
+            break;
+        }
+    }
 }
 
 fn leased_slots() -> u32 {
@@ -630,7 +652,10 @@ async fn main() {
     let stored = reader.groups(None).await.unwrap();
     let is_ghost = |id: &fleetlock::domain::input::NodeId| id.as_str().starts_with(GHOST_PREFIX);
     let holders_left = || stored.iter().flat_map(|(_, r)| r.holders.holders());
-    let left = holders_left().filter(|(id, _)| !is_ghost(id)).count();
+    let left: Vec<String> = holders_left()
+        .filter(|(id, _)| !is_ghost(id))
+        .map(|(id, _)| id.to_string())
+        .collect();
     let ghosts_left = holders_left().filter(|(id, _)| is_ghost(id)).count() as u64;
     server.kill().await.ok();
 
@@ -743,7 +768,8 @@ async fn main() {
     );
     println!("| unexpected answers | {} |", get(&t.unexpected));
     println!(
-        "| holders left after every node stopped (expired holders not taken over apart) | {left} ({ghosts_left}) |"
+        "| holders left after every node stopped (expired holders not taken over apart) | {} ({ghosts_left}) {left:?} |",
+        left.len()
     );
     let samples: Vec<String> = rss
         .iter()
@@ -761,7 +787,7 @@ async fn main() {
         + get(&t.lost_releases)
         + get(&t.unexpected)
         + take_overs_of_the_living
-        + left as u64;
+        + left.len() as u64;
     if violations > 0 {
         eprintln!("soak FAILED: {violations} violation(s)");
         std::process::exit(1);
