@@ -33,6 +33,22 @@ pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
     }
 }
 
+/// What a pre-reboot of `node` in `group` at `at` is answered, by any store.
+pub async fn take<S: LockStore>(
+    store: &S,
+    group: &fleetlock::domain::input::GroupName,
+    node: &str,
+    rules: GroupRules,
+    at: fleetlock::domain::lock::Timestamp,
+) -> fleetlock::domain::lock::Acquire {
+    let node = fleetlock::domain::input::NodeId::parse(node).unwrap();
+    store
+        .acquire(group, &node, rules, at)
+        .await
+        .unwrap()
+        .outcome
+}
+
 /// A group's item as DynamoDB holds it, read consistently (empty if none).
 pub async fn raw_item(
     client: &aws_sdk_dynamodb::Client,

@@ -12,7 +12,7 @@ use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timesta
 use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::store::memory::MemoryStore;
 
-use crate::helpers::{dynamo_store, raw_item};
+use crate::helpers::{dynamo_store, raw_item, take};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const LEASE: Duration = Duration::from_secs(6 * 3600);
@@ -32,16 +32,6 @@ fn leased(slots: u32) -> GroupRules {
         wildcard_limit: None,
         lease: Some(LEASE),
     }
-}
-
-async fn take<S: LockStore>(
-    store: &S,
-    g: &GroupName,
-    node: &str,
-    r: GroupRules,
-    at: Timestamp,
-) -> Acquire {
-    store.acquire(g, &id(node), r, at).await.unwrap().outcome
 }
 
 async fn stored<S: LockStore>(store: &S, g: &GroupName) -> GroupRecord {
@@ -347,7 +337,10 @@ async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
         let number: usize = node.trim_start_matches("asker-").parse().unwrap();
         match outcome {
             Acquire::TakesExpired { holder, .. } => {
-                assert!(!number.is_multiple_of(4), "{node} is excluded and took a slot");
+                assert!(
+                    !number.is_multiple_of(4),
+                    "{node} is excluded and took a slot"
+                );
                 taken.push(holder.as_str().to_owned());
                 winners.push(node);
             }

@@ -8,16 +8,14 @@ use std::time::Duration;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{
-    Acquire, Clock, GroupRules, MAX_EXCLUSIONS, PersonPause, Release, Timestamp,
-};
+use fleetlock::domain::lock::{Acquire, Clock, MAX_EXCLUSIONS, PersonPause, Release, Timestamp};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::{Changed, Excluding, LockStore};
 use fleetlock::http::Api;
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::test_support::ManualClock;
 
-use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
+use crate::helpers::{dynamo_store, rules, spawn_server, take, zincati};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const SETTLE: Duration = Duration::from_secs(600);
@@ -36,16 +34,6 @@ fn person(reason: &str, since: Timestamp) -> PersonPause {
         since,
         by: "alice".into(),
     }
-}
-
-async fn take<S: LockStore>(
-    store: &S,
-    g: &GroupName,
-    node: &str,
-    r: GroupRules,
-    at: Timestamp,
-) -> Acquire {
-    store.acquire(g, &id(node), r, at).await.unwrap().outcome
 }
 
 /// The same checks for every store: a person's pause, alarms' pauses kept

@@ -237,7 +237,7 @@ impl DynamoStore {
                 write_units,
             }),
             Written::AppliedUnreadable(err) => {
-                self.give_back_expired(group, id, now, expired, since).await;
+                self.take_back(group, id, now, Some((expired, since))).await;
                 Err(err)
             }
             Written::Refused(current) => {
@@ -251,66 +251,38 @@ impl DynamoStore {
         }
     }
 
-    /// Undoes a take-over written on an item that cannot be read: the
-    /// expired holder gets its slot back, the asker (answered 500) loses it.
-    async fn give_back_expired(
+    /// Removes the grant of `id` written at `granted` (and only that one),
+    /// after the write landed on an item that cannot be read; a take-over's
+    /// grant gives the slot back to the holder it took it from (`restore`,
+    /// with its time), the count unchanged. A failure is logged: the node
+    /// then holds a slot it was told it did not get, which blocks the group
+    /// (never over-grants it) until an operator repairs it.
+    async fn take_back(
         &self,
         group: &GroupName,
         id: &NodeId,
         granted: Timestamp,
-        expired: &NodeId,
-        since: Timestamp,
+        restore: Option<(&NodeId, Timestamp)>,
     ) {
         let request = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
-            .update_expression("REMOVE #holder SET #expired = :since")
-            .condition_expression("#holder = :granted AND attribute_not_exists(#expired)")
             .expression_attribute_names("#holder", holder_attribute(id))
-            .expression_attribute_names("#expired", holder_attribute(expired))
-            .expression_attribute_values(":granted", number(granted.0))
-            .expression_attribute_values(":since", number(since.0));
-        match self.conditional(request).await {
-            Ok(true) => tracing::error!(
-                group = %group,
-                id = %id.shown(),
-                "an expired slot was taken over on an item that cannot be read, and given \
-                 back: repair or delete the item ('fleetlock status' names what is wrong)"
-            ),
-            Ok(false) => tracing::error!(
-                group = %group,
-                id = %id.shown(),
-                "an expired slot was taken over on an item that cannot be read, and has changed \
-                 since: repair or delete the item ('fleetlock status' names what is wrong)"
-            ),
-            Err(err) => tracing::error!(
-                group = %group,
-                id = %id.shown(),
-                error = %err,
-                "an expired slot was taken over on an item that cannot be read and could not \
-                 be given back: the node holds a slot it was refused; repair the group"
-            ),
-        }
-    }
-
-    /// Removes the grant of `id` written at `granted` (and only that one),
-    /// after the write landed on an item that cannot be read. A failure is
-    /// logged: the node then holds a slot it was told it did not get, which
-    /// blocks the group (never over-grants it) until an operator repairs it.
-    async fn take_back(&self, group: &GroupName, id: &NodeId, granted: Timestamp) {
-        let request = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
-            .update_expression("REMOVE #holder ADD #count :minus_one")
-            .condition_expression("#holder = :granted")
-            .expression_attribute_names("#holder", holder_attribute(id))
-            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
-            .expression_attribute_values(":granted", number(granted.0))
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
+            .expression_attribute_values(":granted", number(granted.0));
+        let request = match restore {
+            None => request
+                .update_expression("REMOVE #holder ADD #count :minus_one")
+                .condition_expression("#holder = :granted")
+                .expression_attribute_names("#count", COUNT_ATTRIBUTE)
+                .expression_attribute_values(":minus_one", AttributeValue::N("-1".into())),
+            Some((expired, since)) => request
+                .update_expression("REMOVE #holder SET #expired = :since")
+                .condition_expression("#holder = :granted AND attribute_not_exists(#expired)")
+                .expression_attribute_names("#expired", holder_attribute(expired))
+                .expression_attribute_values(":since", number(since.0)),
+        };
         match self.conditional(request).await {
             Ok(true) => tracing::error!(
                 group = %group,
@@ -533,7 +505,7 @@ impl LockStore for DynamoStore {
                 Written::AppliedUnreadable(err) => {
                     // The answer is a 500, so the node will not reboot: the
                     // slot it was just written must not stay held.
-                    self.take_back(group, id, now).await;
+                    self.take_back(group, id, now, None).await;
                     return Err(err);
                 }
                 Written::Refused(current) => current,
