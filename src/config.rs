@@ -712,6 +712,11 @@ mod tests {
             Ok(Duration::from_secs(7 * 24 * 3600)),
             "a week is the longest"
         );
+        assert_eq!(
+            parse_lease("30m"),
+            Ok(Duration::from_secs(1800)),
+            "30m is the shortest"
+        );
     }
 
     #[test]

@@ -336,6 +336,88 @@ mod tests {
         assert!(svc.store().groups(None).await.unwrap().is_empty());
     }
 
+    /// A clock that says what the test set, for the lease's boundaries.
+    #[derive(Clone)]
+    struct At(Arc<std::sync::Mutex<Timestamp>>);
+
+    impl Clock for At {
+        fn now(&self) -> Timestamp {
+            *self.0.lock().unwrap()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_take_over_names_whose_slot_it_was_and_a_full_refusal_when_the_lease_ends() {
+        let t0 = Timestamp(1_764_480_000_000);
+        let clock = At(Arc::new(std::sync::Mutex::new(t0)));
+        let groups = GroupSlots::parse("workers=1,db=2")
+            .unwrap()
+            .with_lease("workers=6h,db=6h")
+            .unwrap();
+        let svc = FleetLock::new(groups, MemoryStore::default()).with_clock(clock.clone());
+        let at = |t: Timestamp| *clock.0.lock().unwrap() = t;
+        svc.pre_reboot(&params("gone", "workers")).await.unwrap();
+        at(t0.plus(Duration::from_secs(3600)));
+        let full = svc.pre_reboot(&params("new", "workers")).await.unwrap();
+        assert_eq!(full.outcome, Outcome::Full);
+        let value = full.refusal.unwrap().value();
+        assert!(
+            value.contains("6h lease runs out at 2025-11-30T11:20:00Z"),
+            "{value}"
+        );
+        at(t0.plus(Duration::from_secs(6 * 3600 + 5)));
+        let taken = svc.pre_reboot(&params("new", "workers")).await.unwrap();
+        assert_eq!(
+            (taken.outcome, taken.refusal, taken.holders),
+            (Outcome::GrantedExpired, None, 1)
+        );
+        assert_eq!(
+            taken.expired,
+            Some(ExpiredSlot {
+                holder: NodeId::parse("gone").unwrap(),
+                held: Duration::from_secs(6 * 3600 + 5),
+            })
+        );
+        // A plain grant names nobody.
+        let plain = svc.pre_reboot(&params("a", "db")).await.unwrap();
+        assert_eq!((plain.outcome, plain.expired), (Outcome::Granted, None));
+    }
+
+    #[tokio::test]
+    async fn a_group_holding_more_than_its_slots_promises_no_lease() {
+        let t0 = Timestamp(1_764_480_000_000);
+        let clock = At(Arc::new(std::sync::Mutex::new(t0)));
+        let store = MemoryStore::default();
+        let workers = crate::domain::input::GroupName::parse("workers").unwrap();
+        let two = GroupRules {
+            slots: 2,
+            ..GroupRules::default()
+        };
+        for node in ["a", "b"] {
+            let id = NodeId::parse(node).unwrap();
+            store.acquire(&workers, &id, two, t0).await.unwrap();
+        }
+        // Lowered to one slot: two holders, and no take-over to promise.
+        let groups = GroupSlots::parse("workers=1")
+            .unwrap()
+            .with_lease("workers=6h")
+            .unwrap();
+        let svc = FleetLock::new(groups, store).with_clock(clock);
+        let full = svc.pre_reboot(&params("c", "workers")).await.unwrap();
+        let value = full.refusal.unwrap().value();
+        assert!(!value.contains("lease"), "{value}");
+        // At exactly as many holders as slots, the lease is promised.
+        let groups = GroupSlots::parse("workers=2")
+            .unwrap()
+            .with_lease("workers=6h")
+            .unwrap();
+        let svc =
+            FleetLock::new(groups, svc.store).with_clock(At(Arc::new(std::sync::Mutex::new(t0))));
+        let full = svc.pre_reboot(&params("c", "workers")).await.unwrap();
+        let value = full.refusal.unwrap().value();
+        assert!(value.contains("lease runs out at"), "{value}");
+    }
+
     #[tokio::test]
     async fn wildcard_groups_are_independent_semaphores() {
         let svc = service("*=1");
