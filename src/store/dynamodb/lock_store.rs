@@ -108,6 +108,19 @@ impl DynamoStore {
     }
 }
 
+/// What a grant needs besides room, in the grant and in the take-over past
+/// a lease alike: the asker holds nothing (under either name), no person's
+/// pause, no alarm's, the asker not excluded, and the settle period over.
+/// The settle period is over when the last release is at least `settle`
+/// before now; the time is a value, never in the expression. With no settle
+/// time this still refuses a request that arrived before the latest
+/// release, so that its write, landing late, cannot give a slot back to a
+/// node that has since released it.
+const GRANT_CHECKS: &str = "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) \
+     AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
+     AND attribute_not_exists(#excluded) \
+     AND (attribute_not_exists(#released) OR #released <= :settled)";
+
 pub(super) fn decided<T>(outcome: T, group: GroupRecord) -> Decided<T> {
     Decided {
         outcome,
@@ -132,15 +145,29 @@ impl DynamoStore {
         } else {
             "#count < :slots"
         };
-        let mut condition = format!(
-            "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) AND {room} \
-             AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
-             AND attribute_not_exists(#excluded)"
-        );
+        let mut condition = format!("{room} AND {GRANT_CHECKS}");
         let mut request = self
-            .client
-            .update_item()
+            .grant_checks(id, rules, now)
             .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
+            .expression_attribute_values(":one", number(1));
+        if item_exists {
+            condition.push_str(" AND attribute_exists(#key)");
+            request = request.expression_attribute_names("#key", KEY_ATTRIBUTE);
+        }
+        request.condition_expression(condition)
+    }
+
+    /// A write that gives `id` a slot at `now`, with the names and values of
+    /// [`GRANT_CHECKS`]: the grant and the take-over past a lease both start
+    /// here, so the second can never check less than the first.
+    fn grant_checks(
+        &self,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
             .expression_attribute_names("#holder", holder_attribute(id))
             .expression_attribute_names("#legacy", legacy_holder_attribute(id))
             .expression_attribute_names("#excluded", excluded_attribute(id))
@@ -148,23 +175,10 @@ impl DynamoStore {
             .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
             .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":slots", number(rules.slots.into()))
-            .expression_attribute_values(":one", number(1));
-        // The settle period is over when the last release is at least
-        // `settle` before now; the time is a value, never in the expression.
-        // With no settle time this still refuses a request that arrived
-        // before the latest release, so that its write, landing late, cannot
-        // give a slot back to a node that has since released it.
-        condition.push_str(" AND (attribute_not_exists(#released) OR #released <= :settled)");
-        request = request
-            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
-            .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
-        if item_exists {
-            condition.push_str(" AND attribute_exists(#key)");
-            request = request.expression_attribute_names("#key", KEY_ATTRIBUTE);
-        }
-        request.condition_expression(condition)
+            .expression_attribute_values(":settled", number(now.minus(rules.settle).0))
     }
 
     /// The second and last write of a request that found its group full with
@@ -184,33 +198,17 @@ impl DynamoStore {
         expired: &NodeId,
         since: Timestamp,
     ) -> UpdateItemFluentBuilder {
-        self.client
-            .update_item()
+        self.grant_checks(id, rules, now)
             .update_expression(
                 "SET #holder = :now, #slots = :slots REMOVE #expired, #expired_legacy",
             )
-            .condition_expression(
-                "(#expired = :since OR #expired_legacy = :since) \
-                 AND attribute_not_exists(#holder) AND attribute_not_exists(#legacy) \
-                 AND #count <= :slots \
-                 AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
-                 AND attribute_not_exists(#excluded) \
-                 AND (attribute_not_exists(#released) OR #released <= :settled)",
-            )
-            .expression_attribute_names("#holder", holder_attribute(id))
-            .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .condition_expression(format!(
+                "(#expired = :since OR #expired_legacy = :since) AND #count <= :slots \
+                 AND {GRANT_CHECKS}"
+            ))
             .expression_attribute_names("#expired", holder_attribute(expired))
             .expression_attribute_names("#expired_legacy", legacy_holder_attribute(expired))
-            .expression_attribute_names("#excluded", excluded_attribute(id))
-            .expression_attribute_names("#count", COUNT_ATTRIBUTE)
-            .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
-            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
-            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
-            .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
-            .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":since", number(since.0))
-            .expression_attribute_values(":slots", number(rules.slots.into()))
-            .expression_attribute_values(":settled", number(now.minus(rules.settle).0))
     }
 
     /// Sends [`Self::take_expired_request`]. Refused, it answers from the item
