@@ -4,7 +4,7 @@
 use crate::config::Config;
 use crate::domain::hosts::{Host, HostMap};
 use crate::domain::input::GroupName;
-use crate::domain::lock::Timestamp;
+use crate::domain::lock::{GroupRules, Timestamp};
 use crate::domain::store::GroupRecord;
 use crate::domain::windows::WindowState;
 
@@ -62,7 +62,7 @@ pub fn config_summary(
             format!("; paused while in ALARM: {}", alarms.join(", "))
         }
     };
-    let rule_text = |rules: crate::domain::lock::GroupRules| {
+    let rule_text = |rules: GroupRules| {
         format!(
             "{} slot{}, settle {}{}",
             rules.slots,
@@ -174,6 +174,11 @@ fn slots_text(record: &GroupRecord) -> String {
     }
 }
 
+/// The group's rules, if the configuration is known.
+fn rules_of(name: &GroupName, deployed: Option<&Config>) -> Option<GroupRules> {
+    deployed?.groups.rules_for(name).ok()
+}
+
 /// When the group's settle period ends, if the configuration is known.
 fn settles_until(
     name: &GroupName,
@@ -181,13 +186,7 @@ fn settles_until(
     deployed: Option<&Config>,
     now: Timestamp,
 ) -> Option<Timestamp> {
-    let settle = deployed?.groups.rules_for(name).ok()?.settle;
-    record.settling_until(settle, now)
-}
-
-/// The group's lease, if the configuration is known and gives one.
-fn lease_of(name: &GroupName, deployed: Option<&Config>) -> Option<std::time::Duration> {
-    deployed?.groups.rules_for(name).ok()?.lease
+    record.settling_until(rules_of(name, deployed)?.settle, now)
 }
 
 fn window(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<WindowState> {
@@ -381,7 +380,7 @@ pub fn table(
                 crate::domain::service::excluded_because(exclusion)
             ));
         }
-        if let Some(lease) = lease_of(name, deployed) {
+        if let Some(lease) = rules_of(name, deployed).and_then(|rules| rules.lease) {
             for (id, at) in record.holders.holders() {
                 let ends = at.plus(lease);
                 if ends <= now {
@@ -456,7 +455,8 @@ pub fn json(
     let groups: Vec<_> = groups
         .iter()
         .map(|(name, record)| {
-            let lease = lease_of(name, deployed);
+            let rules = rules_of(name, deployed);
+            let lease = rules.and_then(|rules| rules.lease);
             let holders: Vec<_> = record
                 .holders
                 .holders()
@@ -503,7 +503,6 @@ pub fn json(
                     exclusion
                 })
                 .collect();
-            let rules = deployed.and_then(|c| c.groups.rules_for(name).ok());
             let windows = deployed.and_then(|config| {
                 let calendar = config.windows.calendar_for(name)?;
                 let (state, at) = match config.windows.state(name, now) {
