@@ -19,7 +19,8 @@
 //! Each holder is a top-level attribute rather than an entry of a map, so the
 //! first request of a new group needs no existing parent: `SET h:<id>` and
 //! `ADD holder_count 1` both create what is missing. Every protocol call is one
-//! conditional `UpdateItem`; DynamoDB serialises writes to an item, so the
+//! conditional `UpdateItem` (a take-over past a lease, and a release landing
+//! after a later one, take a second); DynamoDB serialises writes to an item, so the
 //! condition sees every earlier grant and no slot is ever given twice. A failed
 //! condition returns the item as it was (`ALL_OLD`), from which the pure rules
 //! tell a holder asking again (granted) from a full group (refused) without a
