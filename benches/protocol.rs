@@ -277,6 +277,7 @@ async fn requests_per_answer_kind() {
             settle: Duration::ZERO,
             wildcard_limit: None,
             lease: None,
+            drain: None,
         };
         let planted = api.service().store().acquire(&group, &gone, one, day_ago);
         assert_eq!(planted.await.expect("plant").outcome, Acquire::Granted);
@@ -439,6 +440,7 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
         settle: Duration::ZERO,
         wildcard_limit: None,
         lease: None,
+        drain: None,
     };
     println!("### {title}\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");
@@ -490,6 +492,7 @@ async fn take_over_write_units() {
             settle: Duration::ZERO,
             wildcard_limit: None,
             lease: Some(Duration::from_secs(6 * 3600)),
+            drain: None,
         };
         let mut last = None;
         for n in 0..slots {

@@ -19,10 +19,11 @@ use crate::domain::windows::Schedule;
 
 /// The variables of the service's settings that a deploy sets: what
 /// `config check --env` prints.
-pub const FUNCTION_VARIABLES: [&str; 9] = [
+pub const FUNCTION_VARIABLES: [&str; 10] = [
     "FLEETLOCK_GROUPS",
     "FLEETLOCK_SETTLE",
     "FLEETLOCK_LEASE",
+    "FLEETLOCK_DRAIN",
     "FLEETLOCK_MAX_WILDCARD_GROUPS",
     "FLEETLOCK_WINDOWS",
     "FLEETLOCK_TIME_ZONE",
@@ -64,6 +65,7 @@ pub enum ConfigError {
     Groups(String),
     Settle(String),
     Lease(String),
+    Drain(String),
     Windows(String),
     TimeZone(String),
     Table(String),
@@ -82,6 +84,7 @@ impl fmt::Display for ConfigError {
             ConfigError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
             ConfigError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
             ConfigError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
+            ConfigError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
             ConfigError::Windows(why) => write!(f, "FLEETLOCK_WINDOWS: {why}"),
             ConfigError::TimeZone(why) => write!(f, "FLEETLOCK_TIME_ZONE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
@@ -104,6 +107,7 @@ impl From<GroupsError> for ConfigError {
             GroupsError::Groups(why) => ConfigError::Groups(why),
             GroupsError::Settle(why) => ConfigError::Settle(why),
             GroupsError::Lease(why) => ConfigError::Lease(why),
+            GroupsError::Drain(why) => ConfigError::Drain(why),
             GroupsError::MaxWildcardGroups(why) => ConfigError::MaxWildcardGroups(why),
         }
     }
@@ -158,6 +162,12 @@ impl Config {
         if let Some(spec) = var("FLEETLOCK_LEASE").filter(|v| !v.trim().is_empty()) {
             match groups.clone().with_lease(&spec) {
                 Ok(leased) => groups = leased,
+                Err(err) => fault(err.into()),
+            }
+        }
+        if let Some(spec) = var("FLEETLOCK_DRAIN").filter(|v| !v.trim().is_empty()) {
+            match groups.clone().with_drain(&spec) {
+                Ok(drained) => groups = drained,
                 Err(err) => fault(err.into()),
             }
         }
@@ -257,10 +267,11 @@ pub fn command_table(
 
 /// The variables that give a shell the rules of groups: when one is set,
 /// `status` and `forget` read the rules from this shell.
-pub const RULE_VARIABLES: [&str; 5] = [
+pub const RULE_VARIABLES: [&str; 6] = [
     "FLEETLOCK_GROUPS",
     "FLEETLOCK_SETTLE",
     "FLEETLOCK_LEASE",
+    "FLEETLOCK_DRAIN",
     "FLEETLOCK_WINDOWS",
     "FLEETLOCK_TIME_ZONE",
 ];
@@ -717,6 +728,70 @@ mod tests {
             Ok(Duration::from_secs(1800)),
             "30m is the shortest"
         );
+    }
+
+    #[test]
+    fn drain_gates_per_group_hold_by_default_and_none_without_the_setting() {
+        use crate::domain::lock::OnDrainTimeout;
+        let config = Config::from_vars(vars(&[
+            ("FLEETLOCK_GROUPS", "default=1,workers=3,*=1"),
+            ("FLEETLOCK_DRAIN", "workers=15m, *=1h:grant"),
+        ]))
+        .unwrap();
+        let drain = |g: &str| {
+            config
+                .groups
+                .rules_for(&group(g))
+                .unwrap()
+                .drain
+                .map(|d| (d.timeout.as_secs(), d.on_timeout))
+        };
+        assert_eq!(drain("workers"), Some((900, OnDrainTimeout::Hold)));
+        assert_eq!(drain("other"), Some((3600, OnDrainTimeout::Grant)));
+        assert!(config.groups.drains());
+        let plain = Config::from_vars(vars(&[("FLEETLOCK_GROUPS", "workers=3")])).unwrap();
+        assert_eq!(
+            plain.groups.rules_for(&group("workers")).unwrap().drain,
+            None
+        );
+        assert!(!plain.groups.drains());
+        use crate::domain::groups::parse_drain;
+        assert_eq!(
+            parse_drain("1m"),
+            Ok((Duration::from_secs(60), OnDrainTimeout::Hold))
+        );
+        assert_eq!(
+            parse_drain("24h:hold"),
+            Ok((Duration::from_secs(86_400), OnDrainTimeout::Hold))
+        );
+    }
+
+    #[test]
+    fn bad_drain_settings_stop_start_up_with_the_reason() {
+        for (spec, says) in [
+            ("workers", "not of the form"),
+            ("workers=soon", "not a duration"),
+            (
+                "workers=15m:later",
+                "'later' is not what happens at the drain timeout",
+            ),
+            ("db=15m", "not configured"),
+            ("*=15m", "has no '*'"),
+            ("workers=15m,workers=20m", "listed twice"),
+            ("workers=59s", "shorter than 1m"),
+            ("workers=24h1s:grant", "longer than 24h"),
+        ] {
+            let errors = Config::checked(vars(&[
+                ("FLEETLOCK_GROUPS", "default=1,workers=3"),
+                ("FLEETLOCK_DRAIN", spec),
+            ]))
+            .unwrap_err();
+            let err = errors[0].to_string();
+            assert!(
+                errors.len() == 1 && err.starts_with("FLEETLOCK_DRAIN: ") && err.contains(says),
+                "{spec}: {errors:?}"
+            );
+        }
     }
 
     #[test]

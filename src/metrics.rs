@@ -12,6 +12,10 @@ pub const OLDEST_HOLDER_AGE: &str = "OldestHolderAgeSeconds";
 /// On the line of a grant that took a slot past its lease, and only there:
 /// a metric billed only in the hours it has a value.
 pub const SLOTS_EXPIRED: &str = "SlotsExpired";
+/// On the lines of groups with a drain gate, and only there: how many of
+/// the group's reservations waited past their drain timeout (0 clears the
+/// alarm on it).
+pub const DRAINS_OVERDUE: &str = "DrainsOverdue";
 
 /// Emits metrics for one service (its dimension value: the function name).
 #[derive(Clone, Debug)]
@@ -38,23 +42,18 @@ impl EmbeddedMetrics {
             "Holders": answer.holders,
             "Outcome": answer.outcome.as_str(),
         });
-        let Some(expired) = &answer.expired else {
-            return emf_line(
-                &self.service,
-                now,
-                &[(OLDEST_HOLDER_AGE, "Seconds")],
-                properties,
-            );
-        };
-        properties[SLOTS_EXPIRED] = 1.into();
-        properties["ExpiredHolder"] = expired.holder.as_str().into();
-        properties["ExpiredHeldSeconds"] = expired.held.as_secs().into();
-        emf_line(
-            &self.service,
-            now,
-            &[(OLDEST_HOLDER_AGE, "Seconds"), (SLOTS_EXPIRED, "Count")],
-            properties,
-        )
+        let mut metrics = vec![(OLDEST_HOLDER_AGE, "Seconds")];
+        if let Some(expired) = &answer.expired {
+            properties[SLOTS_EXPIRED] = 1.into();
+            properties["ExpiredHolder"] = expired.holder.as_str().into();
+            properties["ExpiredHeldSeconds"] = expired.held.as_secs().into();
+            metrics.push((SLOTS_EXPIRED, "Count"));
+        }
+        if let Some(overdue) = answer.drains_overdue {
+            properties[DRAINS_OVERDUE] = overdue.into();
+            metrics.push((DRAINS_OVERDUE, "Count"));
+        }
+        emf_line(&self.service, now, &metrics, properties)
     }
 }
 
@@ -107,6 +106,7 @@ mod tests {
             oldest_holder_age: Some(Duration::from_millis(7_200_900)),
             refusal: None,
             expired: None,
+            drains_overdue: None,
         };
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
@@ -142,6 +142,7 @@ mod tests {
             slots: 1,
             oldest_holder_age: Some(Duration::ZERO),
             refusal: None,
+            drains_overdue: None,
             expired: Some(ExpiredSlot {
                 holder: NodeId::parse("gone").unwrap(),
                 held: Duration::from_secs(21_600),
@@ -176,6 +177,7 @@ mod tests {
             oldest_holder_age: None,
             refusal: None,
             expired: None,
+            drains_overdue: None,
         };
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));

@@ -832,6 +832,7 @@ mod tests {
             settle: Duration::ZERO,
             wildcard_limit: None,
             lease: None,
+            drain: None,
         }
     }
 

@@ -60,6 +60,27 @@ pub enum Error {
         /// Who excluded it and since when, as a phrase ("by alice since ...: why").
         why: String,
     },
+    /// The node's slot is reserved and waits for a hook or a person to
+    /// confirm that the node was drained (`FLEETLOCK_DRAIN`): never a 2xx
+    /// before that, since Zincati reboots on any 2xx.
+    WaitingForDrain {
+        group: String,
+        id: String,
+        /// When the reservation was made, and when its drain times out.
+        since: String,
+        until: String,
+        /// This request made the reservation.
+        reserved_now: bool,
+        /// Past the timeout, in a group that holds on timeout.
+        overdue: bool,
+    },
+    /// The group's maintenance window closes before a drain begun now
+    /// would time out: no new drain begins (kind `outside_maintenance_window`).
+    WindowClosesBeforeDrain {
+        group: String,
+        closes: String,
+        timeout: String,
+    },
     /// A slot of the group was given back less than its settle time ago.
     Settling {
         group: String,
@@ -128,6 +149,7 @@ impl Error {
         "semaphore_full",
         "group_paused",
         "node_excluded",
+        "waiting_for_drain",
         "settling",
         "outside_maintenance_window",
         "store_unavailable",
@@ -151,6 +173,8 @@ impl Error {
             Error::SemaphoreFull { .. } => "semaphore_full",
             Error::GroupPaused { .. } => "group_paused",
             Error::NodeExcluded { .. } => "node_excluded",
+            Error::WaitingForDrain { .. } => "waiting_for_drain",
+            Error::WindowClosesBeforeDrain { .. } => "outside_maintenance_window",
             Error::Settling { .. } => "settling",
             Error::OutsideMaintenanceWindow { .. } => "outside_maintenance_window",
             Error::StoreUnavailable => "store_unavailable",
@@ -177,6 +201,8 @@ impl Error {
             Error::SemaphoreFull { .. }
             | Error::GroupPaused { .. }
             | Error::NodeExcluded { .. }
+            | Error::WaitingForDrain { .. }
+            | Error::WindowClosesBeforeDrain { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. } => 423,
             Error::StoreUnavailable => 503,
@@ -256,6 +282,48 @@ impl Error {
             Error::NodeExcluded { group, id, why } => format!(
                 "this node ('{id}') is excluded from group '{group}'s rollout {why}; it takes no \
                  reboot slot until it is included again, while the rest of the group goes on"
+            ),
+            Error::WaitingForDrain {
+                group,
+                id,
+                since,
+                until,
+                reserved_now,
+                overdue: false,
+            } => format!(
+                "{} for this node ('{id}') in group '{group}'{}: it reboots once its drain is \
+                 confirmed, by {until} at the latest; Zincati asks again",
+                if *reserved_now {
+                    "a reboot slot is reserved"
+                } else {
+                    "the reserved reboot slot waits for a drain"
+                },
+                if *reserved_now {
+                    String::new()
+                } else {
+                    format!(" since {since}")
+                },
+            ),
+            Error::WaitingForDrain {
+                group,
+                id,
+                since,
+                until,
+                ..
+            } => format!(
+                "this node ('{id}') in group '{group}' has waited for its drain since {since}, \
+                 and nobody confirmed it by {until}: it keeps its reserved slot and does not \
+                 reboot until an operator confirms the drain ('fleetlock drained') or releases \
+                 the slot ('fleetlock release')"
+            ),
+            Error::WindowClosesBeforeDrain {
+                group,
+                closes,
+                timeout,
+            } => format!(
+                "group '{group}'s maintenance window closes at {closes}, before a drain begun \
+                 now ({timeout} at the most) would end; no drain begins, and Zincati asks \
+                 again in the next window"
             ),
             Error::Settling {
                 group,
@@ -346,6 +414,14 @@ mod tests {
                 id: "n1".into(),
                 why: "by alice".into(),
             },
+            Error::WaitingForDrain {
+                group: "g".into(),
+                id: "n1".into(),
+                since: "2026-11-30T05:12:09Z".into(),
+                until: "2026-11-30T05:27:09Z".into(),
+                reserved_now: true,
+                overdue: false,
+            },
             Error::Settling {
                 group: "g".into(),
                 until: "2026-11-30T05:12:09Z".into(),
@@ -379,11 +455,53 @@ mod tests {
             | Error::SemaphoreFull { .. }
             | Error::GroupPaused { .. }
             | Error::NodeExcluded { .. }
+            | Error::WaitingForDrain { .. }
+            | Error::WindowClosesBeforeDrain { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. }
             | Error::StoreUnavailable
             | Error::Internal => {}
         }
+    }
+
+    #[test]
+    fn a_drain_refusal_says_since_when_until_when_and_what_ends_it() {
+        let waiting = |reserved_now, overdue| Error::WaitingForDrain {
+            group: "workers".into(),
+            id: "n1".into(),
+            since: "2026-11-30T05:12:09Z".into(),
+            until: "2026-11-30T05:27:09Z".into(),
+            reserved_now,
+            overdue,
+        };
+        let reserved = waiting(true, false).value();
+        assert!(
+            reserved.starts_with("a reboot slot is reserved for this node ('n1') in group")
+                && reserved.contains("by 2026-11-30T05:27:09Z at the latest"),
+            "{reserved}"
+        );
+        let waits = waiting(false, false).value();
+        assert!(waits.contains("since 2026-11-30T05:12:09Z"), "{waits}");
+        let overdue = waiting(false, true).value();
+        assert!(
+            overdue.contains("nobody confirmed it by 2026-11-30T05:27:09Z")
+                && overdue.contains("fleetlock drained")
+                && overdue.contains("fleetlock release"),
+            "{overdue}"
+        );
+        for err in [waiting(true, false), waiting(false, true)] {
+            assert_eq!((err.kind(), err.status()), ("waiting_for_drain", 423));
+        }
+        let closing = Error::WindowClosesBeforeDrain {
+            group: "workers".into(),
+            closes: "2026-11-30T06:00:00Z".into(),
+            timeout: "15m".into(),
+        };
+        assert_eq!(
+            (closing.kind(), closing.status()),
+            ("outside_maintenance_window", 423)
+        );
+        assert!(closing.value().contains("closes at 2026-11-30T06:00:00Z"));
     }
 
     #[test]

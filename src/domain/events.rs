@@ -27,11 +27,13 @@ pub enum Kind {
     GroupPaused,
     NodeExcluded,
     SlotGranted,
+    SlotDrainRequested,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::SlotGranted,
+        Kind::SlotDrainRequested,
         Kind::SlotReleased,
         Kind::SlotExpired,
         Kind::GroupPaused,
@@ -43,6 +45,7 @@ impl Kind {
     pub fn detail_type(self) -> &'static str {
         match self {
             Kind::SlotGranted => "Slot Granted",
+            Kind::SlotDrainRequested => "Slot Drain Requested",
             Kind::SlotReleased => "Slot Released",
             Kind::SlotExpired => "Slot Expired",
             Kind::GroupPaused => "Group Paused",
@@ -76,7 +79,7 @@ pub struct SlotEvent {
 
 /// Every change from `old` to `new` (an absent item is `Group::default()`),
 /// releases (or the one expiry) and resumes first, then pauses, then inclusions and exclusions,
-/// then grants; within a kind by node id or alarm name, so that a
+/// then grants, then drain requests; within a kind by node id or alarm name, so that a
 /// redelivery produces the same list.
 pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) -> Vec<SlotEvent> {
     let after = After::of(group, old, new, origin);
@@ -111,11 +114,16 @@ pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) 
                 .last_release
                 .filter(|&at| Some(at) != old.last_release)
                 .unwrap_or(origin.written_at);
-            let fields = json!({
+            let mut fields = json!({
                 "id": id.as_str(),
                 "held_since": held_since.to_rfc3339_millis(),
                 "held_seconds": held_since.age_at(at).as_secs(),
             });
+            // A reservation that ended before its drain was confirmed: the
+            // node did not reboot, and a hook that drained it undrains it.
+            if old.draining.contains_key(*id) {
+                fields["reserved"] = true.into();
+            }
             events.push(after.event(Kind::SlotReleased, id.as_str(), at, fields));
         }
     }
@@ -157,13 +165,37 @@ pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) 
             events.push(after.event(Kind::NodeExcluded, id.as_str(), exclusion.since, fields));
         }
     }
+    // Grants: a node that took a free slot, and a reservation confirmed
+    // (or granted on its timeout), which the item dates anew.
+    let confirmed = old.draining.keys().filter(|id| {
+        !new.draining.contains_key(*id) && new.holders.holds(id) && old.holders.holds(id)
+    });
+    let mut granted: Vec<_> = arrived
+        .iter()
+        .filter(|(id, _)| !new.draining.contains_key(*id))
+        .map(|(id, since)| (*id, *since, None))
+        .chain(confirmed.map(|id| {
+            let at = new.holders.held_since(id).unwrap_or(origin.written_at);
+            (id, at, old.draining.get(id).copied())
+        }))
+        .collect();
+    granted.sort_by(|a, b| a.0.cmp(b.0));
+    for (id, since, reserved) in granted {
+        let mut fields = json!({ "id": id.as_str() });
+        if let Some(reserved) = reserved {
+            fields["reserved_at"] = reserved.to_rfc3339_millis().into();
+            fields["waited_seconds"] = reserved.age_at(since).as_secs().into();
+        }
+        events.push(after.event(Kind::SlotGranted, id.as_str(), since, fields));
+    }
     for (id, since) in arrived {
-        events.push(after.event(
-            Kind::SlotGranted,
-            id.as_str(),
-            since,
-            json!({ "id": id.as_str() }),
-        ));
+        if new.draining.contains_key(id) {
+            let fields = json!({
+                "id": id.as_str(),
+                "reserved_at": since.to_rfc3339_millis(),
+            });
+            events.push(after.event(Kind::SlotDrainRequested, id.as_str(), since, fields));
+        }
     }
     events
 }
@@ -387,6 +419,57 @@ mod tests {
                 (Kind::SlotReleased, "b".to_owned()),
                 (Kind::SlotReleased, "old".to_owned()),
                 (Kind::SlotGranted, "new".to_owned())
+            ]
+        );
+    }
+
+    fn reserved(mut group: Group, ids: &[(&str, u64)]) -> Group {
+        for (id, at) in ids {
+            group
+                .draining
+                .insert(NodeId::parse(id).unwrap(), Timestamp(*at));
+        }
+        group
+    }
+
+    #[test]
+    fn a_reservation_is_a_drain_request_its_confirmation_the_grant_and_its_end_a_release() {
+        let before = group(&[("a", 1_000)]);
+        let asked = reserved(group(&[("a", 1_000), ("b", 4_000)]), &[("b", 4_000)]);
+        let events = changes(&workers(), &before, &asked, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::SlotDrainRequested, "b".to_owned())]);
+        assert_eq!(events[0].detail["reserved_at"], "1970-01-01T00:00:04.000Z");
+        assert_eq!(events[0].detail["holders"], 2, "the reservation counts");
+        assert_eq!(
+            Kind::SlotDrainRequested.detail_type(),
+            "Slot Drain Requested"
+        );
+
+        let confirmed = group(&[("a", 1_000), ("b", 64_000)]);
+        let events = changes(&workers(), &asked, &confirmed, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::SlotGranted, "b".to_owned())]);
+        assert_eq!(events[0].at, Timestamp(64_000), "dated by the confirmation");
+        assert_eq!(events[0].detail["waited_seconds"], 60);
+
+        let mut ended = group(&[("a", 1_000)]);
+        ended.last_release = Some(Timestamp(9_000));
+        let events = changes(&workers(), &asked, &ended, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::SlotReleased, "b".to_owned())]);
+        assert_eq!(events[0].detail["reserved"], true, "the undrain signal");
+        let released = changes(&workers(), &confirmed, &ended, ORIGIN);
+        assert_eq!(released[0].detail.get("reserved"), None);
+    }
+
+    #[test]
+    fn a_take_over_behind_a_drain_gate_expires_the_old_slot_and_requests_a_drain() {
+        let old = group(&[("old", 1_000), ("b", 2_000)]);
+        let new = reserved(group(&[("new", 9_000), ("b", 2_000)]), &[("new", 9_000)]);
+        let events = changes(&workers(), &old, &new, ORIGIN);
+        assert_eq!(
+            kinds(&events),
+            [
+                (Kind::SlotExpired, "old".to_owned()),
+                (Kind::SlotDrainRequested, "new".to_owned())
             ]
         );
     }

@@ -1,6 +1,6 @@
 //! The groups and their rules as the settings write them: slots per group
 //! (`FLEETLOCK_GROUPS`), settle times (`FLEETLOCK_SETTLE`), leases
-//! (`FLEETLOCK_LEASE`), the bound on the
+//! (`FLEETLOCK_LEASE`), drain gates (`FLEETLOCK_DRAIN`), the bound on the
 //! groups only `*` covers, and the durations all of them are written in.
 //! Parsed here, pure; [`crate::config`] reads the variables.
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
-use crate::domain::lock::GroupRules;
+use crate::domain::lock::{DrainRule, GroupRules, OnDrainTimeout};
 
 /// Why a group setting was refused, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +18,7 @@ pub enum GroupsError {
     Groups(String),
     Settle(String),
     Lease(String),
+    Drain(String),
     MaxWildcardGroups(String),
 }
 
@@ -27,6 +28,7 @@ impl fmt::Display for GroupsError {
             GroupsError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
             GroupsError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
             GroupsError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
+            GroupsError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
             GroupsError::MaxWildcardGroups(why) => {
                 write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
             }
@@ -46,6 +48,12 @@ pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
 pub const MIN_LEASE: Duration = Duration::from_secs(30 * 60);
 /// The longest lease: a week. Past that, `fleetlock release` says it better.
 pub const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The shortest drain timeout: a load balancer needs this long at the least
+/// to stop sending a node new connections.
+pub const MIN_DRAIN: Duration = Duration::from_secs(60);
+/// The longest drain timeout: past a day, pausing the group says it better.
+pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 3600);
 
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub const DEFAULT_GROUPS: &str = "default=1";
@@ -75,6 +83,9 @@ pub struct GroupSlots {
     /// From `FLEETLOCK_LEASE`; a group in neither map has no lease.
     lease: BTreeMap<GroupName, Duration>,
     lease_others: Option<Duration>,
+    /// From `FLEETLOCK_DRAIN`; a group in neither map has no drain gate.
+    drain: BTreeMap<GroupName, (Duration, OnDrainTimeout)>,
+    drain_others: Option<(Duration, OnDrainTimeout)>,
     /// How many groups only `*` covers may have an item.
     wildcard_limit: u32,
 }
@@ -153,6 +164,8 @@ impl GroupSlots {
             settle_others: None,
             lease: BTreeMap::new(),
             lease_others: None,
+            drain: BTreeMap::new(),
+            drain_others: None,
             wildcard_limit: DEFAULT_WILDCARD_GROUPS,
         })
     }
@@ -199,15 +212,37 @@ impl GroupSlots {
         Ok(self)
     }
 
+    /// Adds the drain gates of `FLEETLOCK_DRAIN` (`workers=15m,db=30m:grant`):
+    /// a timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`], then `hold` (the
+    /// default) or `grant`, for groups these slots configure.
+    pub fn with_drain(mut self, spec: &str) -> Result<Self, GroupsError> {
+        let (drain, drain_others) = self
+            .durations(
+                spec,
+                "a drain timeout",
+                "workers=15m,db=30m:grant",
+                parse_drain,
+            )
+            .map_err(GroupsError::Drain)?;
+        self.drain = drain;
+        self.drain_others = drain_others;
+        Ok(self)
+    }
+
+    /// Whether any group has a drain gate.
+    pub fn drains(&self) -> bool {
+        !self.drain.is_empty() || self.drain_others.is_some()
+    }
+
     /// A duration per group (`GROUP=DURATION,*=DURATION`), each read by
     /// `parse`, for groups these slots configure only.
-    fn durations(
+    fn durations<T>(
         &self,
         spec: &str,
         what: &str,
         example: &str,
-        parse: fn(&str) -> Result<Duration, String>,
-    ) -> Result<(BTreeMap<GroupName, Duration>, Option<Duration>), String> {
+        parse: fn(&str) -> Result<T, String>,
+    ) -> Result<(BTreeMap<GroupName, T>, Option<T>), String> {
         per_group(
             spec,
             "GROUP=DURATION",
@@ -236,11 +271,13 @@ impl GroupSlots {
             .unwrap_or(Duration::ZERO);
         let wildcard_limit = (!self.listed.contains_key(group)).then_some(self.wildcard_limit);
         let lease = self.lease.get(group).copied().or(self.lease_others);
+        let drain = self.drain.get(group).copied().or(self.drain_others);
         Ok(GroupRules {
             slots,
             settle,
             wildcard_limit,
             lease,
+            drain: drain.map(drain_rule),
         })
     }
 
@@ -269,8 +306,48 @@ impl GroupSlots {
             settle: self.settle_others.unwrap_or(Duration::ZERO),
             wildcard_limit: Some(self.wildcard_limit),
             lease: self.lease_others,
+            drain: self.drain_others.map(drain_rule),
         })
     }
+}
+
+fn drain_rule((timeout, on_timeout): (Duration, OnDrainTimeout)) -> DrainRule {
+    DrainRule {
+        timeout,
+        on_timeout,
+        window_closes: None,
+    }
+}
+
+/// A drain gate: `15m` (hold on timeout), `15m:hold` or `30m:grant`, the
+/// timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`].
+pub fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
+    let (time, policy) = text.split_once(':').unwrap_or((text, "hold"));
+    let on_timeout = match policy.trim() {
+        "hold" => OnDrainTimeout::Hold,
+        "grant" => OnDrainTimeout::Grant,
+        other => {
+            return Err(format!(
+                "'{other}' is not what happens at the drain timeout: 'hold' (keep refusing, \
+                 the default) or 'grant' (the node reboots undrained)"
+            ));
+        }
+    };
+    let timeout = parse_span(time)?;
+    if timeout < MIN_DRAIN {
+        return Err(format!(
+            "drain timeout '{}' is shorter than 1m: a load balancer needs longer to let \
+             a node's connections finish",
+            time.trim()
+        ));
+    }
+    if timeout > MAX_DRAIN {
+        return Err(format!(
+            "drain timeout '{}' is longer than 24h; pause the group instead",
+            time.trim()
+        ));
+    }
+    Ok((timeout, on_timeout))
 }
 
 impl Default for GroupSlots {

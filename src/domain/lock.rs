@@ -107,6 +107,42 @@ impl Pause {
     }
 }
 
+/// What happens to a reservation whose drain nobody confirmed in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDrainTimeout {
+    /// Keep refusing the node, and let the alarm wake someone: a node that
+    /// was not drained does not reboot (the default).
+    #[default]
+    Hold,
+    /// Grant the slot at the node's next request: the rollout goes on, the
+    /// node reboots undrained.
+    Grant,
+}
+
+impl OnDrainTimeout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnDrainTimeout::Hold => "hold",
+            OnDrainTimeout::Grant => "grant",
+        }
+    }
+}
+
+/// A group's drain gate (`FLEETLOCK_DRAIN`): a node's first request for a
+/// free slot reserves it, and the slot is granted only once a hook or a
+/// person confirms that the node was drained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DrainRule {
+    /// How long a drain may take.
+    pub timeout: Duration,
+    pub on_timeout: OnDrainTimeout,
+    /// Set by the service for one request: the group's maintenance window
+    /// closes at this time, before a drain begun now would time out, so no
+    /// new drain begins (a drained node would be left out of service until
+    /// the next window).
+    pub window_closes: Option<Timestamp>,
+}
+
 /// What a group's configuration says about new slots.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GroupRules {
@@ -124,6 +160,8 @@ pub struct GroupRules {
     /// nobody loses a slot while nobody needs it. `None`: held until given
     /// back, FleetLock's own rule.
     pub lease: Option<Duration>,
+    /// The group's drain gate, if it has one.
+    pub drain: Option<DrainRule>,
 }
 
 /// A group as stored: the state that decides a request for a slot.
@@ -138,6 +176,10 @@ pub struct Group {
     pub slots: Option<u32>,
     /// Nodes a person keeps out of the rollout.
     pub excluded: BTreeMap<NodeId, Exclusion>,
+    /// Holders whose slot is reserved, not yet granted: since when each
+    /// waits for its drain. Every one is also in `holders` (the slot counts
+    /// against the group from the reservation on).
+    pub draining: BTreeMap<NodeId, Timestamp>,
 }
 
 impl Group {
@@ -152,10 +194,17 @@ impl Group {
 
     /// What a request for a slot gets, without changing anything. Which
     /// answer wins when several apply: a holder always hears yes (it keeps its
-    /// slot, whatever else holds); then an excluded node, then paused, then
-    /// settling, then a free slot, then a slot whose lease ran out, then full.
+    /// slot, whatever else holds); a node waiting for its drain hears that
+    /// it is excluded, then paused, then that it waits (or, past the drain
+    /// timeout, that it waits still or is granted); then an excluded node,
+    /// then paused, then settling, then a free slot, then a slot whose lease
+    /// ran out, then full. With a drain gate, a free or expired slot is
+    /// reserved rather than granted, and only while the maintenance window
+    /// stays open for the drain timeout.
     pub fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
-        if self.holders.holds(id) {
+        if let Some(&since) = self.draining.get(id) {
+            self.decide_reserved(id, since, rules, now)
+        } else if self.holders.holds(id) {
             Acquire::AlreadyHeld
         } else if self.excluded.contains_key(id) {
             Acquire::Excluded
@@ -164,17 +213,81 @@ impl Group {
         } else if let Some(until) = self.settling_until(rules.settle, now) {
             Acquire::Settling { until }
         } else {
-            match self.holders.decide_acquire(id, rules.slots) {
+            let outcome = match self.holders.decide_acquire(id, rules.slots) {
                 Acquire::Full => rules
                     .lease
-                    .and_then(|lease| self.holders.expired(lease, rules.slots, now))
+                    .and_then(|lease| self.expired(lease, rules.slots, now))
                     .map_or(Acquire::Full, |(holder, since)| Acquire::TakesExpired {
                         holder: holder.clone(),
                         since,
                     }),
                 outcome => outcome,
+            };
+            match (outcome, rules.drain) {
+                (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(drain)) => {
+                    match drain.window_closes {
+                        Some(closes) => Acquire::WindowTooShort { closes },
+                        None if outcome == Acquire::Granted => Acquire::Reserves,
+                        None => outcome,
+                    }
+                }
+                (outcome, _) => outcome,
             }
         }
+    }
+
+    /// The answer to a node whose slot is reserved since `since`. A
+    /// reservation left over from a drain gate since removed is granted at
+    /// the node's next request, as a timeout with `grant` would.
+    fn decide_reserved(
+        &self,
+        id: &NodeId,
+        since: Timestamp,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> Acquire {
+        if self.excluded.contains_key(id) {
+            return Acquire::Excluded;
+        }
+        if self.pause.is_paused() {
+            return Acquire::Paused;
+        }
+        let Some(drain) = rules.drain else {
+            return Acquire::DrainTimedOut { since };
+        };
+        let until = since.plus(drain.timeout);
+        match (now < until, drain.on_timeout) {
+            (true, _) => Acquire::Draining {
+                since,
+                until,
+                overdue: false,
+            },
+            (false, OnDrainTimeout::Hold) => Acquire::Draining {
+                since,
+                until,
+                overdue: true,
+            },
+            (false, OnDrainTimeout::Grant) => Acquire::DrainTimedOut { since },
+        }
+    }
+
+    /// The holder whose slot a newcomer may take at `now` past `lease`: the
+    /// longest-held granted slot. A reservation is never taken over: its
+    /// node has not rebooted, and its drain timeout decides what happens.
+    pub fn expired(
+        &self,
+        lease: Duration,
+        slots: u32,
+        now: Timestamp,
+    ) -> Option<(&NodeId, Timestamp)> {
+        if self.holders.len() > slots as usize {
+            return None;
+        }
+        self.holders
+            .holders()
+            .filter(|(id, _)| !self.draining.contains_key(*id))
+            .min_by_key(|(_, at)| *at)
+            .filter(|(_, since)| since.plus(lease) <= now)
     }
 
     pub fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
@@ -183,11 +296,55 @@ impl Group {
             Acquire::Granted => {
                 self.holders.acquire(id, rules.slots, now);
             }
-            Acquire::TakesExpired { holder, .. } => self.holders.hand_over(holder, id, now),
+            Acquire::Reserves => {
+                self.holders.acquire(id, rules.slots, now);
+                self.draining.insert(id.clone(), now);
+            }
+            Acquire::TakesExpired { holder, .. } => {
+                self.holders.hand_over(holder, id, now);
+                if rules.drain.is_some() {
+                    self.draining.insert(id.clone(), now);
+                }
+            }
+            Acquire::DrainTimedOut { .. } => self.grant_reserved(id, now),
             _ => return outcome,
         }
         self.slots = Some(rules.slots);
         outcome
+    }
+
+    /// What a confirmation that `id` was drained gets, without changing
+    /// anything: granted unless the reservation is gone, is another one
+    /// than the one drained (`since`, when the confirmer names it), or
+    /// the node may not reboot now (excluded, or the group paused: the
+    /// reservation stays, and a later confirmation grants it).
+    pub fn decide_drained(&self, id: &NodeId, since: Option<Timestamp>) -> Drained {
+        match self.draining.get(id) {
+            None if self.holders.holds(id) => Drained::AlreadyGranted,
+            None => Drained::NoReservation,
+            Some(&waiting) if since.is_some_and(|since| since != waiting) => {
+                Drained::OtherReservation { since: waiting }
+            }
+            Some(_) if self.excluded.contains_key(id) => Drained::Excluded,
+            Some(_) if self.pause.is_paused() => Drained::Paused,
+            Some(_) => Drained::Granted,
+        }
+    }
+
+    pub fn drained(&mut self, id: &NodeId, since: Option<Timestamp>, now: Timestamp) -> Drained {
+        let outcome = self.decide_drained(id, since);
+        if outcome == Drained::Granted {
+            self.grant_reserved(id, now);
+        }
+        outcome
+    }
+
+    /// The reservation of `id` becomes its slot, taken at `now` (a lease
+    /// runs from here).
+    fn grant_reserved(&mut self, id: &NodeId, now: Timestamp) {
+        if self.draining.remove(id).is_some() {
+            self.holders.set_time(id, now);
+        }
     }
 
     /// A release that arrived at `now` frees the node's slot only if it was
@@ -199,6 +356,7 @@ impl Group {
         match self.holders.held_since(id) {
             Some(granted) if granted <= now => {
                 self.holders.release(id);
+                self.draining.remove(id);
                 self.last_release = Some(self.last_release.map_or(now, |last| last.max(now)));
                 Release::Released
             }
@@ -226,9 +384,46 @@ pub enum Acquire {
     Paused,
     /// A slot was given back less than the settle time ago.
     Settling { until: Timestamp },
+    /// A free slot, in a group with a drain gate: the node reserved it and
+    /// waits for its drain to be confirmed.
+    Reserves,
+    /// The node's slot is reserved since `since` and waits for its drain,
+    /// until `until`; `overdue` past it, when the group holds on timeout.
+    Draining {
+        since: Timestamp,
+        until: Timestamp,
+        overdue: bool,
+    },
+    /// The node's reservation, since `since`, passed its drain timeout in a
+    /// group that grants on timeout (or whose drain gate was removed): the
+    /// node takes its slot undrained.
+    DrainTimedOut { since: Timestamp },
+    /// A slot is free (or expired), but the group's maintenance window
+    /// closes at `closes`, before a drain begun now would time out.
+    WindowTooShort { closes: Timestamp },
     /// The group has no item yet, only `*` covers it, and as many such
     /// groups as allowed exist already: nothing was stored.
     TooManyGroups { limit: u32 },
+}
+
+/// The answer to a confirmation that a node was drained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drained {
+    /// The reservation is now the node's slot.
+    Granted,
+    /// The node holds its slot already (confirmed before, or granted on
+    /// timeout): nothing changed.
+    AlreadyGranted,
+    /// The node holds no reservation: it never asked, or its reservation
+    /// ended (its steady-state, a release). Nothing changed.
+    NoReservation,
+    /// The node waits since `since`, not since the time confirmed: this
+    /// confirmation is of an earlier reservation that has ended.
+    OtherReservation { since: Timestamp },
+    /// A person keeps the node out of the rollout: the reservation stays.
+    Excluded,
+    /// The group is paused: the reservation stays, confirm again after.
+    Paused,
 }
 
 /// The answer to a release.
@@ -281,6 +476,13 @@ impl Semaphore {
         }
     }
 
+    /// `id`'s slot counts as taken at `now` (a reservation granted).
+    fn set_time(&mut self, id: &NodeId, now: Timestamp) {
+        if let Some(at) = self.holders.get_mut(id) {
+            *at = now;
+        }
+    }
+
     pub fn release(&mut self, id: &NodeId) -> Release {
         match self.holders.remove(id) {
             Some(_) => Release::Released,
@@ -313,22 +515,6 @@ impl Semaphore {
     /// the node that blocks its group.
     pub fn oldest(&self) -> Option<(&NodeId, Timestamp)> {
         self.holders().min_by_key(|(_, at)| *at)
-    }
-
-    /// The holder whose slot a newcomer may take at `now`: the oldest, if it
-    /// has held for at least `lease`, and only while the group holds no more
-    /// than `slots` (after the count was lowered, taking a slot over would
-    /// keep more holders than slots).
-    pub fn expired(
-        &self,
-        lease: Duration,
-        slots: u32,
-        now: Timestamp,
-    ) -> Option<(&NodeId, Timestamp)> {
-        if self.holders.len() > slots as usize {
-            return None;
-        }
-        self.oldest().filter(|(_, since)| since.plus(lease) <= now)
     }
 }
 
@@ -470,6 +656,7 @@ mod tests {
             settle,
             wildcard_limit: None,
             lease: None,
+            drain: None,
         }
     }
 
@@ -754,5 +941,174 @@ mod tests {
             Duration::from_secs(7)
         );
         assert_eq!(Timestamp(9).age_at(Timestamp(1)), Duration::ZERO);
+    }
+
+    const QUARTER: Duration = Duration::from_secs(900);
+
+    fn gated(slots: u32, on_timeout: OnDrainTimeout) -> GroupRules {
+        GroupRules {
+            drain: Some(DrainRule {
+                timeout: QUARTER,
+                on_timeout,
+                window_closes: None,
+            }),
+            ..rules(slots, Duration::ZERO)
+        }
+    }
+
+    #[test]
+    fn a_drain_gate_reserves_a_free_slot_and_grants_it_only_when_confirmed() {
+        let mut group = Group::default();
+        let r = gated(1, OnDrainTimeout::Hold);
+        let t0 = Timestamp(1_000_000);
+        assert_eq!(group.acquire(&id("a"), r, t0), Acquire::Reserves);
+        assert_eq!(group.holders.len(), 1, "the reservation counts");
+        assert_eq!(group.acquire(&id("b"), r, t0), Acquire::Full);
+        let later = t0.plus(Duration::from_secs(60));
+        let waiting = Acquire::Draining {
+            since: t0,
+            until: t0.plus(QUARTER),
+            overdue: false,
+        };
+        assert_eq!(group.acquire(&id("a"), r, later), waiting);
+        // A confirmation of another reservation grants nothing.
+        assert_eq!(
+            group.drained(&id("a"), Some(Timestamp(5)), later),
+            Drained::OtherReservation { since: t0 }
+        );
+        assert_eq!(group.drained(&id("b"), None, later), Drained::NoReservation);
+        assert_eq!(group.drained(&id("a"), Some(t0), later), Drained::Granted);
+        assert!(group.draining.is_empty());
+        assert_eq!(
+            group.holders.held_since(&id("a")),
+            Some(later),
+            "dated anew"
+        );
+        assert_eq!(group.acquire(&id("a"), r, later), Acquire::AlreadyHeld);
+        assert_eq!(
+            group.drained(&id("a"), Some(t0), later),
+            Drained::AlreadyGranted
+        );
+    }
+
+    #[test]
+    fn past_the_drain_timeout_a_reservation_holds_or_is_granted_as_configured() {
+        let t0 = Timestamp(0);
+        let due = t0.plus(QUARTER);
+        let mut group = Group::default();
+        group.acquire(&id("a"), gated(1, OnDrainTimeout::Hold), t0);
+        let before = due.minus(Duration::from_millis(1));
+        assert!(matches!(
+            group.decide_acquire(&id("a"), gated(1, OnDrainTimeout::Grant), before),
+            Acquire::Draining { overdue: false, .. }
+        ));
+        assert_eq!(
+            group.decide_acquire(&id("a"), gated(1, OnDrainTimeout::Hold), due),
+            Acquire::Draining {
+                since: t0,
+                until: due,
+                overdue: true
+            }
+        );
+        assert_eq!(
+            group.acquire(&id("a"), gated(1, OnDrainTimeout::Grant), due),
+            Acquire::DrainTimedOut { since: t0 }
+        );
+        assert_eq!(
+            group.acquire(&id("a"), gated(1, OnDrainTimeout::Grant), due),
+            Acquire::AlreadyHeld
+        );
+        // A gate removed: a reservation left over is granted at the next ask.
+        let mut left_over = Group::default();
+        left_over.acquire(&id("b"), gated(1, OnDrainTimeout::Hold), t0);
+        assert_eq!(
+            left_over.acquire(&id("b"), rules(1, Duration::ZERO), t0),
+            Acquire::DrainTimedOut { since: t0 }
+        );
+    }
+
+    #[test]
+    fn a_reserved_node_never_reboots_while_paused_or_excluded() {
+        let r = gated(2, OnDrainTimeout::Grant);
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        let overdue = Timestamp(0).plus(QUARTER * 2);
+        let mut paused = group.clone();
+        paused.pause.alarms.insert("errors".into());
+        assert_eq!(paused.acquire(&id("a"), r, overdue), Acquire::Paused);
+        assert_eq!(paused.drained(&id("a"), None, overdue), Drained::Paused);
+        assert!(
+            paused.draining.contains_key(&id("a")),
+            "the reservation stays"
+        );
+        let mut excluded = group.clone();
+        excluded.excluded.insert(
+            id("a"),
+            PersonPause {
+                reason: reason("disk"),
+                since: Timestamp(1),
+                by: "ana".into(),
+            },
+        );
+        assert_eq!(excluded.acquire(&id("a"), r, overdue), Acquire::Excluded);
+        assert_eq!(excluded.drained(&id("a"), None, overdue), Drained::Excluded);
+        // Its steady-state (Zincati restarted) ends the reservation.
+        assert_eq!(group.release(&id("a"), Timestamp(5)), Release::Released);
+        assert!(group.draining.is_empty() && group.holders.is_empty());
+    }
+
+    #[test]
+    fn a_settle_time_gates_new_reservations_and_a_short_window_begins_no_drain() {
+        let mut group = Group::default();
+        let settle = GroupRules {
+            settle: TEN_MIN,
+            ..gated(2, OnDrainTimeout::Hold)
+        };
+        group.last_release = Some(Timestamp(100));
+        assert!(matches!(
+            group.decide_acquire(&id("a"), settle, Timestamp(200)),
+            Acquire::Settling { .. }
+        ));
+        let mut closing = gated(2, OnDrainTimeout::Hold);
+        if let Some(drain) = closing.drain.as_mut() {
+            drain.window_closes = Some(Timestamp(9_000));
+        }
+        assert_eq!(
+            group.acquire(&id("a"), closing, Timestamp(1_000_000)),
+            Acquire::WindowTooShort {
+                closes: Timestamp(9_000)
+            }
+        );
+        assert!(group.holders.is_empty(), "nothing reserved");
+    }
+
+    #[test]
+    fn a_lease_never_takes_a_reservation_and_a_take_over_behind_a_gate_is_a_reservation() {
+        let leased_gate = GroupRules {
+            lease: Some(HOUR),
+            ..gated(2, OnDrainTimeout::Hold)
+        };
+        let mut group = Group::default();
+        group.acquire(&id("reserved"), leased_gate, Timestamp(0));
+        group.acquire(&id("held"), leased_gate, Timestamp(1));
+        group.drained(&id("held"), None, Timestamp(2));
+        let late = Timestamp(0).plus(HOUR * 3);
+        assert_eq!(
+            group.acquire(&id("new"), leased_gate, late),
+            Acquire::TakesExpired {
+                holder: id("held"),
+                since: Timestamp(2)
+            }
+        );
+        assert!(
+            group.draining.contains_key(&id("new")),
+            "the newcomer drains first"
+        );
+        assert!(group.draining.contains_key(&id("reserved")));
+        // Only reservations are left: nothing is taken over.
+        assert_eq!(
+            group.acquire(&id("other"), leased_gate, late.plus(HOUR * 3)),
+            Acquire::Full
+        );
     }
 }

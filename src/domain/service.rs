@@ -28,6 +28,20 @@ pub enum Outcome {
     Settling,
     /// A new group only `*` covers, past the limit: refused at the edge.
     TooManyGroups,
+    /// A slot was reserved for the node, which waits for its drain: refused
+    /// at the edge (`waiting_for_drain`), never a 2xx before the drain.
+    Reserved,
+    /// The node's reserved slot still waits for its drain: refused.
+    WaitingForDrain,
+    /// The node's reserved slot waited past its drain timeout, and the
+    /// group holds on timeout: refused, and counted for the alarm.
+    DrainOverdue,
+    /// The node's reserved slot waited past its drain timeout, and the
+    /// group grants on timeout: granted undrained.
+    GrantedDrainTimeout,
+    /// The maintenance window closes before a drain begun now would end:
+    /// refused, no drain begins.
+    WindowClosing,
     Released,
     NotHeld,
 }
@@ -43,6 +57,11 @@ impl Outcome {
             Outcome::Excluded => "excluded",
             Outcome::Settling => "settling",
             Outcome::TooManyGroups => "too_many_groups",
+            Outcome::Reserved => "reserved",
+            Outcome::WaitingForDrain => "waiting_for_drain",
+            Outcome::DrainOverdue => "drain_overdue",
+            Outcome::GrantedDrainTimeout => "granted_drain_timeout",
+            Outcome::WindowClosing => "window_closing",
             Outcome::Released => "released",
             Outcome::NotHeld => "not_held",
         }
@@ -60,9 +79,14 @@ pub struct Answer {
     /// For a decision that grants nothing (full, paused, settling): the
     /// refusal Zincati hears, non-2xx with its own kind.
     pub refusal: Option<Error>,
-    /// For [`Outcome::GrantedExpired`]: whose slot it was, and how long it
-    /// had been held.
+    /// For [`Outcome::GrantedExpired`] (and a [`Outcome::Reserved`] that
+    /// took an expired slot): whose slot it was, and how long it had been
+    /// held.
     pub expired: Option<ExpiredSlot>,
+    /// In a group with a drain gate: how many of its reservations waited
+    /// past their drain timeout, after this decision (what the alarm on
+    /// drains nobody confirmed reads). `None` in a group without one.
+    pub drains_overdue: Option<usize>,
 }
 
 /// A slot that passed from a holder past its lease to the node that asked.
@@ -109,17 +133,31 @@ impl<S: LockStore> FleetLock<S> {
     /// the group's maintenance windows every node is refused, holders too (they
     /// keep their slot and reboot in the next window), without asking the store.
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
-        let rules = self.groups.rules_for(&params.group)?;
+        let mut rules = self.groups.rules_for(&params.group)?;
         let now = self.clock.now();
-        if let WindowState::Closed { opens } = self.windows.state(&params.group, now) {
-            return Err(Error::OutsideMaintenanceWindow {
-                group: params.group.to_string(),
-                // In UTC the zone's clock says the same again: once is enough.
-                opens: opens.map(|at| {
-                    let local = (!self.windows.is_utc()).then(|| self.windows.local_text(at));
-                    (at.to_rfc3339(), local)
-                }),
-            });
+        match self.windows.state(&params.group, now) {
+            WindowState::Closed { opens } => {
+                return Err(Error::OutsideMaintenanceWindow {
+                    group: params.group.to_string(),
+                    // In UTC the zone's clock says the same again: once is enough.
+                    opens: opens.map(|at| {
+                        let local = (!self.windows.is_utc()).then(|| self.windows.local_text(at));
+                        (at.to_rfc3339(), local)
+                    }),
+                });
+            }
+            // A drain begins only if the window stays open until it times
+            // out: a drained node is not left out of service to the next one.
+            WindowState::Open {
+                until: Some(closes),
+            } => {
+                if let Some(drain) = rules.drain.as_mut()
+                    && closes < now.plus(drain.timeout)
+                {
+                    drain.window_closes = Some(closes);
+                }
+            }
+            _ => {}
         }
         let Decided { outcome, group, .. } = self
             .store
@@ -147,8 +185,56 @@ impl<S: LockStore> FleetLock<S> {
                      node that asked took it"
                 );
                 expired = Some(ExpiredSlot { holder, held });
-                (Outcome::GrantedExpired, None)
+                match group.draining.get(&params.id) {
+                    // In a group with a drain gate the slot is reserved.
+                    Some(&since) => (
+                        Outcome::Reserved,
+                        Some(waiting_for_drain(params, rules, since, true, false)),
+                    ),
+                    None => (Outcome::GrantedExpired, None),
+                }
             }
+            Acquire::Reserves => {
+                let since = group.draining.get(&params.id).copied().unwrap_or(now);
+                tracing::info!(
+                    group = %params.group,
+                    id = %params.id.shown(),
+                    "slot reserved: the node waits for its drain to be confirmed"
+                );
+                (
+                    Outcome::Reserved,
+                    Some(waiting_for_drain(params, rules, since, true, false)),
+                )
+            }
+            Acquire::Draining { since, overdue, .. } => (
+                if overdue {
+                    Outcome::DrainOverdue
+                } else {
+                    Outcome::WaitingForDrain
+                },
+                Some(waiting_for_drain(params, rules, since, false, overdue)),
+            ),
+            Acquire::DrainTimedOut { since } => {
+                tracing::warn!(
+                    group = %params.group,
+                    id = %params.id.shown(),
+                    waited_s = since.age_at(now).as_secs(),
+                    "drain timed out: nobody confirmed the node's drain in time, and the group \
+                     grants on timeout; the node reboots undrained"
+                );
+                (Outcome::GrantedDrainTimeout, None)
+            }
+            Acquire::WindowTooShort { closes } => (
+                Outcome::WindowClosing,
+                Some(Error::WindowClosesBeforeDrain {
+                    group: name,
+                    closes: closes.to_rfc3339(),
+                    timeout: rules
+                        .drain
+                        .map(|drain| format_duration(drain.timeout))
+                        .unwrap_or_default(),
+                }),
+            ),
             Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
             Acquire::Full => (
                 Outcome::Full,
@@ -192,6 +278,7 @@ impl<S: LockStore> FleetLock<S> {
         };
         Ok(Answer {
             expired,
+            drains_overdue: drains_overdue(&group, rules, now),
             ..answer(outcome, &group, rules.slots, now, refusal)
         })
     }
@@ -213,8 +300,43 @@ impl<S: LockStore> FleetLock<S> {
             Release::Released => Outcome::Released,
             Release::NotHeld => Outcome::NotHeld,
         };
-        Ok(answer(outcome, &group, rules.slots, now, None))
+        Ok(Answer {
+            drains_overdue: drains_overdue(&group, rules, now),
+            ..answer(outcome, &group, rules.slots, now, None)
+        })
     }
+}
+
+/// The refusal of a node whose slot is reserved since `since`.
+fn waiting_for_drain(
+    params: &ClientParams,
+    rules: GroupRules,
+    since: Timestamp,
+    reserved_now: bool,
+    overdue: bool,
+) -> Error {
+    let timeout = rules.drain.map_or(Duration::ZERO, |drain| drain.timeout);
+    Error::WaitingForDrain {
+        group: params.group.to_string(),
+        id: params.id.shown(),
+        since: since.to_rfc3339(),
+        until: since.plus(timeout).to_rfc3339(),
+        reserved_now,
+        overdue,
+    }
+}
+
+/// How many reservations of a group with a drain gate waited past its
+/// timeout at `now`; `None` without a gate.
+pub fn drains_overdue(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option<usize> {
+    let drain = rules.drain?;
+    Some(
+        group
+            .draining
+            .values()
+            .filter(|since| since.plus(drain.timeout) <= now)
+            .count(),
+    )
 }
 
 /// When a full group's longest-held slot may change hands, with its lease:
@@ -224,7 +346,11 @@ fn lease_ends(group: &GroupRecord, rules: GroupRules) -> Option<(String, String)
     if group.holders.len() > rules.slots as usize {
         return None;
     }
-    let (_, since) = group.holders.oldest()?;
+    let (_, since) = group
+        .holders
+        .holders()
+        .filter(|(id, _)| !group.draining.contains_key(*id))
+        .min_by_key(|(_, at)| *at)?;
     Some((since.plus(lease).to_rfc3339(), format_duration(lease)))
 }
 
@@ -269,6 +395,7 @@ fn answer(
         oldest_holder_age: group.holders.oldest().map(|(_, at)| at.age_at(now)),
         refusal,
         expired: None,
+        drains_overdue: None,
     }
 }
 

@@ -6,7 +6,9 @@ use std::future::Future;
 
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Acquire, Exclusion, GroupRules, PersonPause, Release, Timestamp};
+use crate::domain::lock::{
+    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Timestamp,
+};
 
 /// A group as stored: holders, pauses, last release, slots at the last grant.
 pub type GroupRecord = crate::domain::lock::Group;
@@ -130,6 +132,18 @@ pub trait LockStore: Send + Sync + 'static {
         id: &NodeId,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Release>, StoreError>> + Send;
+
+    /// A hook or a person confirms that `id` was drained: its reservation
+    /// (the one made at `since`, when given) becomes its slot, in one
+    /// conditional write, as [`crate::domain::lock::Group::decide_drained`]
+    /// says.
+    fn drained(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Decided<Drained>, StoreError>> + Send;
 
     /// A person's pause; a group never used gets its item. A group already
     /// paused by a person keeps that pause, which is returned unchanged. It

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Acquire, Exclusion, GroupRules, PersonPause, Release, Timestamp};
+use crate::domain::lock::{
+    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Timestamp,
+};
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
 };
@@ -99,6 +101,19 @@ impl LockStore for MemoryStore {
         self.with_state(|state| match state.groups.get_mut(group) {
             Some(record) => decided(record.release(id, now), record),
             None => decided(Release::NotHeld, &GroupRecord::default()),
+        })
+    }
+
+    async fn drained(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Decided<Drained>, StoreError> {
+        self.with_state(|state| match state.groups.get_mut(group) {
+            Some(record) => decided(record.drained(id, since, now), record),
+            None => decided(Drained::NoReservation, &GroupRecord::default()),
         })
     }
 

@@ -1181,6 +1181,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
             settle: Duration::ZERO,
             wildcard_limit: None,
             lease: None,
+            drain: None,
         };
         let at = fleetlock::domain::lock::Timestamp(1_000);
         store.acquire(&name, &node, rules, at).await.unwrap();

@@ -30,6 +30,7 @@ pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
         settle,
         wildcard_limit: None,
         lease: None,
+        drain: None,
     }
 }
 

@@ -31,6 +31,7 @@ fn leased(slots: u32) -> GroupRules {
         settle: Duration::ZERO,
         wildcard_limit: None,
         lease: Some(LEASE),
+        drain: None,
     }
 }
 

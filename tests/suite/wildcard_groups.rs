@@ -26,6 +26,7 @@ fn wildcard(limit: u32) -> GroupRules {
         settle: Duration::ZERO,
         wildcard_limit: Some(limit),
         lease: None,
+        drain: None,
     }
 }
 
@@ -35,6 +36,7 @@ const LISTED: GroupRules = GroupRules {
     settle: Duration::ZERO,
     wildcard_limit: None,
     lease: None,
+    drain: None,
 };
 
 async fn names<S: LockStore>(store: &S) -> Vec<String> {

@@ -18,6 +18,10 @@ pub(super) fn excluded_attribute(id: &NodeId) -> String {
     format!("{EXCLUDED_PREFIX}{id}")
 }
 
+pub(super) fn drain_attribute(id: &NodeId) -> String {
+    format!("{DRAIN_PREFIX}{id}")
+}
+
 pub(super) fn legacy_holder_attribute(id: &NodeId) -> String {
     format!("{LEGACY_HOLDER_PREFIX}{id}")
 }
@@ -78,6 +82,20 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
                 excluded.insert(id, read_person_pause(name, exclusion)?);
             }
         }
+        let mut draining = BTreeMap::new();
+        for name in item.keys() {
+            if let Some(raw_id) = name.strip_prefix(DRAIN_PREFIX) {
+                let id = NodeId::stored(raw_id)
+                    .map_err(|_| StoreError::Corrupt(format!("invalid reserved id {raw_id:?}")))?;
+                if !holders.iter().any(|(holder, _)| *holder == id) {
+                    return Err(StoreError::Corrupt(format!(
+                        "{name} marks a reservation of a node that holds no slot"
+                    )));
+                }
+                let since = read_number(item, name)?.unwrap_or_default();
+                draining.insert(id, Timestamp(since));
+            }
+        }
         let excluded_count = read_number(item, EXCLUDED_COUNT_ATTRIBUTE)?.unwrap_or(0);
         if excluded_count != excluded.len() as u64 {
             return Err(StoreError::Corrupt(format!(
@@ -109,6 +127,7 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
             last_release: read_number(item, RELEASED_ATTRIBUTE)?.map(Timestamp),
             slots,
             excluded,
+            draining,
         })
     }
 }

@@ -11,7 +11,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use super::codec::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Acquire, Exclusion, GroupRules, PersonPause, Release, Timestamp};
+use crate::domain::lock::{
+    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Timestamp,
+};
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
 };
@@ -121,6 +123,37 @@ const GRANT_CHECKS: &str = "attribute_not_exists(#holder) AND attribute_not_exis
      AND attribute_not_exists(#excluded) \
      AND (attribute_not_exists(#released) OR #released <= :settled)";
 
+/// The part of a grant's `SET` that makes it a reservation, in a group with
+/// a drain gate: the mark `d:<id>`, dated as the slot.
+fn reserves(rules: GroupRules) -> &'static str {
+    if rules.drain.is_some() {
+        "#drain = :now, "
+    } else {
+        ""
+    }
+}
+
+/// What a second write of a pre-reboot answers when its condition refused
+/// it, from the item the refusal returned, with no third request: an
+/// answer that would need another write (a slot freed meanwhile, another
+/// expired holder, a reservation to grant) is a full group for this call,
+/// and Zincati's next try decides it.
+fn refused_again(
+    current: GroupRecord,
+    id: &NodeId,
+    rules: GroupRules,
+    now: Timestamp,
+) -> Decided<Acquire> {
+    let outcome = match current.decide_acquire(id, rules, now) {
+        Acquire::Granted
+        | Acquire::Reserves
+        | Acquire::TakesExpired { .. }
+        | Acquire::DrainTimedOut { .. } => Acquire::Full,
+        outcome => outcome,
+    };
+    decided(outcome, current)
+}
+
 pub(super) fn decided<T>(outcome: T, group: GroupRecord) -> Decided<T> {
     Decided {
         outcome,
@@ -139,8 +172,16 @@ impl DynamoStore {
         now: Timestamp,
         item_exists: bool,
     ) -> UpdateItemFluentBuilder {
-        // A missing count means a group never used: free, unless it has no slots.
-        let room = if rules.slots > 0 {
+        // A missing count means a group never used: free, unless it has no
+        // slots. While the window closes before a drain could end, no new
+        // drain begins: no room at all (the refused write still answers a
+        // holder or a reserved node from the item it returns).
+        let room = if rules
+            .drain
+            .is_some_and(|drain| drain.window_closes.is_some())
+        {
+            "(attribute_exists(#slots) AND attribute_not_exists(#slots))"
+        } else if rules.slots > 0 {
             "(attribute_not_exists(#count) OR #count < :slots)"
         } else {
             "#count < :slots"
@@ -148,7 +189,10 @@ impl DynamoStore {
         let mut condition = format!("{room} AND {GRANT_CHECKS}");
         let mut request = self
             .grant_checks(id, rules, now)
-            .update_expression("SET #holder = :now, #slots = :slots ADD #count :one")
+            .update_expression(format!(
+                "SET #holder = :now, {}#slots = :slots ADD #count :one",
+                reserves(rules)
+            ))
             .expression_attribute_values(":one", number(1));
         if item_exists {
             condition.push_str(" AND attribute_exists(#key)");
@@ -166,7 +210,8 @@ impl DynamoStore {
         rules: GroupRules,
         now: Timestamp,
     ) -> UpdateItemFluentBuilder {
-        self.client
+        let request = self
+            .client
             .update_item()
             .expression_attribute_names("#holder", holder_attribute(id))
             .expression_attribute_names("#legacy", legacy_holder_attribute(id))
@@ -178,7 +223,13 @@ impl DynamoStore {
             .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":slots", number(rules.slots.into()))
-            .expression_attribute_values(":settled", number(now.minus(rules.settle).0))
+            .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
+        // DynamoDB refuses a name no expression uses: only a reservation
+        // writes the mark.
+        match rules.drain {
+            Some(_) => request.expression_attribute_names("#drain", drain_attribute(id)),
+            None => request,
+        }
     }
 
     /// The second and last write of a request that found its group full with
@@ -199,9 +250,10 @@ impl DynamoStore {
         since: Timestamp,
     ) -> UpdateItemFluentBuilder {
         self.grant_checks(id, rules, now)
-            .update_expression(
-                "SET #holder = :now, #slots = :slots REMOVE #expired, #expired_legacy",
-            )
+            .update_expression(format!(
+                "SET #holder = :now, {}#slots = :slots REMOVE #expired, #expired_legacy",
+                reserves(rules)
+            ))
             .condition_expression(format!(
                 "(#expired = :since OR #expired_legacy = :since) AND #count <= :slots \
                  AND {GRANT_CHECKS}"
@@ -239,12 +291,68 @@ impl DynamoStore {
                 Err(err)
             }
             Written::Refused(current) => {
-                let current = current.unwrap_or_default();
-                let outcome = match current.decide_acquire(id, rules, now) {
-                    Acquire::Granted | Acquire::TakesExpired { .. } => Acquire::Full,
-                    outcome => outcome,
-                };
-                Ok(decided(outcome, current))
+                Ok(refused_again(current.unwrap_or_default(), id, rules, now))
+            }
+        }
+    }
+
+    /// The one write that turns the reservation of `id` into its slot,
+    /// dated `now` (a lease runs from here), the count unchanged: only while
+    /// it is the reservation made at `since` (any, without), and while the
+    /// node may reboot (no pause, no alarm, not excluded). The drain's
+    /// confirmation and a grant on timeout alike.
+    fn grant_reserved_request(
+        &self,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> UpdateItemFluentBuilder {
+        let reservation = match since {
+            Some(_) => "#drain = :since",
+            None => "attribute_exists(#drain)",
+        };
+        let request = self
+            .client
+            .update_item()
+            .update_expression("SET #holder = :now REMOVE #drain")
+            .condition_expression(format!(
+                "{reservation} AND attribute_not_exists(#paused) \
+                 AND attribute_not_exists(#alarms) AND attribute_not_exists(#excluded)"
+            ))
+            .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#drain", drain_attribute(id))
+            .expression_attribute_names("#excluded", excluded_attribute(id))
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_values(":now", number(now.0));
+        match since {
+            Some(since) => request.expression_attribute_values(":since", number(since.0)),
+            None => request,
+        }
+    }
+
+    /// The second and last write of a pre-reboot whose reservation waited
+    /// past the drain timeout in a group that grants on timeout.
+    async fn grant_on_timeout(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+        since: Timestamp,
+    ) -> Result<Decided<Acquire>, StoreError> {
+        let request = self.grant_reserved_request(id, Some(since), now);
+        match self.update(group, request).await? {
+            Written::Applied(group, write_units) => Ok(Decided {
+                outcome: Acquire::DrainTimedOut { since },
+                group,
+                write_units,
+            }),
+            // A 500: the node will not reboot. Its slot stays reserved, as
+            // before this write, which is what the item says anyway.
+            Written::AppliedUnreadable(err) => Err(err),
+            Written::Refused(current) => {
+                Ok(refused_again(current.unwrap_or_default(), id, rules, now))
             }
         }
     }
@@ -268,15 +376,16 @@ impl DynamoStore {
             .table_name(&self.table)
             .key(KEY_ATTRIBUTE, AttributeValue::S(group.to_string()))
             .expression_attribute_names("#holder", holder_attribute(id))
+            .expression_attribute_names("#drain", drain_attribute(id))
             .expression_attribute_values(":granted", number(granted.0));
         let request = match restore {
             None => request
-                .update_expression("REMOVE #holder ADD #count :minus_one")
+                .update_expression("REMOVE #holder, #drain ADD #count :minus_one")
                 .condition_expression("#holder = :granted")
                 .expression_attribute_names("#count", COUNT_ATTRIBUTE)
                 .expression_attribute_values(":minus_one", AttributeValue::N("-1".into())),
             Some((expired, since)) => request
-                .update_expression("REMOVE #holder SET #expired = :since")
+                .update_expression("REMOVE #holder, #drain SET #expired = :since")
                 .condition_expression("#holder = :granted AND attribute_not_exists(#expired)")
                 .expression_attribute_names("#expired", holder_attribute(expired))
                 .expression_attribute_values(":since", number(since.0)),
@@ -363,13 +472,14 @@ impl DynamoStore {
             .update_item()
             .expression_attribute_names("#holder", holder_attribute(id))
             .expression_attribute_names("#legacy", legacy_holder_attribute(id))
+            .expression_attribute_names("#drain", drain_attribute(id))
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
         if stamp {
             request
                 .update_expression(
-                    "REMOVE #holder, #legacy SET #released = :now ADD #count :minus_one",
+                    "REMOVE #holder, #legacy, #drain SET #released = :now ADD #count :minus_one",
                 )
                 .condition_expression(format!(
                     "{held} AND (attribute_not_exists(#released) OR #released <= :now)"
@@ -377,7 +487,7 @@ impl DynamoStore {
                 .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
         } else {
             request
-                .update_expression("REMOVE #holder, #legacy ADD #count :minus_one")
+                .update_expression("REMOVE #holder, #legacy, #drain ADD #count :minus_one")
                 .condition_expression(held)
         }
     }
@@ -527,12 +637,15 @@ impl LockStore for DynamoStore {
             // which from the item the condition saw.
             let current = current.unwrap_or_default();
             return match current.decide_acquire(id, rules, now) {
-                Acquire::Granted => Err(StoreError::Corrupt(
+                Acquire::Granted | Acquire::Reserves => Err(StoreError::Corrupt(
                     "the conditional write was refused although a slot is free".into(),
                 )),
                 Acquire::TakesExpired { holder, since } => {
                     self.take_expired(group, id, rules, now, &holder, since)
                         .await
+                }
+                Acquire::DrainTimedOut { since } => {
+                    self.grant_on_timeout(group, id, rules, now, since).await
                 }
                 outcome => Ok(decided(outcome, current)),
             };
@@ -566,6 +679,33 @@ impl LockStore for DynamoStore {
             .update(group, self.release_request(id, now, false))
             .await?;
         written.decided(Release::Released, Release::NotHeld)
+    }
+
+    async fn drained(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Decided<Drained>, StoreError> {
+        let request = self.grant_reserved_request(id, since, now);
+        match self.update(group, request).await? {
+            Written::Applied(after, write_units) => Ok(Decided {
+                outcome: Drained::Granted,
+                group: after,
+                write_units,
+            }),
+            Written::AppliedUnreadable(err) => Err(err),
+            Written::Refused(current) => {
+                let current = current.unwrap_or_default();
+                match current.decide_drained(id, since) {
+                    Drained::Granted => Err(StoreError::Corrupt(
+                        "the confirmation was refused although the reservation stands".into(),
+                    )),
+                    outcome => Ok(decided(outcome, current)),
+                }
+            }
+        }
     }
 
     async fn pause(

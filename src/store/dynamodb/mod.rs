@@ -15,6 +15,7 @@
 //! | `alarms`       | SS   | the gating alarms in ALARM that pause the group |
 //! | `x:<id>`       | M    | one per excluded node: `reason`, `since` (epoch ms), `by` |
 //! | `excluded_count` | N  | how many `x:*` attributes the item has (what `forget`'s condition sees) |
+//! | `d:<id>`       | N    | one per holder whose slot is reserved, waiting for its drain: since when, epoch ms |
 //!
 //! Each holder is a top-level attribute rather than an entry of a map, so the
 //! first request of a new group needs no existing parent: `SET h:<id>` and
@@ -33,6 +34,14 @@
 //! no item (the write asks `attribute_exists(group)`), adds the name to the
 //! set under `size(names) < :limit`, then writes again: three requests, once
 //! per group; every later call is one request again.
+//!
+//! A reservation of the drain gate is a holder like any other (`h:<id>`,
+//! counted), marked by `d:<id>`: the grant that reserves writes both, so the
+//! reservation counts against the slots in the same condition, and the
+//! confirmation is one write that removes the mark and dates the slot again
+//! (`SET h:<id> = now REMOVE d:<id>`, the count unchanged). A version without
+//! the gate reads such an item as it reads any other (the mark is an
+//! attribute it ignores) and answers the reserved node as a holder.
 //!
 //! Versions up to 0.1 named holders `holder:<id>`. The shorter prefix keeps an
 //! item of 32-hex ids 5 bytes a holder smaller (a write unit is 1 KB of the
@@ -71,6 +80,8 @@ pub(super) const HOLDER_PREFIX: &str = "h:";
 pub(super) const EXCLUDED_PREFIX: &str = "x:";
 /// How many `x:` attributes the item holds: what `forget`'s condition sees.
 pub(super) const EXCLUDED_COUNT_ATTRIBUTE: &str = "excluded_count";
+/// A holder whose slot waits for its drain: `d:ID`, since when (epoch ms).
+pub(super) const DRAIN_PREFIX: &str = "d:";
 /// The key of the item that lists the groups only `*` covers.
 pub const WILDCARD_KEY: &str = "~wildcard-groups";
 pub(super) const WILDCARD_NAMES_ATTRIBUTE: &str = "names";
