@@ -10,6 +10,7 @@ mod cli;
 mod client;
 mod client_auth;
 mod corrupt_items;
+mod drains;
 mod dynamodb_faults;
 mod dynamodb_store;
 mod fault_proxy;

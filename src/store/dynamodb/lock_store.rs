@@ -604,8 +604,13 @@ impl LockStore for DynamoStore {
                 .await?;
             let current = match written {
                 Written::Applied(group, write_units) => {
+                    // Behind a drain gate the write reserved the slot.
+                    let outcome = match rules.drain {
+                        Some(_) => Acquire::Reserves,
+                        None => Acquire::Granted,
+                    };
                     return Ok(Decided {
-                        outcome: Acquire::Granted,
+                        outcome,
                         group,
                         write_units,
                     });
@@ -621,7 +626,7 @@ impl LockStore for DynamoStore {
             if let (None, Some(limit)) = (&current, needs_item.take()) {
                 // A new group: counted first, unless it would be refused anyway.
                 let outcome = GroupRecord::default().decide_acquire(id, rules, now);
-                if outcome != Acquire::Granted {
+                if !matches!(outcome, Acquire::Granted | Acquire::Reserves) {
                     return Ok(decided(outcome, GroupRecord::default()));
                 }
                 if !self.count_wildcard_group(group, limit).await? {
