@@ -62,6 +62,15 @@ pub const ALARM_PAUSES_TABLE_ACTIONS: &[&str] = &[
 /// The alarm-pauses function, on the account's alarms: their states.
 pub const ALARM_PAUSES_ALARM_ACTIONS: &[&str] = &["cloudwatch:DescribeAlarms"];
 
+/// The drained function, on the table: one `DescribeTable` at start-up,
+/// then one conditional `UpdateItem` per confirmation.
+pub const DRAINED_FUNCTION_ACTIONS: &[&str] = &["dynamodb:DescribeTable", "dynamodb:UpdateItem"];
+
+/// A drain hook (a Step Functions state machine, a Lambda, SSM Automation),
+/// on the drained function: it confirms a drain by invoking it, and can do
+/// nothing else to the table.
+pub const DRAIN_HOOK_ACTIONS: &[&str] = &["lambda:InvokeFunction"];
+
 /// Who a policy is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PolicyFor {
@@ -71,10 +80,15 @@ pub enum PolicyFor {
     AlarmPauses,
     /// The nodes' instance role: tag itself with its Zincati id.
     NodeTagging,
+    /// The drained function's own role.
+    Drained,
+    /// A drain hook: invoke the drained function, nothing more.
+    DrainHook,
 }
 
 impl PolicyFor {
-    pub const NAMES: &str = "operator, function, slot-events, alarm-pauses or node-tagging";
+    pub const NAMES: &str =
+        "operator, function, slot-events, alarm-pauses, node-tagging, drained or drain-hook";
 
     pub fn parse(name: &str) -> Option<Self> {
         match name {
@@ -83,6 +97,8 @@ impl PolicyFor {
             "slot-events" => Some(PolicyFor::SlotEvents),
             "alarm-pauses" => Some(PolicyFor::AlarmPauses),
             "node-tagging" => Some(PolicyFor::NodeTagging),
+            "drained" => Some(PolicyFor::Drained),
+            "drain-hook" => Some(PolicyFor::DrainHook),
             _ => None,
         }
     }
@@ -102,6 +118,22 @@ pub fn function_policy(table_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [statement("FleetLockTable", FUNCTION_ACTIONS, table_arn)],
+    })
+}
+
+/// The drained function's policy on its table.
+pub fn drained_policy(table_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [statement("FleetLockTable", DRAINED_FUNCTION_ACTIONS, table_arn)],
+    })
+}
+
+/// A drain hook's policy: invoke the drained function (`function_arn`).
+pub fn drain_hook_policy(function_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [statement("ConfirmDrains", DRAIN_HOOK_ACTIONS, function_arn)],
     })
 }
 

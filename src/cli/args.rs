@@ -44,6 +44,11 @@ USAGE:
     fleetlock hosts ID... [--hosts tags|FILE] [--json]
                                            the host behind each id, as status shows them
     fleetlock release --group G --id ID    release a slot by hand (ID as status shows it)
+    fleetlock drained --group G --id ID [--reserved-at TIME]
+                                           confirm that a node waiting for its drain was drained:
+                                           its reserved slot becomes its own, and it reboots at
+                                           its next request (--reserved-at: only the reservation
+                                           made then, as status and the event say it)
     fleetlock forget --group G [--function NAME]
                                            remove a group that holds nothing, is not paused and
                                            is not named in the configuration
@@ -65,9 +70,10 @@ USAGE:
                                            Zincati's base_url and its FLEETLOCK_CLIENTS entry
                                            (with --url, the deployment's BaseUrl: the whole
                                            Zincati drop-in)
-    fleetlock iam-policy [--for operator|function|slot-events|alarm-pauses] [--table-arn ARN] [--function-arn ARN]
+    fleetlock iam-policy [--for operator|function|slot-events|alarm-pauses|drained|drain-hook] [--table-arn ARN] [--function-arn ARN]
                                            print the IAM policy the people on call (or one of
-                                           the functions) need
+                                           the functions, or a drain hook: --function-arn is the
+                                           drained function) need
     fleetlock lock --group G [--id ID | --app NAME] [--wait [--timeout D]] [--url-file F]
                                            take a slot of group G for a job, as Zincati takes one
                                            (the URL from FLEETLOCK_URL or --url-file; --url URL
@@ -105,6 +111,8 @@ ENVIRONMENT:
     FLEETLOCK_SETTLE  settle time after each release, per group: 'workers=10m,*=2m' (default: none)
     FLEETLOCK_LEASE   per group, from 30m to 168h: past it, a full group's next asker takes the
                       oldest slot, e.g. 'workers=6h' (default: none, held until given back)
+    FLEETLOCK_DRAIN   per group, a drain gate: a drain timeout from 1m to 24h, then hold (default)
+                      or grant: 'workers=15m,db=30m:grant' (default: none, granted at once)
     FLEETLOCK_MAX_WILDCARD_GROUPS  how many groups only '*' covers may come into existence
                       (default: 100, at most 2000); past it a new one is refused (too_many_groups)
     FLEETLOCK_WINDOWS maintenance windows per group, in Zincati's words, ';'-separated:
@@ -156,6 +164,11 @@ pub enum Command {
     Release {
         group: String,
         id: String,
+    },
+    Drained {
+        group: String,
+        id: String,
+        reserved_at: Option<crate::domain::lock::Timestamp>,
     },
     Forget {
         group: String,
@@ -333,6 +346,18 @@ enum Sub {
         /// The holder's id, as status shows it
         #[arg(long, value_name = "ID")]
         id: String,
+    },
+    /// Confirm that a node waiting for its drain was drained
+    Drained {
+        /// The group the node waits in
+        #[arg(long, value_name = "GROUP")]
+        group: String,
+        /// The node's id, as status shows it
+        #[arg(long, value_name = "ID")]
+        id: String,
+        /// Only the reservation made then (as status and the event say it)
+        #[arg(long, value_name = "TIME", value_parser = reserved_at)]
+        reserved_at: Option<crate::domain::lock::Timestamp>,
     },
     /// Remove a group that holds nothing, is not paused and is not configured
     Forget {
@@ -600,6 +625,10 @@ fn policy_for(name: &str) -> Result<PolicyFor, String> {
     PolicyFor::parse(name).ok_or_else(|| format!("--for takes {}, not '{name}'", PolicyFor::NAMES))
 }
 
+fn reserved_at(text: &str) -> Result<crate::domain::lock::Timestamp, String> {
+    crate::domain::drain::parse_time(text)
+}
+
 /// The clap definition, for completions and for the tests.
 pub fn definition() -> clap::Command {
     Cli::command()
@@ -684,6 +713,15 @@ fn command_of(sub: Sub) -> Result<Command, String> {
         },
         Sub::Hosts { ids, hosts, json } => Command::Hosts { ids, hosts, json },
         Sub::Release { group, id } => Command::Release { group, id },
+        Sub::Drained {
+            group,
+            id,
+            reserved_at,
+        } => Command::Drained {
+            group,
+            id,
+            reserved_at,
+        },
         Sub::Forget { group, function } => Command::Forget { group, function },
         Sub::Pause {
             targets,

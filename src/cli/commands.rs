@@ -324,6 +324,31 @@ pub async fn release<S: LockStore>(
     }
 }
 
+/// `drained`: a person confirms that a node was drained; its reservation
+/// becomes its slot. Refused (nothing changed) when there is none to grant.
+pub async fn drained<S: LockStore>(
+    store: &S,
+    confirmation: &crate::domain::drain::Confirmation,
+    now: Timestamp,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let decided = store
+        .drained(
+            &confirmation.group,
+            &confirmation.id,
+            confirmation.reserved_at,
+            now,
+        )
+        .await?;
+    let confirmed = crate::domain::drain::Confirmed::of(decided.outcome, confirmation);
+    if confirmed.done {
+        say!(out, "{}", confirmed.value);
+        Ok(())
+    } else {
+        Err(Failure::Refused(confirmed.value))
+    }
+}
+
 /// `forget`: removes a group nobody uses; never one the configuration names.
 pub async fn forget<S: LockStore>(
     store: &S,
@@ -575,6 +600,8 @@ pub fn iam_policy(
             iam::alarm_pauses_policy(table, "arn:aws:cloudwatch:REGION:ACCOUNT:alarm:*")
         }
         PolicyFor::NodeTagging => iam::node_tagging_policy(),
+        PolicyFor::Drained => iam::drained_policy(table),
+        PolicyFor::DrainHook => iam::drain_hook_policy(function),
     };
     say!(out, "{policy:#}");
 }

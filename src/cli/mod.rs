@@ -413,6 +413,25 @@ async fn run_command(command: Command) -> Result<(), Failure> {
                 .await?;
             commands::release(&store, &group, &id, Timestamp::now(), out).await?;
         }
+        Command::Drained {
+            group,
+            id,
+            reserved_at,
+        } => {
+            let group = commands::group_named(&group)?;
+            let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
+            let table = config::command_table(process_env, "drained")?;
+            let store = dynamo_store(&command_aws().await?, table);
+            commands::Known::new(&store, store.table(), None)
+                .refuse_typos(std::slice::from_ref(&group), commands::Act::Release)
+                .await?;
+            let confirmation = crate::domain::drain::Confirmation {
+                group,
+                id,
+                reserved_at,
+            };
+            commands::drained(&store, &confirmation, Timestamp::now(), out).await?;
+        }
     }
     Ok(())
 }

@@ -12,10 +12,12 @@
 //!   the trait every store implements.
 //! - [`events`]: slot events from two states of a group, and the sink they go
 //!   to; [`alarms`]: pauses that follow alarms, and where their states come
-//!   from.
+//!   from; [`drain`]: a hook's confirmation that a node was drained, and
+//!   what each outcome says.
 
 pub mod alarms;
 pub mod auth;
+pub mod drain;
 pub mod error;
 pub mod events;
 pub mod groups;

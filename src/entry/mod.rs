@@ -4,6 +4,7 @@
 
 pub mod alarm_pauses;
 pub mod api;
+pub mod drained;
 pub mod slot_events;
 
 use std::process::ExitCode;
@@ -33,6 +34,7 @@ pub async fn run() -> ExitCode {
         EntryPoint::Api => api::run().await,
         EntryPoint::SlotEvents => slot_events::run().await,
         EntryPoint::AlarmPauses => alarm_pauses::run().await,
+        EntryPoint::Drained => drained::run().await,
     }
 }
 
@@ -47,16 +49,19 @@ pub enum EntryPoint {
     SlotEvents,
     /// Pauses from CloudWatch alarms (`alarm-pauses`).
     AlarmPauses,
+    /// Drain confirmations from hooks, as JSON actions (`drained`).
+    Drained,
 }
 
 impl EntryPoint {
-    pub const NAMES: [&str; 3] = ["api", "slot-events", "alarm-pauses"];
+    pub const NAMES: [&str; 4] = ["api", "slot-events", "alarm-pauses", "drained"];
 
     pub fn from_handler(handler: Option<&str>) -> Result<Self, String> {
         match handler.map(str::trim) {
             None | Some("" | "api" | "bootstrap") => Ok(EntryPoint::Api),
             Some("slot-events") => Ok(EntryPoint::SlotEvents),
             Some("alarm-pauses") => Ok(EntryPoint::AlarmPauses),
+            Some("drained") => Ok(EntryPoint::Drained),
             Some(other) => Err(format!(
                 "unknown Lambda handler {other:?}; the handler names the entry point: {}",
                 Self::NAMES.join(", ")
@@ -69,6 +74,7 @@ impl EntryPoint {
             EntryPoint::Api => "api",
             EntryPoint::SlotEvents => "slot-events",
             EntryPoint::AlarmPauses => "alarm-pauses",
+            EntryPoint::Drained => "drained",
         }
     }
 }

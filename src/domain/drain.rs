@@ -1,0 +1,248 @@
+//! Confirming a drain: the action a hook sends (`{"action": "drained", ...}`)
+//! and what each outcome of a confirmation says, the same sentence for the
+//! command line and for a hook's answer. Pure: the `drained` entry point and
+//! the `fleetlock drained` command are the adapters.
+
+use serde_json::{Value, json};
+
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::{Drained, Timestamp};
+
+/// A confirmation, as a hook or a person asks for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confirmation {
+    pub group: GroupName,
+    pub id: NodeId,
+    /// The reservation drained (a `Slot Drain Requested` event's
+    /// `reserved_at`): only that one is granted. `None` grants whichever
+    /// stands.
+    pub reserved_at: Option<Timestamp>,
+}
+
+/// The one action the `drained` entry point takes: a closed set, so that a
+/// mistyped action is refused rather than read as a confirmation.
+pub const ACTIONS: [&str; 1] = ["drained"];
+
+impl Confirmation {
+    /// Reads `{"action": "drained", "group": G, "id": X, "reserved_at": T}`
+    /// (`reserved_at` optional, RFC 3339 as the event writes it). Every
+    /// mistake is named.
+    pub fn from_action(action: &Value) -> Result<Self, String> {
+        let Value::Object(fields) = action else {
+            return Err("the event is not a JSON object like \
+                 {\"action\": \"drained\", \"group\": \"workers\", \"id\": \"...\"}"
+                .into());
+        };
+        match fields.get("action").and_then(Value::as_str) {
+            Some("drained") => {}
+            Some(other) => {
+                return Err(format!(
+                    "unknown action {other:?}; this function takes: {}",
+                    ACTIONS.join(", ")
+                ));
+            }
+            None => return Err("the event has no string field \"action\" (\"drained\")".into()),
+        }
+        let text = |name: &str| {
+            fields
+                .get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("the action has no string field {name:?}"))
+        };
+        let group = GroupName::parse(text("group")?).map_err(|e| e.value())?;
+        let id = NodeId::stored(text("id")?).map_err(|e| e.value())?;
+        let reserved_at = match fields.get("reserved_at") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(at)) => Some(parse_time(at)?),
+            Some(_) => return Err("\"reserved_at\" is not a string".into()),
+        };
+        Ok(Self {
+            group,
+            id,
+            reserved_at,
+        })
+    }
+}
+
+/// `2026-11-30T05:12:09.042Z`, as events write times, to the millisecond.
+pub fn parse_time(text: &str) -> Result<Timestamp, String> {
+    let at: jiff::Timestamp = text.trim().parse().map_err(|_| {
+        format!("'{text}' is not a time like 2026-11-30T05:12:09.042Z (RFC 3339, in UTC)")
+    })?;
+    u64::try_from(at.as_millisecond())
+        .map(Timestamp)
+        .map_err(|_| format!("'{text}' is before 1970"))
+}
+
+/// What a confirmation came to: a stable name, whether the node may now
+/// reboot (or already could), and a sentence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confirmed {
+    pub outcome: &'static str,
+    /// The node holds its slot after this call: the confirmation is done.
+    pub done: bool,
+    pub value: String,
+}
+
+impl Confirmed {
+    pub fn of(outcome: Drained, confirmation: &Confirmation) -> Self {
+        let (group, id) = (&confirmation.group, confirmation.id.shown());
+        let asked = confirmation.reserved_at.map_or_else(String::new, |at| {
+            format!(" (reserved at {})", at.to_rfc3339())
+        });
+        let (name, done, value) = match outcome {
+            Drained::Granted => (
+                "granted",
+                true,
+                format!(
+                    "confirmed the drain of '{id}' in group '{group}'{asked}: its reserved slot is \
+                     now its own, and it reboots at its next request (Zincati asks every 5 \
+                     minutes)"
+                ),
+            ),
+            Drained::AlreadyGranted => (
+                "already_granted",
+                true,
+                format!("'{id}' holds its slot in group '{group}' already; nothing changed"),
+            ),
+            Drained::NoReservation => (
+                "no_reservation",
+                false,
+                format!(
+                    "'{id}' has no reservation in group '{group}': it never asked, or its \
+                     reservation ended (its steady-state, or a release); nothing changed"
+                ),
+            ),
+            Drained::OtherReservation { since } => (
+                "other_reservation",
+                false,
+                format!(
+                    "'{id}' in group '{group}' waits since {}, not since the reservation \
+                     confirmed{asked}: that one ended; nothing changed (drain the node for its \
+                     new reservation, then confirm that one)",
+                    since.to_rfc3339_millis()
+                ),
+            ),
+            Drained::Excluded => (
+                "excluded",
+                false,
+                format!(
+                    "'{id}' is excluded from group '{group}'s rollout: its reservation stays and \
+                     it does not reboot; include it, then confirm again"
+                ),
+            ),
+            Drained::Paused => (
+                "paused",
+                false,
+                format!(
+                    "group '{group}' is paused: the reservation of '{id}' stays and it does not \
+                     reboot; confirm again once the group is resumed"
+                ),
+            ),
+        };
+        Self {
+            outcome: name,
+            done,
+            value,
+        }
+    }
+
+    /// A hook's answer: `{"outcome", "done", "value", "group", "id"}`.
+    pub fn to_json(&self, confirmation: &Confirmation) -> Value {
+        json!({
+            "outcome": self.outcome,
+            "done": self.done,
+            "value": self.value,
+            "group": confirmation.group.as_str(),
+            "id": confirmation.id.as_str(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(text: &str) -> Result<Confirmation, String> {
+        Confirmation::from_action(&serde_json::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn an_action_names_the_group_the_node_and_the_reservation() {
+        let confirmation = action(
+            r#"{"action":"drained","group":"workers","id":"n1",
+                "reserved_at":"2025-11-30T05:12:09.042Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(confirmation.group.as_str(), "workers");
+        assert_eq!(confirmation.id.as_str(), "n1");
+        assert_eq!(confirmation.reserved_at, Some(Timestamp(1_764_479_529_042)));
+        let any = action(r#"{"action":"drained","group":"workers","id":"n1"}"#).unwrap();
+        assert_eq!(any.reserved_at, None);
+    }
+
+    #[test]
+    fn a_bad_action_is_refused_with_what_is_wrong() {
+        for (text, says) in [
+            ("[]", "not a JSON object"),
+            (r#"{"group":"g","id":"n"}"#, "no string field \"action\""),
+            (
+                r#"{"action":"drain","group":"g","id":"n"}"#,
+                "unknown action \"drain\"",
+            ),
+            (
+                r#"{"action":"drained","id":"n"}"#,
+                "no string field \"group\"",
+            ),
+            (r#"{"action":"drained","group":"a b","id":"n"}"#, "group"),
+            (r#"{"action":"drained","group":"g","id":""}"#, "id"),
+            (
+                r#"{"action":"drained","group":"g","id":"n","reserved_at":"yesterday"}"#,
+                "not a time",
+            ),
+            (
+                r#"{"action":"drained","group":"g","id":"n","reserved_at":5}"#,
+                "not a string",
+            ),
+        ] {
+            let err = action(text).unwrap_err();
+            assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn each_outcome_says_what_happened_and_whether_the_node_may_reboot() {
+        let confirmation = action(r#"{"action":"drained","group":"workers","id":"n1"}"#).unwrap();
+        let said = |outcome| Confirmed::of(outcome, &confirmation);
+        assert!(said(Drained::Granted).done);
+        assert!(
+            said(Drained::Granted)
+                .value
+                .contains("reboots at its next request")
+        );
+        assert!(said(Drained::AlreadyGranted).done);
+        for outcome in [
+            Drained::NoReservation,
+            Drained::OtherReservation {
+                since: Timestamp(1_764_479_529_042),
+            },
+            Drained::Excluded,
+            Drained::Paused,
+        ] {
+            let answer = said(outcome);
+            assert!(!answer.done, "{answer:?}");
+            assert!(answer.value.contains("'n1'"), "{answer:?}");
+        }
+        let other = said(Drained::OtherReservation {
+            since: Timestamp(1_764_479_529_042),
+        });
+        assert!(
+            other.value.contains("since 2025-11-30T05:12:09.042Z"),
+            "{other:?}"
+        );
+        assert_eq!(
+            said(Drained::Paused).to_json(&confirmation)["outcome"],
+            "paused"
+        );
+    }
+}

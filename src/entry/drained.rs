@@ -1,0 +1,91 @@
+//! The drained entry point: a hook (a Step Functions task, a Lambda, SSM
+//! Automation) confirms that a node was drained by invoking this function
+//! with `{"action": "drained", "group": G, "id": X, "reserved_at": T}`
+//! under `lambda:InvokeFunction`, which no node credential can make. The
+//! answer is JSON (`outcome`, `done`, `value`); a malformed action or a
+//! store that cannot be reached fails the invocation, so a hook retries.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::aws;
+use crate::config;
+use crate::domain::drain::{Confirmation, Confirmed};
+use crate::domain::lock::{Clock, SystemClock};
+use crate::domain::store::LockStore;
+
+/// Confirms drains in one store.
+pub struct DrainConfirmer<S> {
+    store: S,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S: LockStore> DrainConfirmer<S> {
+    pub fn new(store: S) -> Self {
+        Self {
+            store,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The same, reading the time from `clock` (tests move it).
+    pub fn with_clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// One action: the confirmation's answer, or why there is none.
+    pub async fn handle(&self, action: &Value) -> Result<Value, String> {
+        let confirmation = Confirmation::from_action(action).map_err(|why| {
+            tracing::error!(error = %why, "refused a malformed drain confirmation");
+            format!("invalid action: {why}")
+        })?;
+        let decided = self
+            .store
+            .drained(
+                &confirmation.group,
+                &confirmation.id,
+                confirmation.reserved_at,
+                self.clock.now(),
+            )
+            .await
+            .map_err(|err| {
+                tracing::error!(group = %confirmation.group, error = %err, "lock store failed on a drain confirmation");
+                format!("nothing was confirmed: {err}")
+            })?;
+        let confirmed = Confirmed::of(decided.outcome, &confirmation);
+        tracing::info!(
+            group = %confirmation.group,
+            id = %confirmation.id.shown(),
+            outcome = confirmed.outcome,
+            "{}",
+            confirmed.value
+        );
+        Ok(confirmed.to_json(&confirmation))
+    }
+}
+
+pub async fn run() -> ExitCode {
+    let setup = async {
+        let table = config::table(config::process_env)
+            .map_err(|e| e.to_string())?
+            .ok_or("FLEETLOCK_TABLE is unset; drains are confirmed in the lock table")?;
+        let store = super::checked_store(&aws::load_config().await, table).await?;
+        Ok::<_, String>(DrainConfirmer::new(store))
+    };
+    let confirmer = match setup.await {
+        Ok(confirmer) => Arc::new(confirmer),
+        Err(why) => {
+            tracing::error!(error = %why, "not starting");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = super::run_json(move |event| {
+        let confirmer = Arc::clone(&confirmer);
+        async move { confirmer.handle(&event).await }
+    })
+    .await;
+    super::runtime_stopped(result)
+}
