@@ -67,6 +67,11 @@ output "alarm_topic_arn" {
   value       = local.alarm_actions[0]
 }
 
+output "drained_function_arn" {
+  description = "The function drain hooks invoke to confirm a drain ({\"action\": \"drained\", ...}); `fleetlock iam-policy --for drain-hook --function-arn ARN` prints a hook's policy (null unless drain)."
+  value       = one(aws_lambda_function.drained[*].arn)
+}
+
 output "alarm_pauses_function_name" {
   description = "The function that pauses groups while their alarms are in ALARM (null unless alarm_pauses)."
   value       = one(aws_lambda_function.alarm_pauses[*].function_name)

@@ -86,6 +86,22 @@ variable "lease" {
   }
 }
 
+variable "drain" {
+  description = "FLEETLOCK_DRAIN: per group, a drain gate: a drain timeout from 1m to 24h, then \":hold\" (the default) or \":grant\", e.g. { workers = \"15m\", db = \"30m:grant\" }. A node's first request for a free slot reserves it, and it reboots only once a hook or a person confirms it was drained (the drained function, drain.tf). Needs slot_events. Empty: no gate."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    # The timeout in seconds, from its h, m and s parts, from 1m to 24h.
+    condition = alltrue([for group, gate in var.drain : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && try(alltrue([
+      for seconds in [sum([for i, part in slice(regex("^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?(?::(hold|grant))?$", gate), 0, 3) : tonumber(coalesce(part, "0")) * [3600, 60, 1][i]])] :
+      seconds >= 60 && seconds <= 86400
+    ]), false)])
+    error_message = "drain maps group names or \"*\" to a drain timeout such as \"15m\", from 1m to 24h, optionally followed by \":hold\" (the default) or \":grant\"."
+  }
+}
+
 variable "max_wildcard_groups" {
   description = "FLEETLOCK_MAX_WILDCARD_GROUPS: how many groups that only \"*=N\" covers may come into existence; past it a new one is refused (too_many_groups), so a credential scoped to \"*\" cannot fill the table."
   type        = number

@@ -22,6 +22,7 @@ const SAM_PARAMETERS: &[(&str, &str)] = &[
     ("Groups", "FLEETLOCK_GROUPS"),
     ("Settle", "FLEETLOCK_SETTLE"),
     ("Lease", "FLEETLOCK_LEASE"),
+    ("Drain", "FLEETLOCK_DRAIN"),
     ("MaxWildcardGroups", "FLEETLOCK_MAX_WILDCARD_GROUPS"),
     ("MaintenanceWindows", "FLEETLOCK_WINDOWS"),
     ("TimeZone", "FLEETLOCK_TIME_ZONE"),
@@ -35,6 +36,7 @@ const TF_VARIABLES: &[(&str, &str)] = &[
     ("groups", "FLEETLOCK_GROUPS"),
     ("settle", "FLEETLOCK_SETTLE"),
     ("lease", "FLEETLOCK_LEASE"),
+    ("drain", "FLEETLOCK_DRAIN"),
     ("max_wildcard_groups", "FLEETLOCK_MAX_WILDCARD_GROUPS"),
     ("maintenance_windows", "FLEETLOCK_WINDOWS"),
     ("time_zone", "FLEETLOCK_TIME_ZONE"),
@@ -402,10 +404,11 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
         entries
     };
     Ok(match variable {
-        "groups" | "settle" | "lease" => {
+        "groups" | "settle" | "lease" | "drain" => {
             let shape = match variable {
                 "groups" => "{ default = 1, workers = 3 }",
                 "settle" => "{ workers = \"10m\" }",
+                "drain" => "{ workers = \"15m\" }",
                 _ => "{ workers = \"6h\" }",
             };
             let map = map_of(value, shape)?;

@@ -64,13 +64,18 @@ pub fn config_summary(
     };
     let rule_text = |rules: GroupRules| {
         format!(
-            "{} slot{}, settle {}{}",
+            "{} slot{}, settle {}{}{}",
             rules.slots,
             if rules.slots == 1 { "" } else { "s" },
             format_duration(rules.settle),
             rules.lease.map_or(String::new(), |lease| format!(
                 ", lease {} (then a full group's next asker takes the oldest slot)",
                 format_duration(lease)
+            )),
+            rules.drain.map_or(String::new(), |drain| format!(
+                ", drain gate {} then {} (a slot is granted once its node's drain is confirmed)",
+                format_duration(drain.timeout),
+                drain.on_timeout.as_str()
             ))
         )
     };
@@ -316,10 +321,16 @@ pub fn table(
             ]);
         }
         for (id, at) in record.holders.holders() {
+            // A reservation holds its slot but its node waits for its drain.
+            let state = if record.draining.contains_key(id) {
+                "draining".to_string()
+            } else {
+                state.clone()
+            };
             let mut row = vec![
                 name.to_string(),
                 slots_text(record),
-                state.clone(),
+                state,
                 // Escaped where it could pass for another id.
                 id.shown(),
                 rfc3339(at),
@@ -380,8 +391,37 @@ pub fn table(
                 crate::domain::service::excluded_because(exclusion)
             ));
         }
+        let drain = rules_of(name, deployed).and_then(|rules| rules.drain);
+        for (id, since) in &record.draining {
+            let host = hosts
+                .and_then(|hosts| hosts.get(id.as_str()))
+                .map_or(String::new(), |host| format!(" ({host})"));
+            let until = drain.map_or(String::new(), |drain| {
+                let until = since.plus(drain.timeout);
+                if until <= now {
+                    format!(
+                        ", past its timeout since {} ({})",
+                        rfc3339(until),
+                        drain.on_timeout.as_str()
+                    )
+                } else {
+                    format!(", until {}", rfc3339(until))
+                }
+            });
+            out.push_str(&format!(
+                "{name}: '{}'{host} waits for its drain since {}{until}: confirm with \
+                 'fleetlock drained --group {name} --id {} --reserved-at {}'\n",
+                id.shown(),
+                rfc3339(*since),
+                crate::cli::commands::shell_word(&id.shown()),
+                since.to_rfc3339_millis()
+            ));
+        }
         if let Some(lease) = rules_of(name, deployed).and_then(|rules| rules.lease) {
             for (id, at) in record.holders.holders() {
+                if record.draining.contains_key(id) {
+                    continue;
+                }
                 let ends = at.plus(lease);
                 if ends <= now {
                     out.push_str(&format!(
@@ -457,11 +497,18 @@ pub fn json(
         .map(|(name, record)| {
             let rules = rules_of(name, deployed);
             let lease = rules.and_then(|rules| rules.lease);
+            let drain = rules.and_then(|rules| rules.drain);
             let holders: Vec<_> = record
                 .holders
                 .holders()
                 .map(|(id, at)| {
-                    let ends = lease.map(|lease| at.plus(lease));
+                    let reserved = record.draining.get(id).copied();
+                    let ends = lease
+                        .filter(|_| reserved.is_none())
+                        .map(|lease| at.plus(lease));
+                    let drain_until = reserved
+                        .zip(drain)
+                        .map(|(since, drain)| since.plus(drain.timeout));
                     let mut holder = serde_json::json!({
                         "id": id.as_str(),
                         "id_shown": id.shown(),
@@ -470,6 +517,10 @@ pub fn json(
                         "held_for_seconds": at.age_at(now).as_secs(),
                         "lease_ends_at": ends.map(rfc3339),
                         "lease_expired": ends.map(|ends| ends <= now),
+                        "waiting_for_drain": reserved.is_some(),
+                        "reserved_at": reserved.map(Timestamp::to_rfc3339_millis),
+                        "drain_until": drain_until.map(rfc3339),
+                        "drain_overdue": drain_until.map(|until| until <= now),
                     });
                     if let Some(hosts) = hosts {
                         holder["host"] = host_value(hosts.get(id.as_str()));
@@ -531,6 +582,8 @@ pub fn json(
                 "last_release_at": record.last_release.map(rfc3339),
                 "settle_seconds": rules.map(|r| r.settle.as_secs()),
                 "lease_seconds": lease.map(|l| l.as_secs()),
+                "drain_timeout_seconds": drain.map(|d| d.timeout.as_secs()),
+                "drain_on_timeout": drain.map(|d| d.on_timeout.as_str()),
                 "settles_until": settles_until(name, record, deployed, now).map(rfc3339),
                 "maintenance_windows": windows,
             })
@@ -591,6 +644,66 @@ mod tests {
         }
         assert!(summary.contains("an id: at most 128 bytes"), "{summary}");
         assert!(summary.contains("at most 512 connections"), "{summary}");
+    }
+
+    #[test]
+    fn status_shows_each_reservation_since_when_until_when_and_how_to_confirm_it() {
+        use crate::domain::input::NodeId;
+        use crate::domain::lock::Semaphore;
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
+            "FLEETLOCK_DRAIN" => Some("workers=15m".into()),
+            _ => None,
+        })
+        .unwrap();
+        let t0 = Timestamp(1_764_480_000_042);
+        let minute = std::time::Duration::from_secs(60);
+        let waits = NodeId::parse("waits").unwrap();
+        let overdue = NodeId::parse("overdue").unwrap();
+        let record = GroupRecord {
+            holders: Semaphore::from_holders([
+                (waits.clone(), t0.plus(minute * 10)),
+                (overdue.clone(), t0),
+            ]),
+            draining: [(waits, t0.plus(minute * 10)), (overdue, t0)].into(),
+            slots: Some(2),
+            ..GroupRecord::default()
+        };
+        let groups = [(GroupName::parse("workers").unwrap(), record)];
+        let now = t0.plus(minute * 20);
+        let wildcard = Wildcard {
+            counted: 0,
+            limit: None,
+        };
+        let text = table(&groups, Some(&config), now, None, wildcard, &[], None);
+        assert!(
+            text.contains(
+                "workers: 'waits' waits for its drain since 2025-11-30T05:30:00Z, until \
+                 2025-11-30T05:45:00Z: confirm with 'fleetlock drained --group workers --id \
+                 waits --reserved-at 2025-11-30T05:30:00.042Z'"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "'overdue' waits for its drain since 2025-11-30T05:20:00Z, past its \
+                 timeout since 2025-11-30T05:35:00Z (hold)"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("draining").count(), 2, "{text}");
+        let json = json(&groups, Some(&config), now, wildcard, &[], None);
+        let group = &json["groups"][0];
+        assert_eq!(group["drain_timeout_seconds"], 900);
+        assert_eq!(group["drain_on_timeout"], "hold");
+        assert_eq!(group["holders"][0]["id"], "overdue");
+        assert_eq!(group["holders"][0]["drain_overdue"], true);
+        assert_eq!(group["holders"][1]["waiting_for_drain"], true);
+        assert_eq!(
+            group["holders"][1]["reserved_at"],
+            "2025-11-30T05:30:00.042Z"
+        );
+        assert_eq!(group["holders"][1]["drain_overdue"], false);
     }
 
     #[test]

@@ -153,6 +153,8 @@ impl<S: LockStore> Api<S> {
             oldest_holder_age_s = answer
                 .and_then(|a| a.oldest_holder_age)
                 .map(|age| age.as_secs()),
+            // Only in a group with a drain gate.
+            drains_overdue = answer.and_then(|a| a.drains_overdue),
             latency_ms = round_to_micros(started.elapsed()),
             "{}",
             if answer.is_some() {

@@ -2,3 +2,4 @@
 # what their count switches off.
 slot_events  = true
 alarm_pauses = { "api-5xx" = ["*"] }
+drain        = { workers = "15m" }

@@ -12,3 +12,5 @@ maintenance_windows = {
 time_zone    = "Europe/Berlin"
 clients      = ["fleet:default,workers,db:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
 alarm_pauses = { "db-latency" = ["db", "workers"], "api-5xx" = ["*"] }
+drain               = { workers = "15m", "*" = "1h:grant" }
+slot_events         = true

@@ -142,7 +142,7 @@ class EveryFileParses(unittest.TestCase):
             self.assertNotIn("RoleName", SAM_RESOURCES[role]["Properties"])
         self.assertEqual(sam_param_default("PermissionsBoundary"), "")
         self.assertIsNone(TF_VARS["permissions_boundary"]["default"])
-        for role in ["function", "slot_events", "alarm_pauses"]:
+        for role in ["function", "slot_events", "alarm_pauses", "drained"]:
             body = TF[("aws_iam_role", role)]
             self.assertEqual(body["permissions_boundary"], "${var.permissions_boundary}")
             self.assertEqual(body["path"], "${var.role_path}")
@@ -163,6 +163,7 @@ class EveryFileParses(unittest.TestCase):
             "SlotEventsFunctionName": "slot_events_function_name",
             "SlotEventsFailureQueueUrl": "slot_events_failure_queue_url",
             "AlarmPausesFunctionName": "alarm_pauses_function_name",
+            "DrainedFunctionArn": "drained_function_arn",
             "PrivateDnsBaseUrl": "private_dns_base_url", "PrivateRestApiId": "private_rest_api_id",
             "PrivateVpcEndpointId": "private_vpc_endpoint_ids",
         }
@@ -779,7 +780,8 @@ class PrivateEndpoint(unittest.TestCase):
         rest_apis = [n for n, r in resources.items() if r["Type"] == "AWS::ApiGateway::RestApi"]
         self.assertEqual(rest_apis, ["PrivateRestApi"])
         roles = {n for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
-        self.assertEqual(roles, {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole"})
+        self.assertEqual(roles, {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole",
+                                 "DrainedFunctionRole"})
 
     def test_the_same_settings_in_both(self):
         pairs = {"PrivateVpcEndpointIds": "private_vpc_endpoint_ids", "PrivateVpcId": "private_vpc_id",
@@ -1028,7 +1030,8 @@ class SlotEvents(unittest.TestCase):
         os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
         resources = transform(template, {}, Policies())["Resources"]
         roles = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
-        self.assertEqual(set(roles), {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole"})
+        self.assertEqual(set(roles), {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole",
+                                      "DrainedFunctionRole"})
         for name, role in roles.items():
             self.assertNotIn("ManagedPolicyArns", role["Properties"], name)
             self.assertNotIn(basic, json.dumps(role), name)
@@ -1145,7 +1148,7 @@ class AlarmsReachAPerson(unittest.TestCase):
             self.assertEqual(alarm["ok_actions"], "${local.alarm_actions}", name)
         self.assertIn("aws_sns_topic.alarms[0].arn", TF_LOCALS["alarm_actions"])
         self.assertEqual(len(sam_alarms()), len(tf_alarms()))
-        self.assertEqual(len(sam_alarms()), 9)
+        self.assertEqual(len(sam_alarms()), 10)
 
 
 class AlarmPauses(unittest.TestCase):
@@ -1210,6 +1213,102 @@ class AlarmPauses(unittest.TestCase):
             permission = TF[("aws_lambda_permission", rule)]
             self.assertEqual(permission["principal"], "events.amazonaws.com")
             self.assertEqual(permission["source_arn"], f"${{aws_cloudwatch_event_rule.{rule}[0].arn}}")
+
+
+@functools.cache
+def drained_run():
+    """The API function with a drain gate reserves a slot for a node, then
+    the drained function, under its template's handler, confirms it, and
+    the node asks again: (the API's answers and lines, the drained
+    function's answers)."""
+    table = "iac-drained-" + os.urandom(4).hex()
+    endpoint = lambda_run.table(table)
+    api_env = {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table, "FLEETLOCK_AUTH": "disabled",
+               "FLEETLOCK_DRAIN": "default=15m"}
+    handler = SAM["Globals"]["Function"]["Handler"]
+    reserved = lambda_run.invoke(handler, [lambda_run.api_gateway_event("pre-reboot", "iac-node")], api_env)
+    action = {"action": "drained", "group": "default", "id": "iac-node"}
+    confirmed, _ = lambda_run.invoke(SAM_RESOURCES["DrainedFunction"]["Properties"]["Handler"],
+                                     [action, {**action, "action": "drain"}],
+                                     {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table})
+    granted = lambda_run.invoke(handler, [lambda_run.api_gateway_event("pre-reboot", "iac-node")], api_env)
+    return reserved, confirmed, granted
+
+
+SAM_DRAINED = SAM_RESOURCES["DrainedFunction"]
+TF_DRAINED = TF[("aws_lambda_function", "drained")]
+
+
+class Drain(unittest.TestCase):
+    def test_created_only_with_a_gate_and_refused_without_slot_events(self):
+        self.assertEqual(sam_param_default("Drain"), "")
+        self.assertEqual(TF_VARS["drain"]["default"], {})
+        self.assertEqual(SAM["Conditions"]["HasDrain"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Drain"}, ""]}]})
+        self.assertEqual(TF_LOCALS["drain"], "${length(var.drain) == 0 ? 0 : 1}")
+        for name in ["DrainedLogGroup", "DrainedFunctionRole", "DrainedFunction", "DrainsOverdueAlarm"]:
+            self.assertEqual(sam_condition(name), "HasDrain", name)
+        rule = SAM["Rules"]["DrainNeedsSlotEvents"]
+        self.assertEqual(rule["RuleCondition"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Drain"}, ""]}]})
+        self.assertEqual(rule["Assertions"][0]["Assert"], {"Fn::Equals": [{"Ref": "SlotEvents"}, "true"]})
+        self.assertIn("SlotEvents", rule["Assertions"][0]["AssertDescription"])
+        # Terraform 1.5 validations cannot read another variable: a precondition.
+        precondition = TF_DRAINED["lifecycle"]["precondition"]
+        self.assertEqual(precondition["condition"], "${var.slot_events}")
+        self.assertIn("slot_events", precondition["error_message"])
+
+    def test_same_binary_with_the_handler_the_code_knows_reserves_confirms_and_grants(self):
+        (reserved, _), confirmed, (granted, _) = drained_run()
+        (kind, response), = reserved
+        self.assertEqual((kind, response["statusCode"]), ("response", 423))
+        self.assertEqual(json.loads(response["body"])["kind"], "waiting_for_drain")
+        self.assertEqual(confirmed[0][0], "response")
+        self.assertEqual((confirmed[0][1]["outcome"], confirmed[0][1]["done"]), ("granted", True))
+        # A mistyped action fails the invocation: a hook retries or stops.
+        self.assertEqual(confirmed[1][0], "error")
+        self.assertEqual(granted[0][1]["statusCode"], 200)
+        self.assertEqual(SAM_DRAINED["Properties"]["Handler"], "drained")
+        self.assertEqual(TF_DRAINED["handler"], "drained")
+        self.assertEqual(SAM_DRAINED["Properties"]["CodeUri"], SAM_FUNCTION["Properties"]["CodeUri"])
+        self.assertEqual(TF_DRAINED["filename"], TF_FUNCTION["filename"])
+        self.assertEqual(SAM_DRAINED["Properties"]["MemorySize"], TF_DRAINED["memory_size"])
+        self.assertEqual(SAM_DRAINED["Properties"]["Timeout"], TF_DRAINED["timeout"])
+
+    def test_its_environment_is_the_same_and_read_by_the_code(self):
+        sam = SAM_DRAINED["Properties"]["Environment"]["Variables"]
+        tf = TF_DRAINED["environment"]["variables"]
+        self.assertEqual(set(sam), {"FLEETLOCK_TABLE", "RUST_LOG"})
+        self.assertEqual(set(sam), set(tf))
+        api = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
+        self.assertEqual(api["FLEETLOCK_DRAIN"], {"Ref": "Drain"})
+        self.assertEqual(TF_FUNCTION["environment"]["variables"]["FLEETLOCK_DRAIN"], "${local.drain_env}")
+
+    def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
+        expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "drained")["Statement"]}
+        statements = without_logs(sam_role_statements("DrainedFunction"), "DrainedLogGroup")
+        sam = {s["Sid"]: s for s in statements}
+        self.assertEqual({sid: set(s["Action"]) for sid, s in sam.items()}, expected)
+        self.assertEqual(sam["FleetLockTable"]["Resource"], {"Fn::GetAtt": ["LocksTable", "Arn"]})
+        tf = {s["sid"]: s for s in tf_statements("drained")}
+        tf.pop("Logs")
+        self.assertEqual({sid: set(s["actions"]) for sid, s in tf.items()}, expected)
+        hook = iam_policy("--for", "drain-hook", "--function-arn", "arn:aws:lambda:eu-west-1:1:function:f")
+        self.assertEqual(hook["Statement"][0]["Action"], ["lambda:InvokeFunction"])
+        self.assertEqual(hook["Statement"][0]["Resource"], "arn:aws:lambda:eu-west-1:1:function:f")
+
+    def test_the_overdue_alarm_watches_the_metric_the_code_emits(self):
+        (_, lines), _, _ = drained_run()
+        emitted = lambda_run.emitted_metrics(lines)
+        unit, dimensions, _ = emitted[("FleetLock", "DrainsOverdue")]
+        self.assertEqual((unit, dimensions), ("Count", ["Service"]))
+        sam = SAM_RESOURCES["DrainsOverdueAlarm"]["Properties"]
+        tf = TF[("aws_cloudwatch_metric_alarm", "drains_overdue")]
+        self.assertEqual((sam["Namespace"], sam["MetricName"]), ("FleetLock", "DrainsOverdue"))
+        self.assertEqual((tf["namespace"], tf["metric_name"]), ("FleetLock", "DrainsOverdue"))
+        self.assertEqual([d["Name"] for d in sam["Dimensions"]], dimensions)
+        self.assertEqual(list(tf["dimensions"]), dimensions)
+        for key, tf_key in [("Statistic", "statistic"), ("Period", "period"), ("Threshold", "threshold"),
+                            ("ComparisonOperator", "comparison_operator"), ("TreatMissingData", "treat_missing_data")]:
+            self.assertEqual(sam[key], tf[tf_key], key)
 
 
 class NodeTagging(unittest.TestCase):

@@ -246,7 +246,8 @@ pub async fn zincati(addr: SocketAddr, endpoint: &str, id: &str, group: &str) ->
 /// binary really writes.
 pub fn dashboard_fields(placeholder: &str) -> std::collections::BTreeSet<String> {
     const KEYWORDS: &[&str] = &[
-        "filter", "stats", "by", "as", "fields", "sort", "desc", "asc", "limit", "and", "or", "not",
+        "filter", "stats", "by", "as", "fields", "sort", "desc", "asc", "limit", "and", "or",
+        "not", "in",
     ];
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/infra/dashboard.json.tftpl");
     // Placeholders sit inside JSON strings: the template is JSON as it is.

@@ -105,6 +105,7 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
         .env_remove("FLEETLOCK_GROUPS")
         .env_remove("FLEETLOCK_SETTLE")
         .env_remove("FLEETLOCK_LEASE")
+        .env_remove("FLEETLOCK_DRAIN")
         .env_remove("FLEETLOCK_WINDOWS")
         .env_remove("FLEETLOCK_TIME_ZONE")
         .env_remove("FLEETLOCK_ALARM_PAUSES")
@@ -281,7 +282,8 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
     // below checks them on the line that has them.
     let missing: Vec<&String> = read
         .difference(&emitted)
-        .filter(|field| !["expired", "held_s", "lease"].contains(&field.as_str()))
+        // The drain widgets' field, only with a drain gate: the drain test.
+        .filter(|field| !["expired", "held_s", "lease", "drains_overdue"].contains(&field.as_str()))
         .collect();
     assert!(
         missing.is_empty(),
@@ -397,6 +399,109 @@ async fn the_binary_takes_a_slot_past_its_lease_and_says_so_in_its_log_and_metri
     }
 }
 
+/// The runtime's next answer: (its path, its body).
+async fn answered(runtime: &mut RuntimeApi) -> (String, Value) {
+    tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+        .await
+        .expect("the function answered")
+        .unwrap()
+}
+
+/// The drain gate as the deployed functions meet it: the API function
+/// reserves a slot and answers 423 with a `DrainsOverdue` point of 0, the
+/// drained function confirms it from a JSON action and refuses a mistyped
+/// one, and the node's next pre-reboot hears 200.
+#[tokio::test]
+async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
+    let (table, credential, authorization) = table_and_credential("lambda-drain").await;
+    let ask = || {
+        event(
+            zincati_body("node-a", "workers"),
+            Some(authorization.as_str()),
+        )
+    };
+    let api = |runtime: &RuntimeApi| {
+        lambda_command(runtime, "fleetlock-test", "bootstrap")
+            .env("FLEETLOCK_TABLE", &table)
+            .env("FLEETLOCK_GROUPS", "workers=1")
+            .env("FLEETLOCK_DRAIN", "workers=15m")
+            .env("FLEETLOCK_CLIENTS", &credential.entry)
+            .spawn()
+            .unwrap()
+    };
+    let mut runtime = runtime_api().await;
+    let function = api(&runtime);
+    runtime.events.send(ask()).unwrap();
+    let (_, reserved) = answered(&mut runtime).await;
+    let body: Value = serde_json::from_str(reserved["body"].as_str().unwrap()).unwrap();
+    assert_eq!(reserved["statusCode"], 423);
+    assert_eq!(body["kind"], "waiting_for_drain");
+    assert!(
+        body["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("a reboot slot is reserved for this node ('node-a')"),
+        "{body}"
+    );
+    let output = {
+        let mut function = function;
+        function.start_kill().unwrap();
+        function.wait_with_output().await.unwrap()
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let metric: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|j| j.get("_aws").is_some())
+        .unwrap_or_else(|| panic!("no metric line: {stdout}"));
+    assert_eq!(metric["DrainsOverdue"], 0);
+    assert_eq!(metric["Outcome"], "reserved");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let decision: Value = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["message"] == "decision")
+        .unwrap_or_else(|| panic!("no decision line: {stderr}"));
+    assert_eq!(decision["drains_overdue"], 0);
+    assert_eq!(decision["kind"], "waiting_for_drain");
+    let read = crate::helpers::dashboard_fields("function_log_group");
+    assert!(read.contains("drains_overdue"), "{read:?}");
+
+    let mut confirmer = runtime_api().await;
+    let drained = lambda_command(&confirmer, "fleetlock-drained", "drained")
+        .env("FLEETLOCK_TABLE", &table)
+        .spawn()
+        .unwrap();
+    let action = serde_json::json!({"action": "drained", "group": "workers", "id": "node-a"});
+    confirmer.events.send(action.to_string()).unwrap();
+    let mut mistyped = action.clone();
+    mistyped["action"] = "drain".into();
+    confirmer.events.send(mistyped.to_string()).unwrap();
+    let (path, confirmed) = answered(&mut confirmer).await;
+    assert!(path.ends_with("/response"), "{path}");
+    assert_eq!(confirmed["outcome"], "granted");
+    assert_eq!(confirmed["done"], true);
+    let (path, refused) = answered(&mut confirmer).await;
+    assert!(path.ends_with("/error"), "{path}: {refused}");
+    assert!(
+        refused["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("unknown action \"drain\"")),
+        "{refused}"
+    );
+    drop(drained);
+
+    let mut again = runtime_api().await;
+    let _function = api(&again);
+    again.events.send(ask()).unwrap();
+    let (_, granted) = answered(&mut again).await;
+    let body: Value = serde_json::from_str(granted["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (granted["statusCode"].as_u64(), body["outcome"].as_str()),
+        (Some(200), Some("already_held"))
+    );
+}
+
 #[tokio::test]
 async fn an_unknown_handler_or_an_entry_point_without_its_settings_does_not_start() {
     let runtime = runtime_api().await;
@@ -408,6 +513,7 @@ async fn an_unknown_handler_or_an_entry_point_without_its_settings_does_not_star
             "FLEETLOCK_TABLE",
             "FLEETLOCK_TABLE is unset",
         ),
+        ("drained", "FLEETLOCK_TABLE", "FLEETLOCK_TABLE is unset"),
     ] {
         let mut command = lambda_command(&runtime, "fleetlock", handler);
         command

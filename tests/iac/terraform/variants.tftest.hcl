@@ -49,7 +49,7 @@ run "defaults_serve_through_an_http_api" {
     error_message = "clients given: authentication is required"
   }
   assert {
-    condition     = length(aws_lambda_function.slot_events) == 0 && length(aws_lambda_function.alarm_pauses) == 0
+    condition     = length(aws_lambda_function.slot_events) == 0 && length(aws_lambda_function.alarm_pauses) == 0 && length(aws_lambda_function.drained) == 0
     error_message = "no optional function by default"
   }
   assert {
@@ -309,6 +309,7 @@ run "everything_on" {
     groups       = { default = 1, workers = 3, "*" = 1 }
     settle       = { default = "10m", "*" = "2m" }
     lease        = { workers = "6h", "*" = "1h30m" }
+    drain        = { workers = "15m", "*" = "1h:grant" }
     maintenance_windows = {
       workers = [
         { days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 },
@@ -348,11 +349,19 @@ run "everything_on" {
     error_message = "the leases joined as the binary reads them"
   }
   assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_DRAIN"] == "*=1h:grant,workers=15m"
+    error_message = "the drain gates joined as the binary reads them"
+  }
+  assert {
+    condition     = length(aws_lambda_function.drained) == 1 && aws_lambda_function.drained[0].handler == "drained" && length(aws_cloudwatch_metric_alarm.drains_overdue) == 1
+    error_message = "the drained function and its alarm"
+  }
+  assert {
     condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_WINDOWS"] == "workers: days=Sat,Sun start_time=22:00 length_minutes=120;workers: days=Wed start_time=03:00 length_minutes=60"
     error_message = "the windows joined in Zincati's words"
   }
   assert {
-    condition = alltrue([for role in concat([aws_iam_role.function], aws_iam_role.slot_events, aws_iam_role.alarm_pauses) :
+    condition = alltrue([for role in concat([aws_iam_role.function], aws_iam_role.slot_events, aws_iam_role.alarm_pauses, aws_iam_role.drained) :
     role.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary" && role.path == "/fleetlock/"])
     error_message = "every role has the boundary and the path"
   }
@@ -471,11 +480,22 @@ run "typed_inputs_are_checked" {
     groups               = { default = 501, "bad name" = 1 }
     settle               = { default = "ten minutes" }
     lease                = { default = "10m" }
+    drain                = { default = "30s:grant" }
     reserved_concurrency = -2
     log_retention_days   = 10
   }
 
-  expect_failures = [var.groups, var.settle, var.lease, var.reserved_concurrency, var.log_retention_days]
+  expect_failures = [var.groups, var.settle, var.lease, var.drain, var.reserved_concurrency, var.log_retention_days]
+}
+
+run "a_drain_gate_without_slot_events_is_refused" {
+  command = plan
+
+  variables {
+    drain = { default = "15m" }
+  }
+
+  expect_failures = [aws_lambda_function.drained]
 }
 
 run "example_basic" {

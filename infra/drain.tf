@@ -1,0 +1,131 @@
+# Drain gate (var.drain): the same binary as a fourth function, handler
+# "drained", which hooks invoke to confirm a drain, and the alarm on drains
+# nobody confirmed (the SAM template's Drained* resources).
+
+locals {
+  drain = length(var.drain) == 0 ? 0 : 1
+}
+
+resource "aws_cloudwatch_log_group" "drained" {
+  count             = local.drain
+  name              = "/aws/lambda/${var.name}-drained"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.logs_kms_key_arn
+  tags              = var.tags
+
+  # checkov:skip=CKV_AWS_158: logs hold group names and node ids, no secrets; the default encryption applies.
+  # checkov:skip=CKV_AWS_338: retention is the operator's choice (log_retention_days), 30 days by default.
+}
+
+resource "aws_iam_role" "drained" {
+  count                = local.drain
+  name_prefix          = "${local.iam_prefix}-drained-"
+  path                 = var.role_path
+  permissions_boundary = var.permissions_boundary
+  assume_role_policy   = data.aws_iam_policy_document.assume_lambda.json
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "drained_xray" {
+  count      = local.drain == 1 && var.tracing_mode == "Active" ? 1 : 0
+  role       = aws_iam_role.drained[0].name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AWSXRayDaemonWriteAccess"
+}
+
+# `fleetlock iam-policy --for drained`.
+data "aws_iam_policy_document" "drained" {
+  count = local.drain
+
+  statement {
+    sid       = "FleetLockTable"
+    actions   = ["dynamodb:DescribeTable", "dynamodb:UpdateItem"]
+    resources = [aws_dynamodb_table.locks.arn]
+  }
+
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${aws_cloudwatch_log_group.drained[0].arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "drained" {
+  count  = local.drain
+  name   = "fleetlock-drained"
+  role   = aws_iam_role.drained[0].id
+  policy = data.aws_iam_policy_document.drained[0].json
+}
+
+resource "aws_lambda_function" "drained" {
+  count             = local.drain
+  function_name     = "${var.name}-drained"
+  description       = "FleetLock drain confirmations (invoked by drain hooks)"
+  role              = aws_iam_role.drained[0].arn
+  filename          = var.lambda_zip_path
+  s3_bucket         = var.lambda_s3_bucket
+  s3_key            = var.lambda_s3_key
+  s3_object_version = var.lambda_s3_object_version
+  source_code_hash  = local.source_code_hash
+  runtime           = "provided.al2023"
+  handler           = "drained"
+  architectures     = [var.architecture]
+  memory_size       = 128
+  # One write, bounded at 5 s by the SDK.
+  timeout = 10
+  tags    = var.tags
+
+  environment {
+    variables = {
+      FLEETLOCK_TABLE = aws_dynamodb_table.locks.name
+      RUST_LOG        = var.log_level
+    }
+  }
+
+  logging_config {
+    log_format       = "JSON"
+    log_group        = aws_cloudwatch_log_group.drained[0].name
+    system_log_level = var.platform_log_level
+  }
+
+  tracing_config {
+    mode = var.tracing_mode
+  }
+
+  lifecycle {
+    # The module supports Terraform 1.5, whose variable validations cannot
+    # read another variable: the gate checks its events here, at plan time.
+    precondition {
+      condition     = var.slot_events
+      error_message = "drain needs slot_events = true: the Slot Drain Requested event is what tells a hook to drain a node; without it every reservation waits out its timeout."
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.drained]
+
+  # checkov:skip=CKV_AWS_116: invoked synchronously by the hooks, which see each failure and retry; a dead-letter queue never receives anything.
+  # checkov:skip=CKV_AWS_117: talks only to DynamoDB over its public endpoint; a VPC adds NAT cost and nothing else.
+  # checkov:skip=CKV_AWS_173: the environment holds a table name and a log level, no secrets.
+  # checkov:skip=CKV_AWS_115: invoked by drain hooks only, once per drained node.
+  # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
+  # checkov:skip=CKV_AWS_50: X-Ray tracing is tracing_mode, PassThrough by default (optional cost); every confirmation is logged.
+}
+
+resource "aws_cloudwatch_metric_alarm" "drains_overdue" {
+  count               = local.drain
+  alarm_name          = "${var.name}-drains-overdue"
+  alarm_description   = "A node waited for its drain past the group's drain timeout and nobody confirmed it: the hook is stuck or missing. The node keeps its reserved slot and does not reboot (with hold). See who with `fleetlock status`; confirm with `fleetlock drained` or free the slot with `fleetlock release`."
+  namespace           = "FleetLock"
+  metric_name         = "DrainsOverdue"
+  dimensions          = { Service = aws_lambda_function.this.function_name }
+  statistic           = "Maximum"
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  # As the oldest holder's: the metric comes with the group's decisions
+  # only; keep the last state through gaps.
+  treat_missing_data = "ignore"
+  alarm_actions      = local.alarm_actions
+  ok_actions         = local.alarm_actions
+  tags               = var.tags
+}
