@@ -466,3 +466,137 @@ async fn a_slot_past_its_lease_is_taken_over_and_evented_as_expired() {
     assert_eq!(expired["holders"], 1);
     assert_eq!(expired["holder_ids"], json!(["node-new"]));
 }
+
+/// The whole drain loop, as Zincati speaks it, with DynamoDB Local's stream:
+/// a pre-reboot reserves the slot (423), the stream's `Slot Drain Requested`
+/// gives a hook the `reserved_at` it confirms with (the drained entry
+/// point's handler, in process), the node's next pre-reboot hears 200, its
+/// steady-state releases; the events are the drain request, the grant and
+/// the release, in that order. A redelivered drain request confirmed after
+/// the node asked again grants nothing.
+#[tokio::test]
+async fn a_drain_is_requested_confirmed_granted_and_released_through_the_stream() {
+    use fleetlock::domain::groups::GroupSlots;
+    use fleetlock::domain::service::FleetLock;
+    use fleetlock::entry::drained::DrainConfirmer;
+    use fleetlock::http::Api;
+    use fleetlock::test_support::ManualClock;
+
+    let (table, stream_arn) = table_with_stream().await;
+    let aws = load_config().await;
+    let groups = GroupSlots::parse("workers=1")
+        .unwrap()
+        .with_drain("workers=15m")
+        .unwrap();
+    let clock = ManualClock::at(Timestamp::now());
+    let service =
+        FleetLock::new(groups, DynamoStore::new(client(&aws), &table)).with_clock(clock.clone());
+    let server = spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await;
+    let ask = |endpoint, node| zincati(server.addr, endpoint, node, "workers");
+    let hook =
+        DrainConfirmer::new(DynamoStore::new(client(&aws), &table)).with_clock(clock.clone());
+
+    let reserved = ask("pre-reboot", "node-a").await;
+    assert_eq!(
+        (reserved.status, reserved.kind()),
+        (423, "waiting_for_drain".to_owned())
+    );
+    let other = ask("pre-reboot", "node-b").await;
+    assert_eq!(other.kind(), "semaphore_full", "the reservation counts");
+
+    let deliver = async |records: Vec<Value>| -> Vec<Value> {
+        let bus = EventBus::default();
+        let bus_url = bus.start().await;
+        let mut runtime = runtime_api().await;
+        let mut function = lambda_command(&runtime, "fleetlock-events", "slot-events")
+            .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
+            .env_remove("FLEETLOCK_TABLE")
+            .spawn()
+            .unwrap();
+        let batch = json!({ "Records": records }).to_string();
+        runtime.events.send(batch).unwrap();
+        let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+            .await
+            .expect("the function answered")
+            .unwrap();
+        assert_eq!(answer, json!({ "batchItemFailures": [] }));
+        function.start_kill().unwrap();
+        function.wait().await.unwrap();
+        bus.take()
+    };
+    let detail = |entry: &Value| -> Value {
+        serde_json::from_str(entry["Detail"].as_str().unwrap()).unwrap()
+    };
+
+    let first = stream_records(&stream_arn).await;
+    let sent = deliver(first.clone()).await;
+    assert_eq!(
+        summary(&sent),
+        [(
+            "Slot Drain Requested".to_owned(),
+            "workers".to_owned(),
+            "node-a".to_owned()
+        )]
+    );
+    let request = detail(&sent[0]);
+    // The hook drains the node, then confirms the reservation it was told of.
+    clock.advance(Duration::from_secs(240));
+    let action = json!({
+        "action": "drained",
+        "group": request["group"],
+        "id": request["id"],
+        "reserved_at": request["reserved_at"],
+    });
+    let confirmed = hook.handle(&action).await.unwrap();
+    assert_eq!(
+        (confirmed["outcome"].as_str(), confirmed["done"].as_bool()),
+        (Some("granted"), Some(true))
+    );
+    clock.advance(Duration::from_secs(75));
+    let granted = ask("pre-reboot", "node-a").await;
+    assert_eq!(
+        (granted.status, granted.json()["outcome"].as_str()),
+        (200, Some("already_held"))
+    );
+    clock.advance(Duration::from_secs(180));
+    let released = ask("steady-state", "node-a").await;
+    assert_eq!(released.json()["outcome"], "released");
+
+    // The node asks again for its next update; the first drain request is
+    // delivered again (at least once) and confirmed late: nothing granted.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(
+        ask("pre-reboot", "node-a").await.kind(),
+        "waiting_for_drain"
+    );
+    let late = hook.handle(&action).await.unwrap();
+    assert_eq!(
+        (late["outcome"].as_str(), late["done"].as_bool()),
+        (Some("other_reservation"), Some(false))
+    );
+    assert_eq!(
+        ask("pre-reboot", "node-a").await.kind(),
+        "waiting_for_drain"
+    );
+
+    let records = stream_records(&stream_arn).await;
+    let sent = deliver(records[first.len()..].to_vec()).await;
+    let expected: Vec<(String, String, String)> = [
+        ("Slot Granted", "node-a"),
+        ("Slot Released", "node-a"),
+        ("Slot Drain Requested", "node-a"),
+    ]
+    .iter()
+    .map(|(kind, node)| (kind.to_string(), "workers".to_owned(), node.to_string()))
+    .collect();
+    assert_eq!(summary(&sent), expected);
+    let grant = detail(&sent[0]);
+    assert_eq!(grant["reserved_at"], request["reserved_at"]);
+    assert_eq!(grant["waited_seconds"], 240);
+    assert_eq!(
+        detail(&sent[1]).get("reserved"),
+        None,
+        "a reboot, not an undrain"
+    );
+    assert_ne!(detail(&sent[2])["reserved_at"], request["reserved_at"]);
+}
