@@ -769,8 +769,9 @@ pub fn config_check(
     let checked = Config::checked(&var);
     // The alarm-pauses function's own setting, when given.
     let gates = config::alarm_gates(&var);
+    let refused: &[String] = inputs.map_or(&[], |(_, inputs)| &inputs.refused);
     let (config, gates) = match (checked, gates) {
-        (Ok(config), Ok(gates)) => (config, gates),
+        (Ok(config), Ok(gates)) if refused.is_empty() => (config, gates),
         (checked, gates) => {
             let errors = checked
                 .err()
@@ -781,6 +782,7 @@ pub fn config_check(
                     let text = err.to_string();
                     inputs.map_or(text.clone(), |(_, inputs)| inputs.reword(&text))
                 })
+                .chain(refused.iter().cloned())
                 .collect();
             return Err(Failure::InvalidConfiguration {
                 source: inputs.map(|(file, _)| file.to_owned()),

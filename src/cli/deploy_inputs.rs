@@ -53,6 +53,9 @@ pub struct DeployInputs {
     pub names: BTreeMap<String, String>,
     /// Which inputs the deploy sets itself (the rest are defaults).
     pub given: Vec<String>,
+    /// What the deploy itself would refuse, beyond the function's settings
+    /// (a drain gate without slot events), each a sentence.
+    pub refused: Vec<String>,
 }
 
 impl DeployInputs {
@@ -248,6 +251,17 @@ pub fn from_samconfig(text: &str, config_env: &str, file: &str) -> Result<Deploy
             .names
             .insert((*var).into(), format!("parameter {parameter}"));
     }
+    let drains = values
+        .get("Drain")
+        .is_some_and(|drain| !drain.trim().is_empty());
+    if drains && values.get("SlotEvents").map(String::as_str) != Some("true") {
+        inputs.refused.push(
+            "parameter Drain needs SlotEvents=true (the template's rule DrainNeedsSlotEvents \
+             refuses the deploy): the Slot Drain Requested event is what tells a hook to drain \
+             a node"
+                .into(),
+        );
+    }
     let anonymous = values.get("AllowAnonymous").map(String::as_str) == Some("true");
     inputs.vars.insert(
         "FLEETLOCK_AUTH".into(),
@@ -346,6 +360,16 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
         inputs
             .names
             .insert((*var).into(), format!("variable {variable}"));
+    }
+    let drains = matches!(value("drain"), Value::Object(map) if !map.is_empty());
+    let events = matches!(value("slot_events"), Value::Bool(true))
+        || value("slot_events") == Value::String("true".into());
+    if drains && !events {
+        inputs.refused.push(
+            "variable drain needs slot_events = true (the module's precondition refuses the \
+             plan): the Slot Drain Requested event is what tells a hook to drain a node"
+                .into(),
+        );
     }
     let anonymous = match value("allow_anonymous") {
         Value::Bool(on) => on,
@@ -500,6 +524,33 @@ mod tests {
         for (variable, _) in TF_VARIABLES {
             assert!(variables.contains_key(*variable), "{variable}");
         }
+    }
+
+    #[test]
+    fn a_drain_gate_without_slot_events_is_what_the_deploy_refuses() {
+        let without = from_tfvars("drain = { workers = \"15m\" }\n", "a.tfvars").unwrap();
+        assert_eq!(without.vars["FLEETLOCK_DRAIN"], "workers=15m");
+        assert!(
+            without.refused[0].starts_with("variable drain needs slot_events = true"),
+            "{:?}",
+            without.refused
+        );
+        let with = from_tfvars(
+            "drain = { workers = \"15m\" }\nslot_events = true\n",
+            "a.tfvars",
+        )
+        .unwrap();
+        assert!(with.refused.is_empty(), "{:?}", with.refused);
+        let none = from_tfvars("groups = { workers = 1 }\n", "a.tfvars").unwrap();
+        assert!(none.refused.is_empty());
+        let sam = "[default.deploy.parameters]\nparameter_overrides = [\"Drain=workers=15m\"]\n";
+        let refused = from_samconfig(sam, "default", "samconfig.toml")
+            .unwrap()
+            .refused;
+        assert!(
+            refused[0].starts_with("parameter Drain needs SlotEvents=true"),
+            "{refused:?}"
+        );
     }
 
     #[test]

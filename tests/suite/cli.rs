@@ -100,6 +100,124 @@ async fn status_and_release_say_what_is_missing_without_a_table() {
     }
 }
 
+/// `fleetlock drained` as an operator runs it against the table: a node
+/// served with a drain gate waits (status says how to confirm it), the
+/// command grants its slot, the node's next pre-reboot hears 200; a
+/// confirmation of nothing, of an older reservation, or of a mistyped group
+/// is refused with a line that says why, and a bad time never reaches AWS.
+#[tokio::test]
+async fn operators_confirm_a_drain_with_fleetlock_drained() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("cli-drained");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let (mut child, addr) = serve(
+        with_table()
+            .env("FLEETLOCK_GROUPS", "workers=1")
+            .env("FLEETLOCK_DRAIN", "workers=15m"),
+    )
+    .await;
+    let r = zincati(addr, "pre-reboot", "n1", "workers").await;
+    assert_eq!((r.status, r.kind()), (423, "waiting_for_drain".to_owned()));
+
+    let status = run(with_table()
+        .env("FLEETLOCK_GROUPS", "workers=1")
+        .env("FLEETLOCK_DRAIN", "workers=15m")
+        .args(["status", "--group", "workers"]))
+    .await;
+    assert!(status.ok, "{}", status.stderr);
+    let line = status
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("workers: 'n1' waits for its drain since"))
+        .unwrap_or_else(|| panic!("{}", status.stdout));
+    let reserved_at = line
+        .rsplit("--reserved-at ")
+        .next()
+        .unwrap()
+        .trim_end_matches('\'')
+        .to_owned();
+    assert!(status.stdout.contains("draining"), "{}", status.stdout);
+
+    let typo = run(with_table().args(["drained", "--group", "wrokers", "--id", "n1"])).await;
+    assert!(
+        !typo.ok && typo.stderr.contains("did you mean 'workers'"),
+        "{}",
+        typo.stderr
+    );
+    let bad = run(with_table().args([
+        "drained",
+        "--group",
+        "workers",
+        "--id",
+        "n1",
+        "--reserved-at",
+        "soon",
+    ]))
+    .await;
+    assert!(
+        !bad.ok && bad.stderr.contains("'soon' is not a time"),
+        "{}",
+        bad.stderr
+    );
+    let older = run(with_table().args([
+        "drained",
+        "--group",
+        "workers",
+        "--id",
+        "n1",
+        "--reserved-at",
+        "2025-01-01T00:00:00.000Z",
+    ]))
+    .await;
+    assert!(!older.ok, "{}", older.stdout);
+    assert!(older.stderr.contains("waits since"), "{}", older.stderr);
+    let none = run(with_table().args(["drained", "--group", "workers", "--id", "n2"])).await;
+    assert!(
+        !none.ok
+            && none
+                .stderr
+                .contains("'n2' has no reservation in group 'workers'"),
+        "{}",
+        none.stderr
+    );
+
+    let r = run(with_table().args([
+        "drained",
+        "--group",
+        "workers",
+        "--id",
+        "n1",
+        "--reserved-at",
+        &reserved_at,
+    ]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("confirmed the drain of 'n1' in group 'workers'"),
+        "{}",
+        r.stdout
+    );
+    let r = zincati(addr, "pre-reboot", "n1", "workers").await;
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("already_held"))
+    );
+    let again = run(with_table().args(["drained", "--group", "workers", "--id", "n1"])).await;
+    assert!(
+        again.ok
+            && again
+                .stdout
+                .contains("holds its slot in group 'workers' already")
+    );
+    child.kill().await.unwrap();
+}
+
 #[tokio::test]
 async fn malformed_groups_stop_start_up() {
     let r = run(fleetlock()
@@ -1269,7 +1387,11 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
              [wrong.deploy.parameters]\n\
              parameter_overrides = [\"Settle=db=soon\", \"Groups=db=1\", \"Lease=db=10m\"]\n\
              [leased.deploy.parameters]\n\
-             parameter_overrides = [\"Groups=db=1\", \"Lease=db=6h\", \"Clients={client}\"]\n"
+             parameter_overrides = [\"Groups=db=1\", \"Lease=db=6h\", \"Clients={client}\"]\n\
+             [undrained.deploy.parameters]\n\
+             parameter_overrides = [\"Groups=db=1\", \"Drain=db=15m\", \"Clients={client}\"]\n\
+             [drained.deploy.parameters]\n\
+             parameter_overrides = [\"Groups=db=1\", \"Drain=db=15m:grant\", \"SlotEvents=true\", \"Clients={client}\"]\n"
         ),
     )
     .unwrap();
@@ -1365,6 +1487,31 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
             .any(|l| l == "FLEETLOCK_LEASE='db=6h'"),
         "{}",
         leased.stdout
+    );
+    // A drain gate without slot events: the rule would refuse the deploy.
+    let config_env = |name: &'static str| {
+        let mut command = fleetlock();
+        command.args(["config", "check", "--samconfig", path, "--config-env", name]);
+        command
+    };
+    let undrained = run(&mut config_env("undrained")).await;
+    assert!(!undrained.ok);
+    assert!(
+        undrained
+            .stderr
+            .contains("parameter Drain needs SlotEvents=true"),
+        "{}",
+        undrained.stderr
+    );
+    let drained = run(&mut config_env("drained")).await;
+    assert!(drained.ok, "{}", drained.stderr);
+    assert!(
+        drained.stdout.contains(
+            "db: 1 slot, settle 0s, drain gate 15m then grant (a slot is granted once its \
+             node's drain is confirmed)"
+        ),
+        "{}",
+        drained.stdout
     );
     // Nothing of it touched AWS: no region, no credentials were needed.
     let mixed = run(fleetlock().args(["config", "check", "--config-env", "typo"])).await;
