@@ -207,16 +207,34 @@ async fn requests_per_answer_kind() {
     // `leased-N`: one slot, held since a day ago by a node that is gone.
     let leased: Vec<String> = (0..CALLS).map(|n| format!("leased-{n}=1")).collect();
     let leases: Vec<String> = (0..CALLS).map(|n| format!("leased-{n}=6h")).collect();
+    // `gated-N`: one slot behind a 15m drain gate; `timed-N` and `held-N`:
+    // the same, with a reservation made a day ago, granted or held on timeout.
+    let gated: Vec<String> = ["gated", "timed", "held"]
+        .iter()
+        .flat_map(|kind| (0..CALLS).map(move |n| format!("{kind}-{n}=1")))
+        .collect();
+    let gates: Vec<String> = (0..CALLS)
+        .flat_map(|n| {
+            [
+                format!("gated-{n}=15m"),
+                format!("timed-{n}=15m:grant"),
+                format!("held-{n}=15m:hold"),
+            ]
+        })
+        .collect();
     let spec = format!(
-        "full=1,paused=1,settling=2,open=500,closed=500,excluding=2,{},{},*=1",
+        "full=1,paused=1,settling=2,open=500,closed=500,excluding=2,{},{},{},*=1",
         fresh.join(","),
-        leased.join(",")
+        leased.join(","),
+        gated.join(",")
     );
     let groups = GroupSlots::parse(&spec)
         .unwrap()
         .with_settle("settling=1h")
         .unwrap()
         .with_lease(&leases.join(","))
+        .unwrap()
+        .with_drain(&gates.join(","))
         .unwrap()
         .with_wildcard_limit("2000")
         .unwrap();
@@ -281,11 +299,26 @@ async fn requests_per_answer_kind() {
         };
         let planted = api.service().store().acquire(&group, &gone, one, day_ago);
         assert_eq!(planted.await.expect("plant").outcome, Acquire::Granted);
+        // A reservation a day old, by the node that will ask.
+        let asker = fleetlock::domain::input::NodeId::parse(&format!("new-{n}")).unwrap();
+        for kind in ["timed", "held"] {
+            let group = GroupName::parse(&format!("{kind}-{n}")).unwrap();
+            let gate = GroupRules {
+                drain: Some(fleetlock::domain::lock::DrainRule {
+                    timeout: Duration::from_secs(900),
+                    on_timeout: fleetlock::domain::lock::OnDrainTimeout::Hold,
+                    window_closes: None,
+                }),
+                ..one
+            };
+            let planted = api.service().store().acquire(&group, &asker, gate, day_ago);
+            assert_eq!(planted.await.expect("plant").outcome, Acquire::Reserves);
+        }
     }
     println!("### Requests and latency per kind of answer (1 caller, {CALLS} calls each)\n");
     println!("| answer | status | DynamoDB requests per call | p50 ms | p99 ms |");
     println!("|---|---:|---:|---:|---:|");
-    let cases: [(&str, &str, &'static str, &'static str, u16); 10] = [
+    let cases: [(&str, &str, &'static str, &'static str, u16); 14] = [
         ("granted", "/v1/pre-reboot", "fresh", "new", 200),
         (
             "granted_expired (the slot of a holder past its 6h lease)",
@@ -298,6 +331,34 @@ async fn requests_per_answer_kind() {
             "granted, first use of a group only `*` covers",
             "/v1/pre-reboot",
             "wild",
+            "new",
+            200,
+        ),
+        (
+            "waiting_for_drain: a slot reserved behind a 15m drain gate (outcome reserved)",
+            "/v1/pre-reboot",
+            "gated",
+            "new",
+            423,
+        ),
+        (
+            "waiting_for_drain: the reserved node asking again (outcome waiting_for_drain)",
+            "/v1/pre-reboot",
+            "gated",
+            "new",
+            423,
+        ),
+        (
+            "waiting_for_drain past the timeout, hold (outcome drain_overdue)",
+            "/v1/pre-reboot",
+            "held",
+            "new",
+            423,
+        ),
+        (
+            "granted_drain_timeout (past the timeout, grant)",
+            "/v1/pre-reboot",
+            "timed",
             "new",
             200,
         ),
@@ -336,7 +397,7 @@ async fn requests_per_answer_kind() {
             } else {
                 who.to_owned()
             };
-            let group = if ["fresh", "wild", "leased"].contains(&group) {
+            let group = if ["fresh", "wild", "leased", "gated", "timed", "held"].contains(&group) {
                 format!("{group}-{n}")
             } else {
                 group.to_owned()
@@ -523,6 +584,59 @@ async fn take_over_write_units() {
     println!();
 }
 
+/// The write units of a reservation behind a drain gate and of its
+/// confirmation (`fleetlock drained`, or the drained function), by holders
+/// in the group (32-hex ids): each is one request.
+async fn drain_write_units() {
+    let (client, counter) = counted_client().await;
+    let table = format!("bench-drain-{}", std::process::id());
+    let store = DynamoStore::new(client, table).reporting_write_units();
+    store.create_table().await.expect("create the table");
+    println!("### Write units of a reservation and of its confirmation (32-hex ids)\n");
+    println!(
+        "| holders (all slots) | reservation of the last slot (write units) | confirmation (write units) | requests of the confirmation |"
+    );
+    println!("|---:|---:|---:|---:|");
+    for slots in [1u32, 10, 24, 100] {
+        let group = GroupName::parse(&format!("gated-{slots}")).unwrap();
+        let rules = GroupRules {
+            slots,
+            settle: Duration::ZERO,
+            wildcard_limit: None,
+            lease: None,
+            drain: Some(fleetlock::domain::lock::DrainRule {
+                timeout: Duration::from_secs(900),
+                on_timeout: fleetlock::domain::lock::OnDrainTimeout::Hold,
+                window_closes: None,
+            }),
+        };
+        let mut last = None;
+        let mut id = NodeId::parse("0").unwrap();
+        for n in 0..slots {
+            id = NodeId::parse(&format!("{n:032x}")).unwrap();
+            last = store
+                .acquire(&group, &id, rules, Timestamp::now())
+                .await
+                .expect("reserve")
+                .write_units;
+        }
+        let before = counter.get();
+        let confirmed = store
+            .drained(&group, &id, None, Timestamp::now())
+            .await
+            .expect("confirm");
+        assert_eq!(confirmed.outcome, fleetlock::domain::lock::Drained::Granted);
+        let units = |u: Option<f64>| u.map_or("?".into(), |u| format!("{u:.1}"));
+        println!(
+            "| {slots} | {} | {} | {} |",
+            units(last),
+            units(confirmed.write_units),
+            counter.get() - before
+        );
+    }
+    println!();
+}
+
 async fn release_binary() {
     let binary =
         std::env::var("FLEETLOCK_BIN").unwrap_or_else(|_| "target/release/fleetlock".into());
@@ -618,6 +732,7 @@ async fn main() {
     in_process(CONCURRENCY, 20_000).await;
     requests_per_answer_kind().await;
     take_over_write_units().await;
+    drain_write_units().await;
     cpu_per_call().await;
     write_units_by_group_size(
         "Write units per call by holders in the group (32-hex ids, as Zincati's)",

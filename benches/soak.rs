@@ -27,6 +27,16 @@
 //!   the group full takes that slot over. A take-over answered for a holder
 //!   that was not such a ghost is a violation (a real node's slot taken
 //!   inside its lease also shows as a lost release);
+//! - drains: `DRAIN_GROUP` has a drain gate, and a hook task reads the table
+//!   and confirms each reservation it sees after a random delay (sometimes
+//!   twice, the second time late, as an event delivered again), naming the
+//!   reservation it confirms. It notes each confirmation before it sends it.
+//!   A 200 to a node of that group whose reservation the hook never set out
+//!   to confirm is an undrained grant, and so is a holder the reader sees
+//!   granted (not reserved) that the hook never set out to confirm; a
+//!   confirmation that grants a reservation other than the one it named is
+//!   a violation too. Its nodes sometimes send steady-state while they wait
+//!   (Zincati restarted), which ends the reservation;
 //! - the nodes count themselves: one that heard it was granted counts as down
 //!   until it sends steady-state, and more nodes down in a group than its
 //!   slots is a violation, although the table may never have held more.
@@ -61,7 +71,7 @@ use fault_proxy::{Fault, FaultProxy};
 
 use support::{call, connect, memory_kib, spawn_serve};
 
-const GROUPS: &[(&str, u32)] = &[("default", 2), ("workers", 5), ("db", 1)];
+const GROUPS: &[(&str, u32)] = &[("default", 2), ("workers", 5), ("db", 1), ("drained", 2)];
 const NODES: usize = 300;
 const PAUSED_GROUP: &str = "workers";
 const SETTLE_GROUP: &str = "db";
@@ -73,6 +83,34 @@ const LEASED_GROUP: &str = "default";
 const LEASE: &str = "30m";
 /// The planted holders' ids: nodes that took a slot a day ago and are gone.
 const GHOST_PREFIX: &str = "soak-ghost-";
+/// The group behind a drain gate, and its timeout (longer than any of the
+/// hook's delays: every grant there is a confirmed one).
+const DRAIN_GROUP: &str = "drained";
+const DRAIN: &str = "1m";
+
+/// The reservations the hook set out to confirm: (node, reserved at), noted
+/// before each confirmation is sent.
+#[derive(Default)]
+struct Confirming(std::sync::Mutex<std::collections::BTreeSet<(String, u64)>>);
+
+impl Confirming {
+    fn note(&self, node: &str, reserved_at: Timestamp) {
+        self.0
+            .lock()
+            .unwrap()
+            .insert((node.to_owned(), reserved_at.0));
+    }
+
+    /// Whether the hook set out to confirm a reservation of `node` made at
+    /// `since` or later.
+    fn any_since(&self, node: &str, since: Timestamp) -> bool {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(id, at)| id == node && *at >= since.0)
+    }
+}
 
 /// When the operator task's pauses were in force, as the nodes can tell:
 /// from the end of the pause write to the start of the resume write.
@@ -136,6 +174,23 @@ struct Tally {
     /// Holders of `EXCLUDED_NODE` the reader saw taken after it had seen
     /// the exclusion, still stored, that was in force.
     reader_grants_while_excluded: AtomicU64,
+    /// `waiting_for_drain` answers in `DRAIN_GROUP`, confirmations the hook
+    /// sent / that granted, repeated late ones refused, reservations ended
+    /// by a waiting node's steady-state.
+    waiting_for_drain: AtomicU64,
+    confirmations_sent: AtomicU64,
+    confirmations_granted: AtomicU64,
+    late_confirmations_refused: AtomicU64,
+    reservations_ended: AtomicU64,
+    /// 200s in `DRAIN_GROUP` after a confirmation.
+    drained_grants: AtomicU64,
+    /// 200s to a node of `DRAIN_GROUP` the hook never set out to confirm, and
+    /// granted holders the reader saw there that it never set out to confirm.
+    undrained_grants: AtomicU64,
+    reader_undrained_grants: AtomicU64,
+    /// A repeated confirmation that granted the reservation its first
+    /// attempt had granted already.
+    late_confirmations_granted: AtomicU64,
 }
 
 /// How many nodes of each group are down (heard granted, not yet back).
@@ -199,7 +254,7 @@ async fn node(
     deadline: Instant,
     tally: Arc<Tally>,
     (pauses, exclusions): (Arc<RwLock<Pauses>>, Arc<RwLock<Pauses>>),
-    (down, table): (Arc<Down>, Arc<DynamoStore>),
+    (down, table, confirming): (Arc<Down>, Arc<DynamoStore>, Arc<Confirming>),
 ) {
     let (group, slots) = GROUPS[n % GROUPS.len()];
     let id = format!("soak-node-{n:04}");
@@ -210,6 +265,10 @@ async fn node(
     };
     // After a 503 pre-reboot the node may hold a slot it never heard of.
     let mut maybe_holding = false;
+    // In `DRAIN_GROUP`: when this node began asking for its current slot,
+    // and whether it waits for a drain.
+    let mut asking_since: Option<Timestamp> = None;
+    let mut waiting = false;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
         // Sometimes a node that holds nothing sends steady-state (every boot does).
@@ -223,6 +282,13 @@ async fn node(
                 (200, Some("released")) if maybe_holding => {
                     tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
                     maybe_holding = false;
+                    waiting = false;
+                }
+                // Zincati restarted while its node waited: the reservation ends.
+                (200, Some("released")) if waiting => {
+                    tally.reservations_ended.fetch_add(1, Ordering::Relaxed);
+                    waiting = false;
+                    asking_since = None;
                 }
                 _ if unavailable(status, &json) => {
                     tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
@@ -231,10 +297,33 @@ async fn node(
             }
         }
         let sent = Instant::now();
+        if asking_since.is_none() {
+            asking_since = Some(Timestamp::now());
+        }
         let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, group).await;
         let answered = Instant::now();
         tally.calls.fetch_add(1, Ordering::Relaxed);
         match (status, json["outcome"].as_str(), json["kind"].as_str()) {
+            (423, _, Some("waiting_for_drain")) if group == DRAIN_GROUP => {
+                tally.waiting_for_drain.fetch_add(1, Ordering::Relaxed);
+                waiting = true;
+                continue;
+            }
+            (200, _, _) if group == DRAIN_GROUP => {
+                // Only ever the grant of a confirmed reservation: the gate's
+                // timeout is longer than the hook ever takes.
+                let since = asking_since.unwrap_or(Timestamp(0));
+                if confirming.any_since(&id, since.minus(Duration::from_secs(1))) {
+                    tally.drained_grants.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    tally.undrained_grants.fetch_add(1, Ordering::Relaxed);
+                    eprintln!("undrained grant to {id}: {json}");
+                }
+                if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
+                    tally.over_grants.fetch_add(1, Ordering::Relaxed);
+                }
+                down.goes_down(group, slots, &tally);
+            }
             (200, Some(outcome @ ("granted" | "granted_expired")), _) => {
                 if outcome == "granted_expired" {
                     tally.take_overs.fetch_add(1, Ordering::Relaxed);
@@ -306,6 +395,8 @@ async fn node(
             }
         }
         maybe_holding = false;
+        waiting = false;
+        asking_since = None;
         // "Reboot", then give the slot back: it must still be ours. Retried
         // on 503 like Zincati; `not_held` after a 503 means the timed-out
         // release had landed.
@@ -344,9 +435,9 @@ async fn node(
         }
     }
     // The run ended right after a 503 pre-reboot whose write may have
-    // landed: the node's next boot sends steady-state, as Zincati's does,
-    // until it is answered.
-    if maybe_holding {
+    // landed, or while the node waited for its drain: the node's next boot
+    // sends steady-state, as Zincati's does, until it is answered.
+    if maybe_holding || waiting {
         for _ in 0..20 {
             let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
@@ -398,6 +489,7 @@ async fn main() {
 
     let settle_spec = format!("{SETTLE_GROUP}={}s", SETTLE.as_secs());
     let lease_spec = format!("{LEASED_GROUP}={LEASE}");
+    let drain_spec = format!("{DRAIN_GROUP}={DRAIN}");
     let faults = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "1");
     let proxy = if faults {
         let upstream = std::env::var("AWS_ENDPOINT_URL").unwrap();
@@ -427,6 +519,7 @@ async fn main() {
         &[
             ("FLEETLOCK_SETTLE", settle_spec.as_str()),
             ("FLEETLOCK_LEASE", lease_spec.as_str()),
+            ("FLEETLOCK_DRAIN", drain_spec.as_str()),
         ],
         endpoint.as_deref(),
     )
@@ -439,6 +532,7 @@ async fn main() {
     let pauses = Arc::new(RwLock::new(Pauses::default()));
     let exclusions = Arc::new(RwLock::new(Pauses::default()));
     let down = Arc::new(Down::new());
+    let confirming = Arc::new(Confirming::default());
     let table_reader = Arc::new(DynamoStore::new(
         aws_sdk_dynamodb::Client::new(&load_config().await),
         &table,
@@ -447,7 +541,11 @@ async fn main() {
         .map(|n| {
             let tally = Arc::clone(&tally);
             let control = (Arc::clone(&pauses), Arc::clone(&exclusions));
-            let checks = (Arc::clone(&down), Arc::clone(&table_reader));
+            let checks = (
+                Arc::clone(&down),
+                Arc::clone(&table_reader),
+                Arc::clone(&confirming),
+            );
             tokio::spawn(node(n, addr.clone(), deadline, tally, control, checks))
         })
         .collect();
@@ -548,10 +646,85 @@ async fn main() {
         })
     };
 
+    // The hook: reads the table and confirms each reservation of
+    // `DRAIN_GROUP` after a random delay (0 to 1.5 s), naming it; one in
+    // four is confirmed again 2 s later, as an event delivered again.
+    let hook = {
+        let (tally, confirming) = (Arc::clone(&tally), Arc::clone(&confirming));
+        let store = Arc::new(DynamoStore::new(
+            aws_sdk_dynamodb::Client::new(&load_config().await),
+            &table,
+        ));
+        tokio::spawn(async move {
+            let group = GroupName::parse(DRAIN_GROUP).unwrap();
+            let mut handled = std::collections::BTreeSet::new();
+            let mut rng = Rng(0xD8A1_4E5D);
+            let mut confirmations = Vec::new();
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let Ok(groups) = store.groups(Some(&group)).await else {
+                    continue;
+                };
+                for (_, record) in groups {
+                    for (id, since) in record.draining {
+                        if !handled.insert((id.to_string(), since.0)) {
+                            continue;
+                        }
+                        let (delay, again) = (rng.below(1_500), rng.below(4) == 0);
+                        let (store, group) = (Arc::clone(&store), group.clone());
+                        let (tally, confirming) = (Arc::clone(&tally), Arc::clone(&confirming));
+                        confirmations.push(tokio::spawn(async move {
+                            use fleetlock::domain::lock::Drained;
+                            tokio::time::sleep(Duration::from_millis(delay)).await;
+                            confirming.note(id.as_str(), since);
+                            tally.confirmations_sent.fetch_add(1, Ordering::Relaxed);
+                            let first = store.drained(&group, &id, Some(since), Timestamp::now());
+                            let first_granted = match first.await {
+                                Ok(decided) => decided.outcome == Drained::Granted,
+                                Err(_) => false,
+                            };
+                            if first_granted {
+                                tally.confirmations_granted.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if again {
+                                tokio::time::sleep(Duration::from_secs(2)).await;
+                                let late =
+                                    store.drained(&group, &id, Some(since), Timestamp::now());
+                                match late.await.map(|d| d.outcome) {
+                                    // The same reservation granted twice.
+                                    Ok(Drained::Granted) if first_granted => {
+                                        tally
+                                            .late_confirmations_granted
+                                            .fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    // The first one failed (a fault): this one
+                                    // is the confirmation.
+                                    Ok(Drained::Granted) => {
+                                        tally.confirmations_granted.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Ok(_) => {
+                                        tally
+                                            .late_confirmations_refused
+                                            .fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Err(_) => {}
+                                }
+                            }
+                        }));
+                    }
+                }
+            }
+            for confirmation in confirmations {
+                let _ = confirmation.await;
+            }
+        })
+    };
+
     // The independent reader: strongly consistent scans, all the time.
     let stop = Arc::new(AtomicBool::new(false));
     let reading = {
         let (stop, tally) = (Arc::clone(&stop), Arc::clone(&tally));
+        let confirming = Arc::clone(&confirming);
         tokio::spawn(async move {
             let slots: BTreeMap<&str, u32> = GROUPS.iter().copied().collect();
             let mut most: BTreeMap<String, usize> = BTreeMap::new();
@@ -580,6 +753,21 @@ async fn main() {
                         }
                     }
                     let name = name.to_string();
+                    if name == DRAIN_GROUP {
+                        for (id, at) in record.holders.holders() {
+                            // Granted (not reserved): its reservation, made
+                            // before `at`, must be one the hook set out to
+                            // confirm (within a drain timeout of it).
+                            let granted_since = at.minus(Duration::from_secs(60));
+                            if !record.draining.contains_key(id)
+                                && !confirming.any_since(id.as_str(), granted_since)
+                            {
+                                tally
+                                    .reader_undrained_grants
+                                    .fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
                     let before = latest_release.get(&name).copied();
                     // A holder new since the last scan landed after every
                     // release seen until then: it must have taken its slot
@@ -640,6 +828,7 @@ async fn main() {
     operator.await.unwrap();
     excluder.await.unwrap();
     planter.await.unwrap();
+    hook.await.unwrap();
     for task in nodes {
         task.await.unwrap();
     }
@@ -766,6 +955,24 @@ async fn main() {
     println!(
         "| **take-overs answered beyond the expired holders taken** | **{take_overs_of_the_living}** |"
     );
+    println!(
+        "| `waiting_for_drain` answers in `{DRAIN_GROUP}` (drain {DRAIN}) / confirmations sent / granted / 200s after a confirmation | {} / {} / {} / {} |",
+        get(&t.waiting_for_drain),
+        get(&t.confirmations_sent),
+        get(&t.confirmations_granted),
+        get(&t.drained_grants)
+    );
+    println!(
+        "| reservations ended by a waiting node's steady-state / late confirmations refused | {} / {} |",
+        get(&t.reservations_ended),
+        get(&t.late_confirmations_refused)
+    );
+    println!(
+        "| **undrained grants: answered 200 / seen by the reader / a reservation granted twice** | **{} / {} / {}** |",
+        get(&t.undrained_grants),
+        get(&t.reader_undrained_grants),
+        get(&t.late_confirmations_granted)
+    );
     println!("| unexpected answers | {} |", get(&t.unexpected));
     println!(
         "| holders left after every node stopped (expired holders not taken over apart) | {} ({ghosts_left}) {left:?} |",
@@ -786,6 +993,9 @@ async fn main() {
         + get(&t.over_grants)
         + get(&t.lost_releases)
         + get(&t.unexpected)
+        + get(&t.undrained_grants)
+        + get(&t.reader_undrained_grants)
+        + get(&t.late_confirmations_granted)
         + take_overs_of_the_living
         + left.len() as u64;
     if violations > 0 {
