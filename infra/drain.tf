@@ -38,7 +38,7 @@ data "aws_iam_policy_document" "drained" {
 
   statement {
     sid       = "FleetLockTable"
-    actions   = ["dynamodb:DescribeTable", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.locks.arn]
   }
 
@@ -70,7 +70,7 @@ resource "aws_lambda_function" "drained" {
   handler           = "drained"
   architectures     = [var.architecture]
   memory_size       = 128
-  # One write, bounded at 5 s by the SDK.
+  # One request, bounded at 5 s by the SDK.
   timeout = 10
   tags    = var.tags
 

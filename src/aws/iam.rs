@@ -63,8 +63,13 @@ pub const ALARM_PAUSES_TABLE_ACTIONS: &[&str] = &[
 pub const ALARM_PAUSES_ALARM_ACTIONS: &[&str] = &["cloudwatch:DescribeAlarms"];
 
 /// The drained function, on the table: one `DescribeTable` at start-up,
-/// then one conditional `UpdateItem` per confirmation.
-pub const DRAINED_FUNCTION_ACTIONS: &[&str] = &["dynamodb:DescribeTable", "dynamodb:UpdateItem"];
+/// then one conditional `UpdateItem` per confirmation, or one consistent
+/// `GetItem` per slot read.
+pub const DRAINED_FUNCTION_ACTIONS: &[&str] = &[
+    "dynamodb:DescribeTable",
+    "dynamodb:GetItem",
+    "dynamodb:UpdateItem",
+];
 
 /// A drain hook (a Step Functions state machine, a Lambda, SSM Automation),
 /// on the drained function: it confirms a drain by invoking it, and can do

@@ -1,12 +1,14 @@
-//! Confirming a drain: the action a hook sends (`{"action": "drained", ...}`)
-//! and what each outcome of a confirmation says, the same sentence for the
-//! command line and for a hook's answer. Pure: the `drained` entry point and
-//! the `fleetlock drained` command are the adapters.
+//! Confirming a drain: the actions a hook sends (`{"action": "drained", ...}`
+//! to confirm, `{"action": "slot", ...}` to read a node's slot before it
+//! undrains it) and what each outcome of a confirmation says, the same
+//! sentence for the command line and for a hook's answer. Pure: the
+//! `drained` entry point and the `fleetlock drained` command are the
+//! adapters.
 
 use serde_json::{Value, json};
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Drained, Timestamp};
+use crate::domain::lock::{Drained, Group, Timestamp};
 
 /// A confirmation, as a hook or a person asks for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,30 +21,73 @@ pub struct Confirmation {
     pub reserved_at: Option<Timestamp>,
 }
 
-/// The one action the `drained` entry point takes: a closed set, so that a
+/// The actions the `drained` entry point takes: a closed set, so that a
 /// mistyped action is refused rather than read as a confirmation.
-pub const ACTIONS: [&str; 1] = ["drained"];
+pub const ACTIONS: [&str; 2] = ["drained", "slot"];
+
+/// What a hook asks of the `drained` entry point.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Confirm a drain: the reservation becomes the slot.
+    Drained(Confirmation),
+    /// Read whether a node holds or waits for a slot (changes nothing): a
+    /// hook undrains only a node that does neither, since events come out
+    /// of order and more than once.
+    Slot { group: GroupName, id: NodeId },
+}
+
+impl Action {
+    /// Reads an action; every mistake is named.
+    pub fn parse(action: &Value) -> Result<Self, String> {
+        match action.get("action").and_then(Value::as_str) {
+            Some("slot") => {
+                let confirmation = Confirmation::fields(action)?;
+                Ok(Action::Slot {
+                    group: confirmation.group,
+                    id: confirmation.id,
+                })
+            }
+            _ => Confirmation::from_action(action).map(Action::Drained),
+        }
+    }
+}
+
+/// A node's slot as a hook reads it: `holds` a granted slot, or
+/// `waiting_for_drain` since `reserved_at`.
+pub fn slot_state(group: &Group, name: &GroupName, id: &NodeId) -> Value {
+    let reserved = group.draining.get(id);
+    json!({
+        "group": name.as_str(),
+        "id": id.as_str(),
+        "holds": group.holders.holds(id) && reserved.is_none(),
+        "waiting_for_drain": reserved.is_some(),
+        "reserved_at": reserved.map(|at| at.to_rfc3339_millis()),
+    })
+}
 
 impl Confirmation {
     /// Reads `{"action": "drained", "group": G, "id": X, "reserved_at": T}`
     /// (`reserved_at` optional, RFC 3339 as the event writes it). Every
     /// mistake is named.
     pub fn from_action(action: &Value) -> Result<Self, String> {
+        match action.get("action").and_then(Value::as_str) {
+            Some("drained") => Self::fields(action),
+            Some(other) => Err(format!(
+                "unknown action {other:?}; this function takes: {}",
+                ACTIONS.join(", ")
+            )),
+            None if !action.is_object() => Self::fields(action),
+            None => Err("the event has no string field \"action\" (\"drained\" or \"slot\")".into()),
+        }
+    }
+
+    /// The group, the id and the reservation of an action.
+    fn fields(action: &Value) -> Result<Self, String> {
         let Value::Object(fields) = action else {
             return Err("the event is not a JSON object like \
                  {\"action\": \"drained\", \"group\": \"workers\", \"id\": \"...\"}"
                 .into());
         };
-        match fields.get("action").and_then(Value::as_str) {
-            Some("drained") => {}
-            Some(other) => {
-                return Err(format!(
-                    "unknown action {other:?}; this function takes: {}",
-                    ACTIONS.join(", ")
-                ));
-            }
-            None => return Err("the event has no string field \"action\" (\"drained\")".into()),
-        }
         let text = |name: &str| {
             fields
                 .get(name)
@@ -179,6 +224,34 @@ mod tests {
         assert_eq!(confirmation.reserved_at, Some(Timestamp(1_764_479_529_042)));
         let any = action(r#"{"action":"drained","group":"workers","id":"n1"}"#).unwrap();
         assert_eq!(any.reserved_at, None);
+    }
+
+    #[test]
+    fn a_slot_action_reads_whether_the_node_holds_or_waits() {
+        use crate::domain::lock::Semaphore;
+        let Action::Slot { group, id } =
+            Action::parse(&serde_json::json!({"action": "slot", "group": "workers", "id": "n1"}))
+                .unwrap()
+        else {
+            panic!("a slot action");
+        };
+        let n1 = NodeId::parse("n1").unwrap();
+        let mut record = Group {
+            holders: Semaphore::from_holders([(n1.clone(), Timestamp(5))]),
+            ..Group::default()
+        };
+        let state = slot_state(&record, &group, &id);
+        assert_eq!((state["holds"].as_bool(), state["waiting_for_drain"].as_bool()), (Some(true), Some(false)));
+        record.draining.insert(n1, Timestamp(5));
+        let state = slot_state(&record, &group, &id);
+        assert_eq!((state["holds"].as_bool(), state["waiting_for_drain"].as_bool()), (Some(false), Some(true)));
+        assert_eq!(state["reserved_at"], "1970-01-01T00:00:00.005Z");
+        let state = slot_state(&Group::default(), &group, &id);
+        assert_eq!((state["holds"].as_bool(), state["waiting_for_drain"].as_bool()), (Some(false), Some(false)));
+        assert!(matches!(
+            Action::parse(&serde_json::json!({"action": "drained", "group": "g", "id": "n"})),
+            Ok(Action::Drained(_))
+        ));
     }
 
     #[test]

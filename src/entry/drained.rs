@@ -4,6 +4,8 @@
 //! under `lambda:InvokeFunction`, which no node credential can make. The
 //! answer is JSON (`outcome`, `done`, `value`); a malformed action or a
 //! store that cannot be reached fails the invocation, so a hook retries.
+//! `{"action": "slot", "group": G, "id": X}` reads whether the node holds
+//! or waits for a slot, for a hook about to undrain it.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use serde_json::Value;
 
 use crate::aws;
 use crate::config;
-use crate::domain::drain::{Confirmation, Confirmed};
+use crate::domain::drain::{Action, Confirmed, slot_state};
 use crate::domain::lock::{Clock, SystemClock};
 use crate::domain::store::LockStore;
 
@@ -36,12 +38,24 @@ impl<S: LockStore> DrainConfirmer<S> {
         self
     }
 
-    /// One action: the confirmation's answer, or why there is none.
+    /// One action: the confirmation's answer or the slot read, or why
+    /// there is none.
     pub async fn handle(&self, action: &Value) -> Result<Value, String> {
-        let confirmation = Confirmation::from_action(action).map_err(|why| {
-            tracing::error!(error = %why, "refused a malformed drain confirmation");
+        let action = Action::parse(action).map_err(|why| {
+            tracing::error!(error = %why, "refused a malformed action");
             format!("invalid action: {why}")
         })?;
+        let confirmation = match action {
+            Action::Drained(confirmation) => confirmation,
+            Action::Slot { group, id } => {
+                let stored = self.store.groups(Some(&group)).await.map_err(|err| {
+                    tracing::error!(group = %group, error = %err, "lock store failed on a slot read");
+                    format!("the slot could not be read: {err}")
+                })?;
+                let record = stored.into_iter().next().map(|(_, r)| r).unwrap_or_default();
+                return Ok(slot_state(&record, &group, &id));
+            }
+        };
         let decided = self
             .store
             .drained(
