@@ -77,7 +77,9 @@ impl Confirmation {
                 ACTIONS.join(", ")
             )),
             None if !action.is_object() => Self::fields(action),
-            None => Err("the event has no string field \"action\" (\"drained\" or \"slot\")".into()),
+            None => {
+                Err("the event has no string field \"action\" (\"drained\" or \"slot\")".into())
+            }
         }
     }
 
@@ -241,13 +243,31 @@ mod tests {
             ..Group::default()
         };
         let state = slot_state(&record, &group, &id);
-        assert_eq!((state["holds"].as_bool(), state["waiting_for_drain"].as_bool()), (Some(true), Some(false)));
+        assert_eq!(
+            (
+                state["holds"].as_bool(),
+                state["waiting_for_drain"].as_bool()
+            ),
+            (Some(true), Some(false))
+        );
         record.draining.insert(n1, Timestamp(5));
         let state = slot_state(&record, &group, &id);
-        assert_eq!((state["holds"].as_bool(), state["waiting_for_drain"].as_bool()), (Some(false), Some(true)));
+        assert_eq!(
+            (
+                state["holds"].as_bool(),
+                state["waiting_for_drain"].as_bool()
+            ),
+            (Some(false), Some(true))
+        );
         assert_eq!(state["reserved_at"], "1970-01-01T00:00:00.005Z");
         let state = slot_state(&Group::default(), &group, &id);
-        assert_eq!((state["holds"].as_bool(), state["waiting_for_drain"].as_bool()), (Some(false), Some(false)));
+        assert_eq!(
+            (
+                state["holds"].as_bool(),
+                state["waiting_for_drain"].as_bool()
+            ),
+            (Some(false), Some(false))
+        );
         assert!(matches!(
             Action::parse(&serde_json::json!({"action": "drained", "group": "g", "id": "n"})),
             Ok(Action::Drained(_))

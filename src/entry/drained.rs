@@ -52,7 +52,11 @@ impl<S: LockStore> DrainConfirmer<S> {
                     tracing::error!(group = %group, error = %err, "lock store failed on a slot read");
                     format!("the slot could not be read: {err}")
                 })?;
-                let record = stored.into_iter().next().map(|(_, r)| r).unwrap_or_default();
+                let record = stored
+                    .into_iter()
+                    .next()
+                    .map(|(_, r)| r)
+                    .unwrap_or_default();
                 return Ok(slot_state(&record, &group, &id));
             }
         };
