@@ -403,14 +403,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             commands::forget(&store, store.table(), &group, deployed.as_ref(), out).await?;
         }
         Command::Release { group, id } => {
-            let group = commands::group_named(&group)?;
-            // As `status` shows it: an invisible character escaped.
-            let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
-            let table = config::command_table(process_env, "release")?;
-            let store = dynamo_store(&command_aws().await?, table);
-            commands::Known::new(&store, store.table(), None)
-                .refuse_typos(std::slice::from_ref(&group), commands::Act::Release)
-                .await?;
+            let (group, id, store) = stored_node(&group, &id, "release").await?;
             commands::release(&store, &group, &id, Timestamp::now(), out).await?;
         }
         Command::Drained {
@@ -418,13 +411,7 @@ async fn run_command(command: Command) -> Result<(), Failure> {
             id,
             reserved_at,
         } => {
-            let group = commands::group_named(&group)?;
-            let id = NodeId::from_shown(&id).map_err(|e| Failure::Input(e.value()))?;
-            let table = config::command_table(process_env, "drained")?;
-            let store = dynamo_store(&command_aws().await?, table);
-            commands::Known::new(&store, store.table(), None)
-                .refuse_typos(std::slice::from_ref(&group), commands::Act::Release)
-                .await?;
+            let (group, id, store) = stored_node(&group, &id, "drained").await?;
             let confirmation = crate::domain::drain::Confirmation {
                 group,
                 id,
@@ -434,6 +421,25 @@ async fn run_command(command: Command) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The group and the node a command on a slot names (the id as `status`
+/// shows it: an invisible character escaped), and the table: the names and
+/// the table checked first, then a group that is not stored refused as a
+/// likely typo (only a stored group holds a slot).
+async fn stored_node(
+    group: &str,
+    id: &str,
+    command: &str,
+) -> Result<(crate::domain::input::GroupName, NodeId, DynamoStore), Failure> {
+    let group = commands::group_named(group)?;
+    let id = NodeId::from_shown(id).map_err(|e| Failure::Input(e.value()))?;
+    let table = config::command_table(process_env, command)?;
+    let store = dynamo_store(&command_aws().await?, table);
+    commands::Known::new(&store, store.table(), None)
+        .refuse_typos(std::slice::from_ref(&group), commands::Act::Release)
+        .await?;
+    Ok((group, id, store))
 }
 
 /// The group a command on one node names, and the table it is stored in:

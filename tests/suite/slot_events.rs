@@ -375,6 +375,30 @@ fn records_sequence(batch: &str, index: usize) -> String {
         .to_owned()
 }
 
+/// The events the slot-events function (the binary, under the runtime
+/// stand-in) puts for one batch of stream records, every record put.
+async fn put_by_the_slot_events_function(records: Vec<Value>) -> Vec<Value> {
+    let bus = EventBus::default();
+    let bus_url = bus.start().await;
+    let mut runtime = runtime_api().await;
+    let mut function = lambda_command(&runtime, "fleetlock-events", "slot-events")
+        .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
+        .env("FLEETLOCK_EVENT_BUS", "fleet-changes")
+        .env_remove("FLEETLOCK_TABLE")
+        .spawn()
+        .unwrap();
+    let batch = json!({ "Records": records }).to_string();
+    runtime.events.send(batch).unwrap();
+    let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+        .await
+        .expect("the function answered")
+        .unwrap();
+    assert_eq!(answer, json!({ "batchItemFailures": [] }));
+    function.start_kill().unwrap();
+    function.wait().await.unwrap();
+    bus.take()
+}
+
 /// A lease as Zincati meets it, end to end: a node holds past its lease, the
 /// next node to ask takes its slot (200, `granted_expired`), the node that
 /// lost it hears a plain 200 at its boot and then a full group; the stream
@@ -431,26 +455,7 @@ async fn a_slot_past_its_lease_is_taken_over_and_evented_as_expired() {
         2,
         "the grant and the take-over: {records:#?}"
     );
-    let batch = json!({ "Records": records }).to_string();
-    let bus = EventBus::default();
-    let bus_url = bus.start().await;
-    let mut runtime = runtime_api().await;
-    let mut function = lambda_command(&runtime, "fleetlock-events", "slot-events")
-        .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
-        .env("FLEETLOCK_EVENT_BUS", "fleet-changes")
-        .env_remove("FLEETLOCK_TABLE")
-        .spawn()
-        .unwrap();
-    runtime.events.send(batch).unwrap();
-    let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
-        .await
-        .expect("the function answered")
-        .unwrap();
-    assert_eq!(answer, json!({ "batchItemFailures": [] }));
-    function.start_kill().unwrap();
-    function.wait().await.unwrap();
-
-    let sent = bus.take();
+    let sent = put_by_the_slot_events_function(records).await;
     let expected: Vec<(String, String, String)> = [
         ("Slot Granted", "node-gone"),
         ("Slot Expired", "node-gone"),
@@ -504,32 +509,12 @@ async fn a_drain_is_requested_confirmed_granted_and_released_through_the_stream(
     let other = ask("pre-reboot", "node-b").await;
     assert_eq!(other.kind(), "semaphore_full", "the reservation counts");
 
-    let deliver = async |records: Vec<Value>| -> Vec<Value> {
-        let bus = EventBus::default();
-        let bus_url = bus.start().await;
-        let mut runtime = runtime_api().await;
-        let mut function = lambda_command(&runtime, "fleetlock-events", "slot-events")
-            .env("AWS_ENDPOINT_URL_EVENTBRIDGE", &bus_url)
-            .env_remove("FLEETLOCK_TABLE")
-            .spawn()
-            .unwrap();
-        let batch = json!({ "Records": records }).to_string();
-        runtime.events.send(batch).unwrap();
-        let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
-            .await
-            .expect("the function answered")
-            .unwrap();
-        assert_eq!(answer, json!({ "batchItemFailures": [] }));
-        function.start_kill().unwrap();
-        function.wait().await.unwrap();
-        bus.take()
-    };
     let detail = |entry: &Value| -> Value {
         serde_json::from_str(entry["Detail"].as_str().unwrap()).unwrap()
     };
 
     let first = stream_records(&stream_arn).await;
-    let sent = deliver(first.clone()).await;
+    let sent = put_by_the_slot_events_function(first.clone()).await;
     assert_eq!(
         summary(&sent),
         [(
@@ -580,7 +565,7 @@ async fn a_drain_is_requested_confirmed_granted_and_released_through_the_stream(
     );
 
     let records = stream_records(&stream_arn).await;
-    let sent = deliver(records[first.len()..].to_vec()).await;
+    let sent = put_by_the_slot_events_function(records[first.len()..].to_vec()).await;
     let expected: Vec<(String, String, String)> = [
         ("Slot Granted", "node-a"),
         ("Slot Released", "node-a"),

@@ -176,3 +176,70 @@ async fn a_closed_window_outranks_paused_settling_and_full() {
     clock.set(at("2026-12-12T22:31:00Z"));
     assert_eq!(ask().await.kind(), "semaphore_full");
 }
+
+/// A drain begins only while the window stays open for the drain timeout:
+/// near its end a free slot is refused (`outside_maintenance_window`, the
+/// value says when the window closes) and nothing is reserved, in one
+/// request; earlier the same node reserves the slot; a reservation made in
+/// time is confirmed and granted even once the window is about to close.
+#[tokio::test]
+async fn a_drain_begins_only_while_the_window_stays_open_for_its_timeout() {
+    let (store, requests) = dynamo_store("windows-drain").await;
+    let groups = GroupSlots::parse("workers=2")
+        .unwrap()
+        .with_drain("workers=30m")
+        .unwrap();
+    // Saturday 22:00 to 00:00 UTC.
+    let windows = Schedule::parse(
+        "workers: days=Sat start_time=22:00 length_minutes=120",
+        None,
+        |g| groups.slots_for(g).is_ok(),
+        false,
+    )
+    .unwrap();
+    let clock = ManualClock::at(at("2026-12-12T23:40:00Z"));
+    let service = FleetLock::new(groups, store)
+        .with_windows(windows)
+        .with_clock(clock.clone());
+    let api = Arc::new(Api::new(service, Auth::Disabled));
+    let server = spawn_server(Arc::clone(&api)).await;
+    let addr = server.addr;
+
+    let before = requests.get();
+    let late = zincati(addr, "pre-reboot", "w1", "workers").await;
+    assert_eq!(
+        (late.status, late.kind()),
+        (423, "outside_maintenance_window".to_string())
+    );
+    let value = late.json()["value"].as_str().unwrap().to_owned();
+    assert!(
+        value.contains("closes at 2026-12-13T00:00:00Z") && value.contains("30m"),
+        "{value}"
+    );
+    assert_eq!(requests.get() - before, 1, "the refused reservation only");
+    let stored = api.service().store();
+    let workers = GroupName::parse("workers").unwrap();
+    let held = stored.groups(Some(&workers)).await.unwrap();
+    assert!(
+        held.iter().all(|(_, r)| r.holders.is_empty()),
+        "nothing reserved: {held:?}"
+    );
+
+    // 40 minutes before the close: the drain has its 30 minutes.
+    clock.set(at("2026-12-12T23:20:00Z"));
+    let reserved = zincati(addr, "pre-reboot", "w1", "workers").await;
+    assert_eq!(reserved.kind(), "waiting_for_drain");
+    clock.set(at("2026-12-12T23:45:00Z"));
+    let node = NodeId::parse("w1").unwrap();
+    let now = fleetlock::domain::lock::Clock::now(&clock);
+    let confirmed = stored.drained(&workers, &node, None, now).await;
+    assert_eq!(
+        confirmed.unwrap().outcome,
+        fleetlock::domain::lock::Drained::Granted
+    );
+    let granted = zincati(addr, "pre-reboot", "w1", "workers").await;
+    assert_eq!(
+        (granted.status, granted.json()["outcome"].as_str()),
+        (200, Some("already_held"))
+    );
+}
