@@ -2,7 +2,7 @@
 first call for work (GET /invocation/next) on a stand-in Runtime API, which is
 what Lambda bills and waits for on a cold start. Runs the binary named by
 FLEETLOCK_BIN (default target/release/fleetlock) RUNS times per entry point
-and prints a Markdown table. The API and alarm-pauses entry points check their
+and prints a Markdown table. The API, alarm-pauses and drained entry points check their
 table at start: AWS_ENDPOINT_URL must name DynamoDB Local (scripts/bench-init
 starts it).
 """
@@ -79,6 +79,7 @@ def main():
         ("slot events", "slot-events", lambda_run.aws_env(endpoint)),
         ("alarm pauses", "alarm-pauses", {**aws, "FLEETLOCK_GROUPS": "default=1",
                                           "FLEETLOCK_ALARM_PAUSES": "db-errors=default"}),
+        ("drain confirmations", "drained", aws),
     ]
     print(f"`{BINARY.relative_to(ROOT) if BINARY.is_relative_to(ROOT) else BINARY}`, "
           f"{BINARY.stat().st_size:,} bytes; {RUNS} starts per entry point")

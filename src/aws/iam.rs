@@ -217,6 +217,8 @@ mod tests {
             ("sqs:", SLOT_EVENTS_QUEUE_ACTIONS),
             ("dynamodb:", ALARM_PAUSES_TABLE_ACTIONS),
             ("cloudwatch:", ALARM_PAUSES_ALARM_ACTIONS),
+            ("dynamodb:", DRAINED_FUNCTION_ACTIONS),
+            ("lambda:", DRAIN_HOOK_ACTIONS),
         ] {
             assert!(actions.is_sorted(), "{actions:?}");
             for action in actions {

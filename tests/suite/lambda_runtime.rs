@@ -409,8 +409,9 @@ async fn answered(runtime: &mut RuntimeApi) -> (String, Value) {
 
 /// The drain gate as the deployed functions meet it: the API function
 /// reserves a slot and answers 423 with a `DrainsOverdue` point of 0, the
-/// drained function confirms it from a JSON action and refuses a mistyped
-/// one, and the node's next pre-reboot hears 200.
+/// drained function reads the slot, confirms it from a JSON action and
+/// refuses a mistyped one, with no AWS call its policy does not allow, and
+/// the node's next pre-reboot hears 200.
 #[tokio::test]
 async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
     let (table, credential, authorization) = table_and_credential("lambda-drain").await;
@@ -470,13 +471,23 @@ async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
     let mut confirmer = runtime_api().await;
     let drained = lambda_command(&confirmer, "fleetlock-drained", "drained")
         .env("FLEETLOCK_TABLE", &table)
+        .env("RUST_LOG", "info,fleetlock=debug")
         .spawn()
         .unwrap();
     let action = serde_json::json!({"action": "drained", "group": "workers", "id": "node-a"});
+    let slot = serde_json::json!({"action": "slot", "group": "workers", "id": "node-a"});
+    confirmer.events.send(slot.to_string()).unwrap();
     confirmer.events.send(action.to_string()).unwrap();
     let mut mistyped = action.clone();
     mistyped["action"] = "drain".into();
     confirmer.events.send(mistyped.to_string()).unwrap();
+    confirmer.events.send(slot.to_string()).unwrap();
+    let (_, waiting) = answered(&mut confirmer).await;
+    assert_eq!(
+        (&waiting["waiting_for_drain"], &waiting["holds"]),
+        (&Value::Bool(true), &Value::Bool(false)),
+        "{waiting}"
+    );
     let (path, confirmed) = answered(&mut confirmer).await;
     assert!(path.ends_with("/response"), "{path}");
     assert_eq!(confirmed["outcome"], "granted");
@@ -489,7 +500,24 @@ async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
             .is_some_and(|m| m.contains("unknown action \"drain\"")),
         "{refused}"
     );
-    drop(drained);
+    let (_, holds) = answered(&mut confirmer).await;
+    assert_eq!(
+        (&holds["waiting_for_drain"], &holds["holds"]),
+        (&Value::Bool(false), &Value::Bool(true)),
+        "{holds}"
+    );
+    let output = {
+        let mut drained = drained;
+        drained.start_kill().unwrap();
+        drained.wait_with_output().await.unwrap()
+    };
+    // Every AWS call it made is one its policy allows, and all of them are.
+    let actions = crate::helpers::aws_actions(&String::from_utf8_lossy(&output.stderr));
+    let allowed: std::collections::BTreeSet<String> = fleetlock::aws::iam::DRAINED_FUNCTION_ACTIONS
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(actions, allowed);
 
     let mut again = runtime_api().await;
     let _function = api(&again);
