@@ -185,17 +185,27 @@ class Scene:
         asg.create_auto_scaling_group(AutoScalingGroupName="nodes", LaunchConfigurationName="nodes", MinSize=0,
                                       MaxSize=2, DesiredCapacity=1, VPCZoneIdentifier=subnet)
         self.asg_instance = asg.describe_auto_scaling_groups()["AutoScalingGroups"][0]["Instances"][0]["InstanceId"]
+        # Two groups at their minimum size, where EnterStandby is refused:
+        # one checks only EC2 status, the other its load balancers too.
+        self.at_minimum = {}
+        for name, checks in [("ec2-checked", "EC2"), ("elb-checked", "ELB")]:
+            asg.create_auto_scaling_group(AutoScalingGroupName=name, LaunchConfigurationName="nodes", MinSize=1,
+                                          MaxSize=2, DesiredCapacity=1, HealthCheckType=checks,
+                                          HealthCheckGracePeriod=300, VPCZoneIdentifier=subnet)
+            found = asg.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+            self.at_minimum[name] = found["Instances"][0]["InstanceId"]
         self.lone_instance = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1,
                                                SubnetId=subnet)["Instances"][0]["InstanceId"]
-        for instance, node in [(self.asg_instance, "asg-node"), (self.lone_instance, "lone-node")]:
+        nodes = [(self.asg_instance, "asg-node"), (self.lone_instance, "lone-node")]
+        nodes += [(instance, f"{name}-node") for name, instance in self.at_minimum.items()]
+        for instance, node in nodes:
             ec2.create_tags(Resources=[instance], Tags=[{"Key": ID_TAG, "Value": node}])
         self.target_groups = [
             elb.create_target_group(Name=name, Protocol="HTTP", Port=80, VpcId=vpc)["TargetGroups"][0]["TargetGroupArn"]
             for name in ["web", "api"]
         ]
         for group in self.target_groups:
-            elb.register_targets(TargetGroupArn=group,
-                                 Targets=[{"Id": self.asg_instance}, {"Id": self.lone_instance}])
+            elb.register_targets(TargetGroupArn=group, Targets=[{"Id": instance} for instance, _ in nodes])
         definition = substituted((HOOK / "state-machine.asl.json").read_text(),
                                  drained_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:drained",
                                  target_group_arns=",".join(self.target_groups),
@@ -245,6 +255,10 @@ class Scene:
         elb = self.moto.client("elbv2")
         return [any(t["Target"]["Id"] == instance for t in elb.describe_target_health(TargetGroupArn=g)
                     ["TargetHealthDescriptions"]) for g in self.target_groups]
+
+    def desired_capacity(self, group):
+        found = self.moto.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[group])
+        return found["AutoScalingGroups"][0]["DesiredCapacity"]
 
     def lifecycle(self, instance):
         found = self.moto.client("autoscaling").describe_auto_scaling_instances(InstanceIds=[instance])
@@ -434,6 +448,37 @@ class Steps(unittest.TestCase):
         [(status, body)] = api(self.table, ("pre-reboot", "nowhere"))
         self.assertEqual(body["kind"], "waiting_for_drain", "nothing was confirmed")
         api(self.table, ("steady-state", "nowhere"))
+
+    def test_7_a_group_at_its_minimum_that_checks_only_ec2_status_is_drained_without_standby(self):
+        instance = self.scene.at_minimum["ec2-checked"]
+        [(status, body)] = api(self.table, ("pre-reboot", "ec2-checked-node"))
+        self.assertEqual((status, body["kind"]), (423, "waiting_for_drain"))
+        self.assertEqual(self.scene.run(self.drain_request("ec2-checked-node")), ("SUCCEEDED", None))
+        # EnterStandby would be refused below the minimum; an OS reboot
+        # fails no EC2 status check, so the group replaces nothing.
+        self.assertEqual(self.scene.lifecycle(instance), ["InService"])
+        self.assertEqual(self.scene.desired_capacity("ec2-checked"), 1)
+        self.assertEqual(self.scene.registered(instance), [False, False])
+        [(status, body)] = api(self.table, ("pre-reboot", "ec2-checked-node"))
+        self.assertEqual((status, body["outcome"]), (200, "already_held"))
+        api(self.table, ("steady-state", "ec2-checked-node"))
+        status, error = self.scene.run(event("Slot Released", {"group": "default", "id": "ec2-checked-node"}))
+        self.assertEqual(status, "SUCCEEDED", error)
+        self.assertEqual(self.scene.registered(instance), [True, True])
+        self.assertEqual(self.scene.lifecycle(instance), ["InService"])
+
+    def test_8_a_group_at_its_minimum_that_checks_its_load_balancers_drains_nothing(self):
+        instance = self.scene.at_minimum["elb-checked"]
+        api(self.table, ("pre-reboot", "elb-checked-node"))
+        status, error = self.scene.run(self.drain_request("elb-checked-node"))
+        self.assertEqual((status, error), ("FAILED", "GroupAtMinimumSize"))
+        # The node keeps serving: it was neither deregistered nor confirmed.
+        self.assertEqual(self.scene.registered(instance), [True, True])
+        self.assertEqual(self.scene.lifecycle(instance), ["InService"])
+        self.assertEqual(self.moto.proxy.invoked[-1]["action"], "slot")
+        [(status, body)] = api(self.table, ("pre-reboot", "elb-checked-node"))
+        self.assertEqual((status, body["kind"]), (423, "waiting_for_drain"), "the reservation waits")
+        api(self.table, ("steady-state", "elb-checked-node"))
 
 
 class WholeLoop(unittest.TestCase):
