@@ -292,7 +292,7 @@ impl Error {
                 overdue: false,
             } => format!(
                 "{} for this node ('{id}') in group '{group}'{}: it reboots once its drain is \
-                 confirmed, by {until} at the latest; Zincati asks again",
+                 confirmed, which is due by {until}; Zincati asks again",
                 if *reserved_now {
                     "a reboot slot is reserved"
                 } else {
@@ -477,7 +477,8 @@ mod tests {
         let reserved = waiting(true, false).value();
         assert!(
             reserved.starts_with("a reboot slot is reserved for this node ('n1') in group")
-                && reserved.contains("by 2026-11-30T05:27:09Z at the latest"),
+                && reserved
+                    .contains("its drain is confirmed, which is due by 2026-11-30T05:27:09Z"),
             "{reserved}"
         );
         let waits = waiting(false, false).value();
