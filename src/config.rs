@@ -755,6 +755,15 @@ mod tests {
             None
         );
         assert!(!plain.groups.drains());
+        // Either a named group's gate or the `*` gate alone is a gate.
+        for spec in ["workers=15m", "*=1h"] {
+            let one = Config::from_vars(vars(&[
+                ("FLEETLOCK_GROUPS", "workers=3,*=1"),
+                ("FLEETLOCK_DRAIN", spec),
+            ]))
+            .unwrap();
+            assert!(one.groups.drains(), "{spec}");
+        }
         use crate::domain::groups::parse_drain;
         assert_eq!(
             parse_drain("1m"),

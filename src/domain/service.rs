@@ -510,6 +510,59 @@ mod tests {
         assert_eq!((plain.outcome, plain.expired), (Outcome::Granted, None));
     }
 
+    /// The `DrainsOverdue` metric's value: every call of a gated group
+    /// counts its reservations past their timeout, from the timeout on;
+    /// a group without a gate has no value.
+    #[tokio::test]
+    async fn every_call_of_a_gated_group_counts_its_drains_overdue() {
+        let t0 = Timestamp(1_764_480_000_000);
+        let clock = At(Arc::new(std::sync::Mutex::new(t0)));
+        let groups = GroupSlots::parse("workers=3,db=1")
+            .unwrap()
+            .with_drain("workers=15m")
+            .unwrap();
+        let svc = FleetLock::new(groups, MemoryStore::default()).with_clock(clock.clone());
+        let at = |t: Timestamp| *clock.0.lock().unwrap() = t;
+        let reserved = svc.pre_reboot(&params("a", "workers")).await.unwrap();
+        assert_eq!(
+            (reserved.outcome, reserved.drains_overdue),
+            (Outcome::Reserved, Some(0))
+        );
+        at(t0.plus(Duration::from_secs(60)));
+        svc.pre_reboot(&params("b", "workers")).await.unwrap();
+        at(t0.plus(Duration::from_secs(15 * 60 - 1)));
+        let before = svc.pre_reboot(&params("c", "workers")).await.unwrap();
+        assert_eq!(before.drains_overdue, Some(0), "not yet at the timeout");
+        // At a's timeout: a counts, b (a minute younger) not yet.
+        at(t0.plus(Duration::from_secs(15 * 60)));
+        let waiting = svc.pre_reboot(&params("a", "workers")).await.unwrap();
+        assert_eq!(
+            (waiting.outcome, waiting.drains_overdue),
+            (Outcome::DrainOverdue, Some(1))
+        );
+        // Any node's steady-state counts them too, a node holding nothing
+        // included.
+        at(t0.plus(Duration::from_secs(16 * 60)));
+        let other = svc.steady_state(&params("z", "workers")).await.unwrap();
+        assert_eq!(
+            (other.outcome, other.drains_overdue),
+            (Outcome::NotHeld, Some(2))
+        );
+        // A waiting node that gives its reservation back is no longer counted.
+        let gone = svc.steady_state(&params("a", "workers")).await.unwrap();
+        assert_eq!(
+            (gone.outcome, gone.drains_overdue),
+            (Outcome::Released, Some(1))
+        );
+        let plain = svc.pre_reboot(&params("a", "db")).await.unwrap();
+        assert_eq!(
+            (plain.outcome, plain.drains_overdue),
+            (Outcome::Granted, None)
+        );
+        let plain = svc.steady_state(&params("a", "db")).await.unwrap();
+        assert_eq!(plain.drains_overdue, None);
+    }
+
     #[tokio::test]
     async fn a_group_holding_more_than_its_slots_promises_no_lease() {
         let t0 = Timestamp(1_764_480_000_000);

@@ -107,3 +107,64 @@ pub async fn run() -> ExitCode {
     .await;
     super::runtime_stopped(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::groups::GroupSlots;
+    use crate::domain::input::{GroupName, NodeId};
+    use crate::domain::lock::{Acquire, Timestamp};
+    use crate::store::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn a_hook_reads_the_slot_confirms_the_drain_and_hears_why_an_action_is_refused() {
+        let store = MemoryStore::default();
+        let group = GroupName::parse("workers").unwrap();
+        let rules = GroupSlots::parse("workers=1")
+            .unwrap()
+            .with_drain("workers=15m")
+            .unwrap()
+            .rules_for(&group)
+            .unwrap();
+        let node = NodeId::parse("node-a").unwrap();
+        let reserved = store
+            .acquire(&group, &node, rules, Timestamp::now())
+            .await
+            .unwrap();
+        assert_eq!(reserved.outcome, Acquire::Reserves);
+        let confirmer = DrainConfirmer::new(store);
+        let slot = json!({"action": "slot", "group": "workers", "id": "node-a"});
+        let confirm = |id: &str| json!({"action": "drained", "group": "workers", "id": id});
+
+        let read = confirmer.handle(&slot).await.unwrap();
+        assert_eq!(
+            (&read["waiting_for_drain"], &read["holds"]),
+            (&json!(true), &json!(false))
+        );
+        let confirmed = confirmer.handle(&confirm("node-a")).await.unwrap();
+        assert_eq!(
+            (&confirmed["outcome"], &confirmed["done"]),
+            (&json!("granted"), &json!(true))
+        );
+        let read = confirmer.handle(&slot).await.unwrap();
+        assert_eq!(
+            (&read["waiting_for_drain"], &read["holds"]),
+            (&json!(false), &json!(true))
+        );
+        let again = confirmer.handle(&confirm("node-a")).await.unwrap();
+        assert_eq!(again["outcome"], "already_granted");
+        let nobody = confirmer.handle(&confirm("node-b")).await.unwrap();
+        assert_eq!(
+            (&nobody["outcome"], &nobody["done"]),
+            (&json!("no_reservation"), &json!(false))
+        );
+        let mistyped = json!({"action": "drain", "group": "workers", "id": "node-a"});
+        let why = confirmer.handle(&mistyped).await.unwrap_err();
+        assert!(
+            why.starts_with("invalid action: unknown action \"drain\""),
+            "{why}"
+        );
+    }
+}
