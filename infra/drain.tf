@@ -1,5 +1,6 @@
 # Drain gate (var.drain): the same binary as a fourth function, handler
-# "drained", which hooks invoke to confirm a drain, and the alarm on drains
+# "drained", which hooks invoke to confirm a drain and a schedule invokes to
+# count the drains overdue of groups nobody calls, and the alarm on drains
 # nobody confirmed (the SAM template's Drained* resources).
 
 locals {
@@ -38,7 +39,7 @@ data "aws_iam_policy_document" "drained" {
 
   statement {
     sid       = "FleetLockTable"
-    actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:UpdateItem"]
+    actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
     resources = [aws_dynamodb_table.locks.arn]
   }
 
@@ -59,7 +60,7 @@ resource "aws_iam_role_policy" "drained" {
 resource "aws_lambda_function" "drained" {
   count             = local.drain
   function_name     = "${var.name}-drained"
-  description       = "FleetLock drain confirmations (invoked by drain hooks)"
+  description       = "FleetLock drain confirmations (invoked by drain hooks) and the sweep of drains overdue"
   role              = aws_iam_role.drained[0].arn
   filename          = var.lambda_zip_path
   s3_bucket         = var.lambda_s3_bucket
@@ -77,7 +78,12 @@ resource "aws_lambda_function" "drained" {
   environment {
     variables = {
       FLEETLOCK_TABLE = aws_dynamodb_table.locks.name
-      RUST_LOG        = var.log_level
+      # The gates, as the API function reads them, for the sweep; and the
+      # API function, whose DrainsOverdue metric the sweep feeds.
+      FLEETLOCK_GROUPS          = local.groups_env
+      FLEETLOCK_DRAIN           = local.drain_env
+      FLEETLOCK_METRICS_SERVICE = aws_lambda_function.this.function_name
+      RUST_LOG                  = var.log_level
     }
   }
 
@@ -102,12 +108,37 @@ resource "aws_lambda_function" "drained" {
 
   depends_on = [aws_iam_role_policy.drained]
 
-  # checkov:skip=CKV_AWS_116: invoked synchronously by the hooks, which see each failure and retry; a dead-letter queue never receives anything.
+  # checkov:skip=CKV_AWS_116: invoked synchronously by the hooks, which see each failure and retry, and by a schedule whose next sweep repeats a failed one; a dead-letter queue would keep nothing of use.
   # checkov:skip=CKV_AWS_117: talks only to DynamoDB over its public endpoint; a VPC adds NAT cost and nothing else.
-  # checkov:skip=CKV_AWS_173: the environment holds a table name and a log level, no secrets.
-  # checkov:skip=CKV_AWS_115: invoked by drain hooks only, once per drained node.
+  # checkov:skip=CKV_AWS_173: the environment holds a table name, slot counts, drain timeouts, a function name and a log level, no secrets.
+  # checkov:skip=CKV_AWS_115: invoked by drain hooks, once per drained node, and by its schedule every 5 minutes.
   # checkov:skip=CKV_AWS_272: code signing needs a signing profile the operator runs; the zip is built from this repository.
   # checkov:skip=CKV_AWS_50: X-Ray tracing is tracing_mode, PassThrough by default (optional cost); every confirmation is logged.
+}
+
+# A group's calls count its drains overdue; a group nobody calls (its
+# reserved node never asked again) is counted by this sweep.
+resource "aws_cloudwatch_event_rule" "drain_sweep" {
+  count               = local.drain
+  name                = "${var.name}-drain-sweep"
+  description         = "FleetLock drain gate, reservations past their timeout counted"
+  schedule_expression = "rate(5 minutes)"
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "drain_sweep" {
+  count = local.drain
+  rule  = aws_cloudwatch_event_rule.drain_sweep[0].name
+  arn   = aws_lambda_function.drained[0].arn
+  input = jsonencode({ action = "sweep" })
+}
+
+resource "aws_lambda_permission" "drain_sweep" {
+  count         = local.drain
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.drained[0].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.drain_sweep[0].arn
 }
 
 resource "aws_cloudwatch_metric_alarm" "drains_overdue" {

@@ -400,6 +400,41 @@ impl AlarmPausesSettings {
     }
 }
 
+/// The drained entry point's settings: the table, and for its sweep the
+/// gates (`FLEETLOCK_GROUPS`, `FLEETLOCK_DRAIN`, as the API function reads
+/// them) and the API function whose metric it feeds
+/// (`FLEETLOCK_METRICS_SERVICE`). Without a gate it confirms and reads
+/// slots, and refuses a sweep.
+#[derive(Clone, Debug)]
+pub struct DrainedSettings {
+    pub table: String,
+    pub sweep: Option<(GroupSlots, String)>,
+}
+
+impl DrainedSettings {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let config = Config::from_vars(&var)?;
+        let table = config.table.ok_or_else(|| {
+            ConfigError::Missing(
+                "FLEETLOCK_TABLE is unset; drains are confirmed in the lock table".into(),
+            )
+        })?;
+        let service = var("FLEETLOCK_METRICS_SERVICE").filter(|s| !s.trim().is_empty());
+        let sweep = match (config.groups.drains(), service) {
+            (true, Some(service)) => Some((config.groups, service)),
+            (true, None) => {
+                return Err(ConfigError::Missing(
+                    "FLEETLOCK_METRICS_SERVICE is unset: the sweep of drains overdue needs the \
+                     API function's name, the dimension its DrainsOverdue alarm watches"
+                        .into(),
+                ));
+            }
+            (false, _) => None,
+        };
+        Ok(Self { table, sweep })
+    }
+}
+
 /// Where `status` and `hosts` find the host behind an id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostSource {
@@ -755,6 +790,25 @@ mod tests {
             None
         );
         assert!(!plain.groups.drains());
+        // The drained function sweeps only with a gate, into the API
+        // function's metric, which it must be told.
+        let drained = |drain: Option<&str>, service: Option<&str>| {
+            DrainedSettings::from_vars(|name| match name {
+                "FLEETLOCK_TABLE" => Some("locks".into()),
+                "FLEETLOCK_GROUPS" => Some("workers=3".into()),
+                "FLEETLOCK_DRAIN" => drain.map(Into::into),
+                "FLEETLOCK_METRICS_SERVICE" => service.map(Into::into),
+                _ => None,
+            })
+        };
+        let swept = drained(Some("workers=15m"), Some("api")).unwrap();
+        assert_eq!(swept.sweep.map(|(_, service)| service), Some("api".into()));
+        assert!(drained(None, Some("api")).unwrap().sweep.is_none());
+        let why = drained(Some("workers=15m"), None).unwrap_err().to_string();
+        assert!(
+            why.starts_with("FLEETLOCK_METRICS_SERVICE is unset"),
+            "{why}"
+        );
         // Either a named group's gate or the `*` gate alone is a gate.
         for spec in ["workers=15m", "*=1h"] {
             let one = Config::from_vars(vars(&[

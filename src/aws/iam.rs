@@ -63,11 +63,13 @@ pub const ALARM_PAUSES_TABLE_ACTIONS: &[&str] = &[
 pub const ALARM_PAUSES_ALARM_ACTIONS: &[&str] = &["cloudwatch:DescribeAlarms"];
 
 /// The drained function, on the table: one `DescribeTable` at start-up,
-/// then one conditional `UpdateItem` per confirmation, or one consistent
-/// `GetItem` per slot read.
+/// then one conditional `UpdateItem` per confirmation, one consistent
+/// `GetItem` per slot read, and one consistent `Scan` per sweep (every 5
+/// minutes).
 pub const DRAINED_FUNCTION_ACTIONS: &[&str] = &[
     "dynamodb:DescribeTable",
     "dynamodb:GetItem",
+    "dynamodb:Scan",
     "dynamodb:UpdateItem",
 ];
 

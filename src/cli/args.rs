@@ -124,6 +124,8 @@ ENVIRONMENT:
     FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
     FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
                       in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
+    FLEETLOCK_METRICS_SERVICE  the drained entry point's sweep: the API function whose
+                      DrainsOverdue metric it feeds (needed with FLEETLOCK_DRAIN)
     FLEETLOCK_HOSTS   status and hosts: 'tags' or a host file, as --hosts
     FLEETLOCK_URL     lock/unlock: the server, as Zincati's base_url: https://NAME:SECRET@host/
     FLEETLOCK_MACHINE_ID_FILE  lock/unlock --app: the machine id (default: /etc/machine-id)

@@ -23,7 +23,7 @@ pub struct Confirmation {
 
 /// The actions the `drained` entry point takes: a closed set, so that a
 /// mistyped action is refused rather than read as a confirmation.
-pub const ACTIONS: [&str; 2] = ["drained", "slot"];
+pub const ACTIONS: [&str; 3] = ["drained", "slot", "sweep"];
 
 /// What a hook asks of the `drained` entry point.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,12 +34,17 @@ pub enum Action {
     /// hook undrains only a node that does neither, since events come out
     /// of order and more than once.
     Slot { group: GroupName, id: NodeId },
+    /// Count every group's reservations past their drain timeout, for the
+    /// `DrainsOverdue` alarm (a schedule sends it): the calls of a group
+    /// count them too, but a group nobody calls sends nothing.
+    Sweep,
 }
 
 impl Action {
     /// Reads an action; every mistake is named.
     pub fn parse(action: &Value) -> Result<Self, String> {
         match action.get("action").and_then(Value::as_str) {
+            Some("sweep") => Ok(Action::Sweep),
             Some("slot") => {
                 let confirmation = Confirmation::fields(action)?;
                 Ok(Action::Slot {
@@ -50,6 +55,23 @@ impl Action {
             _ => Confirmation::from_action(action).map(Action::Drained),
         }
     }
+}
+
+/// How many reservations of all `stored` groups waited past their group's
+/// drain timeout at `now`, by the rules `groups` configures (a group they
+/// no longer cover counts nothing).
+pub fn overdue_in_all(
+    stored: &[(GroupName, Group)],
+    groups: &crate::domain::groups::GroupSlots,
+    now: Timestamp,
+) -> usize {
+    stored
+        .iter()
+        .filter_map(|(name, group)| {
+            let rules = groups.rules_for(name).ok()?;
+            crate::domain::service::drains_overdue(group, rules, now)
+        })
+        .sum()
 }
 
 /// A node's slot as a hook reads it: `holds` a granted slot, or

@@ -5,7 +5,10 @@
 //! answer is JSON (`outcome`, `done`, `value`); a malformed action or a
 //! store that cannot be reached fails the invocation, so a hook retries.
 //! `{"action": "slot", "group": G, "id": X}` reads whether the node holds
-//! or waits for a slot, for a hook about to undrain it.
+//! or waits for a slot, for a hook about to undrain it. `{"action":
+//! "sweep"}`, sent by a schedule every 5 minutes, counts every group's
+//! reservations past their drain timeout into the `DrainsOverdue` metric:
+//! a group's calls count them too, but a group nobody calls sends nothing.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -14,14 +17,24 @@ use serde_json::Value;
 
 use crate::aws;
 use crate::config;
-use crate::domain::drain::{Action, Confirmed, slot_state};
+use crate::domain::drain::{Action, Confirmed, overdue_in_all, slot_state};
+use crate::domain::groups::GroupSlots;
 use crate::domain::lock::{Clock, SystemClock};
 use crate::domain::store::LockStore;
+use crate::metrics::{DRAINS_OVERDUE, emf_line};
 
 /// Confirms drains in one store.
 pub struct DrainConfirmer<S> {
     store: S,
     clock: Arc<dyn Clock>,
+    sweep: Option<Sweep>,
+}
+
+/// What a sweep needs: the gates, and the API function whose
+/// `DrainsOverdue` metric (its dimension) the alarm watches.
+struct Sweep {
+    groups: GroupSlots,
+    service: String,
 }
 
 impl<S: LockStore> DrainConfirmer<S> {
@@ -29,7 +42,18 @@ impl<S: LockStore> DrainConfirmer<S> {
         Self {
             store,
             clock: Arc::new(SystemClock),
+            sweep: None,
         }
+    }
+
+    /// Sweeps for the gates `groups` configures, into the metric of the
+    /// API function `service`.
+    pub fn with_sweep(mut self, groups: GroupSlots, service: impl Into<String>) -> Self {
+        self.sweep = Some(Sweep {
+            groups,
+            service: service.into(),
+        });
+        self
     }
 
     /// The same, reading the time from `clock` (tests move it).
@@ -47,6 +71,7 @@ impl<S: LockStore> DrainConfirmer<S> {
         })?;
         let confirmation = match action {
             Action::Drained(confirmation) => confirmation,
+            Action::Sweep => return self.sweep().await,
             Action::Slot { group, id } => {
                 let stored = self.store.groups(Some(&group)).await.map_err(|err| {
                     tracing::error!(group = %group, error = %err, "lock store failed on a slot read");
@@ -83,15 +108,45 @@ impl<S: LockStore> DrainConfirmer<S> {
         );
         Ok(confirmed.to_json(&confirmation))
     }
+
+    /// Every group read once (one consistent scan), its reservations past
+    /// their timeout counted, and one EMF line printed with the total.
+    async fn sweep(&self) -> Result<Value, String> {
+        let sweep = self.sweep.as_ref().ok_or(
+            "no sweep without a drain gate: FLEETLOCK_DRAIN and FLEETLOCK_METRICS_SERVICE are \
+             unset on this function",
+        )?;
+        let stored = self.store.groups(None).await.map_err(|err| {
+            tracing::error!(error = %err, "lock store failed on a sweep");
+            format!("the groups could not be read: {err}")
+        })?;
+        let now = self.clock.now();
+        let overdue = overdue_in_all(&stored, &sweep.groups, now);
+        let properties = serde_json::json!({ DRAINS_OVERDUE: overdue, "Groups": stored.len() });
+        println!(
+            "{}",
+            emf_line(
+                &sweep.service,
+                now,
+                &[(DRAINS_OVERDUE, "Count")],
+                properties
+            )
+        );
+        tracing::info!(drains_overdue = overdue, groups = stored.len(), "sweep");
+        Ok(serde_json::json!({ "drains_overdue": overdue, "groups": stored.len() }))
+    }
 }
 
 pub async fn run() -> ExitCode {
     let setup = async {
-        let table = config::table(config::process_env)
-            .map_err(|e| e.to_string())?
-            .ok_or("FLEETLOCK_TABLE is unset; drains are confirmed in the lock table")?;
-        let store = super::checked_store(&aws::load_config().await, table).await?;
-        Ok::<_, String>(DrainConfirmer::new(store))
+        let settings =
+            config::DrainedSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;
+        let store = super::checked_store(&aws::load_config().await, settings.table).await?;
+        let confirmer = DrainConfirmer::new(store);
+        Ok::<_, String>(match settings.sweep {
+            Some((groups, service)) => confirmer.with_sweep(groups, service),
+            None => confirmer,
+        })
     };
     let confirmer = match setup.await {
         Ok(confirmer) => Arc::new(confirmer),
@@ -166,5 +221,57 @@ mod tests {
             why.starts_with("invalid action: unknown action \"drain\""),
             "{why}"
         );
+        // Without a gate configured, a sweep says why it cannot count.
+        let sweep = json!({"action": "sweep"});
+        let why = confirmer.handle(&sweep).await.unwrap_err();
+        assert!(why.starts_with("no sweep without a drain gate"), "{why}");
+    }
+
+    /// The sweep of `drain`'s gates at `minutes`, over a store whose
+    /// reservations `workers=15m,*=1h` made: old (0) and young (10) in
+    /// workers, one at 0 in db and one at 0 in a group only `*` covers.
+    async fn swept(drain: &str, minutes: u64) -> Value {
+        let configured = |drain: &str| {
+            GroupSlots::parse("workers=2,db=1,*=1")
+                .unwrap()
+                .with_drain(drain)
+                .unwrap()
+        };
+        let made = configured("workers=15m,*=1h");
+        let t0 = Timestamp(1_764_480_000_000);
+        let at = |m: u64| t0.plus(std::time::Duration::from_secs(m * 60));
+        let store = MemoryStore::default();
+        for (group, id, when) in [
+            ("workers", "old", 0),
+            ("workers", "young", 10),
+            ("db", "other", 0),
+            ("new-group", "older", 0),
+        ] {
+            let group = GroupName::parse(group).unwrap();
+            let rules = made.rules_for(&group).unwrap();
+            let node = NodeId::parse(id).unwrap();
+            store.acquire(&group, &node, rules, at(when)).await.unwrap();
+        }
+        struct At(Timestamp);
+        impl Clock for At {
+            fn now(&self) -> Timestamp {
+                self.0
+            }
+        }
+        let confirmer = DrainConfirmer::new(store)
+            .with_sweep(configured(drain), "api")
+            .with_clock(At(at(minutes)));
+        confirmer.handle(&json!({"action": "sweep"})).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_sweep_counts_the_reservations_past_their_timeout_in_every_group() {
+        // At 20 minutes only workers' 15m reservation made at 0 is overdue:
+        // the other groups have `*`'s hour.
+        let at_20 = swept("workers=15m,*=1h", 20).await;
+        assert_eq!(at_20, json!({"drains_overdue": 1, "groups": 3}));
+        assert_eq!(swept("workers=15m,*=1h", 60).await["drains_overdue"], 4);
+        // A group without a gate counts nothing, whatever it stores.
+        assert_eq!(swept("workers=15m", 60).await["drains_overdue"], 2);
     }
 }

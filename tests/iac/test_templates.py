@@ -1040,7 +1040,8 @@ class SlotEvents(unittest.TestCase):
         self.assertEqual(resources["SlotEventsFunction"]["Properties"]["Handler"], "slot-events")
         self.assertEqual(resources["AlarmPausesFunction"]["Properties"]["Handler"], "alarm-pauses")
         rules = sorted(n for n, r in resources.items() if r["Type"] == "AWS::Events::Rule")
-        self.assertEqual(rules, ["AlarmPausesFunctionAlarmStateChange", "AlarmPausesFunctionReconcile"])
+        self.assertEqual(rules, ["AlarmPausesFunctionAlarmStateChange", "AlarmPausesFunctionReconcile",
+                                 "DrainedFunctionSweep"])
 
     def test_the_mapping_retries_splits_and_keeps_what_fails_the_same_way(self):
         sam = SAM_RESOURCES["SlotEventsMapping"]["Properties"]
@@ -1229,8 +1230,10 @@ def drained_run():
     reserved = lambda_run.invoke(handler, [lambda_run.api_gateway_event("pre-reboot", "iac-node")], api_env)
     action = {"action": "drained", "group": "default", "id": "iac-node"}
     confirmed, _ = lambda_run.invoke(SAM_RESOURCES["DrainedFunction"]["Properties"]["Handler"],
-                                     [action, {**action, "action": "drain"}],
-                                     {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table})
+                                     [action, {**action, "action": "drain"},
+                                      json.loads(SAM_DRAINED["Properties"]["Events"]["Sweep"]["Properties"]["Input"])],
+                                     {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table,
+                                      "FLEETLOCK_DRAIN": "default=15m", "FLEETLOCK_METRICS_SERVICE": "iac-api"})
     granted = lambda_run.invoke(handler, [lambda_run.api_gateway_event("pre-reboot", "iac-node")], api_env)
     return reserved, confirmed, granted
 
@@ -1276,11 +1279,48 @@ class Drain(unittest.TestCase):
     def test_its_environment_is_the_same_and_read_by_the_code(self):
         sam = SAM_DRAINED["Properties"]["Environment"]["Variables"]
         tf = TF_DRAINED["environment"]["variables"]
-        self.assertEqual(set(sam), {"FLEETLOCK_TABLE", "RUST_LOG"})
+        self.assertEqual(set(sam), {"FLEETLOCK_TABLE", "FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN",
+                                    "FLEETLOCK_METRICS_SERVICE", "RUST_LOG"})
         self.assertEqual(set(sam), set(tf))
         api = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
+        tf_api = TF_FUNCTION["environment"]["variables"]
         self.assertEqual(api["FLEETLOCK_DRAIN"], {"Ref": "Drain"})
-        self.assertEqual(TF_FUNCTION["environment"]["variables"]["FLEETLOCK_DRAIN"], "${local.drain_env}")
+        self.assertEqual(tf_api["FLEETLOCK_DRAIN"], "${local.drain_env}")
+        # The sweep reads the gates as the API function does, and feeds the
+        # metric on the API function's dimension, which the alarm watches.
+        for name in ["FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN"]:
+            self.assertEqual(sam[name], api[name], name)
+            self.assertEqual(tf[name], tf_api[name], name)
+        self.assertEqual(sam["FLEETLOCK_METRICS_SERVICE"], {"Ref": "FleetLockFunction"})
+        self.assertEqual(SAM_RESOURCES["DrainsOverdueAlarm"]["Properties"]["Dimensions"][0]["Value"],
+                         {"Ref": "FleetLockFunction"})
+        self.assertEqual(tf["FLEETLOCK_METRICS_SERVICE"], "${aws_lambda_function.this.function_name}")
+        self.assertEqual(TF[("aws_cloudwatch_metric_alarm", "drains_overdue")]["dimensions"]["Service"],
+                         "${aws_lambda_function.this.function_name}")
+        documented = fleetlock("help").split("ENVIRONMENT:")[1]
+        for name in sam:
+            self.assertIn(name, documented)
+
+    def test_a_schedule_sends_it_the_sweep_every_five_minutes(self):
+        sweep = SAM_DRAINED["Properties"]["Events"]["Sweep"]
+        self.assertEqual(sweep["Type"], "Schedule")
+        self.assertEqual(sweep["Properties"]["Schedule"], "rate(5 minutes)")
+        self.assertEqual(json.loads(sweep["Properties"]["Input"]), {"action": "sweep"})
+        rule = TF[("aws_cloudwatch_event_rule", "drain_sweep")]
+        self.assertEqual(rule["schedule_expression"], sweep["Properties"]["Schedule"])
+        target = TF[("aws_cloudwatch_event_target", "drain_sweep")]
+        self.assertEqual(target["arn"], "${aws_lambda_function.drained[0].arn}")
+        inner = re.fullmatch(r"\$\{jsonencode\((.*)\)\}", target["input"], re.S).group(1)
+        self.assertEqual(ast.literal_eval(inner), {"action": "sweep"})
+        permission = TF[("aws_lambda_permission", "drain_sweep")]
+        self.assertEqual(permission["principal"], "events.amazonaws.com")
+        self.assertEqual(permission["source_arn"], "${aws_cloudwatch_event_rule.drain_sweep[0].arn}")
+        for name in ["aws_cloudwatch_event_rule", "aws_cloudwatch_event_target", "aws_lambda_permission"]:
+            self.assertEqual(TF[(name, "drain_sweep")]["count"], "${local.drain}", name)
+        # And the binary, under the template's handler, answers the sweep.
+        (_, _), confirmed, _ = drained_run()
+        self.assertEqual(confirmed[2][0], "response")
+        self.assertEqual(confirmed[2][1], {"drains_overdue": 0, "groups": 1})
 
     def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
         expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "drained")["Statement"]}

@@ -16,6 +16,10 @@ use tokio::net::TcpListener;
 use tokio::process::Command;
 use tokio::sync::{Mutex, mpsc};
 
+use fleetlock::domain::input::{GroupName, NodeId};
+use fleetlock::domain::lock::Timestamp;
+use fleetlock::domain::store::LockStore;
+
 use crate::helpers::{basic_auth, table_made_by_the_binary, zincati_body};
 
 const HTTP_API: &str = include_str!("../fixtures/http_api_v2_default_stage.json");
@@ -469,11 +473,46 @@ async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
     assert!(read.contains("drains_overdue"), "{read:?}");
 
     let mut confirmer = runtime_api().await;
+    // A reservation in another group, made 20 minutes ago by a node that
+    // never asked again: only the sweep sees it overdue, since nobody calls.
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let store = fleetlock::store::dynamodb::DynamoStore::new(client, table.clone());
+    let db = GroupName::parse("db").unwrap();
+    let quiet_rules = fleetlock::domain::groups::GroupSlots::parse("workers=1,db=1")
+        .unwrap()
+        .with_drain("workers=15m,db=15m")
+        .unwrap()
+        .rules_for(&db)
+        .unwrap();
+    let twenty_minutes_ago = Timestamp(Timestamp::now().0 - 20 * 60 * 1000);
+    let quiet = store
+        .acquire(
+            &db,
+            &NodeId::parse("gone").unwrap(),
+            quiet_rules,
+            twenty_minutes_ago,
+        )
+        .await
+        .unwrap();
+    assert_eq!(quiet.outcome, fleetlock::domain::lock::Acquire::Reserves);
     let drained = lambda_command(&confirmer, "fleetlock-drained", "drained")
         .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", "workers=1,db=1")
+        .env("FLEETLOCK_DRAIN", "workers=15m,db=15m")
+        .env("FLEETLOCK_METRICS_SERVICE", "fleetlock-test")
         .env("RUST_LOG", "info,fleetlock=debug")
         .spawn()
         .unwrap();
+    confirmer
+        .events
+        .send(serde_json::json!({"action": "sweep"}).to_string())
+        .unwrap();
+    let (_, swept) = answered(&mut confirmer).await;
+    assert_eq!(
+        (&swept["drains_overdue"], &swept["groups"]),
+        (&Value::from(1), &Value::from(2)),
+        "{swept}"
+    );
     let action = serde_json::json!({"action": "drained", "group": "workers", "id": "node-a"});
     let slot = serde_json::json!({"action": "slot", "group": "workers", "id": "node-a"});
     confirmer.events.send(slot.to_string()).unwrap();
@@ -511,6 +550,21 @@ async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
         drained.start_kill().unwrap();
         drained.wait_with_output().await.unwrap()
     };
+    // The sweep's metric, on the API function's dimension the alarm watches.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let metric: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|j| j.get("_aws").is_some())
+        .unwrap_or_else(|| panic!("no metric line: {stdout}"));
+    assert_eq!(
+        (&metric["DrainsOverdue"], &metric["Service"]),
+        (&Value::from(1), &Value::from("fleetlock-test"))
+    );
+    assert_eq!(
+        metric["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"],
+        "DrainsOverdue"
+    );
     // Every AWS call it made is one its policy allows, and all of them are.
     let actions = crate::helpers::aws_actions(&String::from_utf8_lossy(&output.stderr));
     let allowed: std::collections::BTreeSet<String> = fleetlock::aws::iam::DRAINED_FUNCTION_ACTIONS

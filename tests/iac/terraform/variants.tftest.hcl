@@ -357,6 +357,14 @@ run "everything_on" {
     error_message = "the drained function and its alarm"
   }
   assert {
+    condition     = aws_cloudwatch_event_rule.drain_sweep[0].schedule_expression == "rate(5 minutes)" && jsondecode(aws_cloudwatch_event_target.drain_sweep[0].input).action == "sweep"
+    error_message = "the sweep of drains overdue every 5 minutes"
+  }
+  assert {
+    condition     = aws_lambda_function.drained[0].environment[0].variables["FLEETLOCK_DRAIN"] == aws_lambda_function.this.environment[0].variables["FLEETLOCK_DRAIN"] && aws_lambda_function.drained[0].environment[0].variables["FLEETLOCK_GROUPS"] == aws_lambda_function.this.environment[0].variables["FLEETLOCK_GROUPS"]
+    error_message = "the sweep reads the gates the API function reads"
+  }
+  assert {
     condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_WINDOWS"] == "workers: days=Sat,Sun start_time=22:00 length_minutes=120;workers: days=Wed start_time=03:00 length_minutes=60"
     error_message = "the windows joined in Zincati's words"
   }
