@@ -122,6 +122,20 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
     command
 }
 
+/// The function stopped, with all it printed.
+async fn stopped(mut function: tokio::process::Child) -> std::process::Output {
+    function.start_kill().unwrap();
+    function.wait_with_output().await.unwrap()
+}
+
+/// The first EMF line a function printed.
+fn metric_line(stdout: &str) -> Value {
+    crate::helpers::json_lines(stdout)
+        .into_iter()
+        .find(|j| j.get("_aws").is_some())
+        .unwrap_or_else(|| panic!("no metric line: {stdout}"))
+}
+
 /// A fresh table made by the binary, and a client credential scoped to `*`
 /// with the `Authorization` header Zincati would send for it.
 async fn table_and_credential(
@@ -148,7 +162,7 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
 
     let mut runtime = runtime_api().await;
     // The handler name the templates give the API function.
-    let mut function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
+    let function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
         .env("FLEETLOCK_TABLE", &table)
         .env("FLEETLOCK_GROUPS", "default=1")
         .env("FLEETLOCK_CLIENTS", &credential.entry)
@@ -210,8 +224,7 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         (401, "unauthorized".into())
     );
 
-    function.start_kill().unwrap();
-    let output = function.wait_with_output().await.unwrap();
+    let output = stopped(function).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
 
@@ -343,7 +356,7 @@ async fn the_binary_takes_a_slot_past_its_lease_and_says_so_in_its_log_and_metri
         .await
         .unwrap();
     let mut runtime = runtime_api().await;
-    let mut function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
+    let function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
         .env("FLEETLOCK_TABLE", &table)
         .env("FLEETLOCK_GROUPS", "workers=1")
         .env("FLEETLOCK_LEASE", "workers=6h")
@@ -366,8 +379,7 @@ async fn the_binary_takes_a_slot_past_its_lease_and_says_so_in_its_log_and_metri
         (answer["statusCode"].as_u64(), body["outcome"].as_str()),
         (Some(200), Some("granted_expired"))
     );
-    function.start_kill().unwrap();
-    let output = function.wait_with_output().await.unwrap();
+    let output = stopped(function).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let logs: Vec<Value> = stderr
@@ -388,11 +400,7 @@ async fn the_binary_takes_a_slot_past_its_lease_and_says_so_in_its_log_and_metri
     assert_eq!(expired["group"], "workers");
     assert_eq!(expired["lease"], "6h");
     assert!(expired["held_s"].as_u64().unwrap() >= 86_400, "{expired}");
-    let metric: Value = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|j| j.get("_aws").is_some())
-        .unwrap_or_else(|| panic!("no metric line: {stdout}"));
+    let metric = metric_line(&stdout);
     assert_eq!(metric["SlotsExpired"], 1);
     assert_eq!(metric["ExpiredHolder"], "node-gone");
     assert_eq!(metric["Outcome"], "granted_expired");
@@ -448,17 +456,9 @@ async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
             .starts_with("a reboot slot is reserved for this node ('node-a')"),
         "{body}"
     );
-    let output = {
-        let mut function = function;
-        function.start_kill().unwrap();
-        function.wait_with_output().await.unwrap()
-    };
+    let output = stopped(function).await;
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let metric: Value = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|j| j.get("_aws").is_some())
-        .unwrap_or_else(|| panic!("no metric line: {stdout}"));
+    let metric = metric_line(&stdout);
     assert_eq!(metric["DrainsOverdue"], 0);
     assert_eq!(metric["Outcome"], "reserved");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -545,18 +545,10 @@ async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
         (&Value::Bool(false), &Value::Bool(true)),
         "{holds}"
     );
-    let output = {
-        let mut drained = drained;
-        drained.start_kill().unwrap();
-        drained.wait_with_output().await.unwrap()
-    };
+    let output = stopped(drained).await;
     // The sweep's metric, on the API function's dimension the alarm watches.
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let metric: Value = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|j| j.get("_aws").is_some())
-        .unwrap_or_else(|| panic!("no metric line: {stdout}"));
+    let metric = metric_line(&stdout);
     assert_eq!(
         (&metric["DrainsOverdue"], &metric["Service"]),
         (&Value::from(1), &Value::from("fleetlock-test"))
@@ -625,7 +617,7 @@ async fn a_function_started_while_dynamodb_is_unreachable_serves_once_it_answers
     let proxy = crate::helpers::dynamodb_local_proxy().await;
     proxy.always(Fault::Reset);
     let mut runtime = runtime_api().await;
-    let mut function = lambda_command(&runtime, "fleetlock", "bootstrap")
+    let function = lambda_command(&runtime, "fleetlock", "bootstrap")
         .env("AWS_ENDPOINT_URL", proxy.url())
         .env("FLEETLOCK_TABLE", &table)
         .env("FLEETLOCK_AUTH", "disabled")
@@ -649,8 +641,7 @@ async fn a_function_started_while_dynamodb_is_unreachable_serves_once_it_answers
     proxy.always(Fault::None);
     let (status, body) = answer(&mut runtime).await;
     assert_eq!((status, &body["outcome"]), (200.into(), &"granted".into()));
-    function.start_kill().unwrap();
-    let output = function.wait_with_output().await.unwrap();
+    let output = stopped(function).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let warned = stderr
         .lines()
@@ -685,7 +676,7 @@ async fn no_log_level_puts_a_nodes_secret_in_the_logs() {
         // function runs would fill and stop it at the more verbose levels.
         let log_path = std::env::temp_dir().join(format!("{table}-{level}.log"));
         let log_file = std::fs::File::create(&log_path).unwrap();
-        let mut function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
+        let function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
             .env("FLEETLOCK_TABLE", &table)
             .env("FLEETLOCK_GROUPS", "default=1")
             .env("FLEETLOCK_CLIENTS", &credential.entry)
@@ -705,8 +696,7 @@ async fn no_log_level_puts_a_nodes_secret_in_the_logs() {
             .expect("the function answered")
             .unwrap();
         assert_eq!(answer["statusCode"], 200, "{level}: {answer}");
-        function.start_kill().unwrap();
-        let output = function.wait_with_output().await.unwrap();
+        let output = stopped(function).await;
         let stderr = std::fs::read_to_string(&log_path).unwrap();
         let _ = std::fs::remove_file(&log_path);
         let logs = format!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
