@@ -71,7 +71,8 @@ resource "aws_lambda_function" "drained" {
   handler           = "drained"
   architectures     = [var.architecture]
   memory_size       = 128
-  # One request, bounded at 5 s by the SDK.
+  # One request (a sweep: one scan, paged over at most the bounded
+  # groups), each bounded at 5 s by the SDK.
   timeout = 10
   tags    = var.tags
 

@@ -122,7 +122,8 @@ impl<S: LockStore> DrainConfirmer<S> {
         })?;
         let now = self.clock.now();
         let overdue = overdue_in_all(&stored, &sweep.groups, now);
-        let properties = serde_json::json!({ DRAINS_OVERDUE: overdue, "Groups": stored.len() });
+        let groups = stored.len();
+        let properties = serde_json::json!({ DRAINS_OVERDUE: overdue, "Groups": groups });
         println!(
             "{}",
             emf_line(
@@ -132,8 +133,8 @@ impl<S: LockStore> DrainConfirmer<S> {
                 properties
             )
         );
-        tracing::info!(drains_overdue = overdue, groups = stored.len(), "sweep");
-        Ok(serde_json::json!({ "drains_overdue": overdue, "groups": stored.len() }))
+        tracing::info!(drains_overdue = overdue, groups, "sweep");
+        Ok(serde_json::json!({ "drains_overdue": overdue, "groups": groups }))
     }
 }
 
