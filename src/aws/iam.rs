@@ -97,6 +97,17 @@ impl PolicyFor {
     pub const NAMES: &str =
         "operator, function, slot-events, alarm-pauses, node-tagging, drained or drain-hook";
 
+    /// Every party's name, as `--for` takes it.
+    pub const ALL: [&str; 7] = [
+        "operator",
+        "function",
+        "slot-events",
+        "alarm-pauses",
+        "node-tagging",
+        "drained",
+        "drain-hook",
+    ];
+
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "operator" => Some(PolicyFor::Operator),

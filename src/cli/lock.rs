@@ -5,10 +5,13 @@
 //! waiting with backoff, stopping cleanly, and the exit codes.
 
 use std::future::Future;
+use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use clap::Args;
+
 use crate::client::{Answer, Call, ClientError, Lock, job_id, parse_machine_id, zincati_id};
-use crate::config::LockSettings;
+use crate::config::{LockSettings, process_env};
 use crate::domain::input::{GroupName, NodeId};
 
 /// The least time between two tries: the endpoint's throttle is shared with
@@ -73,6 +76,96 @@ pub struct Request {
     pub url: UrlSource,
     /// `--wait`: ask again until yes, at most this long (`None`: no limit).
     pub wait: Option<Option<Duration>>,
+}
+
+/// The arguments of `lock` and `unlock`.
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct LockArgs {
+    /// The group whose slot the job takes
+    #[arg(long, value_name = "GROUP")]
+    pub group: String,
+    /// The job's id (default: derived from the machine id and --app)
+    #[arg(long, value_name = "ID", conflicts_with = "app")]
+    pub id: Option<String>,
+    /// The job's name, from which its id is derived (default: job)
+    #[arg(long, value_name = "NAME")]
+    pub app: Option<String>,
+    /// Ask again until yes
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: give up after this long
+    #[arg(long, value_name = "D", requires = "wait", value_parser = crate::domain::groups::parse_duration)]
+    pub timeout: Option<Duration>,
+    /// The server's URL, from the first line of this file
+    #[arg(long, value_name = "F", conflicts_with = "url")]
+    pub url_file: Option<String>,
+    /// The server's URL (shows the secret in ps and shell history)
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+}
+
+impl LockArgs {
+    /// What these arguments ask of the server with `call`.
+    pub fn request(&self, call: Call) -> Request {
+        let identity = match &self.id {
+            Some(id) => Identity::Id(id.clone()),
+            None => Identity::App(self.app.clone().unwrap_or_else(|| DEFAULT_APP.into())),
+        };
+        let url = match (&self.url, &self.url_file) {
+            (Some(url), _) => UrlSource::Argument(url.clone()),
+            (None, Some(file)) => UrlSource::File(file.clone()),
+            (None, None) => UrlSource::Environment,
+        };
+        Request {
+            call,
+            group: self.group.clone(),
+            identity,
+            url,
+            wait: self.wait.then_some(self.timeout),
+        }
+    }
+
+    /// `lock` (a pre-reboot) or `unlock` (a steady-state): settings checked
+    /// first, then the calls, stopped by Ctrl-C or SIGTERM; the exit code
+    /// says how it ended.
+    pub async fn run(self, call: Call) -> ExitCode {
+        let request = self.request(call);
+        let settings = LockSettings::from_vars(process_env);
+        let checked = match check(&request, &settings) {
+            Ok(checked) => checked,
+            Err(why) => {
+                eprintln!("fleetlock: {why}");
+                return ExitCode::from(Ended::Usage.code());
+            }
+        };
+        if let UrlSource::Argument(url) = &request.url
+            && url.contains('@')
+        {
+            eprintln!(
+                "fleetlock: warning: a secret in --url is visible in ps and in shell history; \
+                 prefer FLEETLOCK_URL or --url-file"
+            );
+        }
+        let mut say = |line: &str| eprintln!("fleetlock: {line}");
+        let ended = run(&checked, &request, stop_signal(), &mut say).await;
+        ExitCode::from(ended.code())
+    }
+}
+
+/// Completes at Ctrl-C or SIGTERM.
+pub async fn stop_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
 }
 
 /// Everything checked before anything is sent: the URL, the group, the id.

@@ -69,7 +69,7 @@ async fn no_arguments_prints_help() {
     let r = run(&mut fleetlock()).await;
     assert!(r.ok);
     assert!(r.stdout.contains("fleetlock serve"), "{}", r.stdout);
-    assert!(r.stdout.contains("fleetlock release --group G --id ID"));
+    assert!(r.stdout.contains("fleetlock release --group GROUP --id ID"));
 }
 
 #[tokio::test]

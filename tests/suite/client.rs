@@ -479,7 +479,7 @@ async fn every_failure_has_its_exit_code_and_one_line() {
 /// carries the same units.
 #[test]
 fn the_shipped_units_call_commands_the_binary_takes() {
-    use fleetlock::cli::{Command as Cli, parse};
+    use fleetlock::cli::{Sub, parse};
     use fleetlock::client::Call;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
     let butane = std::fs::read_to_string(root.join("butane/fleetlock-job.bu")).unwrap();
@@ -515,7 +515,14 @@ fn the_shipped_units_call_commands_the_binary_takes() {
                 .map(String::from)
                 .collect();
             match parse(&args) {
-                Ok(Cli::Lock(request)) => calls.push((request.call, request.wait)),
+                Ok(Some(Sub::Lock(lock))) => {
+                    let request = lock.request(Call::PreReboot);
+                    calls.push((request.call, request.wait));
+                }
+                Ok(Some(Sub::Unlock(unlock))) => {
+                    let request = unlock.request(Call::SteadyState);
+                    calls.push((request.call, request.wait));
+                }
                 other => panic!("{unit}: {line}: {other:?}"),
             }
         }

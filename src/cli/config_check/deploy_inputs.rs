@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::cli::args::did_you_mean;
+use crate::cli::usage::did_you_mean;
 
 /// The template and the module of this version.
-const TEMPLATE: &str = include_str!("../../template.yaml");
-const MODULE_VARIABLES: &str = include_str!("../../infra/variables.tf");
+const TEMPLATE: &str = include_str!("../../../template.yaml");
+const MODULE_VARIABLES: &str = include_str!("../../../infra/variables.tf");
 
 /// Each SAM parameter the function's settings come from, and its variable
 /// (`AllowAnonymous` becomes `FLEETLOCK_AUTH`, see [`from_samconfig`]).
@@ -672,10 +672,10 @@ region       = "eu-west-1"
     #[test]
     fn every_terraform_examples_settings_start() {
         let examples = [
-            include_str!("../../infra/examples/basic/main.tf"),
-            include_str!("../../infra/examples/complete/main.tf"),
-            include_str!("../../infra/examples/function-url/main.tf"),
-            include_str!("../../infra/examples/private/main.tf"),
+            include_str!("../../../infra/examples/basic/main.tf"),
+            include_str!("../../../infra/examples/complete/main.tf"),
+            include_str!("../../../infra/examples/function-url/main.tf"),
+            include_str!("../../../infra/examples/private/main.tf"),
         ];
         let listed = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/examples"))
             .unwrap()

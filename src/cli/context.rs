@@ -1,0 +1,238 @@
+//! What several commands share: the AWS configuration and the table, built
+//! only once a command's own settings are checked; the deployed function's
+//! configuration; and the refusal of a group name that looks like a typo.
+
+use aws_config::SdkConfig;
+
+use crate::aws::{self, function_config};
+use crate::config::{self, Config, ConfigError, process_env};
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::store::LockStore;
+use crate::store::dynamodb::DynamoStore;
+
+use super::Failure;
+use super::usage::did_you_mean;
+
+/// A group named on the command line; a bad name is the command's input
+/// error, in the sentence the name's own check gives.
+pub fn group_named(name: &str) -> Result<GroupName, Failure> {
+    GroupName::parse(name).map_err(|e| Failure::Input(e.value()))
+}
+
+/// What a person does to a named group, for the sentence that refuses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    Pause,
+    Resume,
+    /// Only a stored group can hold a slot: the configuration is not read.
+    Release,
+    Exclude,
+    Include,
+}
+
+/// What is known of the groups a command names: the table, and the
+/// configuration when it was read.
+pub struct Known<'a, S> {
+    store: &'a S,
+    table: &'a str,
+    deployed: Option<&'a Config>,
+}
+
+impl<'a, S: LockStore> Known<'a, S> {
+    pub fn new(store: &'a S, table: &'a str, deployed: Option<&'a Config>) -> Self {
+        Self {
+            store,
+            table,
+            deployed,
+        }
+    }
+
+    /// Refuses the first group that is neither stored nor configured: most
+    /// often a typo, which would otherwise create a group nobody uses while
+    /// the real one goes on granting. Names the closest known group.
+    pub async fn refuse_typos(&self, named: &[GroupName], act: Act) -> Result<(), Failure> {
+        let mut stored: Option<Vec<GroupName>> = None;
+        for group in named {
+            let configured = self
+                .deployed
+                .is_some_and(|config| config.groups.slots_for(group).is_ok());
+            if configured || !self.store.groups(Some(group)).await?.is_empty() {
+                continue;
+            }
+            if stored.is_none() {
+                let names = self.store.groups(None).await?.into_iter().map(|(n, _)| n);
+                stored = Some(names.collect());
+            }
+            let listed = self
+                .deployed
+                .into_iter()
+                .flat_map(|config| config.groups.listed().map(|(name, _)| name.clone()));
+            let known: Vec<GroupName> = listed.chain(stored.iter().flatten().cloned()).collect();
+            let closest = did_you_mean(group.as_str(), known.iter().map(GroupName::as_str));
+            let table = self.table;
+            let unknown = match self.deployed {
+                _ if act == Act::Release => {
+                    format!(
+                        "group '{group}' is not stored in table '{table}': no node has held a slot there"
+                    )
+                }
+                Some(_) => {
+                    format!("group '{group}' is neither stored in table '{table}' nor configured")
+                }
+                None => format!(
+                    "group '{group}' is not stored in table '{table}', and the configuration was \
+                     not read (pass --function NAME to check it)"
+                ),
+            };
+            let next = match act {
+                Act::Pause => "to pause a group no node has used yet, add --create",
+                Act::Resume => "nothing is paused there",
+                Act::Release => "check the group with 'fleetlock status'",
+                Act::Exclude => "exclude a node of a group that is configured or stored",
+                Act::Include => "nothing is excluded there",
+            };
+            return Err(Failure::Refused(format!(
+                "{unknown}{closest}; nothing changed: {next}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The group and the node a command on a slot names (the id as `status`
+/// shows it: an invisible character escaped), and the table: the names and
+/// the table checked first, then a group that is not stored refused as a
+/// likely typo (only a stored group holds a slot).
+pub async fn stored_node(
+    group: &str,
+    id: &str,
+    command: &str,
+) -> Result<(GroupName, NodeId, DynamoStore), Failure> {
+    let group = group_named(group)?;
+    let id = NodeId::from_shown(id).map_err(|e| Failure::Input(e.value()))?;
+    let table = config::command_table(process_env, command)?;
+    let store = dynamo_store(&command_aws().await?, table);
+    Known::new(&store, store.table(), None)
+        .refuse_typos(std::slice::from_ref(&group), Act::Release)
+        .await?;
+    Ok((group, id, store))
+}
+
+/// The group a command on one node names, and the table it is stored in:
+/// the name and the table checked first, then a group neither stored nor
+/// configured refused as a likely typo.
+pub async fn known_group(
+    group: &str,
+    function: Option<String>,
+    act: Act,
+    command: &str,
+) -> Result<(GroupName, DynamoStore), Failure> {
+    let group = group_named(group)?;
+    let table = config::command_table(process_env, command)?;
+    let aws = command_aws().await?;
+    let store = dynamo_store(&aws, table);
+    let deployed = deployed_config(&aws, function).await?;
+    Known::new(&store, store.table(), deployed.as_ref())
+        .refuse_typos(std::slice::from_ref(&group), act)
+        .await?;
+    Ok((group, store))
+}
+
+/// The configuration the function runs with: its environment through the
+/// Lambda API (`--function`, or `FLEETLOCK_FUNCTION`), else the same variables
+/// in this shell when any is set, else unknown.
+pub async fn deployed_config(
+    aws: &SdkConfig,
+    function: Option<String>,
+) -> Result<Option<Config>, Failure> {
+    match config::deployed_function(process_env, function) {
+        Some(function) => function_settings(aws, &function).await.map(Some),
+        None => shell_rules(),
+    }
+}
+
+/// A deployed function's configuration, read through the Lambda API.
+pub async fn function_settings(aws: &SdkConfig, function: &str) -> Result<Config, Failure> {
+    let client = aws::lambda_client(aws);
+    let variables = function_config::function_environment(&client, function)
+        .await
+        .map_err(Failure::Aws)?;
+    function_config::config_of(&variables).map_err(|e| {
+        Failure::Refused(format!(
+            "function '{function}' has an invalid configuration: {e}"
+        ))
+    })
+}
+
+/// The rules of this shell's variables, when any is set.
+pub fn shell_rules() -> Result<Option<Config>, Failure> {
+    if !config::rules_given(process_env) {
+        return Ok(None);
+    }
+    Ok(Some(Config::from_env()?))
+}
+
+/// The AWS configuration of a command, once its own settings are checked.
+pub async fn command_aws() -> Result<SdkConfig, Failure> {
+    aws::load_command_config()
+        .await
+        .map_err(|why| Failure::Config(ConfigError::Missing(why)))
+}
+
+pub fn dynamo_store(aws: &SdkConfig, table: String) -> DynamoStore {
+    DynamoStore::new(aws::dynamodb_client(aws), table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::testing::{config, group, node, rules};
+    use crate::domain::lock::Timestamp;
+    use crate::store::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn only_a_group_stored_or_configured_is_taken_as_meant() {
+        let store = MemoryStore::default();
+        store
+            .acquire(&group("db"), &node("n1"), rules(1), Timestamp(1))
+            .await
+            .unwrap();
+        let configured = config("default=1,workers=2");
+        let known = Known::new(&store, "t", Some(&configured));
+        // Stored, or configured (though never used): as meant.
+        known
+            .refuse_typos(&[group("db"), group("workers")], Act::Pause)
+            .await
+            .unwrap();
+        let typo = known
+            .refuse_typos(&[group("wrokers")], Act::Pause)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(typo.contains("(did you mean 'workers'?)"), "{typo}");
+        // The closest of the stored names too; nothing close, no guess.
+        let near_stored = known.refuse_typos(&[group("dbb")], Act::Resume).await;
+        assert!(
+            near_stored
+                .unwrap_err()
+                .to_string()
+                .contains("did you mean 'db'")
+        );
+        let far = known.refuse_typos(&[group("frontend")], Act::Pause).await;
+        assert!(!far.unwrap_err().to_string().contains("did you mean"));
+        // Without the configuration, only the stored group is known.
+        let blind = Known::new(&store, "t", None);
+        blind
+            .refuse_typos(&[group("db")], Act::Pause)
+            .await
+            .unwrap();
+        assert!(
+            blind
+                .refuse_typos(&[group("workers")], Act::Pause)
+                .await
+                .is_err()
+        );
+        // Nothing was created by any of it.
+        assert_eq!(store.groups(None).await.unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,178 @@
+//! `fleetlock serve`: the FleetLock API over HTTP, on the embedded default
+//! (locks in memory) or on a DynamoDB table.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::config::{self, Config};
+use crate::domain::auth::Auth;
+use crate::domain::groups::parse_duration;
+use crate::domain::service::FleetLock;
+use crate::domain::store::LockStore;
+use crate::http::Api;
+use crate::http::server::{self, Limits};
+use crate::store::memory::MemoryStore;
+
+use super::Failure;
+use super::context::command_aws;
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// Serve FleetLock over HTTP (default 127.0.0.1:8080); headers and body each
+/// within 10s (also the idle keep-alive time), at most 512 connections at once
+///
+/// Without FLEETLOCK_TABLE the locks live in this process and end with it.
+/// Without FLEETLOCK_CLIENTS it listens on loopback only.
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct Serve {
+    /// The address to listen on
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, value_parser = listen_address)]
+    pub listen: SocketAddr,
+    /// Time to send the headers, and the idle keep-alive time (1s to 10m)
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = serve_timeout)]
+    pub header_timeout: Duration,
+    /// Time to send the body (1s to 10m)
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = serve_timeout)]
+    pub body_timeout: Duration,
+    /// Connections at once (1 to 65535)
+    #[arg(long, value_name = "N", default_value = "512", value_parser = max_connections)]
+    pub max_connections: usize,
+}
+
+impl Serve {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            header_timeout: self.header_timeout,
+            body_timeout: self.body_timeout,
+            max_connections: self.max_connections,
+        }
+    }
+
+    pub async fn run(self) -> Result<(), Failure> {
+        let (listen, limits) = (self.listen, self.limits());
+        let config = Config::from_env()?;
+        let auth = match config.auth {
+            Some(auth) => auth,
+            // Open on loopback only: nothing off this machine can reach it.
+            None if listen.ip().is_loopback() => Auth::Disabled,
+            None => {
+                return Err(Failure::Refused(format!(
+                    "{listen} is reachable from other machines: set FLEETLOCK_CLIENTS \
+                     (see 'fleetlock credential') or, on a private network, FLEETLOCK_AUTH=disabled"
+                )));
+            }
+        };
+        // Nodes without `[identity] group` in Zincati's config ask for
+        // `default`: say it once, at start, rather than in every refusal.
+        if !config.groups.covers_default() {
+            tracing::warn!(
+                groups = %config::process_env("FLEETLOCK_GROUPS").unwrap_or_default(),
+                "no 'default' group is configured: nodes without [identity] group in \
+                 Zincati's config will be refused (unknown_group)"
+            );
+        }
+        match config.table {
+            Some(table) => {
+                let aws = command_aws().await?;
+                tracing::info!(
+                    table,
+                    endpoint = aws.endpoint_url().unwrap_or("the region's DynamoDB"),
+                    region = aws.region().map(|r| r.to_string()),
+                    "locks live in DynamoDB"
+                );
+                let store = crate::entry::checked_store(&aws, table)
+                    .await
+                    .map_err(Failure::Refused)?;
+                let service = FleetLock::new(config.groups, store).with_windows(config.windows);
+                serve(listen, Api::new(service, auth), limits).await?;
+            }
+            None => {
+                tracing::info!("no FLEETLOCK_TABLE: locks live in this process and end with it");
+                let store = MemoryStore::default();
+                let service = FleetLock::new(config.groups, store).with_windows(config.windows);
+                serve(listen, Api::new(service, auth), limits).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|_| format!("'{text}' is not an address like 127.0.0.1:8080"))
+}
+
+/// A timeout of `serve`: from 1 s to 10 min.
+fn serve_timeout(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&duration) {
+        return Err(format!("'{text}' is not from 1s to 10m"));
+    }
+    Ok(duration)
+}
+
+fn max_connections(text: &str) -> Result<usize, String> {
+    text.parse()
+        .ok()
+        .filter(|n| (1..=65_535).contains(n))
+        .ok_or_else(|| format!("'{text}' is not a number from 1 to 65535"))
+}
+
+async fn serve<S: LockStore>(
+    listen: std::net::SocketAddr,
+    api: Api<S>,
+    limits: server::Limits,
+) -> Result<(), Failure> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| Failure::Serve(format!("cannot listen on {listen}: {e}")))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Failure::Serve(e.to_string()))?;
+    // Printed on stdout so scripts and tests can learn a port chosen by the OS.
+    // Whoever reads it may close the pipe after the first line: the lines
+    // after it must not stop the server.
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "fleetlock listening on http://{addr}/");
+    if api.auth() == &Auth::Disabled {
+        let _ = writeln!(
+            stdout,
+            "no client authentication: anyone who can reach {addr} may take and release \
+             reboot slots"
+        );
+    }
+    let _ = writeln!(
+        stdout,
+        "limits: headers within {}, body within {}, at most {} connections at once",
+        crate::domain::groups::format_duration(limits.header_timeout),
+        crate::domain::groups::format_duration(limits.body_timeout),
+        limits.max_connections
+    );
+    let _ = stdout.flush();
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server::serve(listener, Arc::new(api), limits, shutdown)
+        .await
+        .map_err(|e| Failure::Serve(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The defaults the help shows are the server's own.
+    #[test]
+    fn the_defaults_are_the_servers_limits() {
+        let serve = crate::cli::parse(&["serve".to_owned()]).unwrap();
+        let Some(crate::cli::Sub::Serve(serve)) = serve else {
+            panic!("{serve:?}")
+        };
+        assert_eq!(serve.limits(), Limits::default());
+        assert_eq!(serve.listen, DEFAULT_LISTEN.parse().unwrap());
+    }
+}

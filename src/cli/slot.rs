@@ -1,0 +1,181 @@
+//! Commands on one node's slot: `release` (a person gives it back) and
+//! `drained` (a person confirms a node's drain, and its reservation becomes
+//! its slot). Both act only on a stored group: only a stored group holds a
+//! slot, so any other name is refused as a likely typo.
+
+use std::io::Write;
+
+use clap::Args;
+
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::{Release as Released, Timestamp};
+use crate::domain::store::LockStore;
+
+use super::Failure;
+use super::config_check::shell_word;
+use super::context::stored_node;
+
+/// Release a slot by hand (ID as status shows it)
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct Release {
+    /// The group the slot is held in
+    #[arg(long, value_name = "GROUP")]
+    pub group: String,
+    /// The holder's id, as status shows it
+    #[arg(long, value_name = "ID")]
+    pub id: String,
+}
+
+impl Release {
+    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+        let (group, id, store) = stored_node(&self.group, &self.id, "release").await?;
+        release(&store, &group, &id, Timestamp::now(), out).await
+    }
+}
+
+/// Confirm that a node waiting for its drain was drained: its reserved slot
+/// becomes its own, and it reboots at its next request (--reserved-at: only
+/// the reservation made then, as status and the event say it)
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct Drained {
+    /// The group the node waits in
+    #[arg(long, value_name = "GROUP")]
+    pub group: String,
+    /// The node's id, as status shows it
+    #[arg(long, value_name = "ID")]
+    pub id: String,
+    /// Only the reservation made then (as status and the event say it)
+    #[arg(long, value_name = "TIME", value_parser = crate::domain::drain::parse_time)]
+    pub reserved_at: Option<Timestamp>,
+}
+
+impl Drained {
+    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+        let (group, id, store) = stored_node(&self.group, &self.id, "drained").await?;
+        let confirmation = crate::domain::drain::Confirmation {
+            group,
+            id,
+            reserved_at: self.reserved_at,
+        };
+        drained(&store, &confirmation, Timestamp::now(), out).await
+    }
+}
+
+/// `release`: gives back `id`'s slot in `group`; where it holds none, says
+/// where it holds one.
+pub async fn release<S: LockStore>(
+    store: &S,
+    group: &GroupName,
+    id: &NodeId,
+    now: Timestamp,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let decided = store.release(group, id, now).await?;
+    let left = decided.group.holders.len();
+    let id_shown = id.shown();
+    if decided.outcome == Released::Released {
+        say!(
+            out,
+            "released '{id_shown}' from group '{group}' ({left} {} left)",
+            if left == 1 { "holder" } else { "holders" }
+        );
+        return Ok(());
+    }
+    // Nothing released: most often the wrong group. Say where it holds.
+    let held_in: Vec<String> = store
+        .groups(None)
+        .await?
+        .into_iter()
+        .filter(|(_, record)| record.holders.holds(id))
+        .map(|(name, _)| name.to_string())
+        .collect();
+    if held_in.is_empty() {
+        say!(
+            out,
+            "'{id_shown}' held no slot in group '{group}' and holds none in any group; \
+             nothing changed"
+        );
+        Ok(())
+    } else {
+        Err(Failure::Refused(format!(
+            "'{id_shown}' holds no slot in group '{group}' but holds one in: {}; nothing \
+             changed (run: fleetlock release --group {} --id {})",
+            held_in.join(", "),
+            held_in[0],
+            shell_word(&id_shown)
+        )))
+    }
+}
+
+/// `drained`: a person confirms that a node was drained; its reservation
+/// becomes its slot. Refused (nothing changed) when there is none to grant.
+pub async fn drained<S: LockStore>(
+    store: &S,
+    confirmation: &crate::domain::drain::Confirmation,
+    now: Timestamp,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let decided = store
+        .drained(
+            &confirmation.group,
+            &confirmation.id,
+            confirmation.reserved_at,
+            now,
+        )
+        .await?;
+    let confirmed = crate::domain::drain::Confirmed::of(decided.outcome, confirmation);
+    if confirmed.done {
+        say!(out, "{}", confirmed.value);
+        Ok(())
+    } else {
+        Err(Failure::Refused(confirmed.value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::testing::{group, node, printed, rules};
+    use crate::store::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn release_in_the_wrong_group_names_the_right_one_and_frees_nothing() {
+        let store = MemoryStore::default();
+        store
+            .acquire(&group("workers"), &node("it's"), rules(1), Timestamp(1))
+            .await
+            .unwrap();
+        let err = release(
+            &store,
+            &group("default"),
+            &node("it's"),
+            Timestamp(2),
+            &mut Vec::new(),
+        )
+        .await
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Failure::Refused(_)), "{err:?}");
+        assert!(
+            text.ends_with("(run: fleetlock release --group workers --id 'it'\\''s')"),
+            "{text}"
+        );
+        let held = store.groups(Some(&group("workers"))).await.unwrap();
+        assert_eq!(held[0].1.holders.len(), 1, "nothing was released");
+
+        let mut out = Vec::new();
+        release(
+            &store,
+            &group("workers"),
+            &node("it's"),
+            Timestamp(3),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            printed(out),
+            "released 'it's' from group 'workers' (0 holders left)\n"
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! `status --json`: the same facts as the table, for scripts.
+
+use crate::cli::hosts::host_value;
+use crate::config::Config;
+use crate::domain::hosts::HostMap;
+use crate::domain::input::GroupName;
+use crate::domain::lock::Timestamp;
+use crate::domain::store::GroupRecord;
+use crate::domain::windows::WindowState;
+
+use super::view::{Wildcard, rfc3339, rules_of, settles_until, state};
+
+pub fn render(
+    groups: &[(GroupName, GroupRecord)],
+    deployed: Option<&Config>,
+    now: Timestamp,
+    wildcard: Wildcard,
+    never_used: &[GroupName],
+    hosts: Option<&HostMap>,
+) -> serde_json::Value {
+    let groups: Vec<_> = groups
+        .iter()
+        .map(|(name, record)| {
+            let rules = rules_of(name, deployed);
+            let lease = rules.and_then(|rules| rules.lease);
+            let drain = rules.and_then(|rules| rules.drain);
+            let holders: Vec<_> = record
+                .holders
+                .holders()
+                .map(|(id, at)| {
+                    let reserved = record.draining.get(id).copied();
+                    let ends = lease
+                        .filter(|_| reserved.is_none())
+                        .map(|lease| at.plus(lease));
+                    let drain_until = reserved
+                        .zip(drain)
+                        .map(|(since, drain)| since.plus(drain.timeout));
+                    let mut holder = serde_json::json!({
+                        "id": id.as_str(),
+                        "id_shown": id.shown(),
+                        "acquired_at": rfc3339(at),
+                        "acquired_at_ms": at.0,
+                        "held_for_seconds": at.age_at(now).as_secs(),
+                        "lease_ends_at": ends.map(rfc3339),
+                        "lease_expired": ends.map(|ends| ends <= now),
+                        "waiting_for_drain": reserved.is_some(),
+                        "reserved_at": reserved.map(Timestamp::to_rfc3339_millis),
+                        "drain_until": drain_until.map(rfc3339),
+                        "drain_overdue": drain_until.map(|until| until <= now),
+                    });
+                    if let Some(hosts) = hosts {
+                        holder["host"] = host_value(hosts.get(id.as_str()));
+                    }
+                    holder
+                })
+                .collect();
+            let person = record.pause.person.as_ref().map(|p| {
+                serde_json::json!({
+                    "reason": p.reason.as_str(),
+                    "by": p.by,
+                    "since": rfc3339(p.since),
+                    "since_ms": p.since.0,
+                })
+            });
+            let excluded: Vec<_> = record
+                .excluded
+                .iter()
+                .map(|(id, e)| {
+                    let mut exclusion = serde_json::json!({
+                        "id": id.as_str(),
+                        "id_shown": id.shown(),
+                        "reason": e.reason.as_str(),
+                        "by": e.by,
+                        "since": rfc3339(e.since),
+                        "since_ms": e.since.0,
+                    });
+                    if let Some(hosts) = hosts {
+                        exclusion["host"] = host_value(hosts.get(id.as_str()));
+                    }
+                    exclusion
+                })
+                .collect();
+            let windows = deployed.and_then(|config| {
+                let calendar = config.windows.calendar_for(name)?;
+                let (state, at) = match config.windows.state(name, now) {
+                    WindowState::Open { until } => ("open", until),
+                    WindowState::Closed { opens } => ("closed", opens),
+                    WindowState::AlwaysOpen => ("always_open", None),
+                };
+                Some(serde_json::json!({
+                    "time_zone": config.windows.zone_name(),
+                    "windows": calendar.windows().iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "state": state,
+                    "changes_at": at.map(rfc3339),
+                    "changes_at_local": at.map(|t| config.windows.local_text(t)),
+                }))
+            });
+            serde_json::json!({
+                "group": name.as_str(),
+                "never_used": never_used.contains(name),
+                "slots": record.slots,
+                "configured_slots": rules.map(|r| r.slots),
+                "state": state(name, record, deployed, now),
+                "holders": holders,
+                "paused_by_person": person,
+                "excluded": excluded,
+                "paused_by_alarms": record.pause.alarms,
+                "last_release_at": record.last_release.map(rfc3339),
+                "settle_seconds": rules.map(|r| r.settle.as_secs()),
+                "lease_seconds": lease.map(|l| l.as_secs()),
+                "drain_timeout_seconds": drain.map(|d| d.timeout.as_secs()),
+                "drain_on_timeout": drain.map(|d| d.on_timeout.as_str()),
+                "settles_until": settles_until(name, record, deployed, now).map(rfc3339),
+                "maintenance_windows": windows,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "groups": groups,
+        "wildcard_groups": { "counted": wildcard.counted, "limit": wildcard.limit },
+    })
+}

@@ -1,0 +1,351 @@
+//! `status` as a table for people.
+
+use crate::config::Config;
+use crate::domain::hosts::HostMap;
+use crate::domain::input::GroupName;
+use crate::domain::lock::Timestamp;
+use crate::domain::store::GroupRecord;
+
+use super::view::{
+    Wildcard, human_duration, is_idle, rfc3339, rules_of, settles_until, slots_text, state,
+    window_line,
+};
+
+/// Holders per group, then a line for each paused, settling or windowed
+/// group. `deployed` is the configuration the function runs with, when
+/// known (`--function`, or the same variables in the shell). With
+/// `idle_shown`, only that many idle groups are listed, the rest counted.
+pub fn render(
+    groups: &[(GroupName, GroupRecord)],
+    deployed: Option<&Config>,
+    now: Timestamp,
+    idle_shown: Option<usize>,
+    wildcard: Wildcard,
+    never_used: &[GroupName],
+    hosts: Option<&HostMap>,
+) -> String {
+    let mut idle_left = idle_shown.unwrap_or(usize::MAX);
+    let mut idle_hidden = 0usize;
+    let groups: Vec<&(GroupName, GroupRecord)> = groups
+        .iter()
+        .filter(|(_, record)| {
+            if !is_idle(record) {
+                return true;
+            }
+            if idle_left == 0 {
+                idle_hidden += 1;
+                return false;
+            }
+            idle_left -= 1;
+            true
+        })
+        .collect();
+    let mut rows = vec![vec![
+        "GROUP".to_string(),
+        "HELD".to_string(),
+        "STATE".to_string(),
+        "ID".to_string(),
+        "SINCE (UTC)".to_string(),
+        "FOR".to_string(),
+    ]];
+    for &(name, record) in &groups {
+        let state = state(name, record, deployed, now).to_string();
+        if never_used.contains(name) {
+            // Configured, no item yet: its slots as configured.
+            let slots = deployed
+                .and_then(|config| config.groups.slots_for(name).ok())
+                .map_or("0".into(), |slots| format!("0/{slots}"));
+            rows.push(vec![
+                name.to_string(),
+                slots,
+                state,
+                "(never used)".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        }
+        if record.holders.is_empty() {
+            rows.push(vec![
+                name.to_string(),
+                slots_text(record),
+                state.clone(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+        }
+        for (id, at) in record.holders.holders() {
+            // A reservation holds its slot but its node waits for its drain.
+            let state = if record.draining.contains_key(id) {
+                "draining".to_string()
+            } else {
+                state.clone()
+            };
+            let mut row = vec![
+                name.to_string(),
+                slots_text(record),
+                state,
+                // Escaped where it could pass for another id.
+                id.shown(),
+                rfc3339(at),
+                human_duration(at.age_at(now).as_secs()),
+            ];
+            if let Some(hosts) = hosts {
+                row.push(
+                    hosts
+                        .get(id.as_str())
+                        .map_or("?".into(), ToString::to_string),
+                );
+            }
+            rows.push(row);
+        }
+    }
+    // The host column, after FOR, when asked for: "-" where no slot is held.
+    if hosts.is_some() {
+        rows[0].push("HOST".into());
+        for row in rows.iter_mut().skip(1) {
+            if row.len() == 6 {
+                row.push("-".into());
+            }
+        }
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|col| {
+            rows.iter()
+                .map(|r| r[col].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    for &(name, record) in &groups {
+        if record.pause.is_paused() {
+            out.push_str(&format!(
+                "{name} is paused {}\n",
+                crate::domain::service::paused_because(&record.pause)
+            ));
+        }
+        for (id, exclusion) in &record.excluded {
+            let host = hosts
+                .and_then(|hosts| hosts.get(id.as_str()))
+                .map_or(String::new(), |host| format!(" ({host})"));
+            out.push_str(&format!(
+                "{name} excludes '{}'{host} {}\n",
+                id.shown(),
+                crate::domain::service::excluded_because(exclusion)
+            ));
+        }
+        let drain = rules_of(name, deployed).and_then(|rules| rules.drain);
+        for (id, since) in &record.draining {
+            let host = hosts
+                .and_then(|hosts| hosts.get(id.as_str()))
+                .map_or(String::new(), |host| format!(" ({host})"));
+            let until = drain.map_or(String::new(), |drain| {
+                let until = since.plus(drain.timeout);
+                if until <= now {
+                    format!(
+                        ", past its timeout since {} ({})",
+                        rfc3339(until),
+                        drain.on_timeout.as_str()
+                    )
+                } else {
+                    format!(", until {}", rfc3339(until))
+                }
+            });
+            out.push_str(&format!(
+                "{name}: '{}'{host} waits for its drain since {}{until}: confirm with \
+                 'fleetlock drained --group {name} --id {} --reserved-at {}'\n",
+                id.shown(),
+                rfc3339(*since),
+                crate::cli::config_check::shell_word(&id.shown()),
+                since.to_rfc3339_millis()
+            ));
+        }
+        if let Some(lease) = rules_of(name, deployed).and_then(|rules| rules.lease) {
+            for (id, at) in record.holders.holders() {
+                if record.draining.contains_key(id) {
+                    continue;
+                }
+                let ends = at.plus(lease);
+                if ends <= now {
+                    out.push_str(&format!(
+                        "{name}: '{}' is past its {} lease since {}: the next node to ask \
+                         while the group is full takes its slot\n",
+                        id.shown(),
+                        crate::domain::groups::format_duration(lease),
+                        rfc3339(ends)
+                    ));
+                }
+            }
+        }
+        if let Some(until) = settles_until(name, record, deployed, now) {
+            out.push_str(&format!(
+                "{name} settles until {} (last release {})\n",
+                rfc3339(until),
+                record.last_release.map_or("-".into(), rfc3339)
+            ));
+        }
+        if let Some(line) = window_line(name, deployed, now) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    // Alarm by alarm, which groups it holds: one line an alarm.
+    let mut held_by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for &(name, record) in &groups {
+        for alarm in &record.pause.alarms {
+            held_by.entry(alarm).or_default().push(name.as_str());
+        }
+    }
+    for (alarm, held) in held_by {
+        out.push_str(&format!(
+            "alarm '{alarm}' is in ALARM and holds: {}\n",
+            held.join(", ")
+        ));
+    }
+    if idle_hidden > 0 {
+        out.push_str(&format!(
+            "... and {idle_hidden} more group(s) that hold nothing and are not paused \
+             (--all lists them; 'fleetlock forget --group G' removes one nobody uses)\n"
+        ));
+    }
+    if wildcard.counted > 0 || wildcard.limit.is_some() {
+        let limit = wildcard
+            .limit
+            .map_or(String::new(), |limit| format!(" of {limit} allowed"));
+        out.push_str(&format!(
+            "{}{limit} group(s) exist that only '*' covers (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
+            wildcard.counted
+        ));
+    }
+    // Without the configuration a settling group would show as open.
+    if deployed.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {
+        out.push_str(
+            "(settle periods and windows are shown with --function NAME, or with the \
+             function's FLEETLOCK_* variables set in this shell)\n",
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_shows_each_reservation_since_when_until_when_and_how_to_confirm_it() {
+        use crate::domain::input::NodeId;
+        use crate::domain::lock::Semaphore;
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
+            "FLEETLOCK_DRAIN" => Some("workers=15m".into()),
+            _ => None,
+        })
+        .unwrap();
+        let t0 = Timestamp(1_764_480_000_042);
+        let minute = std::time::Duration::from_secs(60);
+        let waits = NodeId::parse("waits").unwrap();
+        let overdue = NodeId::parse("overdue").unwrap();
+        let record = GroupRecord {
+            holders: Semaphore::from_holders([
+                (waits.clone(), t0.plus(minute * 10)),
+                (overdue.clone(), t0),
+            ]),
+            draining: [(waits, t0.plus(minute * 10)), (overdue, t0)].into(),
+            slots: Some(2),
+            ..GroupRecord::default()
+        };
+        let groups = [(GroupName::parse("workers").unwrap(), record)];
+        let now = t0.plus(minute * 20);
+        let wildcard = Wildcard {
+            counted: 0,
+            limit: None,
+        };
+        let text = render(&groups, Some(&config), now, None, wildcard, &[], None);
+        assert!(
+            text.contains(
+                "workers: 'waits' waits for its drain since 2025-11-30T05:30:00Z, until \
+                 2025-11-30T05:45:00Z: confirm with 'fleetlock drained --group workers --id \
+                 waits --reserved-at 2025-11-30T05:30:00.042Z'"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "'overdue' waits for its drain since 2025-11-30T05:20:00Z, past its \
+                 timeout since 2025-11-30T05:35:00Z (hold)"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("draining").count(), 2, "{text}");
+        let json = super::super::json::render(&groups, Some(&config), now, wildcard, &[], None);
+        let group = &json["groups"][0];
+        assert_eq!(group["drain_timeout_seconds"], 900);
+        assert_eq!(group["drain_on_timeout"], "hold");
+        assert_eq!(group["holders"][0]["id"], "overdue");
+        assert_eq!(group["holders"][0]["drain_overdue"], true);
+        assert_eq!(group["holders"][1]["waiting_for_drain"], true);
+        assert_eq!(
+            group["holders"][1]["reserved_at"],
+            "2025-11-30T05:30:00.042Z"
+        );
+        assert_eq!(group["holders"][1]["drain_overdue"], false);
+    }
+
+    #[test]
+    fn status_names_a_holder_past_its_lease_once_the_configuration_is_known() {
+        use crate::domain::input::NodeId;
+        use crate::domain::lock::Semaphore;
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
+            "FLEETLOCK_LEASE" => Some("workers=6h".into()),
+            _ => None,
+        })
+        .unwrap();
+        let t0 = Timestamp(1_764_480_000_000);
+        let hour = std::time::Duration::from_secs(3600);
+        let record = GroupRecord {
+            holders: Semaphore::from_holders([
+                (NodeId::parse("stuck").unwrap(), t0),
+                (NodeId::parse("fresh").unwrap(), t0.plus(hour * 5)),
+            ]),
+            slots: Some(2),
+            ..GroupRecord::default()
+        };
+        let groups = [(GroupName::parse("workers").unwrap(), record)];
+        let now = t0.plus(hour * 7);
+        let wildcard = Wildcard {
+            counted: 0,
+            limit: None,
+        };
+        let text = render(&groups, Some(&config), now, None, wildcard, &[], None);
+        assert!(
+            text.contains(
+                "workers: 'stuck' is past its 6h lease since 2025-11-30T11:20:00Z: the next \
+                 node to ask while the group is full takes its slot"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("'fresh' is past"), "{text}");
+        let without = render(&groups, None, now, None, wildcard, &[], None);
+        assert!(!without.contains("lease"), "no lease known: {without}");
+        let json = super::super::json::render(&groups, Some(&config), now, wildcard, &[], None);
+        let group = &json["groups"][0];
+        assert_eq!(group["lease_seconds"], 6 * 3600);
+        assert_eq!(group["holders"][0]["id"], "fresh");
+        assert_eq!(group["holders"][0]["lease_expired"], false);
+        assert_eq!(group["holders"][1]["lease_expired"], true);
+        assert_eq!(group["holders"][1]["lease_ends_at"], "2025-11-30T11:20:00Z");
+    }
+}

@@ -1,0 +1,140 @@
+//! The words `status` uses in its table and its JSON alike: a group's state
+//! in one word, its windows, its slots, and durations as people read them.
+
+use crate::config::Config;
+use crate::domain::input::GroupName;
+use crate::domain::lock::{GroupRules, Timestamp};
+use crate::domain::store::GroupRecord;
+use crate::domain::windows::WindowState;
+
+pub fn rfc3339(at: Timestamp) -> String {
+    at.to_rfc3339()
+}
+
+/// What `status --group G` says of a group with no item.
+pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
+    let configured = match deployed {
+        None => "pass --function (or set FLEETLOCK_GROUPS as deployed) to see whether it is \
+                 configured"
+            .into(),
+        Some(config) => match config.groups.slots_for(group) {
+            Ok(1) => "it is configured with 1 slot".into(),
+            Ok(slots) => format!("it is configured with {slots} slots"),
+            Err(_) => "it is not configured: its nodes are refused (unknown_group)".into(),
+        },
+    };
+    format!("group '{group}' has no holders and has never been used; {configured}")
+}
+
+pub fn slots_text(record: &GroupRecord) -> String {
+    match record.slots {
+        Some(slots) => format!("{}/{slots}", record.holders.len()),
+        None => record.holders.len().to_string(),
+    }
+}
+
+/// The group's rules, if the configuration is known.
+pub fn rules_of(name: &GroupName, deployed: Option<&Config>) -> Option<GroupRules> {
+    deployed?.groups.rules_for(name).ok()
+}
+
+/// When the group's settle period ends, if the configuration is known.
+pub fn settles_until(
+    name: &GroupName,
+    record: &GroupRecord,
+    deployed: Option<&Config>,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    record.settling_until(rules_of(name, deployed)?.settle, now)
+}
+
+pub fn window(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<WindowState> {
+    deployed.map(|config| config.windows.state(name, now))
+}
+
+/// The answer a newcomer would get now, in one word.
+pub fn state(
+    name: &GroupName,
+    record: &GroupRecord,
+    deployed: Option<&Config>,
+    now: Timestamp,
+) -> &'static str {
+    if matches!(
+        window(name, deployed, now),
+        Some(WindowState::Closed { .. })
+    ) {
+        "closed"
+    } else if record.pause.is_paused() {
+        "paused"
+    } else if settles_until(name, record, deployed, now).is_some() {
+        "settling"
+    } else {
+        "open"
+    }
+}
+
+/// A line on a group's windows, if it has any.
+pub fn window_line(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<String> {
+    let config = deployed?;
+    let calendar = config.windows.calendar_for(name)?;
+    let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
+    let at = |t: Timestamp| format!("{} ({})", rfc3339(t), config.windows.local_text(t));
+    let state = match config.windows.state(name, now) {
+        WindowState::Open { until: Some(until) } => format!("open until {}", at(until)),
+        WindowState::Open { until: None } => "open all week".into(),
+        WindowState::Closed { opens: Some(opens) } => format!("closed; opens {}", at(opens)),
+        WindowState::Closed { opens: None } => "closed; no window can happen".into(),
+        WindowState::AlwaysOpen => return None,
+    };
+    Some(format!(
+        "{name} windows ({}): {}; {state}",
+        config.windows.zone_name(),
+        list.join("; ")
+    ))
+}
+
+/// Idle groups (no holder, no pause) listed before the rest are only
+/// counted: a table with thousands of groups nobody uses hides the few
+/// that matter.
+pub const IDLE_SHOWN: usize = 20;
+
+/// How many groups only `*` covers are counted, and the limit when the
+/// configuration is known.
+#[derive(Clone, Copy, Debug)]
+pub struct Wildcard {
+    pub counted: usize,
+    pub limit: Option<u32>,
+}
+
+pub fn is_idle(record: &GroupRecord) -> bool {
+    record.holders.is_empty() && !record.pause.is_paused() && record.excluded.is_empty()
+}
+
+/// `3h 12m`, `45s`: how long a slot has been held, for people.
+pub fn human_duration(seconds: u64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) => format!("{m}m {s}s"),
+        (0, _, _) => format!("{h}h {m}m"),
+        _ => format!("{d}d {h}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(45), "45s");
+        assert_eq!(human_duration(125), "2m 5s");
+        assert_eq!(human_duration(3 * 3600 + 12 * 60 + 5), "3h 12m");
+        assert_eq!(human_duration(2 * 86_400 + 3600), "2d 1h");
+    }
+}

@@ -1,0 +1,212 @@
+//! The table itself and the groups in it: `create-table` and `forget`.
+
+use std::io::Write;
+
+use clap::Args;
+
+use crate::config::{self, Config, process_env};
+use crate::domain::input::GroupName;
+use crate::domain::service::paused_because;
+use crate::domain::store::{Forgot, LockStore};
+use crate::store::dynamodb::DynamoStore;
+
+use super::Failure;
+use super::context::{command_aws, deployed_config, dynamo_store, group_named};
+
+/// Create FLEETLOCK_TABLE and wait until it is active (--dry-run: print the
+/// table definition only)
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct CreateTable {
+    /// Print the table definition only
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl CreateTable {
+    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+        if self.dry_run {
+            table_definition(out);
+            return Ok(());
+        }
+        let table = config::command_table(process_env, "create-table")?;
+        let store = dynamo_store(&command_aws().await?, table);
+        create_table(&store, out).await
+    }
+}
+
+/// Remove a group that holds nothing, is not paused and is not named in the
+/// configuration
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct Forget {
+    /// The group to remove
+    #[arg(long, value_name = "GROUP")]
+    pub group: String,
+    /// Refuse a group this deployed function's configuration names
+    #[arg(long, value_name = "NAME")]
+    pub function: Option<String>,
+}
+
+impl Forget {
+    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+        let group = group_named(&self.group)?;
+        let table = config::command_table(process_env, "forget")?;
+        let aws = command_aws().await?;
+        let deployed = deployed_config(&aws, self.function).await?;
+        let store = dynamo_store(&aws, table);
+        forget(&store, store.table(), &group, deployed.as_ref(), out).await
+    }
+}
+
+/// `forget`: removes a group nobody uses; never one the configuration names.
+pub async fn forget<S: LockStore>(
+    store: &S,
+    table: &str,
+    group: &GroupName,
+    deployed: Option<&Config>,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    match deployed {
+        Some(config) if config.groups.listed().any(|(name, _)| name == group) => {
+            return Err(Failure::Refused(format!(
+                "group '{group}' is named in the function's FLEETLOCK_GROUPS: its next \
+                 request would bring it back, without its last release; take it out \
+                 of the configuration first"
+            )));
+        }
+        Some(_) => {}
+        None => say!(
+            out,
+            "(the configuration was not read: pass --function NAME to refuse a group \
+             it names)"
+        ),
+    }
+    match store.forget(group).await? {
+        Forgot::Removed { counted } => say!(
+            out,
+            "forgot group '{group}': its item is removed{}",
+            if counted {
+                ", and it no longer counts toward FLEETLOCK_MAX_WILDCARD_GROUPS"
+            } else {
+                ""
+            }
+        ),
+        Forgot::Uncounted => say!(
+            out,
+            "group '{group}' had no item; it no longer counts toward \
+             FLEETLOCK_MAX_WILDCARD_GROUPS"
+        ),
+        Forgot::NothingStored => {
+            return Err(Failure::Refused(format!(
+                "group '{group}' is not stored in table '{table}': nothing to forget \
+                 ('fleetlock status' lists the groups)"
+            )));
+        }
+        Forgot::Kept(record) => {
+            let mut why = Vec::new();
+            if !record.holders.is_empty() {
+                let ids: Vec<String> = record.holders.holders().map(|(id, _)| id.shown()).collect();
+                let slots = if ids.len() == 1 { "slot" } else { "slots" };
+                why.push(format!(
+                    "it holds {} {slots} ({}): release {}",
+                    ids.len(),
+                    ids.join(", "),
+                    if ids.len() == 1 {
+                        "it first"
+                    } else {
+                        "them first"
+                    }
+                ));
+            }
+            if record.pause.is_paused() {
+                why.push(format!(
+                    "it is paused {}: resume it first (an alarm's pause clears when \
+                     the alarm does)",
+                    paused_because(&record.pause)
+                ));
+            }
+            return Err(Failure::Refused(format!(
+                "group '{group}' was kept: {}; nothing changed",
+                why.join("; and ")
+            )));
+        }
+    }
+    Ok(())
+}
+/// `create-table`, and with `--dry-run` only the definition.
+pub async fn create_table(store: &DynamoStore, out: &mut impl Write) -> Result<(), Failure> {
+    let created = store.create_table().await?;
+    let verb = if created {
+        "created"
+    } else {
+        "already exists:"
+    };
+    say!(out, "table {verb} {} (active)", store.table());
+    Ok(())
+}
+
+/// `create-table --dry-run`.
+pub fn table_definition(out: &mut impl Write) {
+    say!(out, "{:#}", crate::store::dynamodb::table_definition());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::testing::{config, group, node, printed, rules};
+    use crate::domain::lock::Timestamp;
+    use crate::store::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn forget_refuses_a_configured_or_busy_group_and_removes_an_idle_one() {
+        let store = MemoryStore::default();
+        store
+            .acquire(&group("old"), &node("n1"), rules(1), Timestamp(1))
+            .await
+            .unwrap();
+        let configured = forget(
+            &store,
+            "t",
+            &group("old"),
+            Some(&config("old=1")),
+            &mut Vec::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            configured
+                .to_string()
+                .contains("named in the function's FLEETLOCK_GROUPS")
+        );
+        let busy = forget(&store, "t", &group("old"), None, &mut Vec::new())
+            .await
+            .unwrap_err();
+        assert!(
+            busy.to_string()
+                .contains("it holds 1 slot (n1): release it first"),
+            "{busy}"
+        );
+        store
+            .release(&group("old"), &node("n1"), Timestamp(2))
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        forget(
+            &store,
+            "t",
+            &group("old"),
+            Some(&config("default=1")),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        assert_eq!(printed(out), "forgot group 'old': its item is removed\n");
+        assert!(store.groups(None).await.unwrap().is_empty());
+        let gone = forget(&store, "t", &group("old"), None, &mut Vec::new())
+            .await
+            .unwrap_err();
+        assert!(
+            gone.to_string().contains("is not stored in table 't'"),
+            "{gone}"
+        );
+    }
+}

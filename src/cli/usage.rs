@@ -1,0 +1,736 @@
+//! Usage, generated from the one definition of the commands ([`super::Cli`]):
+//! the whole help (`fleetlock help`), each command's usage line (in its own
+//! `--help` too), the docs' command table, and usage mistakes told in a
+//! sentence (exit [`USAGE_EXIT`]), in clap's words except where ours say
+//! more (the closest command, what a missing option is for).
+
+use clap::CommandFactory;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+
+use super::{Cli, Sub};
+use crate::domain::lock::Timestamp;
+
+/// The exit code of every usage mistake (and of `lock`/`unlock`'s bad input).
+pub const USAGE_EXIT: u8 = 2;
+
+/// The settings every entry point and command reads, for `fleetlock help`.
+pub const ENVIRONMENT: &str = "\
+ENVIRONMENT:
+    FLEETLOCK_GROUPS  slots per group, e.g. 'default=1,workers=3,*=1' (default: default=1)
+    FLEETLOCK_SETTLE  settle time after each release, per group: 'workers=10m,*=2m' (default: none)
+    FLEETLOCK_LEASE   per group, from 30m to 168h: past it, a full group's next asker takes the
+                      oldest slot, e.g. 'workers=6h' (default: none, held until given back)
+    FLEETLOCK_DRAIN   per group, a drain gate: a drain timeout from 1m to 24h, then hold (default)
+                      or grant: 'workers=15m,db=30m:grant' (default: none, granted at once)
+    FLEETLOCK_MAX_WILDCARD_GROUPS  how many groups only '*' covers may come into existence
+                      (default: 100, at most 2000); past it a new one is refused (too_many_groups)
+    FLEETLOCK_WINDOWS maintenance windows per group, in Zincati's words, ';'-separated:
+                      'workers: days=Sat,Sun start_time=22:00 length_minutes=120' (default: always open)
+    FLEETLOCK_TIME_ZONE  the windows' zone: UTC (default) or an IANA name; never 'localtime'
+    FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
+    FLEETLOCK_FUNCTION  the deployed function whose configuration status, forget, pause, resume
+                      and windows read (as --function)
+    FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
+    FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
+                      in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
+    FLEETLOCK_METRICS_SERVICE  the drained entry point's sweep: the API function whose
+                      DrainsOverdue metric it feeds (needed with FLEETLOCK_DRAIN)
+    FLEETLOCK_HOSTS   status and hosts: 'tags' or a host file, as --hosts
+    FLEETLOCK_URL     lock/unlock: the server, as Zincati's base_url: https://NAME:SECRET@host/
+    FLEETLOCK_MACHINE_ID_FILE  lock/unlock --app: the machine id (default: /etc/machine-id)
+    FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
+    FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
+                      unset, Lambda refuses to start without clients and `serve` is open on loopback only
+    AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE, ...  the standard AWS configuration
+    RUST_LOG          log filter (default: info)
+";
+
+/// What the whole help says before the commands.
+const PREAMBLE: &str = "\
+fleetlock: a FleetLock server for Zincati, the update agent of Fedora CoreOS.
+
+Under the AWS Lambda runtime it serves API Gateway and Function URL events.
+Elsewhere:
+";
+
+/// The line of the help that lists the ways to get help.
+const HELP_USAGE: &str = "fleetlock help [COMMAND] | COMMAND --help | --version";
+
+/// The clap definition, each command's usage line the generated one: for
+/// parsing, completions and the tests.
+pub fn definition() -> clap::Command {
+    let mut root = Cli::command();
+    for (path, _) in commands(&Cli::command()) {
+        let words: Vec<&str> = path.split(' ').collect();
+        root = override_usage(root, &words);
+    }
+    root
+}
+
+fn override_usage(cmd: clap::Command, words: &[&str]) -> clap::Command {
+    match words {
+        [] => cmd,
+        [last] => cmd.mut_subcommand(*last, |sub| {
+            let line = usage_line(&format!("fleetlock {}", sub.get_name()), &sub);
+            sub.override_usage(line)
+        }),
+        [first, rest @ ..] => {
+            let prefix = (*first).to_owned();
+            cmd.mut_subcommand(*first, |sub| {
+                let mut sub = sub;
+                for (path, _) in commands(&sub.clone()) {
+                    if path == rest.join(" ") {
+                        sub = sub.mut_subcommand(path.clone(), |leaf| {
+                            let line = usage_line(&format!("fleetlock {prefix} {path}"), &leaf);
+                            leaf.override_usage(line)
+                        });
+                    }
+                }
+                sub
+            })
+        }
+    }
+}
+
+/// Every command a person runs, as its words after `fleetlock` (`config
+/// check` is two), with its definition, in the order the help lists them.
+fn commands(root: &clap::Command) -> Vec<(String, clap::Command)> {
+    let mut found = Vec::new();
+    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+        if sub.has_subcommands() {
+            for (path, leaf) in commands(sub) {
+                found.push((format!("{} {path}", sub.get_name()), leaf));
+            }
+        } else {
+            found.push((sub.get_name().to_owned(), sub.clone()));
+        }
+    }
+    found
+}
+
+/// One command's usage, from its arguments: required ones bare, the rest in
+/// brackets, two that exclude each other as `A | B`, a repeatable one with
+/// `...`, and an option of a few values with those values.
+pub fn usage_line(prefix: &str, cmd: &clap::Command) -> String {
+    let arguments: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
+        .collect();
+    let mut words = vec![prefix.to_owned()];
+    let mut done: Vec<&str> = Vec::new();
+    for arg in &arguments {
+        if done.contains(&arg.get_id().as_str()) {
+            continue;
+        }
+        done.push(arg.get_id().as_str());
+        // The first later argument this one excludes: shown as one choice.
+        let other = arguments.iter().find(|b| {
+            !done.contains(&b.get_id().as_str())
+                && (arg_conflicts(cmd, arg, b) || arg_conflicts(cmd, b, arg))
+        });
+        match other {
+            Some(other) => {
+                done.push(other.get_id().as_str());
+                let choice = format!("{} | {}", bare(arg), bare(other));
+                // One of the two is needed when either is needed without the other.
+                let needed = arg.is_required_set()
+                    || other.is_required_set()
+                    || required_unless(arg, other)
+                    || required_unless(other, arg);
+                words.push(if needed {
+                    format!("({choice})")
+                } else {
+                    format!("[{choice}]")
+                });
+            }
+            None if arg.is_required_set() => words.push(bare(arg)),
+            None => words.push(format!("[{}]", bare(arg))),
+        }
+    }
+    words.join(" ")
+}
+
+fn arg_conflicts(cmd: &clap::Command, a: &clap::Arg, b: &clap::Arg) -> bool {
+    cmd.get_arg_conflicts_with(a)
+        .iter()
+        .any(|c| c.get_id() == b.get_id())
+}
+
+/// Whether `a` is required unless `b` is given (clap keeps no getter for it:
+/// its usage line says so).
+fn required_unless(a: &clap::Arg, b: &clap::Arg) -> bool {
+    let probe = clap::Command::new("probe")
+        .arg(a.clone())
+        .arg(b.clone().required(false))
+        .try_get_matches_from(["probe"]);
+    probe.is_err() && !a.is_required_set()
+}
+
+/// An argument without brackets: `--group GROUP`, `--json`, `ID...`,
+/// `--for operator|function`.
+fn bare(arg: &clap::Arg) -> String {
+    let value = {
+        let possible: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|p| !p.is_hide_set())
+            .map(|p| p.get_name().to_owned())
+            .collect();
+        if possible.is_empty() {
+            arg.get_value_names()
+                .and_then(|names| names.first())
+                .map_or_else(|| arg.get_id().as_str().to_uppercase(), ToString::to_string)
+        } else {
+            possible.join("|")
+        }
+    };
+    let repeated = matches!(arg.get_action(), clap::ArgAction::Append)
+        || arg.get_num_args().is_some_and(|n| n.max_values() > 1);
+    let dots = if repeated { "..." } else { "" };
+    match arg.get_long() {
+        None => format!("{value}{dots}"),
+        Some(long) if arg.get_action().takes_values() => {
+            let sep = if repeated { " " } else { "" };
+            format!("--{long} {value}{sep}{dots}")
+        }
+        Some(long) => format!("--{long}"),
+    }
+}
+
+/// What a command does, in one paragraph (its doc comment's first).
+fn about(cmd: &clap::Command) -> String {
+    cmd.get_about().map(ToString::to_string).unwrap_or_default()
+}
+
+/// `fleetlock help`: every command with its usage line and what it does,
+/// then the settings.
+pub fn help_text() -> String {
+    let mut text = format!("{PREAMBLE}\nUSAGE:\n");
+    for (path, cmd) in commands(&definition()) {
+        text.push_str(&format!(
+            "    {}\n",
+            usage_line(&format!("fleetlock {path}"), &cmd)
+        ));
+        for line in wrapped(&about(&cmd), 92) {
+            text.push_str(&format!("        {line}\n"));
+        }
+    }
+    text.push_str(&format!("    {HELP_USAGE}\n\n{ENVIRONMENT}"));
+    text
+}
+
+/// The commands as a Markdown table, for docs/operating.md.
+pub fn commands_table() -> String {
+    let mut table = String::from("| command | what it does |\n|---|---|\n");
+    for (path, cmd) in commands(&definition()) {
+        let usage = usage_line(&format!("fleetlock {path}"), &cmd).replace('|', "\\|");
+        table.push_str(&format!(
+            "| `{usage}` | {} |\n",
+            about(&cmd).replace('|', "\\|")
+        ));
+    }
+    table.push_str(&format!(
+        "| `{}` | this help, or one command's |\n",
+        HELP_USAGE.replace('|', "\\|")
+    ));
+    table
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// An RFC 3339 time given on the command line.
+pub fn instant(text: &str) -> Result<Timestamp, String> {
+    let at: jiff::Timestamp = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a time like 2026-03-28T00:00:00Z"))?;
+    u64::try_from(at.as_millisecond())
+        .map(Timestamp)
+        .map_err(|_| format!("'{text}' is before 1970"))
+}
+
+/// Parses the arguments after the program name: `None` asks for the whole
+/// help. `Err` is one line for a person: a usage mistake.
+pub fn parse(args: &[String]) -> Result<Option<Sub>, String> {
+    if args.is_empty() {
+        return Ok(None);
+    }
+    let argv = std::iter::once("fleetlock".to_owned()).chain(args.iter().cloned());
+    let matches = definition().try_get_matches_from(argv);
+    let cli = matches.and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    match cli {
+        Ok(cli) => Ok(cli.command),
+        Err(err) => match err.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                if is_root_help(args) =>
+            {
+                Ok(None)
+            }
+            ErrorKind::DisplayVersion => Ok(Some(Sub::Version)),
+            _ => Err(usage_mistake(&err, args)),
+        },
+    }
+}
+
+/// `help`, `--help` or `-h` alone: the whole help.
+fn is_root_help(args: &[String]) -> bool {
+    matches!(args, [one] if matches!(one.as_str(), "help" | "--help" | "-h"))
+}
+
+/// The help clap writes for one command (`fleetlock help status`,
+/// `fleetlock status --help`), or `None` when `args` ask for none.
+pub fn command_help(args: &[String]) -> Option<String> {
+    if args.is_empty() || is_root_help(args) {
+        return None;
+    }
+    let argv = std::iter::once("fleetlock".to_owned()).chain(args.iter().cloned());
+    match definition().try_get_matches_from(argv) {
+        Err(err) if err.kind() == ErrorKind::DisplayHelp => Some(err.to_string()),
+        _ => None,
+    }
+}
+
+/// A clap error as one sentence in this program's words.
+fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
+    let text = |kind| match err.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(list)) => Some(list.join(", ")),
+        Some(ContextValue::StyledStr(s)) => Some(s.to_string()),
+        _ => None,
+    };
+    let strings = |kind| match err.get(kind) {
+        Some(ContextValue::Strings(list)) => list.clone(),
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    };
+    // "--group <G>" as the help writes it: "--group G".
+    let option = |arg: String| arg.replace(['<', '>'], "");
+    let option_name = |arg: &str| arg.split_whitespace().next().unwrap_or(arg).to_owned();
+    let command = match args.first().map(String::as_str) {
+        Some("config") => "config check".to_owned(),
+        Some(first) => first.to_owned(),
+        None => "fleetlock".to_owned(),
+    };
+    let suggested = |kind| {
+        strings(kind)
+            .first()
+            .map_or(String::new(), |s| format!(" (did you mean '{s}'?)"))
+    };
+    match err.kind() {
+        ErrorKind::InvalidSubcommand if args.first().is_some_and(|a| a == "config") => {
+            let word = text(ContextKind::InvalidSubcommand).unwrap_or_default();
+            format!("unknown command 'config {word}' (try 'config check')")
+        }
+        ErrorKind::InvalidSubcommand => {
+            // A typo of a command is named, never run as something else.
+            let word = text(ContextKind::InvalidSubcommand).unwrap_or_default();
+            let definition = definition();
+            let closest = definition
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(clap::Command::get_name)
+                .chain(["help"])
+                .find(|known| edit_distance(&word, known) <= 2)
+                .map_or(String::new(), |known| format!(" (did you mean '{known}'?)"));
+            format!("unknown command '{word}'{closest}")
+        }
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "config needs a command: 'fleetlock config check'".into()
+        }
+        ErrorKind::MissingRequiredArgument => {
+            let missing: Vec<String> = strings(ContextKind::InvalidArg)
+                .into_iter()
+                .map(option)
+                .collect();
+            // `requires`: an option given without the one it goes with.
+            if matches!(command.as_str(), "lock" | "unlock")
+                && missing.first().is_some_and(|m| option_name(m) == "--wait")
+            {
+                return "--timeout goes with --wait".into();
+            }
+            let hint = match missing.first().map(|m| option_name(m)).as_deref() {
+                Some("--reason") => ": it reaches the nodes' journals",
+                Some("--groups") => " ('*' for all, or 'a,b')",
+                Some("--group") if matches!(command.as_str(), "pause" | "resume") => {
+                    " (repeatable) or --all"
+                }
+                _ => "",
+            };
+            format!("{command} needs {}{hint}", missing.join(" and "))
+        }
+        ErrorKind::ArgumentConflict => {
+            let arg = text(ContextKind::InvalidArg).map(|a| option_name(&a));
+            let prior = text(ContextKind::PriorArg).map(|a| option_name(&a));
+            match (arg, prior) {
+                (Some(arg), Some(prior)) if arg == prior => format!("{arg} given twice"),
+                (Some(arg), Some(prior)) => {
+                    format!("{command} takes {arg} or {prior}, not both")
+                }
+                (Some(arg), None) => format!("{arg} given twice"),
+                _ => first_line(err),
+            }
+        }
+        ErrorKind::UnknownArgument => {
+            let arg = text(ContextKind::InvalidArg).unwrap_or_default();
+            let tip = suggested(ContextKind::SuggestedArg);
+            if arg.starts_with('-') {
+                format!("unknown option '{arg}'{tip}")
+            } else {
+                format!("unexpected argument '{arg}'")
+            }
+        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
+            let arg = text(ContextKind::InvalidArg)
+                .map(|a| option_name(&a).replace(['<', '>'], ""))
+                .unwrap_or_default();
+            let value = text(ContextKind::InvalidValue).unwrap_or_default();
+            match std::error::Error::source(err) {
+                // A reason that names its option already stands alone.
+                Some(why) if why.to_string().starts_with(&arg) => why.to_string(),
+                Some(why) => format!("{arg}: {why}"),
+                None if value.is_empty() => format!("{arg} needs a value"),
+                None => {
+                    let valid = text(ContextKind::ValidValue)
+                        .map_or(String::new(), |v| format!(" (one of: {v})"));
+                    format!("{arg}: '{value}' is not valid{valid}")
+                }
+            }
+        }
+        _ => first_line(err),
+    }
+}
+
+/// " (did you mean 'x'?)" for the first of `known` closest to `word`, if
+/// it is within two edits and not `word` itself; else nothing.
+pub(crate) fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    known
+        .into_iter()
+        .filter(|known| *known != word)
+        .map(|known| (edit_distance(word, known), known))
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map_or(String::new(), |(_, known)| {
+            format!(" (did you mean '{known}'?)")
+        })
+}
+
+/// Levenshtein distance: how many single-character edits turn `a` into `b`.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// clap's own sentence, without its "error: " and its usage lines.
+fn first_line(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let line = rendered.lines().next().unwrap_or_default();
+    line.strip_prefix("error: ").unwrap_or(line).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cli::{Completions, pause, serve, slot, status, table};
+    use crate::http::server::Limits;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn help_gives_the_lease_range_the_service_enforces() {
+        use crate::domain::groups::{MAX_LEASE, MIN_LEASE};
+        let range = format!(
+            "FLEETLOCK_LEASE   per group, from {}m to {}h",
+            MIN_LEASE.as_secs() / 60,
+            MAX_LEASE.as_secs() / 3600
+        );
+        assert!(help_text().contains(&range), "{range}");
+    }
+
+    /// The table in docs/operating.md is the one the definition makes;
+    /// `FLEETLOCK_WRITE_DOCS=1 cargo test --lib docs_command_table` writes it.
+    #[test]
+    fn docs_command_table_is_the_definitions() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operating.md");
+        let docs = std::fs::read_to_string(path).unwrap();
+        let (start, end) = ("<!-- commands: begin -->\n", "<!-- commands: end -->");
+        let from = docs
+            .find(start)
+            .expect("docs/operating.md lacks its command table")
+            + start.len();
+        let to = docs[from..].find(end).unwrap() + from;
+        let generated = commands_table();
+        if std::env::var_os("FLEETLOCK_WRITE_DOCS").is_some() {
+            let written = format!("{}{generated}{}", &docs[..from], &docs[to..]);
+            std::fs::write(path, written).unwrap();
+            return;
+        }
+        assert_eq!(
+            docs[from..to],
+            generated,
+            "docs/operating.md's command table is stale: run FLEETLOCK_WRITE_DOCS=1 cargo test \
+             --lib docs_command_table"
+        );
+    }
+
+    #[test]
+    fn every_command_and_option_is_in_the_help_and_its_usage_line() {
+        let help = help_text();
+        let mut count = 0;
+        for (path, cmd) in commands(&definition()) {
+            let line = usage_line(&format!("fleetlock {path}"), &cmd);
+            assert!(help.contains(&line), "help lacks {line}");
+            for option in cmd.get_arguments().filter_map(|a| a.get_long()) {
+                if option == "help" {
+                    continue;
+                }
+                assert!(
+                    line.contains(&format!("--{option}")),
+                    "{line} lacks --{option}"
+                );
+            }
+            let parsed = parse(&args(&path));
+            assert!(
+                !parsed.is_err_and(|e| e.starts_with("unknown command")),
+                "{path}"
+            );
+            count += 1;
+        }
+        assert!(count > 15, "{count} commands");
+    }
+
+    #[test]
+    fn usage_lines_show_choices_repeats_and_values() {
+        let line = |path: &str| {
+            let (_, cmd) = commands(&definition())
+                .into_iter()
+                .find(|(p, _)| p == path)
+                .unwrap();
+            usage_line(&format!("fleetlock {path}"), &cmd)
+        };
+        assert_eq!(
+            line("pause"),
+            "fleetlock pause (--group GROUP ... | --all) --reason TEXT [--by NAME] \
+             [--function NAME] [--create]"
+        );
+        assert_eq!(
+            line("lock"),
+            "fleetlock lock --group GROUP [--id ID | --app NAME] [--wait] [--timeout D] \
+             [--url-file F | --url URL]"
+        );
+        assert!(line("iam-policy").contains(
+            "[--for operator|function|slot-events|alarm-pauses|node-tagging|drained|drain-hook]"
+        ));
+        assert_eq!(
+            line("hosts"),
+            "fleetlock hosts ID... [--hosts tags|FILE] [--json]"
+        );
+        assert!(line("check").starts_with("fleetlock check [URL | --url-file F]"));
+    }
+
+    #[test]
+    fn no_arguments_prints_help() {
+        assert_eq!(parse(&[]), Ok(None));
+    }
+
+    #[test]
+    fn commands_and_options() {
+        let parsed = |line: &str| parse(&args(line)).unwrap().unwrap();
+        let Sub::Serve(serve) = parsed("serve") else {
+            panic!()
+        };
+        assert_eq!(serve.listen, serve::DEFAULT_LISTEN.parse().unwrap());
+        assert_eq!(serve.limits(), Limits::default());
+        let Sub::Serve(serve) = parsed(
+            "serve --listen 0.0.0.0:9000 --header-timeout 2s --body-timeout 1m \
+             --max-connections 64",
+        ) else {
+            panic!()
+        };
+        assert_eq!(serve.listen, "0.0.0.0:9000".parse().unwrap());
+        assert_eq!(
+            serve.limits(),
+            Limits {
+                header_timeout: Duration::from_secs(2),
+                body_timeout: Duration::from_secs(60),
+                max_connections: 64,
+            }
+        );
+        assert_eq!(
+            parsed("forget --group old.cluster"),
+            Sub::Forget(table::Forget {
+                group: "old.cluster".into(),
+                function: None,
+            })
+        );
+        assert_eq!(
+            parsed("status --json --group=workers"),
+            Sub::Status(status::Status {
+                group: Some("workers".into()),
+                json: true,
+                function: None,
+                all: false,
+                hosts: None,
+            })
+        );
+        assert_eq!(
+            parsed("release --id abc --group default"),
+            Sub::Release(slot::Release {
+                group: "default".into(),
+                id: "abc".into()
+            })
+        );
+        assert_eq!(
+            parsed("pause --group a --group b --reason oops --by bob"),
+            Sub::Pause(pause::Pause {
+                targets: pause::TargetArgs {
+                    groups: vec!["a".into(), "b".into()],
+                    all: false
+                },
+                reason: "oops".into(),
+                by: Some("bob".into()),
+                function: None,
+                create: false,
+            })
+        );
+        assert_eq!(
+            parsed("resume --all"),
+            Sub::Resume(pause::Resume {
+                targets: pause::TargetArgs {
+                    groups: vec![],
+                    all: true
+                },
+                function: None,
+            })
+        );
+        assert_eq!(
+            parsed("create-table"),
+            Sub::CreateTable(table::CreateTable { dry_run: false })
+        );
+        assert_eq!(
+            parsed("create-table --dry-run"),
+            Sub::CreateTable(table::CreateTable { dry_run: true })
+        );
+    }
+
+    #[test]
+    fn mistakes_are_explained() {
+        for (line, says) in [
+            ("reboot", "unknown command"),
+            ("unlok", "unknown command 'unlok' (did you mean 'unlock'?)"),
+            ("stauts", "(did you mean 'status'?)"),
+            ("serve --listen nowhere", "not an address"),
+            ("serve --listen", "needs a value"),
+            ("serve --header-timeout 0s", "not from 1s to 10m"),
+            ("serve --body-timeout 11m", "not from 1s to 10m"),
+            ("serve --body-timeout soon", "not a duration"),
+            ("serve --max-connections 0", "not a number from 1 to 65535"),
+            ("forget", "needs --group"),
+            ("lock", "lock needs --group"),
+            ("lock --group g --id a --app b", "not both"),
+            ("unlock --group g --url u --url-file f", "not both"),
+            ("lock --group g --timeout 5m", "--timeout goes with --wait"),
+            ("lock --group g --wait --timeout soon", "--timeout: "),
+            ("release --group g", "needs --id"),
+            ("status --verbose", "unknown option"),
+            ("status --group a --group b", "given twice"),
+            ("status extra", "unexpected argument"),
+            ("pause --reason x", "needs --group"),
+            ("pause --group a", "needs --reason"),
+            ("pause --group a --all --reason x", "not both"),
+            ("resume", "needs --group"),
+            ("pause --group a --reason x --reason y", "given twice"),
+            (
+                "iam-policy --for node",
+                "--for: 'node' is not valid (one of: operator",
+            ),
+            ("config", "config needs a command"),
+            ("config chek", "unknown command 'config chek'"),
+        ] {
+            let err = parse(&args(line)).unwrap_err();
+            assert!(err.contains(says), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn completions_cover_every_command_and_option() {
+        assert_eq!(
+            parse(&args("completions zsh")),
+            Ok(Some(Sub::Completions(Completions {
+                shell: clap_complete::Shell::Zsh
+            })))
+        );
+        let err = parse(&args("completions tcsh")).unwrap_err();
+        assert!(
+            err.starts_with("SHELL: 'tcsh' is not valid (one of: bash"),
+            "{err}"
+        );
+        let mut script = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut definition(),
+            "fleetlock",
+            &mut script,
+        );
+        let script = String::from_utf8(script).unwrap();
+        for word in [
+            "create-table",
+            "iam-policy",
+            "--max-connections",
+            "--url-file",
+            "check",
+            "node-tagging",
+        ] {
+            assert!(script.contains(word), "bash completions lack {word}");
+        }
+    }
+
+    #[test]
+    fn one_command_has_help_of_its_own_and_the_whole_help_lists_them_all() {
+        let status = command_help(&args("status --help")).unwrap();
+        assert!(status.contains("--function <NAME>"), "{status}");
+        // Its usage line is the one the whole help shows.
+        assert!(
+            status.contains("fleetlock status [--group GROUP] [--json] [--function NAME]"),
+            "{status}"
+        );
+        assert_eq!(command_help(&args("help status")), Some(status));
+        let check = command_help(&args("config check --help")).unwrap();
+        assert!(
+            check.contains("fleetlock config check [--samconfig FILE | --tfvars FILE]"),
+            "{check}"
+        );
+        assert_eq!(command_help(&args("--help")), None);
+        assert_eq!(parse(&args("--help")), Ok(None));
+        assert_eq!(parse(&args("-V")), Ok(Some(Sub::Version)));
+    }
+}

@@ -1,0 +1,192 @@
+//! `windows`: when the maintenance windows next open and close, in UTC and
+//! in the zone's time, from this shell's settings or a deployed function's.
+
+use std::io::Write;
+
+use clap::Args;
+
+use crate::config::{self, ConfigError, process_env};
+use crate::domain::input::GroupName;
+use crate::domain::lock::Timestamp;
+use crate::domain::windows::{Calendar, Schedule};
+
+use super::Failure;
+use super::context::{command_aws, function_settings, group_named, shell_rules};
+use super::usage::instant;
+
+/// The next openings and closings of the maintenance windows (this shell's or
+/// the deployed function's), in UTC and the zone's time, DST weeks included
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct Windows {
+    /// Only this group's windows
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// From this time (RFC 3339, e.g. 2026-03-28T00:00:00Z; default: now)
+    #[arg(long, value_name = "TIME", value_parser = instant)]
+    pub from: Option<Timestamp>,
+    /// How many openings and closings per group (1 to 100)
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub next: u16,
+    /// Read the windows from this deployed function's configuration
+    #[arg(long, value_name = "NAME")]
+    pub function: Option<String>,
+}
+
+impl Windows {
+    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+        let group = self.group.as_deref().map(group_named).transpose()?;
+        // AWS only for a deployed function's windows.
+        let config = match config::deployed_function(process_env, self.function) {
+            Some(function) => Some(function_settings(&command_aws().await?, &function).await?),
+            None => shell_rules()?,
+        };
+        let Some(config) = config else {
+            return Err(Failure::Config(ConfigError::Missing(
+                "windows lists the windows of FLEETLOCK_WINDOWS (with FLEETLOCK_GROUPS and \
+                 FLEETLOCK_TIME_ZONE) in this shell, or of a deployed function \
+                 (--function NAME); neither is set"
+                    .into(),
+            )));
+        };
+        let from = self.from.unwrap_or_else(Timestamp::now);
+        windows(
+            &config.windows,
+            group.as_ref(),
+            from,
+            usize::from(self.next),
+            out,
+        );
+        Ok(())
+    }
+}
+
+/// `windows`: for each group with windows (or only `group`), whether it is
+/// open at `from` and its next `next` openings and closings, in UTC and in
+/// the zone's time.
+pub fn windows(
+    schedule: &Schedule,
+    group: Option<&GroupName>,
+    from: Timestamp,
+    next: usize,
+    out: &mut impl Write,
+) {
+    let calendars: Vec<(String, &Calendar)> = match group {
+        Some(group) => match schedule.calendar_for(group) {
+            Some(calendar) => vec![(group.to_string(), calendar)],
+            None => {
+                say!(
+                    out,
+                    "group '{group}' has no maintenance windows: it may reboot at any time"
+                );
+                return;
+            }
+        },
+        None => schedule
+            .calendars()
+            .map(|(name, calendar)| (name.map_or("*".into(), ToString::to_string), calendar))
+            .collect(),
+    };
+    if calendars.is_empty() {
+        say!(
+            out,
+            "no maintenance windows are configured: every group may reboot at any time"
+        );
+        return;
+    }
+    let zone = schedule.zone_name();
+    let at = |t: Timestamp| {
+        if schedule.is_utc() {
+            t.to_rfc3339()
+        } else {
+            format!("{}  {}", t.to_rfc3339(), schedule.local_text(t))
+        }
+    };
+    for (name, calendar) in calendars {
+        let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
+        say!(out, "{name} ({zone}): {}", list.join("; "));
+        let changes = schedule.changes(calendar, from, next);
+        let open_now = changes.first().is_some_and(|(opens, _)| !opens);
+        say!(
+            out,
+            "  {} at {}",
+            if open_now { "open" } else { "closed" },
+            at(from)
+        );
+        for (opens, when) in changes {
+            say!(
+                out,
+                "  {}  {}",
+                if opens { "opens " } else { "closes" },
+                at(when)
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::testing::{group, instant, printed};
+    use crate::config::Config;
+
+    /// Berlin's weeks of 2026's clock changes, against instants worked out by
+    /// hand from the rules (CET is UTC+1, CEST UTC+2; the clocks go forward
+    /// at 01:00Z on 29 March, back at 01:00Z on 25 October), not by the code.
+    #[test]
+    fn windows_open_and_close_as_the_zones_clock_says_across_both_changes() {
+        let berlin = Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=3".into()),
+            "FLEETLOCK_WINDOWS" => {
+                Some("workers: days=Sat,Sun start_time=22:00 length_minutes=240".into())
+            }
+            "FLEETLOCK_TIME_ZONE" => Some("Europe/Berlin".into()),
+            _ => None,
+        })
+        .unwrap();
+        for (from, expected) in [
+            (
+                "2026-03-28T00:00:00Z",
+                [
+                    "  opens   2026-03-28T21:00:00Z  Sat 2026-03-28 22:00 Europe/Berlin",
+                    // 02:00 never comes that night: the window ends at the jump.
+                    "  closes  2026-03-29T01:00:00Z  Sun 2026-03-29 03:00 Europe/Berlin",
+                    "  opens   2026-03-29T20:00:00Z  Sun 2026-03-29 22:00 Europe/Berlin",
+                    "  closes  2026-03-30T00:00:00Z  Mon 2026-03-30 02:00 Europe/Berlin",
+                ],
+            ),
+            (
+                "2026-10-24T00:00:00Z",
+                [
+                    "  opens   2026-10-24T20:00:00Z  Sat 2026-10-24 22:00 Europe/Berlin",
+                    // The first 02:00 closes it; the second does not reopen it.
+                    "  closes  2026-10-25T00:00:00Z  Sun 2026-10-25 02:00 Europe/Berlin",
+                    "  opens   2026-10-25T21:00:00Z  Sun 2026-10-25 22:00 Europe/Berlin",
+                    "  closes  2026-10-26T01:00:00Z  Mon 2026-10-26 02:00 Europe/Berlin",
+                ],
+            ),
+        ] {
+            let mut out = Vec::new();
+            windows(&berlin.windows, None, instant(from), 4, &mut out);
+            let text = printed(out);
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(
+                lines[0],
+                "workers (Europe/Berlin): days=Sat,Sun start_time=22:00 length_minutes=240"
+            );
+            assert!(lines[1].starts_with("  closed at "), "{text}");
+            assert_eq!(lines[2..], expected, "{text}");
+        }
+        let mut out = Vec::new();
+        windows(
+            &berlin.windows,
+            Some(&group("db")),
+            Timestamp(0),
+            4,
+            &mut out,
+        );
+        assert_eq!(
+            printed(out),
+            "group 'db' has no maintenance windows: it may reboot at any time\n"
+        );
+    }
+}
