@@ -9,6 +9,7 @@ pub mod eventbridge;
 pub mod function_config;
 pub mod iam;
 pub mod instance_tags;
+pub mod trust;
 
 use std::time::Duration;
 
@@ -29,10 +30,15 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_ATTEMPTS: u32 = 3;
 
-/// Loads the standard AWS configuration with this service's timeouts and
-/// retry limits.
+/// Loads the standard AWS configuration of a function (and of the tests):
+/// this service's timeouts and retry limits, and an HTTPS client that trusts
+/// the roots AWS endpoints chain to without reading the host's store at
+/// start ([`trust`]).
 pub async fn load_config() -> SdkConfig {
-    bounded().load().await
+    bounded()
+        .http_client(trust::function_https_client(crate::config::process_env))
+        .load()
+        .await
 }
 
 /// The standard loader with this service's timeouts and retry limits.

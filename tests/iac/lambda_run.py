@@ -20,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEETLOCK = Path(os.environ.get("FLEETLOCK_BIN", ROOT / "target" / "debug" / "fleetlock"))
+# The function's own binary, as the zip ships it.
+FUNCTION = Path(os.environ.get("FLEETLOCK_FUNCTION_BIN", ROOT / "target" / "debug" / "fleetlock-lambda"))
 FIXTURES = ROOT / "tests" / "fixtures"
 
 # Nothing of the developer's own settings or account reaches the binary.
@@ -105,10 +107,12 @@ def fleetlock(*args, env=None):
 def invoke(handler, events, env, function="fleetlock-test"):
     """Runs the binary with `handler` over `events`: (answers, stdout lines).
     Each answer is ("response" | "error", body)."""
+    if not FUNCTION.exists():
+        raise AssertionError(f"{FUNCTION} is missing: build it first (cargo build)")
     server = RuntimeApi(events)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     process = subprocess.Popen(
-        [str(FLEETLOCK)],
+        [str(FUNCTION)],
         env={**HERMETIC, **env,
              "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
              "AWS_LAMBDA_FUNCTION_NAME": function,

@@ -197,12 +197,17 @@ class RuntimeAndBuild(unittest.TestCase):
         condition = TF_VARS["architecture"]["validation"]["condition"]
         self.assertEqual(set(re.findall(r"""['"]([a-z0-9_]+)['"]""", condition)), sam_allowed)
 
-    def test_sam_builds_the_crate_binary_with_cargo_lambda(self):
-        metadata = SAM_FUNCTION["Metadata"]
-        self.assertEqual(metadata["BuildMethod"], "rust-cargolambda")
-        cargo = (ROOT / "Cargo.toml").read_text()
-        package = re.search(r'^name = "([^"]+)"', cargo, re.M).group(1)
-        self.assertEqual(metadata["BuildProperties"]["Binary"], package)
+    def test_sam_builds_the_function_binary_with_cargo_lambda(self):
+        # Every function is the slim binary of src/bin/, never the command line's.
+        functions = [r for r in SAM["Resources"].values() if r["Type"] == "AWS::Serverless::Function"]
+        self.assertEqual(len(functions), 4)
+        for function in functions:
+            metadata = function["Metadata"]
+            self.assertEqual(metadata["BuildMethod"], "rust-cargolambda")
+            self.assertEqual(metadata["BuildProperties"]["Binary"], "fleetlock-lambda")
+        self.assertTrue((ROOT / "src" / "bin" / "fleetlock-lambda.rs").exists())
+        build = (ROOT / "scripts" / "build-lambda").read_text()
+        self.assertIn("--bin fleetlock-lambda", build)
 
     def test_same_memory_and_timeout(self):
         self.assertEqual(SAM_FUNCTION["Properties"]["MemorySize"], TF_FUNCTION["memory_size"])

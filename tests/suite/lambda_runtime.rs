@@ -92,11 +92,12 @@ pub(crate) async fn runtime_api() -> RuntimeApi {
     }
 }
 
-/// The binary as Lambda starts it: polling `runtime`, as the function named
-/// `function` with the handler `handler`, its output piped, no client
-/// settings unless the caller adds them.
+/// The function's binary (`fleetlock-lambda`, the zip's `bootstrap`) as
+/// Lambda starts it: polling `runtime`, as the function named `function`
+/// with the handler `handler`, its output piped, no client settings unless
+/// the caller adds them.
 pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock-lambda"));
     command
         .env("AWS_LAMBDA_RUNTIME_API", runtime.addr.to_string())
         .env("AWS_LAMBDA_FUNCTION_NAME", function)

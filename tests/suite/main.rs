@@ -14,6 +14,7 @@ mod drains;
 mod dynamodb_faults;
 mod dynamodb_store;
 mod fault_proxy;
+mod function_binary;
 mod helpers;
 mod lambda_events;
 mod lambda_runtime;
