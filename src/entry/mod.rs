@@ -116,8 +116,15 @@ fn runtime_stopped(result: Result<(), lambda_http::Error>) -> ExitCode {
 /// is an outage, answered `store_unavailable` until it ends, with no restart).
 pub async fn checked_store(aws: &SdkConfig, table: String) -> Result<DynamoStore, String> {
     let store = DynamoStore::new(aws::dynamodb_client(aws), table);
-    match store.check_table().await {
-        Ok(()) => Ok(store),
+    let started = std::time::Instant::now();
+    let checked = store.check_table().await;
+    // A cold start's one AWS call: its share of the init, in the log.
+    let check_ms = started.elapsed().as_secs_f64() * 1000.0;
+    match checked {
+        Ok(()) => {
+            tracing::info!(table = store.table(), check_ms, "table checked");
+            Ok(store)
+        }
         Err(TableProblem::Unreachable(why)) => {
             tracing::warn!(error = %why, "starting anyway; calls answer 503 until DynamoDB answers");
             Ok(store)

@@ -1,0 +1,188 @@
+"""Zip bytes and cold-start init of the function binary, beside another
+build of it (an older commit's, for comparison) and a `lambda_http` hello
+world built with the same release profile (the floor). Init is the time from
+the process's start to its first call for work (GET /invocation/next) on a
+stand-in Runtime API, what Lambda waits for; it is measured at the CPU share
+Lambda gives a 128 MB and a 512 MB function (128/1769 and 512/1769 of a core,
+a CFS quota in a cgroup made here) and on a full core. The api entry point
+checks its table at start: the DescribeTable's own time is read from its
+"table checked" log line (check_ms) and shown apart.
+
+Run by scripts/bench-cold-start, which builds the binaries and starts DynamoDB
+Local; CANDIDATES names them: "label=path[=entry]" separated by ';', where
+entry "floor" marks the hello world (one handler, no settings).
+"""
+
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "iac"))
+import lambda_run  # noqa: E402
+
+RUNS = int(os.environ.get("RUNS", "15"))
+FULL_CORE_MB = 1769
+SHARES = [(128, 128 / FULL_CORE_MB), (512, 512 / FULL_CORE_MB), (FULL_CORE_MB, 1.0)]
+
+
+class CpuShare:
+    """A cgroup whose CPU quota is `share` of one core (cgroup v2's cpu.max,
+    else v1's cpu controller); None where neither can be made."""
+
+    def __init__(self, share):
+        self.path = None
+        period = 100_000
+        quota = max(1000, int(period * share))
+        v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+        v1 = Path("/sys/fs/cgroup/cpu")
+        name = f"fleetlock-bench-{os.getpid()}-{int(share * 1000)}"
+        try:
+            if v2.exists():
+                self.path = Path("/sys/fs/cgroup") / name
+                self.path.mkdir(exist_ok=True)
+                (self.path / "cpu.max").write_text(f"{quota} {period}")
+            elif (v1 / "cpu.cfs_quota_us").exists():
+                self.path = v1 / name
+                self.path.mkdir(exist_ok=True)
+                (self.path / "cpu.cfs_period_us").write_text(str(period))
+                (self.path / "cpu.cfs_quota_us").write_text(str(quota))
+        except OSError as err:
+            sys.exit(f"cannot make a cgroup for the CPU share ({err}): run as root")
+
+    def enter(self):
+        if self.path is not None:
+            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def remove(self):
+        if self.path is not None:
+            try:
+                self.path.rmdir()
+            except OSError:
+                pass
+
+
+class _FirstNext(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self):
+        self.asked = threading.Event()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.server.asked_at = time.perf_counter()
+        self.server.asked.set()
+        time.sleep(5)  # never answered: the measurement ends at the ask
+
+
+def start(binary, handler, env, cpu):
+    """One cold start: (init ms, the DescribeTable's ms from the log or None)."""
+    server = _FirstNext()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [str(binary)],
+        env={**lambda_run.HERMETIC, **env,
+             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
+             "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-bench",
+             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+             "_HANDLER": handler},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=cpu.enter)
+    try:
+        if not server.asked.wait(timeout=60):
+            process.kill()
+            sys.exit(f"{binary} {handler}: never asked for work: {process.communicate()[1].decode()}")
+        init = (server.asked_at - started) * 1000
+    finally:
+        process.kill()
+        _, err = process.communicate()
+        server.shutdown()
+        server.server_close()
+    check = None
+    for line in err.decode(errors="replace").splitlines():
+        try:
+            fields = json.loads(line)  # the event's fields are flattened
+        except ValueError:
+            continue
+        if fields.get("message") == "table checked":
+            check = float(fields["check_ms"])
+    return init, check
+
+
+def zipped(binary):
+    """The bytes of a zip of `binary` as bootstrap, as scripts/build-lambda makes it."""
+    buffer = io.BytesIO()
+    info = zipfile.ZipInfo("bootstrap", date_time=(1980, 1, 1, 0, 0, 0))
+    info.external_attr = 0o100755 << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr(info, Path(binary).read_bytes(), compresslevel=9)
+    return len(buffer.getvalue())
+
+
+def main():
+    endpoint = lambda_run.dynamodb_endpoint()
+    table = "fleetlock-cold-start-bench"
+    candidates = []
+    for spec in os.environ["CANDIDATES"].split(";"):
+        label, path, *kind = spec.split("=")
+        candidates.append((label, Path(path), kind[0] if kind else "function"))
+    cli = os.environ.get("FLEETLOCK_CLI")
+    subprocess.run([cli, "create-table"], check=True, capture_output=True,
+                   env={**lambda_run.HERMETIC, **lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table})
+    aws = {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table}
+    entries = [
+        ("api", "bootstrap", {**aws, "FLEETLOCK_AUTH": "disabled", "FLEETLOCK_GROUPS": "default=1,workers=2"}),
+        ("slot-events", "slot-events", lambda_run.aws_env(endpoint)),
+        ("alarm-pauses", "alarm-pauses", {**aws, "FLEETLOCK_GROUPS": "default=1",
+                                          "FLEETLOCK_ALARM_PAUSES": "db-errors=default"}),
+        ("drained", "drained", aws),
+    ]
+    print(f"{RUNS} cold starts per entry point and CPU share; medians in ms.\n")
+    print("| build | binary bytes | zip bytes |")
+    print("|---|---:|---:|")
+    for label, path, _ in candidates:
+        print(f"| {label} | {path.stat().st_size:,} | {zipped(path):,} |")
+    print()
+    print("| build | entry point | " + " | ".join(f"{mb} MB" for mb, _ in SHARES) + " |")
+    print("|---|---|" + "---:|" * len(SHARES))
+    checks = {}
+    for label, path, kind in candidates:
+        runs = [("hello world", "bootstrap", {})] if kind == "floor" else entries
+        for name, handler, env in runs:
+            cells = []
+            for mb, share in SHARES:
+                cpu = CpuShare(share)
+                try:
+                    start(path, handler, env, cpu)  # warm the page cache
+                    results = [start(path, handler, env, cpu) for _ in range(RUNS)]
+                finally:
+                    cpu.remove()
+                cells.append(f"{statistics.median(r[0] for r in results):.1f}")
+                seen = [r[1] for r in results if r[1] is not None]
+                if seen:
+                    checks[(label, mb)] = statistics.median(seen)
+            print(f"| {label} | {name} | " + " | ".join(cells) + " |")
+    if checks:
+        print()
+        print("The api entry point's DescribeTable at start (its `check_ms` log field), median ms:")
+        print()
+        for (label, mb), ms in checks.items():
+            print(f"- {label}, {mb} MB: {ms:.1f}")
+
+
+if __name__ == "__main__":
+    main()
