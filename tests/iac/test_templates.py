@@ -917,6 +917,7 @@ class Release(unittest.TestCase):
         release = (ROOT / ".github" / "workflows" / "release.yml").read_text()
         self.assertIn("arch: [arm64, x86_64]", release)
         self.assertIn("./scripts/build-lambda", release)
+        self.assertIn("./scripts/build-cli", release)
         self.assertIn("sha256sum", release)
         self.assertIn("scripts/sar-template", release)
         self.assertIn("sam publish", release)
@@ -1421,7 +1422,7 @@ class JobUnits(unittest.TestCase):
         self.assertEqual((config["variant"], config["version"]), ("fcos", "1.5.0"))
         files = {f["path"]: f for f in config["storage"]["files"]}
         self.assertEqual(files["/usr/local/bin/fleetlock"]["mode"], 0o755)
-        self.assertTrue(files["/usr/local/bin/fleetlock"]["contents"]["verification"]["hash"].startswith("sha512-"))
+        self.assertTrue(files["/usr/local/bin/fleetlock"]["contents"]["verification"]["hash"].startswith("sha256-"))
         self.assertEqual(files["/etc/fleetlock/job.env"]["mode"], 0o600, "the file holds the secret")
         self.assertIn("FLEETLOCK_URL=", files["/etc/fleetlock/job.env"]["contents"]["inline"])
         units = {u["name"]: u for u in config["systemd"]["units"]}
