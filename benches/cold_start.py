@@ -22,11 +22,12 @@ import sys
 import threading
 import time
 import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "iac"))
 import lambda_run  # noqa: E402
+# The stand-in Runtime API that records the first ask for work.
+from init_time import _FirstNext  # noqa: E402
 
 RUNS = int(os.environ.get("RUNS", "15"))
 FULL_CORE_MB = 1769
@@ -67,24 +68,6 @@ class CpuShare:
                 self.path.rmdir()
             except OSError:
                 pass
-
-
-class _FirstNext(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self):
-        self.asked = threading.Event()
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        self.server.asked_at = time.perf_counter()
-        self.server.asked.set()
-        time.sleep(5)  # never answered: the measurement ends at the ask
 
 
 def start(binary, handler, env, cpu):
