@@ -52,6 +52,7 @@
 mod admin;
 mod codec;
 mod lock_store;
+mod writes;
 
 pub use admin::{TableProblem, table_definition};
 pub use codec::{group_from_keys, record_from_image};
