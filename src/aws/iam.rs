@@ -94,9 +94,6 @@ pub enum PolicyFor {
 }
 
 impl PolicyFor {
-    pub const NAMES: &str =
-        "operator, function, slot-events, alarm-pauses, node-tagging, drained or drain-hook";
-
     /// Every party's name, as `--for` takes it.
     pub const ALL: [&str; 7] = [
         "operator",
