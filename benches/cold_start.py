@@ -8,14 +8,27 @@ a CFS quota in a cgroup made here) and on a full core. The api entry point
 checks its table at start: the DescribeTable's own time is read from its
 "table checked" log line (check_ms) and shown apart.
 
+The functions talk to DynamoDB Local through a TLS stand-in (a forwarder with
+a certificate of a CA made for the run), so that every start makes the HTTPS
+connection it makes on AWS. Each build trusts that CA the way it trusts a
+proxy's: a build that reads the host's trust store ("system") gets the host's
+whole store with the CA added (SSL_CERT_FILE and SSL_CERT_DIR, the file and
+folder it would find on its own); the function binary ("compiled") gets the CA
+alone in SSL_CERT_FILE beside its compiled-in roots, which is what it reads
+on AWS plus one certificate.
+
 Run by scripts/bench-cold-start, which builds the binaries and starts DynamoDB
 Local; CANDIDATES names them: "label=path[=entry]" separated by ';', where
-entry "floor" marks the hello world (one handler, no settings).
+entry "system" or "compiled" says how the build trusts roots (above), and
+"floor" marks the hello world (one handler, no settings).
 """
 
 import io
 import json
 import os
+import shutil
+import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -70,6 +83,85 @@ class CpuShare:
                 pass
 
 
+class TlsStandIn:
+    """A TLS forwarder to DynamoDB Local on loopback, its certificate signed
+    by a CA made for this run; `trust(kind)` is the environment that makes a
+    build trust that CA."""
+
+    def __init__(self, upstream):
+        self.dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"fleetlock-tls-{os.getpid()}"
+        self.dir.mkdir(exist_ok=True)
+        ca, key = self.dir / "ca.pem", self.dir / "ca.key"
+        cert, cert_key = self.dir / "server.pem", self.dir / "server.key"
+        ext = self.dir / "ext.cnf"
+        ext.write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+        openssl = ["openssl"]
+        subprocess.run([*openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-keyout", key, "-out", ca, "-days", "2", "-subj", "/CN=fleetlock bench CA"],
+                       check=True, capture_output=True)
+        subprocess.run([*openssl, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                        "-keyout", cert_key, "-out", self.dir / "server.csr", "-subj", "/CN=localhost"],
+                       check=True, capture_output=True)
+        subprocess.run([*openssl, "x509", "-req", "-in", self.dir / "server.csr", "-CA", ca, "-CAkey", key,
+                        "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext],
+                       check=True, capture_output=True)
+        self.ca = ca
+        # The host's store with the CA added, as a file and as a folder.
+        bundle = self.dir / "system-bundle.pem"
+        folder = self.dir / "system-certs"
+        folder.mkdir(exist_ok=True)
+        system_file, system_dir = ssl.get_default_verify_paths().cafile, ssl.get_default_verify_paths().capath
+        bundle.write_text((Path(system_file).read_text() if system_file else "") + ca.read_text())
+        if system_dir and Path(system_dir).is_dir():
+            for entry in Path(system_dir).iterdir():
+                if entry.is_file():
+                    shutil.copy(entry, folder / entry.name)
+        shutil.copy(ca, folder / "fleetlock-bench-ca.pem")
+        self.system = {"SSL_CERT_FILE": str(bundle), "SSL_CERT_DIR": str(folder)}
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, cert_key)
+        host, port = upstream.removeprefix("http://").rstrip("/").split(":")
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"https://localhost:{self.listener.getsockname()[1]}"
+
+        def pipe(source, sink):
+            try:
+                while data := source.recv(65536):
+                    sink.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for end in (source, sink):
+                    try:
+                        end.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def serve():
+            while True:
+                try:
+                    client, _ = self.listener.accept()
+                except OSError:
+                    return
+                try:
+                    tls = context.wrap_socket(client, server_side=True)
+                except (OSError, ssl.SSLError):
+                    client.close()
+                    continue
+                backend = socket.create_connection((host, int(port)))
+                threading.Thread(target=pipe, args=(tls, backend), daemon=True).start()
+                threading.Thread(target=pipe, args=(backend, tls), daemon=True).start()
+
+        threading.Thread(target=serve, daemon=True).start()
+
+    def trust(self, kind):
+        return self.system if kind == "system" else {"SSL_CERT_FILE": str(self.ca)}
+
+    def close(self):
+        self.listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def start(binary, handler, env, cpu):
     """One cold start: (init ms, the DescribeTable's ms from the log or None)."""
     server = _FirstNext()
@@ -122,14 +214,15 @@ def main():
     candidates = []
     for spec in os.environ["CANDIDATES"].split(";"):
         label, path, *kind = spec.split("=")
-        candidates.append((label, Path(path), kind[0] if kind else "function"))
+        candidates.append((label, Path(path), kind[0] if kind else "compiled"))
     cli = os.environ.get("FLEETLOCK_CLI")
     subprocess.run([cli, "create-table"], check=True, capture_output=True,
                    env={**lambda_run.HERMETIC, **lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table})
-    aws = {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table}
+    tls = TlsStandIn(endpoint)
+    aws = {**lambda_run.aws_env(tls.endpoint), "FLEETLOCK_TABLE": table}
     entries = [
         ("api", "bootstrap", {**aws, "FLEETLOCK_AUTH": "disabled", "FLEETLOCK_GROUPS": "default=1,workers=2"}),
-        ("slot-events", "slot-events", lambda_run.aws_env(endpoint)),
+        ("slot-events", "slot-events", lambda_run.aws_env(tls.endpoint)),
         ("alarm-pauses", "alarm-pauses", {**aws, "FLEETLOCK_GROUPS": "default=1",
                                           "FLEETLOCK_ALARM_PAUSES": "db-errors=default"}),
         ("drained", "drained", aws),
@@ -146,6 +239,7 @@ def main():
     for label, path, kind in candidates:
         runs = [("hello world", "bootstrap", {})] if kind == "floor" else entries
         for name, handler, env in runs:
+            env = {**env, **tls.trust(kind)} if kind != "floor" else env
             cells = []
             for mb, share in SHARES:
                 cpu = CpuShare(share)
@@ -159,6 +253,7 @@ def main():
                 if seen:
                     checks[(label, mb)] = statistics.median(seen)
             print(f"| {label} | {name} | " + " | ".join(cells) + " |")
+    tls.close()
     if checks:
         print()
         print("The api entry point's DescribeTable at start (its `check_ms` log field), median ms:")

@@ -58,8 +58,14 @@ impl Call {
 /// What the server answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
-    /// A 2xx: the slot is taken (or given back).
-    Yes,
+    /// A 2xx: the slot is taken (or given back). This server's body says
+    /// how (`outcome`: `granted`, `already_held`, ...) and, in a group with
+    /// a lease, how long the slot is held without asking again; another
+    /// server's 2xx may say neither.
+    Yes {
+        outcome: Option<String>,
+        lease: Option<Duration>,
+    },
     /// 423: a refusal of the lock itself (full, paused, settling, outside a
     /// window); asking again later may succeed.
     Refused { kind: String, value: String },
@@ -320,10 +326,18 @@ pub fn answer_of(status: u16, body: &[u8]) -> Result<Answer, ClientError> {
         status,
         detail: "not an HTTP status".into(),
     })?;
-    if code.is_success() {
-        return Ok(Answer::Yes);
-    }
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    if code.is_success() {
+        let field = |name: &str| parsed.as_ref().and_then(|json| json.get(name));
+        return Ok(Answer::Yes {
+            outcome: field("outcome")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+            lease: field("lease_seconds")
+                .and_then(serde_json::Value::as_u64)
+                .map(Duration::from_secs),
+        });
+    }
     let field = |name: &str| {
         parsed
             .as_ref()
@@ -523,7 +537,20 @@ mod tests {
     #[test]
     fn answers_are_yes_refused_rejected_or_a_server_fault() {
         let body = br#"{"kind":"semaphore_full","value":"all 1 slot(s) are taken"}"#;
-        assert_eq!(answer_of(200, b"{}").unwrap(), Answer::Yes);
+        assert_eq!(
+            answer_of(200, b"{}").unwrap(),
+            Answer::Yes {
+                outcome: None,
+                lease: None
+            }
+        );
+        assert_eq!(
+            answer_of(200, br#"{"outcome":"already_held","lease_seconds":1800}"#).unwrap(),
+            Answer::Yes {
+                outcome: Some("already_held".into()),
+                lease: Some(Duration::from_secs(1800))
+            }
+        );
         assert_eq!(
             answer_of(423, body).unwrap(),
             Answer::Refused {

@@ -107,6 +107,7 @@ mod tests {
             refusal: None,
             expired: None,
             drains_overdue: None,
+            lease: None,
         };
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
@@ -143,6 +144,7 @@ mod tests {
             oldest_holder_age: Some(Duration::ZERO),
             refusal: None,
             drains_overdue: None,
+            lease: None,
             expired: Some(ExpiredSlot {
                 holder: NodeId::parse("gone").unwrap(),
                 held: Duration::from_secs(21_600),
@@ -178,6 +180,7 @@ mod tests {
             refusal: None,
             expired: None,
             drains_overdue: None,
+            lease: None,
         };
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));

@@ -36,6 +36,10 @@ pub enum Ended {
     Usage,
     /// 3: the server could not be reached, or answered 5xx.
     Unreachable,
+    /// 4 (`lock -- COMMAND`): the slot was lost while the command ran (taken
+    /// over, released by a person, or not renewed within its lease), and
+    /// the command was stopped.
+    Lost,
 }
 
 impl Ended {
@@ -45,6 +49,7 @@ impl Ended {
             Ended::Refused => 1,
             Ended::Usage => 2,
             Ended::Unreachable => 3,
+            Ended::Lost => 4,
         }
     }
 }
@@ -261,6 +266,17 @@ pub async fn run(
     stop: impl Future<Output = ()>,
     say: &mut dyn FnMut(&str),
 ) -> Ended {
+    run_for_lease(checked, request, stop, say).await.0
+}
+
+/// [`run`], with the lease the server gave a slot taken (`None` without a
+/// lease, or from a server that does not say).
+pub async fn run_for_lease(
+    checked: &Checked,
+    request: &Request,
+    stop: impl Future<Output = ()>,
+    say: &mut dyn FnMut(&str),
+) -> (Ended, Option<Duration>) {
     tokio::pin!(stop);
     let (id, group) = (checked.id.as_str(), checked.group.as_str());
     let started = Instant::now();
@@ -283,11 +299,11 @@ pub async fn run(
                 } else {
                     say("stopped while giving the slot back");
                 }
-                return Ended::Refused;
+                return (Ended::Refused, None);
             }
         };
         let retry_ends = match answer {
-            Ok(Answer::Yes) => {
+            Ok(Answer::Yes { lease, .. }) => {
                 let done = match request.call {
                     Call::PreReboot => format!("took a slot of group '{group}' as {id}"),
                     Call::SteadyState => {
@@ -295,7 +311,7 @@ pub async fn run(
                     }
                 };
                 say(&done);
-                return Ended::Done;
+                return (Ended::Done, lease);
             }
             Ok(Answer::Refused { value, .. }) => {
                 say(&format!("refused: {value}"));
@@ -305,11 +321,11 @@ pub async fn run(
                 say(&format!(
                     "refused ({status}), asking again would not help: {value}"
                 ));
-                return Ended::Usage;
+                return (Ended::Usage, None);
             }
             Err(ClientError::Url(why)) => {
                 say(&why);
-                return Ended::Usage;
+                return (Ended::Usage, None);
             }
             Err(err) => {
                 say(&err.to_string());
@@ -317,7 +333,7 @@ pub async fn run(
             }
         };
         if request.wait.is_none() {
-            return retry_ends;
+            return (retry_ends, None);
         }
         let pause = pause_after(tries, jitter());
         let next = Instant::now() + pause;
@@ -326,24 +342,25 @@ pub async fn run(
             // Nothing more can be tried in time: wait out the limit, then stop.
             tokio::select! {
                 () = tokio::time::sleep_until(deadline.into()) => {}
-                () = &mut stop => return Ended::Refused,
+                () = &mut stop => return (Ended::Refused, None),
             }
             say(&format!(
                 "could not {verb} within {} s; giving up",
                 started.elapsed().as_secs()
             ));
-            return if retry_ends == Ended::Unreachable {
+            let ended = if retry_ends == Ended::Unreachable {
                 Ended::Unreachable
             } else {
                 Ended::Refused
             };
+            return (ended, None);
         }
         say(&format!("asking again in {} s", pause.as_secs()));
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             () = &mut stop => {
                 say("stopped while waiting; no slot was taken");
-                return Ended::Refused;
+                return (Ended::Refused, None);
             }
         }
     }

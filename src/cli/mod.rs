@@ -19,6 +19,7 @@ pub mod context;
 pub mod credential;
 pub mod exclude;
 pub mod failure;
+pub mod hold;
 pub mod hosts;
 pub mod iam_policy;
 pub mod id;
@@ -74,12 +75,14 @@ pub enum Sub {
     IamPolicy(iam_policy::IamPolicy),
     /// Take a slot of the group for a job, as Zincati takes one (the URL from
     /// FLEETLOCK_URL or --url-file; --url also works but shows the secret in
-    /// ps and shell history)
+    /// ps and shell history); with -- COMMAND, hold it while COMMAND runs
     ///
     /// Exit codes of lock and unlock: 0 done, 1 refused (or --wait timed out,
     /// or stopped), 2 bad input or a 4xx asking again cannot mend, 3
-    /// unreachable or 5xx.
-    Lock(lock::LockArgs),
+    /// unreachable or 5xx. With -- COMMAND: the command's own code once it
+    /// ran, 4 if the slot was lost and the command stopped, 127 if it could
+    /// not be started.
+    Lock(hold::LockCommand),
     /// Give the job's slot back
     ///
     /// Exit codes of lock and unlock: 0 done, 1 refused (or --wait timed out,
@@ -135,7 +138,7 @@ impl Sub {
     pub async fn run(self) -> ExitCode {
         let out = &mut std::io::stdout();
         let done = match self {
-            Sub::Lock(args) => return args.run(Call::PreReboot).await,
+            Sub::Lock(args) => return args.run().await,
             Sub::Unlock(args) => return args.run(Call::SteadyState).await,
             Sub::Check(args) => return args.run().await,
             Sub::Version => {

@@ -143,6 +143,8 @@ pub fn usage_line(prefix: &str, cmd: &clap::Command) -> String {
                     format!("[{choice}]")
                 });
             }
+            // An argument after `--` (`lock -- COMMAND`) shows its `--`.
+            None if arg.is_last_set() => words.push(format!("[-- {}]", bare(arg))),
             None if arg.is_required_set() => words.push(bare(arg)),
             None => words.push(format!("[{}]", bare(arg))),
         }
@@ -545,6 +547,11 @@ mod tests {
         assert_eq!(
             line("lock"),
             "fleetlock lock --group GROUP [--id ID | --app NAME] [--wait] [--timeout D] \
+             [--url-file F | --url URL] [-- COMMAND...]"
+        );
+        assert_eq!(
+            line("unlock"),
+            "fleetlock unlock --group GROUP [--id ID | --app NAME] [--wait] [--timeout D] \
              [--url-file F | --url URL]"
         );
         assert!(line("iam-policy").contains(

@@ -46,6 +46,15 @@ pub enum Error {
         /// node that asks, and the lease (`2026-11-30T11:12:09Z`, `6h`).
         lease_ends: Option<(String, String)>,
     },
+    /// The node's slot was taken over past its lease by another node, and
+    /// every slot is taken now: the node does not hold what it was granted.
+    SlotTaken {
+        group: String,
+        id: String,
+        /// When its slot was taken, and the lease it had run past.
+        taken_at: String,
+        lease: Option<String>,
+    },
     /// A person or an alarm paused the group: no new slots until resumed.
     GroupPaused {
         group: String,
@@ -147,6 +156,7 @@ impl Error {
         "forbidden_group",
         "too_many_groups",
         "semaphore_full",
+        "slot_taken",
         "group_paused",
         "node_excluded",
         "waiting_for_drain",
@@ -171,6 +181,7 @@ impl Error {
             Error::ForbiddenGroup(_) => "forbidden_group",
             Error::TooManyGroups { .. } => "too_many_groups",
             Error::SemaphoreFull { .. } => "semaphore_full",
+            Error::SlotTaken { .. } => "slot_taken",
             Error::GroupPaused { .. } => "group_paused",
             Error::NodeExcluded { .. } => "node_excluded",
             Error::WaitingForDrain { .. } => "waiting_for_drain",
@@ -199,6 +210,7 @@ impl Error {
             // Paused, settling and outside a window are refusals Zincati
             // retries, like a full group.
             Error::SemaphoreFull { .. }
+            | Error::SlotTaken { .. }
             | Error::GroupPaused { .. }
             | Error::NodeExcluded { .. }
             | Error::WaitingForDrain { .. }
@@ -275,6 +287,19 @@ impl Error {
                 )),
             )
             }
+            Error::SlotTaken {
+                group,
+                id,
+                taken_at,
+                lease,
+            } => format!(
+                "this node ('{id}') no longer holds its reboot slot of group '{group}': another \
+                 node took it over at {taken_at}, after this node kept it past its {} without \
+                 asking again, and every slot is taken now; try again later",
+                lease
+                    .as_ref()
+                    .map_or_else(|| "lease".to_owned(), |lease| format!("{lease} lease"))
+            ),
             Error::GroupPaused { group, why } => format!(
                 "group '{group}' is paused {why}; no node takes a new reboot slot until it is \
                  resumed"
@@ -405,6 +430,12 @@ mod tests {
                 slots: 1,
                 lease_ends: None,
             },
+            Error::SlotTaken {
+                group: "g".into(),
+                id: "n1".into(),
+                taken_at: "2026-11-30T05:12:09Z".into(),
+                lease: Some("30m".into()),
+            },
             Error::GroupPaused {
                 group: "g".into(),
                 why: "by alice".into(),
@@ -453,6 +484,7 @@ mod tests {
             | Error::ForbiddenGroup(_)
             | Error::TooManyGroups { .. }
             | Error::SemaphoreFull { .. }
+            | Error::SlotTaken { .. }
             | Error::GroupPaused { .. }
             | Error::NodeExcluded { .. }
             | Error::WaitingForDrain { .. }

@@ -357,6 +357,16 @@ mod tests {
     }
 
     #[test]
+    fn a_renewal_of_a_lease_is_no_event() {
+        let held = group(&[("a", 1_000)]);
+        let mut renewed = held.clone();
+        renewed
+            .renewed
+            .insert(NodeId::parse("a").unwrap(), Timestamp(9_000));
+        assert!(changes(&workers(), &held, &renewed, ORIGIN).is_empty());
+    }
+
+    #[test]
     fn an_exclusion_and_an_inclusion_are_events_of_their_own() {
         let mut excluded = group(&[("a", 1_000)]);
         excluded.excluded.insert(

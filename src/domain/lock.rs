@@ -155,10 +155,11 @@ pub struct GroupRules {
     /// fill the table with groups nobody configured. `None` for a group the
     /// configuration names.
     pub wildcard_limit: Option<u32>,
-    /// How long a holder keeps its slot for sure (`FLEETLOCK_LEASE`). Past
-    /// it, the slot goes to the next node that asks while the group is full;
-    /// nobody loses a slot while nobody needs it. `None`: held until given
-    /// back, FleetLock's own rule.
+    /// How long a holder keeps its slot for sure (`FLEETLOCK_LEASE`), from
+    /// its grant or its latest renewal (a holder's own pre-reboot renews
+    /// it). Past it, the slot goes to the next node that asks while the
+    /// group is full; nobody loses a slot while nobody needs it. `None`:
+    /// held until given back, FleetLock's own rule.
     pub lease: Option<Duration>,
     /// The group's drain gate, if it has one.
     pub drain: Option<DrainRule>,
@@ -180,7 +181,22 @@ pub struct Group {
     /// waits for its drain. Every one is also in `holders` (the slot counts
     /// against the group from the reservation on).
     pub draining: BTreeMap<NodeId, Timestamp>,
+    /// Holders that renewed their lease, and when they last did: the lease
+    /// runs from the later of this and the grant. The grant time stays what
+    /// it was, so a holder's age (and the alarm on it) counts from the grant.
+    pub renewed: BTreeMap<NodeId, Timestamp>,
+    /// Nodes whose slot another node took over past its lease, and when:
+    /// such a node asking again hears that its slot was taken, not only
+    /// that the group is full. At most [`MAX_TAKEN`], none older than
+    /// [`TAKEN_KEPT`]; a grant or a release of the node clears its mark.
+    pub taken: BTreeMap<NodeId, Timestamp>,
 }
+
+/// How many marks of a slot taken over a group keeps (the newest), and for
+/// how long: enough to tell a node that lost its slot why, when it asks
+/// again, and bounded, as every byte of the item is billed on every call.
+pub const MAX_TAKEN: usize = 10;
+pub const TAKEN_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Group {
     /// When the group's settle period ends, if it has not yet at `now`. It
@@ -272,8 +288,10 @@ impl Group {
     }
 
     /// The holder whose slot a newcomer may take at `now` past `lease`: the
-    /// longest-held granted slot. A reservation is never taken over: its
-    /// node has not rebooted, and its drain timeout decides what happens.
+    /// granted slot whose lease started longest ago (at its grant, or at its
+    /// latest renewal), with its grant time. A reservation is never taken
+    /// over: its node has not rebooted, and its drain timeout decides what
+    /// happens.
     pub fn expired(
         &self,
         lease: Duration,
@@ -286,8 +304,31 @@ impl Group {
         self.holders
             .holders()
             .filter(|(id, _)| !self.draining.contains_key(*id))
-            .min_by_key(|(_, at)| *at)
-            .filter(|(_, since)| since.plus(lease) <= now)
+            .min_by_key(|(id, at)| self.lease_start(id, *at))
+            .filter(|(id, at)| self.lease_start(id, *at).plus(lease) <= now)
+    }
+
+    /// Where the lease of `id`, granted at `granted`, runs from: its
+    /// latest renewal, or its grant.
+    pub fn lease_start(&self, id: &NodeId, granted: Timestamp) -> Timestamp {
+        self.renewed
+            .get(id)
+            .map_or(granted, |renewed| (*renewed).max(granted))
+    }
+
+    /// The marks of slots taken over that a take-over at `now` removes as
+    /// it adds its own: those older than [`TAKEN_KEPT`], and the oldest
+    /// past [`MAX_TAKEN`] - 1, so that the group keeps at most
+    /// [`MAX_TAKEN`] with the new one.
+    pub fn stale_taken(&self, now: Timestamp) -> Vec<NodeId> {
+        let mut marks: Vec<_> = self.taken.iter().collect();
+        marks.sort_by_key(|(_, at)| std::cmp::Reverse(**at));
+        marks
+            .into_iter()
+            .enumerate()
+            .filter(|(rank, (_, at))| *rank + 1 >= MAX_TAKEN || at.plus(TAKEN_KEPT) <= now)
+            .map(|(_, (id, _))| id.clone())
+            .collect()
     }
 
     pub fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
@@ -295,22 +336,50 @@ impl Group {
         match &outcome {
             Acquire::Granted => {
                 self.holders.acquire(id, rules.slots, now);
+                self.forget_marks(id);
             }
             Acquire::Reserves => {
                 self.holders.acquire(id, rules.slots, now);
+                self.forget_marks(id);
                 self.draining.insert(id.clone(), now);
             }
             Acquire::TakesExpired { holder, .. } => {
+                for stale in self.stale_taken(now) {
+                    self.taken.remove(&stale);
+                }
                 self.holders.hand_over(holder, id, now);
+                self.renewed.remove(holder);
+                self.taken.insert(holder.clone(), now);
+                self.forget_marks(id);
                 if rules.drain.is_some() {
                     self.draining.insert(id.clone(), now);
                 }
             }
             Acquire::DrainTimedOut { .. } => self.grant_reserved(id, now),
+            Acquire::AlreadyHeld if self.renews(id, rules) => {
+                // A late write of an older renewal never moves it back.
+                let renewed = self.renewed.entry(id.clone()).or_insert(now);
+                *renewed = (*renewed).max(now);
+                return outcome;
+            }
             _ => return outcome,
         }
         self.slots = Some(rules.slots);
         outcome
+    }
+
+    /// Whether a pre-reboot of `id`, which holds its slot, renews its lease:
+    /// in a group with a lease, for a granted slot (a reservation waits for
+    /// its drain, and is never taken over anyway).
+    pub fn renews(&self, id: &NodeId, rules: GroupRules) -> bool {
+        rules.lease.is_some() && self.holders.holds(id) && !self.draining.contains_key(id)
+    }
+
+    /// A node that takes a slot starts afresh: no renewal of an earlier
+    /// slot, no mark of a slot taken from it.
+    fn forget_marks(&mut self, id: &NodeId) {
+        self.renewed.remove(id);
+        self.taken.remove(id);
     }
 
     /// What a confirmation that `id` was drained gets, without changing
@@ -344,6 +413,7 @@ impl Group {
     fn grant_reserved(&mut self, id: &NodeId, now: Timestamp) {
         if self.draining.remove(id).is_some() {
             self.holders.set_time(id, now);
+            self.renewed.remove(id);
         }
     }
 
@@ -357,6 +427,7 @@ impl Group {
             Some(granted) if granted <= now => {
                 self.holders.release(id);
                 self.draining.remove(id);
+                self.forget_marks(id);
                 self.last_release = Some(self.last_release.map_or(now, |last| last.max(now)));
                 Release::Released
             }
@@ -704,9 +775,106 @@ mod tests {
         // A free slot is taken first; the expired holder keeps its own.
         assert_eq!(group.acquire(&id("b"), r, late), Acquire::Granted);
         assert!(group.holders.holds(&id("old")));
-        // Asking again never renews: the holder hears yes, keeps its time.
+        // Asking again renews the lease; the grant time stays.
         assert_eq!(group.acquire(&id("old"), r, late), Acquire::AlreadyHeld);
         assert_eq!(group.holders.held_since(&id("old")), Some(Timestamp(0)));
+        assert_eq!(group.renewed.get(&id("old")), Some(&late));
+    }
+
+    #[test]
+    fn a_holder_that_asks_again_keeps_its_slot_past_the_lease_from_its_grant() {
+        let r = leased(1, HOUR);
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        // 31 minutes past a 30-minute lease... of an hour here: past it.
+        let past = Timestamp(0).plus(HOUR + Duration::from_secs(60));
+        assert_eq!(group.acquire(&id("a"), r, past), Acquire::AlreadyHeld);
+        // A second later, the next node finds the slot held, not expired.
+        let next = past.plus(Duration::from_secs(1));
+        assert_eq!(group.acquire(&id("b"), r, next), Acquire::Full);
+        assert!(group.holders.holds(&id("a")));
+        // The age still counts from the grant (what the alarm reads).
+        assert_eq!(group.holders.oldest(), Some((&id("a"), Timestamp(0))));
+        // A late write of an older renewal never moves it back.
+        assert_eq!(
+            group.acquire(&id("a"), r, Timestamp(5)),
+            Acquire::AlreadyHeld
+        );
+        assert_eq!(group.renewed.get(&id("a")), Some(&past));
+        // One lease after the renewal, with no renewal since, it expires.
+        assert_eq!(
+            group.acquire(&id("b"), r, past.plus(HOUR)),
+            Acquire::TakesExpired {
+                holder: id("a"),
+                since: Timestamp(0)
+            }
+        );
+        assert_eq!(group.taken.get(&id("a")), Some(&past.plus(HOUR)));
+        assert!(
+            !group.renewed.contains_key(&id("a")),
+            "no renewal of a slot it lost"
+        );
+    }
+
+    #[test]
+    fn a_node_whose_slot_was_taken_is_marked_until_it_takes_or_gives_back_one() {
+        let r = leased(1, HOUR);
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        let late = Timestamp(0).plus(HOUR * 2);
+        assert!(matches!(
+            group.acquire(&id("b"), r, late),
+            Acquire::TakesExpired { .. }
+        ));
+        // a asks again: the group is full, and a's mark says why.
+        assert_eq!(group.acquire(&id("a"), r, late), Acquire::Full);
+        assert_eq!(group.taken.get(&id("a")), Some(&late));
+        // b gives back; a takes the free slot afresh: its mark goes.
+        assert_eq!(group.release(&id("b"), late), Release::Released);
+        assert_eq!(group.acquire(&id("a"), r, late), Acquire::Granted);
+        assert!(group.taken.is_empty());
+    }
+
+    #[test]
+    fn a_reservation_never_renews_and_no_renewal_without_a_lease() {
+        let gated = GroupRules {
+            drain: Some(DrainRule {
+                timeout: HOUR,
+                on_timeout: OnDrainTimeout::Hold,
+                window_closes: None,
+            }),
+            ..leased(1, HOUR)
+        };
+        let mut group = Group::default();
+        assert_eq!(
+            group.acquire(&id("a"), gated, Timestamp(0)),
+            Acquire::Reserves
+        );
+        group.acquire(&id("a"), gated, Timestamp(10));
+        assert!(group.renewed.is_empty());
+        let mut plain = Group::default();
+        plain.acquire(&id("a"), rules(1, Duration::ZERO), Timestamp(0));
+        plain.acquire(&id("a"), rules(1, Duration::ZERO), Timestamp(10));
+        assert!(plain.renewed.is_empty());
+    }
+
+    #[test]
+    fn marks_of_taken_slots_are_bounded_in_number_and_age() {
+        let mut group = Group::default();
+        for n in 0..12u64 {
+            group.taken.insert(
+                id(&format!("n{n}")),
+                Timestamp(TAKEN_KEPT.as_millis() as u64 + n),
+            );
+        }
+        let now = Timestamp(TAKEN_KEPT.as_millis() as u64 + 20);
+        let stale = group.stale_taken(now);
+        // The 9 newest stay (n3..n11); with the new one, 10.
+        assert_eq!(stale.len(), 3);
+        assert!(stale.contains(&id("n0")) && stale.contains(&id("n2")));
+        // Past a day, every mark goes.
+        let much_later = now.plus(TAKEN_KEPT);
+        assert_eq!(group.stale_taken(much_later).len(), 12);
     }
 
     #[test]

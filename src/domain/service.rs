@@ -87,6 +87,9 @@ pub struct Answer {
     /// past their drain timeout, after this decision (what the alarm on
     /// drains nobody confirmed reads). `None` in a group without one.
     pub drains_overdue: Option<usize>,
+    /// For a pre-reboot in a group with a lease: how long the lease of a
+    /// slot held now runs (from this answer, for a holder that renewed).
+    pub lease: Option<Duration>,
 }
 
 /// A slot that passed from a holder past its lease to the node that asked.
@@ -236,15 +239,28 @@ impl<S: LockStore> FleetLock<S> {
                 }),
             ),
             Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
-            Acquire::Full => (
-                Outcome::Full,
-                Some(Error::SemaphoreFull {
-                    group: name,
-                    holders: group.holders.len(),
-                    slots: rules.slots,
-                    lease_ends: lease_ends(&group, rules),
-                }),
-            ),
+            // A node whose slot was taken over hears so: it was told yes,
+            // and must learn that it holds nothing now.
+            Acquire::Full => match group.taken.get(&params.id) {
+                Some(taken_at) => (
+                    Outcome::Full,
+                    Some(Error::SlotTaken {
+                        group: name,
+                        id: params.id.shown(),
+                        taken_at: taken_at.to_rfc3339(),
+                        lease: rules.lease.map(format_duration),
+                    }),
+                ),
+                None => (
+                    Outcome::Full,
+                    Some(Error::SemaphoreFull {
+                        group: name,
+                        holders: group.holders.len(),
+                        slots: rules.slots,
+                        lease_ends: lease_ends(&group, rules),
+                    }),
+                ),
+            },
             Acquire::Paused => (
                 Outcome::Paused,
                 Some(Error::GroupPaused {
@@ -279,6 +295,7 @@ impl<S: LockStore> FleetLock<S> {
         Ok(Answer {
             expired,
             drains_overdue: drains_overdue(&group, rules, now),
+            lease: rules.lease,
             ..answer(outcome, &group, rules.slots, now, refusal)
         })
     }
@@ -346,12 +363,13 @@ fn lease_ends(group: &GroupRecord, rules: GroupRules) -> Option<(String, String)
     if group.holders.len() > rules.slots as usize {
         return None;
     }
-    let (_, since) = group
+    let start = group
         .holders
         .holders()
         .filter(|(id, _)| !group.draining.contains_key(*id))
-        .min_by_key(|(_, at)| *at)?;
-    Some((since.plus(lease).to_rfc3339(), format_duration(lease)))
+        .map(|(id, at)| group.lease_start(id, at))
+        .min()?;
+    Some((start.plus(lease).to_rfc3339(), format_duration(lease)))
 }
 
 /// "by alice since 2026-11-30T05:12:09Z: kernel regression", and the alarms.
@@ -396,6 +414,7 @@ fn answer(
         refusal,
         expired: None,
         drains_overdue: None,
+        lease: None,
     }
 }
 

@@ -79,7 +79,7 @@ pub enum Forgot {
     NothingStored,
     /// Refused, nothing changed: the group holds a slot, or a person or an
     /// alarm paused it. The group as it stands.
-    Kept(GroupRecord),
+    Kept(Box<GroupRecord>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -255,15 +255,19 @@ fn json_response(status: u16, body: &serde_json::Value) -> Response<Body> {
     response
 }
 
+/// A 2xx: Zincati reads only the status; `fleetlock lock` reads the
+/// outcome, and in a group with a lease how long it may go without asking
+/// again (`lease_seconds`), to renew well inside it.
 fn success(answer: &Answer) -> Response<Body> {
-    json_response(
-        200,
-        &serde_json::json!({
-            "outcome": answer.outcome.as_str(),
-            "holders": answer.holders,
-            "slots": answer.slots,
-        }),
-    )
+    let mut body = serde_json::json!({
+        "outcome": answer.outcome.as_str(),
+        "holders": answer.holders,
+        "slots": answer.slots,
+    });
+    if let Some(lease) = answer.lease {
+        body["lease_seconds"] = lease.as_secs().into();
+    }
+    json_response(200, &body)
 }
 
 pub fn refusal(err: &Error) -> Response<Body> {

@@ -184,7 +184,7 @@ impl LockStore for MemoryStore {
                     || record.pause.is_paused()
                     || !record.excluded.is_empty())
             {
-                return Forgot::Kept(record.clone());
+                return Forgot::Kept(Box::new(record.clone()));
             }
             let counted = state.wildcard.remove(group);
             match (state.groups.remove(group), counted) {

@@ -516,7 +516,7 @@ fn the_shipped_units_call_commands_the_binary_takes() {
                 .collect();
             match parse(&args) {
                 Ok(Some(Sub::Lock(lock))) => {
-                    let request = lock.request(Call::PreReboot);
+                    let request = lock.args.request(Call::PreReboot);
                     calls.push((request.call, request.wait));
                 }
                 Ok(Some(Sub::Unlock(unlock))) => {

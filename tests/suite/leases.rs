@@ -170,9 +170,57 @@ async fn a_lowered_count_is_never_taken_over<S: LockStore>(store: &S) {
     assert_eq!(held_by(&stored(store, &g).await).len(), 2);
 }
 
+/// A holder asking again renews its lease (the grant time stays): the
+/// next asker finds the slot held, until a lease passes with no renewal;
+/// then the node that lost its slot hears a full group and is marked.
+async fn a_holder_that_asks_again_keeps_its_slot<S: LockStore>(store: &S) {
+    let g = group("renewing");
+    let one = leased(1);
+    assert_eq!(take(store, &g, "a", one, T0).await, Acquire::Granted);
+    let past = T0.plus(LEASE + Duration::from_secs(60));
+    assert_eq!(take(store, &g, "a", one, past).await, Acquire::AlreadyHeld);
+    let next = past.plus(Duration::from_secs(1));
+    assert_eq!(take(store, &g, "b", one, next).await, Acquire::Full);
+    let record = stored(store, &g).await;
+    assert_eq!(
+        held_by(&record),
+        [("a".into(), T0.0)],
+        "the grant time stays"
+    );
+    assert_eq!(record.renewed.get(&id("a")), Some(&past));
+    // A late renewal (an older request's write) never moves it back.
+    assert_eq!(
+        take(store, &g, "a", one, T0.plus(LEASE / 2)).await,
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(stored(store, &g).await.renewed.get(&id("a")), Some(&past));
+    // One lease after the renewal: taken over, and the loser is marked.
+    let expiry = past.plus(LEASE);
+    assert_eq!(take(store, &g, "b", one, expiry).await, expired("a", T0));
+    let record = stored(store, &g).await;
+    assert_eq!(record.taken.get(&id("a")), Some(&expiry));
+    assert!(record.renewed.is_empty(), "no renewal of a slot lost");
+    // The loser's pre-reboot is refused, never a 200, and renews nothing.
+    assert_eq!(take(store, &g, "a", one, expiry).await, Acquire::Full);
+    // Its steady-state frees nothing; b's release frees the slot, and a
+    // takes it afresh: its mark goes.
+    assert_eq!(
+        store.release(&g, &id("a"), expiry).await.unwrap().outcome,
+        Release::NotHeld
+    );
+    assert_eq!(
+        store.release(&g, &id("b"), expiry).await.unwrap().outcome,
+        Release::Released
+    );
+    assert_eq!(take(store, &g, "a", one, expiry).await, Acquire::Granted);
+    let record = stored(store, &g).await;
+    assert!(record.taken.is_empty() && record.renewed.is_empty());
+}
+
 #[tokio::test]
 async fn leases_in_memory() {
     let store = MemoryStore::default();
+    a_holder_that_asks_again_keeps_its_slot(&store).await;
     a_slot_past_its_lease_goes_to_the_next_asker(&store).await;
     other_refusals_win_over_an_expired_slot(&store).await;
     a_lowered_count_is_never_taken_over(&store).await;
@@ -181,6 +229,7 @@ async fn leases_in_memory() {
 #[tokio::test]
 async fn leases_in_dynamodb() {
     let (store, _) = dynamo_store("leases").await;
+    a_holder_that_asks_again_keeps_its_slot(&store).await;
     a_slot_past_its_lease_goes_to_the_next_asker(&store).await;
     other_refusals_win_over_an_expired_slot(&store).await;
     a_lowered_count_is_never_taken_over(&store).await;
@@ -217,7 +266,11 @@ async fn a_take_over_is_two_requests_and_every_other_answer_one() {
         take(&store, &g, "asker", one, at).await,
         Acquire::AlreadyHeld
     );
-    assert_eq!(count(before), 1, "the new holder asking again");
+    assert_eq!(
+        count(before),
+        2,
+        "the new holder asking again: the refused grant, then its renewal"
+    );
     let before = requests.get();
     assert_eq!(take(&store, &g, "gone", one, at).await, Acquire::Full);
     assert_eq!(
@@ -234,6 +287,16 @@ async fn a_take_over_is_two_requests_and_every_other_answer_one() {
         Some(&AttributeValue::N("1".into()))
     );
     assert!(!raw.contains_key("h:gone") && raw.contains_key("h:asker"));
+    assert_eq!(
+        raw.get("t:gone"),
+        Some(&AttributeValue::N(at.0.to_string())),
+        "the mark of the slot taken from it"
+    );
+    assert_eq!(
+        raw.get("r:asker"),
+        Some(&AttributeValue::N(at.0.to_string())),
+        "the renewal, beside the grant"
+    );
 }
 
 /// A holder stored in the 0.1 format (`holder:<id>`) is covered: past its
@@ -365,6 +428,53 @@ async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
         record.excluded.len(),
         6,
         "the flips left their nodes included"
+    );
+}
+
+/// A holder past its lease renewing while another node asks for its slot,
+/// at the same instant, on DynamoDB Local: of the renewal and the take-over
+/// exactly one wins, every round, and the group holds one node.
+#[tokio::test]
+async fn a_renewal_racing_a_take_over_has_exactly_one_winner() {
+    let (store, _) = dynamo_store("lease-renewal-race").await;
+    let store = Arc::new(store);
+    let one = leased(1);
+    let mut seen = (0, 0);
+    for round in 0..16 {
+        let g = group(&format!("round-{round}"));
+        assert_eq!(take(&*store, &g, "holder", one, T0).await, Acquire::Granted);
+        let at = T0.plus(LEASE + Duration::from_secs(60));
+        let racers: Vec<_> = ["holder", "asker"]
+            .into_iter()
+            .map(|node| {
+                let (store, g) = (Arc::clone(&store), g.clone());
+                tokio::spawn(async move { take(&*store, &g, node, one, at).await })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for racer in racers {
+            outcomes.push(racer.await.unwrap());
+        }
+        let record = stored(&*store, &g).await;
+        match (&outcomes[0], &outcomes[1]) {
+            (Acquire::AlreadyHeld, Acquire::Full) => {
+                seen.0 += 1;
+                assert_eq!(held_by(&record), [("holder".into(), T0.0)], "round {round}");
+            }
+            (Acquire::Full, Acquire::TakesExpired { .. }) => {
+                seen.1 += 1;
+                assert_eq!(held_by(&record), [("asker".into(), at.0)], "round {round}");
+                assert!(record.taken.contains_key(&id("holder")), "round {round}");
+            }
+            other => panic!("round {round}: two winners or none: {other:?}"),
+        }
+    }
+    assert_eq!(
+        seen.0 + seen.1,
+        16,
+        "renewals won {}, take-overs {}",
+        seen.0,
+        seen.1
     );
 }
 

@@ -446,7 +446,13 @@ async fn a_slot_past_its_lease_is_taken_over_and_evented_as_expired() {
     let again = ask("pre-reboot", "node-gone").await;
     assert_eq!(
         (again.status, again.kind()),
-        (423, "semaphore_full".to_owned())
+        (423, "slot_taken".to_owned()),
+        "never a 200 for the slot it lost"
+    );
+    let value = again.json()["value"].as_str().unwrap().to_owned();
+    assert!(
+        value.contains("another node took it over at") && value.contains("6h lease"),
+        "{value}"
     );
 
     let records = stream_records(&stream_arn).await;
@@ -470,6 +476,62 @@ async fn a_slot_past_its_lease_is_taken_over_and_evented_as_expired() {
     assert_eq!(expired["held_seconds"], 6 * 3600);
     assert_eq!(expired["holders"], 1);
     assert_eq!(expired["holder_ids"], json!(["node-new"]));
+}
+
+/// The first sequence of issue 35, as Zincati speaks it: a one-slot group
+/// with a 30-minute lease, node A's grant 31 minutes old. A asks again (200,
+/// `already_held`, its lease renewed), B asks a second later and is refused:
+/// never two 200s. The renewal is a stream record of its own, from which
+/// the slot-events function sends no event.
+#[tokio::test]
+async fn a_live_holder_past_its_lease_keeps_its_slot_and_the_renewal_is_no_event() {
+    use fleetlock::domain::groups::GroupSlots;
+    use fleetlock::domain::service::FleetLock;
+    use fleetlock::http::Api;
+    use fleetlock::test_support::ManualClock;
+
+    let (table, stream_arn) = table_with_stream().await;
+    let aws = load_config().await;
+    let groups = GroupSlots::parse("default=1")
+        .unwrap()
+        .with_lease("default=30m")
+        .unwrap();
+    let clock = ManualClock::at(Timestamp::now());
+    let service =
+        FleetLock::new(groups, DynamoStore::new(client(&aws), &table)).with_clock(clock.clone());
+    let server = spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await;
+    let ask = |endpoint, node| zincati(server.addr, endpoint, node, "default");
+
+    assert_eq!(ask("pre-reboot", "node-a").await.status, 200);
+    clock.advance(Duration::from_secs(31 * 60));
+    let renewed = ask("pre-reboot", "node-a").await;
+    assert_eq!(
+        (renewed.status, renewed.json()["outcome"].as_str()),
+        (200, Some("already_held"))
+    );
+    assert_eq!(renewed.json()["lease_seconds"], 1800);
+    clock.advance(Duration::from_secs(1));
+    let other = ask("pre-reboot", "node-b").await;
+    assert_eq!(
+        (other.status, other.kind()),
+        (423, "semaphore_full".to_owned()),
+        "two nodes told to reboot in a one-slot group"
+    );
+    let value = other.json()["value"].as_str().unwrap().to_owned();
+    assert!(value.contains("30m lease runs out at"), "{value}");
+
+    let records = stream_records(&stream_arn).await;
+    assert_eq!(records.len(), 2, "the grant and the renewal: {records:#?}");
+    let sent = put_by_the_slot_events_function(records).await;
+    assert_eq!(
+        summary(&sent),
+        [(
+            "Slot Granted".to_owned(),
+            "default".to_owned(),
+            "node-a".to_owned()
+        )],
+        "the renewal is no event"
+    );
 }
 
 /// The whole drain loop, as Zincati speaks it, with DynamoDB Local's stream:

@@ -22,6 +22,14 @@ pub(super) fn drain_attribute(id: &NodeId) -> String {
     format!("{DRAIN_PREFIX}{id}")
 }
 
+pub(super) fn renewed_attribute(id: &NodeId) -> String {
+    format!("{RENEWED_PREFIX}{id}")
+}
+
+pub(super) fn taken_attribute(id: &NodeId) -> String {
+    format!("{TAKEN_PREFIX}{id}")
+}
+
 pub(super) fn legacy_holder_attribute(id: &NodeId) -> String {
     format!("{LEGACY_HOLDER_PREFIX}{id}")
 }
@@ -96,6 +104,24 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
                 draining.insert(id, Timestamp(since));
             }
         }
+        // A renewal is only ever written on a holder, and removed with it;
+        // one that outlived its holder (written by hand) decides nothing.
+        let mut renewed = BTreeMap::new();
+        let mut taken = BTreeMap::new();
+        for name in item.keys() {
+            let (marks, raw_id) = if let Some(raw_id) = name.strip_prefix(RENEWED_PREFIX) {
+                (&mut renewed, raw_id)
+            } else if let Some(raw_id) = name.strip_prefix(TAKEN_PREFIX) {
+                (&mut taken, raw_id)
+            } else {
+                continue;
+            };
+            let id = NodeId::stored(raw_id)
+                .map_err(|_| StoreError::Corrupt(format!("invalid id {raw_id:?} in {name}")))?;
+            let at = read_number(item, name)?.unwrap_or_default();
+            marks.insert(id, Timestamp(at));
+        }
+        renewed.retain(|id, _| holders.iter().any(|(holder, _)| holder == id));
         let excluded_count = read_number(item, EXCLUDED_COUNT_ATTRIBUTE)?.unwrap_or(0);
         if excluded_count != excluded.len() as u64 {
             return Err(StoreError::Corrupt(format!(
@@ -128,6 +154,8 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
             slots,
             excluded,
             draining,
+            renewed,
+            taken,
         })
     }
 }

@@ -143,8 +143,11 @@ impl LockStore for DynamoStore {
                     "the conditional write was refused although a slot is free".into(),
                 )),
                 Acquire::TakesExpired { holder, since } => {
-                    self.take_expired(group, id, rules, now, &holder, since)
+                    self.take_expired(group, id, rules, now, (&holder, since), &current)
                         .await
+                }
+                Acquire::AlreadyHeld if current.renews(id, rules) => {
+                    self.renew(group, id, rules, now, current).await
                 }
                 Acquire::DrainTimedOut { since } => {
                     self.grant_on_timeout(group, id, rules, now, since).await
@@ -348,7 +351,7 @@ impl LockStore for DynamoStore {
             Ok(output) => output.attributes().is_some(),
             Err(SdkError::ServiceError(err)) => match err.into_err() {
                 DeleteItemError::ConditionalCheckFailedException(refused) => {
-                    return Ok(Forgot::Kept(record_of(refused.item())?));
+                    return Ok(Forgot::Kept(Box::new(record_of(refused.item())?)));
                 }
                 other => return Err(unavailable(other)),
             },

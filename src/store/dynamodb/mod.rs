@@ -83,6 +83,11 @@ pub(super) const EXCLUDED_PREFIX: &str = "x:";
 pub(super) const EXCLUDED_COUNT_ATTRIBUTE: &str = "excluded_count";
 /// A holder whose slot waits for its drain: `d:ID`, since when (epoch ms).
 pub(super) const DRAIN_PREFIX: &str = "d:";
+/// A holder that renewed its lease: `r:ID`, when it last did (epoch ms).
+/// Its grant time (`h:ID`) stays, so its age counts from the grant.
+pub(super) const RENEWED_PREFIX: &str = "r:";
+/// A node whose slot was taken over past its lease: `t:ID`, when.
+pub(super) const TAKEN_PREFIX: &str = "t:";
 /// The key of the item that lists the groups only `*` covers.
 pub const WILDCARD_KEY: &str = "~wildcard-groups";
 pub(super) const WILDCARD_NAMES_ATTRIBUTE: &str = "names";
