@@ -516,6 +516,7 @@ fn the_shipped_units_call_commands_the_binary_takes() {
                 .collect();
             match parse(&args) {
                 Ok(Some(Sub::Lock(lock))) => {
+                    assert_eq!(lock.command, ["/usr/local/libexec/backup"], "{line}");
                     let request = lock.args.request(Call::PreReboot);
                     calls.push((request.call, request.wait));
                 }
@@ -534,7 +535,7 @@ fn the_shipped_units_call_commands_the_binary_takes() {
             (Call::SteadyState, Some(Some(Duration::from_secs(600)))),
             (Call::SteadyState, Some(None)),
         ],
-        "lock before the job, unlock after it, unlock at boot until it succeeds"
+        "lock around the job, unlock after it, unlock at boot until it succeeds"
     );
 }
 
@@ -601,4 +602,273 @@ async fn https_is_checked_against_the_systems_roots() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(*served.lock().unwrap(), 1);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lock -- COMMAND` on both stores: the slot is held while the command
+/// runs (another job is refused), given back when it ends, and the
+/// command's exit code is the command's.
+async fn a_command_holds_its_slot_for_its_whole_run(table: Option<&str>) {
+    let (_server, _, url, _) = server(table).await;
+    let machine = machine_id_file(&format!("hold-{}", table.is_some()));
+    let dir = std::env::temp_dir().join(format!(
+        "fleetlock-hold-{}-{}",
+        table.is_some(),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (started, finish) = (dir.join("started"), dir.join("finish"));
+    let script = format!(
+        "touch {}; while [ ! -e {} ]; do sleep 0.05; done; exit 7",
+        started.display(),
+        finish.display()
+    );
+    let mut job = fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock", "--group", "jobs", "--app", "backup", "--wait", "--", "sh", "-c", &script,
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let said = collect_stderr(&mut job);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "{:?}", said.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let other = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "other"],
+    ))
+    .await;
+    assert_eq!(
+        other.code, 1,
+        "the job holds the one slot: {}",
+        other.stderr
+    );
+    std::fs::write(&finish, "").unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), job.wait())
+        .await
+        .expect("the job ends with its command")
+        .unwrap();
+    assert_eq!(status.code(), Some(7), "{:?}", said.lock().unwrap());
+    until_said(&said, "gave back the slot of group 'jobs'").await;
+    let after = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "other"],
+    ))
+    .await;
+    assert_eq!(after.code, 0, "the slot is free again: {}", after.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_command_holds_its_slot_on_the_embedded_store() {
+    a_command_holds_its_slot_for_its_whole_run(None).await;
+}
+
+#[tokio::test]
+async fn a_command_holds_its_slot_on_dynamodb_local() {
+    let table = table_made_by_the_binary("hold").await;
+    a_command_holds_its_slot_for_its_whole_run(Some(&table)).await;
+}
+
+/// A FleetLock server with a 3-second lease (shorter than any this server
+/// accepts, to see renewals in real time): it grants, answers the holder's
+/// renewals `already_held` while `taken_after` of them have not yet come,
+/// then `slot_taken`; every pre-reboot's instant and every steady-state are
+/// recorded.
+async fn leasing_stand_in(taken_after: usize) -> (String, Arc<Mutex<Vec<(String, Instant)>>>) {
+    let calls = Arc::new(Mutex::new(Vec::<(String, Instant)>::new()));
+    let seen = Arc::clone(&calls);
+    let endpoint = stand_in(move |parts, _| {
+        let mut calls = seen.lock().unwrap();
+        let path = parts.uri.path().to_owned();
+        calls.push((path.clone(), Instant::now()));
+        let asks = calls
+            .iter()
+            .filter(|(p, _)| p.ends_with("pre-reboot"))
+            .count();
+        let json = "application/json";
+        if path.ends_with("steady-state") {
+            return (200, json, br#"{"outcome":"released"}"#.to_vec());
+        }
+        match asks {
+            1 => (
+                200,
+                json,
+                br#"{"outcome":"granted","lease_seconds":3}"#.to_vec(),
+            ),
+            n if n <= taken_after + 1 => (
+                200,
+                json,
+                br#"{"outcome":"already_held","lease_seconds":3}"#.to_vec(),
+            ),
+            _ => (
+                423,
+                json,
+                br#"{"kind":"slot_taken","value":"another node took it over"}"#.to_vec(),
+            ),
+        }
+    })
+    .await;
+    (format!("{endpoint}/"), calls)
+}
+
+#[tokio::test]
+async fn a_command_outlives_its_lease_with_renewals_well_inside_it() {
+    let (url, calls) = leasing_stand_in(usize::MAX - 1).await;
+    let machine = machine_id_file("renew");
+    let job = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock",
+            "--group",
+            "jobs",
+            "--app",
+            "long",
+            "--",
+            "sh",
+            "-c",
+            "sleep 5; exit 3",
+        ],
+    ))
+    .await;
+    assert_eq!(job.code, 3, "the command's own code: {}", job.stderr);
+    let calls = calls.lock().unwrap();
+    let asks: Vec<Instant> = calls
+        .iter()
+        .filter(|(path, _)| path.ends_with("pre-reboot"))
+        .map(|(_, at)| *at)
+        .collect();
+    assert!(
+        asks.len() >= 4,
+        "a grant and renewals over 5 s: {}",
+        asks.len()
+    );
+    for pair in asks.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap < Duration::from_secs(3),
+            "a renewal {gap:?} after the last, past the lease"
+        );
+    }
+    assert!(
+        calls.last().unwrap().0.ends_with("steady-state"),
+        "the slot given back at the end: {calls:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_lost_slot_stops_the_command_with_its_own_exit_code() {
+    let (url, calls) = leasing_stand_in(1).await;
+    let machine = machine_id_file("lost");
+    let started = Instant::now();
+    let job = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock", "--group", "jobs", "--app", "lost", "--", "sleep", "60",
+        ],
+    ))
+    .await;
+    assert_eq!(job.code, 4, "{}", job.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "stopped, not run out"
+    );
+    assert!(
+        job.stderr
+            .contains("was lost (another node took it over): the command is stopped"),
+        "{}",
+        job.stderr
+    );
+    let calls = calls.lock().unwrap();
+    assert!(
+        calls.last().unwrap().0.ends_with("steady-state"),
+        "{calls:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_signal_reaches_the_command_and_the_slot_is_given_back_after_it() {
+    let (url, calls) = leasing_stand_in(usize::MAX - 1).await;
+    let machine = machine_id_file("signal-hold");
+    let mut job = fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock",
+            "--group",
+            "jobs",
+            "--app",
+            "signalled",
+            "--",
+            "sh",
+            "-c",
+            "trap 'exit 9' TERM; while :; do sleep 0.05; done",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let said = collect_stderr(&mut job);
+    until_said(&said, "took a slot of group 'jobs'").await;
+    // The shell sets its trap as it starts: give it that moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = job.id().unwrap() as i32;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(30), job.wait())
+        .await
+        .expect("it ends after its command")
+        .unwrap();
+    assert_eq!(status.code(), Some(9), "{:?}", said.lock().unwrap());
+    until_said(&said, "gave back the slot").await;
+    assert!(
+        calls
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .0
+            .ends_with("steady-state")
+    );
+}
+
+#[tokio::test]
+async fn a_command_that_cannot_start_exits_127_and_gives_the_slot_back() {
+    let (url, calls) = leasing_stand_in(usize::MAX - 1).await;
+    let machine = machine_id_file("missing");
+    let job = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock",
+            "--group",
+            "jobs",
+            "--app",
+            "missing",
+            "--",
+            "/nonexistent/job",
+        ],
+    ))
+    .await;
+    assert_eq!(job.code, 127, "{}", job.stderr);
+    assert!(
+        job.stderr.contains("cannot run /nonexistent/job"),
+        "{}",
+        job.stderr
+    );
+    assert!(
+        calls
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .0
+            .ends_with("steady-state")
+    );
 }
