@@ -165,6 +165,11 @@ struct Tally {
     /// Expired holders planted in `LEASED_GROUP`, and `granted_expired`
     /// answers (take-overs the nodes heard of).
     ghosts_planted: AtomicU64,
+    /// Planted holders that came back and asked again past their lease, as
+    /// a live holder does: renewed (200 `already_held`, then their own
+    /// steady-state), or told their slot was taken (423 `slot_taken`).
+    ghosts_renewed: AtomicU64,
+    ghosts_told_taken: AtomicU64,
     take_overs: AtomicU64,
     pause_flips: AtomicU64,
     exclusion_flips: AtomicU64,
@@ -579,11 +584,17 @@ async fn main() {
 
     // Ghosts: whenever `LEASED_GROUP` has room, a holder that took its slot a
     // day ago, written with the grant's own condition on the count.
+    // Every other ghost comes back a moment later and asks again as the
+    // holder, past its lease: renewed, it counts as down (told to reboot)
+    // until its own steady-state, so a take-over of its slot in between
+    // would show as more nodes down than slots.
     let planter = {
-        let tally = Arc::clone(&tally);
+        let (tally, down) = (Arc::clone(&tally), Arc::clone(&down));
         let client = aws_sdk_dynamodb::Client::new(&load_config().await);
         let (table, slots) = (table.clone(), leased_slots());
+        let addr = addr.clone();
         tokio::spawn(async move {
+            let mut sender = connect(&addr).await;
             use aws_sdk_dynamodb::types::AttributeValue;
             let n = |v: u64| AttributeValue::N(v.to_string());
             let mut next = 0u64;
@@ -604,8 +615,36 @@ async fn main() {
                     .send()
                     .await;
                 if planted.is_ok() {
+                    let ghost = format!("{GHOST_PREFIX}{next}");
                     next += 1;
                     tally.ghosts_planted.fetch_add(1, Ordering::Relaxed);
+                    if next.is_multiple_of(2) {
+                        continue;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let (status, json) =
+                        call(&mut sender, &addr, "pre-reboot", &ghost, LEASED_GROUP).await;
+                    tally.calls.fetch_add(1, Ordering::Relaxed);
+                    match (status, json["outcome"].as_str(), json["kind"].as_str()) {
+                        (200, Some("already_held"), _) => {
+                            tally.ghosts_renewed.fetch_add(1, Ordering::Relaxed);
+                            down.goes_down(LEASED_GROUP, slots, &tally);
+                            // Rebooting, while the nodes keep asking.
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            down.comes_back(LEASED_GROUP);
+                            let (status, json) =
+                                call(&mut sender, &addr, "steady-state", &ghost, LEASED_GROUP)
+                                    .await;
+                            tally.calls.fetch_add(1, Ordering::Relaxed);
+                            if (status, json["outcome"].as_str()) != (200, Some("released")) {
+                                unexpected(&tally, "a renewed ghost's steady-state", status, &json);
+                            }
+                        }
+                        (423, _, Some("slot_taken")) => {
+                            tally.ghosts_told_taken.fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => unexpected(&tally, "a ghost asking again", status, &json),
+                    }
                 }
             }
         })
@@ -943,7 +982,8 @@ async fn main() {
         get(&t.store_unavailable),
         get(&t.answers_found_on_retry)
     );
-    let ghosts_taken = get(&t.ghosts_planted) - ghosts_left;
+    // Planted, minus those left, minus those that renewed and gave back.
+    let ghosts_taken = get(&t.ghosts_planted) - ghosts_left - get(&t.ghosts_renewed);
     // With faults, a take-over's answer may be lost and its retry heard as
     // `already_held`: fewer answers than slots taken is fine, more is not.
     let take_overs_of_the_living = get(&t.take_overs).saturating_sub(ghosts_taken);
@@ -954,6 +994,11 @@ async fn main() {
     );
     println!(
         "| **take-overs answered beyond the expired holders taken** | **{take_overs_of_the_living}** |"
+    );
+    println!(
+        "| planted holders asking again past their lease: renewed (then released) / told `slot_taken` | {} / {} |",
+        get(&t.ghosts_renewed),
+        get(&t.ghosts_told_taken)
     );
     println!(
         "| `waiting_for_drain` answers in `{DRAIN_GROUP}` (drain {DRAIN}) / confirmations sent / granted / 200s after a confirmation | {} / {} / {} / {} |",

@@ -166,7 +166,8 @@ pub fn operator_policy(table_arn: &str, function_arn: &str) -> serde_json::Value
 
 /// The nodes' instance role: each instance may put the one tag
 /// [`crate::aws::instance_tags::ID_TAG`] on itself and on no other
-/// instance (the resource is the instance the request comes from).
+/// instance (the resource is the instance the request comes from), and only
+/// while it carries none: a node cannot move its tag to another node's id.
 pub fn node_tagging_policy() -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
@@ -179,6 +180,12 @@ pub fn node_tagging_policy() -> serde_json::Value {
                 "StringEquals": { "aws:ARN": "${ec2:SourceInstanceARN}" },
                 "ForAllValues:StringEquals": {
                     "aws:TagKeys": [crate::aws::instance_tags::ID_TAG]
+                },
+                // Written once: only while the instance carries no such tag,
+                // so a node cannot later take another node's id (the tag
+                // script checks an existing tag and leaves an equal one).
+                "Null": {
+                    "ec2:ResourceTag/fleetlock:zincati-id": "true"
                 },
             },
         }],

@@ -49,11 +49,12 @@ pub async fn hosts_of(
                     .resource_arn()
                     .and_then(|arn| arn.rsplit_once("instance/"))
                     .map(|(_, instance)| instance.to_owned());
-                hosts.insert(
+                hosts.add(
                     id,
                     Host {
                         instance,
                         name: tag("Name"),
+                        also: Vec::new(),
                     },
                 );
             }

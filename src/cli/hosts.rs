@@ -118,12 +118,17 @@ pub async fn hosts(
     Ok(())
 }
 
-/// A host as JSON, `{"instance", "name"}`, or `null` when unknown.
+/// A host as JSON, `{"instance", "name"}` (and `"also"`, the other
+/// instances carrying the same id, when there are any), or `null` when
+/// unknown.
 pub fn host_value(host: Option<&Host>) -> serde_json::Value {
-    host.map_or(
-        serde_json::Value::Null,
-        |h| serde_json::json!({ "instance": h.instance, "name": h.name }),
-    )
+    host.map_or(serde_json::Value::Null, |h| {
+        let mut value = serde_json::json!({ "instance": h.instance, "name": h.name });
+        if !h.also.is_empty() {
+            value["also"] = serde_json::json!(h.also);
+        }
+        value
+    })
 }
 
 /// An id and its host as JSON: `{"id", "host": {"instance", "name"}}`, the

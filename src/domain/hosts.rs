@@ -12,6 +12,10 @@ pub struct Host {
     pub instance: Option<String>,
     /// Its `Name` tag, or the name a host file gives.
     pub name: Option<String>,
+    /// Other instances that carry the same id (from tags): an id is one
+    /// node's, so more than one is a mistake or an instance posing as
+    /// another node, and the drain hook refuses to act on it.
+    pub also: Vec<String>,
 }
 
 impl fmt::Display for Host {
@@ -21,7 +25,15 @@ impl fmt::Display for Host {
             (Some(name), None) => f.write_str(name),
             (None, Some(instance)) => f.write_str(instance),
             (None, None) => f.write_str("-"),
+        }?;
+        if !self.also.is_empty() {
+            write!(
+                f,
+                " !! also carried by {}: more than one instance has this id",
+                self.also.join(", ")
+            )?;
         }
+        Ok(())
     }
 }
 
@@ -34,6 +46,22 @@ pub struct HostMap {
 impl HostMap {
     pub fn insert(&mut self, id: String, host: Host) {
         self.hosts.insert(id, host);
+    }
+
+    /// A host found carrying `id`: the first one is the id's host, any
+    /// other is listed in its [`Host::also`].
+    pub fn add(&mut self, id: String, host: Host) {
+        match self.hosts.get_mut(&id) {
+            Some(first) => {
+                let other = host.to_string();
+                if !first.also.contains(&other) && *first != host {
+                    first.also.push(other);
+                }
+            }
+            None => {
+                self.hosts.insert(id, host);
+            }
+        }
     }
 
     pub fn get(&self, id: &str) -> Option<&Host> {
@@ -74,7 +102,14 @@ impl HostMap {
             if map.hosts.contains_key(id) {
                 return Err(format!("line {line_no}: id '{id}' is listed twice"));
             }
-            map.insert(id.to_owned(), Host { instance, name });
+            map.insert(
+                id.to_owned(),
+                Host {
+                    instance,
+                    name,
+                    also: Vec::new(),
+                },
+            );
         }
         Ok(map)
     }
@@ -126,6 +161,28 @@ mod tests {
         assert_eq!(
             HostMap::parse("lonely\n").unwrap_err(),
             "line 1: 'lonely' is not 'ID HOST'"
+        );
+    }
+
+    #[test]
+    fn an_id_more_than_one_instance_carries_is_flagged() {
+        let host = |instance: &str| Host {
+            instance: Some(instance.into()),
+            name: None,
+            also: Vec::new(),
+        };
+        let mut map = HostMap::default();
+        map.add("a".into(), host("i-0123456789abcdef0"));
+        map.add("a".into(), host("i-0123456789abcdef0"));
+        assert!(
+            map.get("a").unwrap().also.is_empty(),
+            "the same instance twice is one"
+        );
+        map.add("a".into(), host("i-0fedcba987654321f"));
+        assert_eq!(
+            map.get("a").unwrap().to_string(),
+            "i-0123456789abcdef0 !! also carried by i-0fedcba987654321f: more than one \
+             instance has this id"
         );
     }
 }

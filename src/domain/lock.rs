@@ -1279,4 +1279,60 @@ mod tests {
             Acquire::Full
         );
     }
+
+    #[test]
+    fn no_take_over_begins_a_drain_the_window_would_cut_short() {
+        let closing = GroupRules {
+            lease: Some(HOUR),
+            drain: Some(DrainRule {
+                window_closes: Some(Timestamp(10)),
+                ..gated(1, OnDrainTimeout::Hold).drain.unwrap()
+            }),
+            ..gated(1, OnDrainTimeout::Hold)
+        };
+        let open = GroupRules {
+            drain: Some(DrainRule {
+                window_closes: None,
+                ..closing.drain.unwrap()
+            }),
+            ..closing
+        };
+        let mut group = Group::default();
+        group.acquire(&id("held"), open, Timestamp(0));
+        group.drained(&id("held"), None, Timestamp(0));
+        let late = Timestamp(0).plus(HOUR * 2);
+        assert_eq!(
+            group.acquire(&id("new"), closing, late),
+            Acquire::WindowTooShort {
+                closes: Timestamp(10)
+            },
+            "an expired slot behind a gate, the window closing: no drain begins"
+        );
+        assert!(group.holders.holds(&id("held")), "nothing was taken");
+    }
+
+    #[test]
+    fn a_reserved_node_excluded_in_a_paused_group_hears_that_it_is_excluded() {
+        let gate = gated(1, OnDrainTimeout::Hold);
+        let mut group = Group::default();
+        group.acquire(&id("a"), gate, Timestamp(0));
+        group.pause.alarms.insert("api-5xx".into());
+        group.excluded.insert(
+            id("a"),
+            PersonPause {
+                reason: PauseReason::parse("disk").unwrap(),
+                since: Timestamp(1),
+                by: "ana".into(),
+            },
+        );
+        assert_eq!(
+            group.decide_acquire(&id("a"), gate, Timestamp(2)),
+            Acquire::Excluded
+        );
+        group.excluded.clear();
+        assert_eq!(
+            group.decide_acquire(&id("a"), gate, Timestamp(2)),
+            Acquire::Paused
+        );
+    }
 }

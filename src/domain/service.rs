@@ -617,6 +617,87 @@ mod tests {
         assert!(value.contains("lease runs out at"), "{value}");
     }
 
+    /// Where a lease meets a drain gate: a take-over is a reservation (a 423
+    /// `waiting_for_drain`, never the 200 that would reboot an undrained
+    /// node), and a group full of reservations promises no lease end.
+    #[tokio::test]
+    async fn a_take_over_behind_a_drain_gate_is_a_reservation_and_promises_nothing() {
+        let t0 = Timestamp(1_764_480_000_000);
+        let clock = At(Arc::new(std::sync::Mutex::new(t0)));
+        let groups = GroupSlots::parse("workers=1")
+            .unwrap()
+            .with_lease("workers=6h")
+            .unwrap()
+            .with_drain("workers=15m")
+            .unwrap();
+        let svc = FleetLock::new(groups, MemoryStore::default()).with_clock(clock.clone());
+        let at = |t: Timestamp| *clock.0.lock().unwrap() = t;
+        let workers = crate::domain::input::GroupName::parse("workers").unwrap();
+        let reserved = svc.pre_reboot(&params("gone", "workers")).await.unwrap();
+        assert_eq!(reserved.outcome, Outcome::Reserved);
+        let confirmed = svc
+            .store()
+            .drained(&workers, &NodeId::parse("gone").unwrap(), None, t0)
+            .await
+            .unwrap();
+        assert_eq!(confirmed.outcome, crate::domain::lock::Drained::Granted);
+        at(t0.plus(Duration::from_secs(7 * 3600)));
+        let taken = svc.pre_reboot(&params("new", "workers")).await.unwrap();
+        assert_eq!(taken.outcome, Outcome::Reserved);
+        assert_eq!(taken.refusal.unwrap().kind(), "waiting_for_drain");
+        assert_eq!(taken.expired.unwrap().holder.as_str(), "gone");
+        // The one slot is a reservation now: full, with no lease to promise.
+        let full = svc.pre_reboot(&params("third", "workers")).await.unwrap();
+        assert_eq!(full.outcome, Outcome::Full);
+        let value = full.refusal.unwrap().value();
+        assert!(!value.contains("lease"), "{value}");
+    }
+
+    /// A drain begins only if the window stays open for the whole drain
+    /// timeout: at exactly the timeout it fits, a millisecond less it does
+    /// not. t0 is Sunday 2025-11-30 05:20 UTC; the window, 05:00 to 05:35.
+    #[tokio::test]
+    async fn a_drain_begins_only_where_the_window_holds_its_whole_timeout() {
+        use crate::domain::windows::Schedule;
+        let t0 = Timestamp(1_764_480_000_000);
+        let groups = || {
+            GroupSlots::parse("workers=1")
+                .unwrap()
+                .with_drain("workers=15m")
+                .unwrap()
+        };
+        let windows = Schedule::parse(
+            "workers: days=Sun start_time=05:00 length_minutes=35",
+            Some("UTC"),
+            |_| true,
+            true,
+        )
+        .unwrap();
+        let at = |t: Timestamp| At(Arc::new(std::sync::Mutex::new(t)));
+        let svc = FleetLock::new(groups(), MemoryStore::default())
+            .with_clock(at(t0))
+            .with_windows(windows.clone());
+        let fits = svc.pre_reboot(&params("a", "workers")).await.unwrap();
+        assert_eq!(
+            fits.outcome,
+            Outcome::Reserved,
+            "closes exactly at the timeout"
+        );
+        let svc = FleetLock::new(groups(), MemoryStore::default())
+            .with_clock(at(t0.plus(Duration::from_millis(1))))
+            .with_windows(windows);
+        let short = svc.pre_reboot(&params("a", "workers")).await.unwrap();
+        assert_eq!(short.outcome, Outcome::WindowClosing);
+        assert!(
+            svc.store()
+                .groups(None)
+                .await
+                .unwrap()
+                .iter()
+                .all(|(_, g)| g.holders.is_empty())
+        );
+    }
+
     #[tokio::test]
     async fn wildcard_groups_are_independent_semaphores() {
         let svc = service("*=1");

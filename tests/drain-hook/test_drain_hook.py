@@ -429,11 +429,16 @@ class Steps(unittest.TestCase):
         self.assertEqual(status, "SUCCEEDED", error)
         self.assertEqual(self.scene.registered(self.scene.asg_instance), [False, False])
         self.assertEqual(self.scene.lifecycle(self.scene.asg_instance), ["Standby"])
-        # A drain request delivered again confirms nothing twice.
+        # A drain request delivered again confirms nothing twice: it reads
+        # the slot (granted already) and stops there.
+        invoked = len(self.moto.proxy.invoked)
         status, error = self.scene.run(self.drain_request_as_was("asg-node"))
         self.assertEqual(status, "SUCCEEDED", error)
+        self.assertEqual([a["action"] for a in self.moto.proxy.invoked[invoked:]], ["slot"])
+        self.assertEqual(self.scene.registered(self.scene.asg_instance), [False, False])
         api(self.table, ("steady-state", "asg-node"))
-        status, _ = self.scene.run(event("Slot Released", {"group": "default", "id": "asg-node"}))
+        status, error = self.scene.run(event("Slot Released", {"group": "default", "id": "asg-node"}))
+        self.assertEqual(status, "SUCCEEDED", error)
         self.assertEqual(self.scene.registered(self.scene.asg_instance), [True, True])
         self.assertEqual(self.scene.lifecycle(self.scene.asg_instance), ["InService"])
 
@@ -448,6 +453,26 @@ class Steps(unittest.TestCase):
         [(status, body)] = api(self.table, ("pre-reboot", "nowhere"))
         self.assertEqual(body["kind"], "waiting_for_drain", "nothing was confirmed")
         api(self.table, ("steady-state", "nowhere"))
+
+    def test_6b_an_instance_carrying_another_nodes_id_makes_the_hook_drain_nothing(self):
+        # A squatter: an instance that tagged itself with lone-node's id (the
+        # node-tagging policy only lets it write its own tag, once).
+        ec2 = self.moto.client("ec2")
+        image = ec2.describe_images()["Images"][0]["ImageId"]
+        subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
+        squatter = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, SubnetId=subnet)["Instances"][0]["InstanceId"]
+        ec2.create_tags(Resources=[squatter], Tags=[{"Key": ID_TAG, "Value": "lone-node"}])
+        self.addCleanup(ec2.delete_tags, Resources=[squatter], Tags=[{"Key": ID_TAG}])
+        invoked = len(self.moto.proxy.invoked)
+        [(status, body)] = api(self.table, ("pre-reboot", "lone-node"))
+        self.assertEqual((status, body["kind"]), (423, "waiting_for_drain"))
+        status, error = self.scene.run(self.drain_request("lone-node"))
+        self.assertEqual((status, error), ("FAILED", "SeveralInstances"), "the failure the alarm counts")
+        self.assertEqual(self.scene.registered(self.scene.lone_instance), [True, True], "the node was not drained")
+        self.assertEqual(len(self.moto.proxy.invoked), invoked, "the drained function was not even asked")
+        [(status, body)] = api(self.table, ("pre-reboot", "lone-node"))
+        self.assertEqual((status, body["kind"]), (423, "waiting_for_drain"), "nothing was confirmed")
+        api(self.table, ("steady-state", "lone-node"))
 
     def test_7_a_group_at_its_minimum_that_checks_only_ec2_status_is_drained_without_standby(self):
         instance = self.scene.at_minimum["ec2-checked"]

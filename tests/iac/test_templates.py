@@ -1380,38 +1380,56 @@ class NodeTagging(unittest.TestCase):
         self.assertIn("ExecStart=/usr/local/libexec/fleetlock-id-tag", unit["contents"])
         subprocess.run([str(Path(sys.executable).parent / "shellcheck"), str(self.SCRIPT)], check=True)
 
-    def test_the_script_tags_its_own_instance_with_the_policys_one_tag(self):
+    def test_the_script_tags_its_own_instance_with_the_policys_one_tag_once(self):
         import tempfile
 
         policy = iam_policy("--for", "node-tagging")["Statement"][0]
         [tag_key] = policy["Condition"]["ForAllValues:StringEquals"]["aws:TagKeys"]
         self.assertEqual(policy["Action"], ["ec2:CreateTags"])
         self.assertEqual(policy["Condition"]["StringEquals"], {"aws:ARN": "${ec2:SourceInstanceARN}"})
-        with tempfile.TemporaryDirectory() as bin_dir:
-            calls = Path(bin_dir) / "calls"
-            stubs = {
-                # The metadata service: a token first, then only with it.
-                "curl": 'echo "curl $*" >> "$CALLS"\n'
-                        'case "$*" in *"-X PUT"*api/token*) echo TOKEN ;;\n'
-                        '*"X-aws-ec2-metadata-token: TOKEN"*instance-id*) echo i-0123456789abcdef0 ;;\n'
-                        '*"X-aws-ec2-metadata-token: TOKEN"*placement/region*) echo eu-west-1 ;;\n'
-                        '*) exit 22 ;; esac',
-                "systemd-id128": '[ "$*" = "machine-id --app-specific=de35106b6ec24688b63afddaa156679b" ] || exit 9\n'
-                                 'echo 975228d46dc94622b9bbe16671e2b58d',
-                "podman": 'echo "podman $*" >> "$CALLS"',
-            }
-            for name, body in stubs.items():
-                stub = Path(bin_dir) / name
-                stub.write_text(f"#!/bin/sh\n{body}\n")
-                stub.chmod(0o755)
-            env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls)}
-            subprocess.run(["sh", str(self.SCRIPT)], env=env, check=True)
-            podman = [line for line in calls.read_text().splitlines() if line.startswith("podman ")]
-        self.assertEqual(len(podman), 1)
+        self.assertEqual(policy["Condition"]["Null"], {f"ec2:ResourceTag/{tag_key}": "true"},
+                         "written only while the instance carries no such tag")
+
+        def run(current):
+            """The script with the instance's tag `current` (None: none):
+            (exit code, podman calls, stderr)."""
+            with tempfile.TemporaryDirectory() as bin_dir:
+                calls = Path(bin_dir) / "calls"
+                tag = f'*"X-aws-ec2-metadata-token: TOKEN"*tags/instance/{tag_key}*) ' + (
+                    "exit 22 ;;" if current is None else f"echo {current} ;;")
+                stubs = {
+                    # The metadata service: a token first, then only with it.
+                    "curl": 'echo "curl $*" >> "$CALLS"\n'
+                            'case "$*" in *"-X PUT"*api/token*) echo TOKEN ;;\n'
+                            '*"X-aws-ec2-metadata-token: TOKEN"*instance-id*) echo i-0123456789abcdef0 ;;\n'
+                            '*"X-aws-ec2-metadata-token: TOKEN"*placement/region*) echo eu-west-1 ;;\n'
+                            f'{tag}\n'
+                            '*) exit 22 ;; esac',
+                    "systemd-id128": '[ "$*" = "machine-id --app-specific=de35106b6ec24688b63afddaa156679b" ] '
+                                     '|| exit 9\necho 975228d46dc94622b9bbe16671e2b58d',
+                    "podman": 'echo "podman $*" >> "$CALLS"',
+                }
+                for name, body in stubs.items():
+                    stub = Path(bin_dir) / name
+                    stub.write_text(f"#!/bin/sh\n{body}\n")
+                    stub.chmod(0o755)
+                env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls)}
+                ran = subprocess.run(["sh", str(self.SCRIPT)], env=env, capture_output=True, text=True)
+                podman = [line for line in calls.read_text().splitlines() if line.startswith("podman ")]
+                return ran.returncode, podman, ran.stderr
+
+        code, podman, _ = run(None)
+        self.assertEqual((code, len(podman)), (0, 1))
         self.assertIn("--network host", podman[0])
         self.assertTrue(podman[0].endswith(
             "ec2 create-tags --region eu-west-1 --resources i-0123456789abcdef0 "
             f"--tags Key={tag_key},Value=975228d46dc94622b9bbe16671e2b58d"), podman[0])
+        # Tagged before with the same id (every later boot): nothing written.
+        self.assertEqual(run("975228d46dc94622b9bbe16671e2b58d")[:2], (0, []))
+        # Tagged with another id: refused, with what to do, nothing written.
+        code, podman, said = run("8f040e49ad9a45a8b0c617313becf153")
+        self.assertEqual((code, podman), (1, []))
+        self.assertIn("aws ec2 delete-tags --resources i-0123456789abcdef0", said)
 
 
 class JobUnits(unittest.TestCase):

@@ -122,3 +122,25 @@ async fn zincati_hears_500_internal_and_the_sentence_says_what_happened() {
     assert_eq!((r.status, r.kind()), (500, "internal".to_string()));
     assert!(!stored(&client, &table).await.contains_key("h:x"));
 }
+
+/// A reservation mark `d:y` left without its holder `h:y` (written by hand):
+/// a drain confirmation for `y` writes no holder the count does not know.
+/// The item cannot be read, so the answer is an error either way; what
+/// matters is what the table holds afterwards.
+#[tokio::test]
+async fn a_leftover_reservation_mark_never_becomes_an_uncounted_holder() {
+    let item = HashMap::from([
+        ("group".to_owned(), AttributeValue::S("default".into())),
+        ("holder_count".to_owned(), n("0")),
+        ("slots".to_owned(), n("1")),
+        ("d:y".to_owned(), n("1000")),
+    ]);
+    let (store, client) = seeded("leftover-drain", item).await;
+    let g = GroupName::parse("default").unwrap();
+    let y = NodeId::parse("y").unwrap();
+    let confirmed = store.drained(&g, &y, None, Timestamp(2000)).await;
+    assert!(confirmed.is_err(), "{confirmed:?}");
+    let after = stored(&client, store.table()).await;
+    assert!(!after.contains_key("h:y"), "an uncounted holder: {after:?}");
+    assert_eq!(after.get("holder_count"), Some(&n("0")));
+}

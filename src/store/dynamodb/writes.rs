@@ -347,8 +347,10 @@ impl DynamoStore {
             .client
             .update_item()
             .update_expression("SET #holder = :now REMOVE #drain")
+            // The holder too: a `d:ID` left without its `h:ID` (written by
+            // hand) must not become a holder the count does not know.
             .condition_expression(format!(
-                "{reservation} AND attribute_not_exists(#paused) \
+                "{reservation} AND attribute_exists(#holder) AND attribute_not_exists(#paused) \
                  AND attribute_not_exists(#alarms) AND attribute_not_exists(#excluded)"
             ))
             .expression_attribute_names("#holder", holder_attribute(id))
