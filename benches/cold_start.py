@@ -155,7 +155,11 @@ class TlsStandIn:
         threading.Thread(target=serve, daemon=True).start()
 
     def trust(self, kind):
-        return self.system if kind == "system" else {"SSL_CERT_FILE": str(self.ca)}
+        # An empty folder for the compiled-in build: an SSL_CERT_DIR of the
+        # caller's own environment would otherwise add the host's store.
+        empty = self.dir / "no-certs"
+        empty.mkdir(exist_ok=True)
+        return self.system if kind == "system" else {"SSL_CERT_FILE": str(self.ca), "SSL_CERT_DIR": str(empty)}
 
     def close(self):
         self.listener.close()

@@ -2,7 +2,9 @@
 //! environment. The adapters at the edges (`http`, `store`, `aws`, `entry`,
 //! `cli`) depend on this; it depends on none of them.
 //!
-//! - [`lock`]: the counting semaphore of a group; [`groups`]: the slots and
+//! - [`lock`]: the rules of a group's slots, over its holders
+//!   ([`semaphore`]) and the time ([`time`]), and its answers
+//!   ([`outcomes`]); [`groups`]: the slots and
 //!   settle times of each group; [`windows`]: maintenance windows.
 //! - [`auth`]: who may call: client credentials (HTTP Basic against salted
 //!   hashes) and the groups each may use.
@@ -24,6 +26,9 @@ pub mod groups;
 pub mod hosts;
 pub mod input;
 pub mod lock;
+pub mod outcomes;
+pub mod semaphore;
 pub mod service;
 pub mod store;
+pub mod time;
 pub mod windows;

@@ -439,7 +439,7 @@ async fn a_late_confirmation_never_grants_a_newer_reservation() {
     let g = group("workers");
     let one = gated(1, HOLD);
     assert_eq!(take(&direct, &g, "a", one, T0).await, Acquire::Reserves);
-    proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+    proxy.next(Fault::Hold, 1);
     let late = tokio::spawn({
         let (store, g) = (Arc::clone(&store), g.clone());
         async move {
@@ -450,12 +450,13 @@ async fn a_late_confirmation_never_grants_a_newer_reservation() {
                 .outcome
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.until_held().await;
     let back = T0.plus(Duration::from_secs(30));
     direct.release(&g, &id("a"), back).await.unwrap();
     let again = back.plus(Duration::from_secs(1));
     assert_eq!(take(&direct, &g, "a", one, again).await, Acquire::Reserves);
 
+    proxy.release();
     assert_eq!(
         late.await.unwrap(),
         Drained::OtherReservation { since: again }

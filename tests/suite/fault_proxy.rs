@@ -25,11 +25,29 @@ pub enum Fault {
     DelayAnswer(Duration),
     /// Hold the request this long, then forward it: its write lands late,
     /// after requests sent later went through.
+    #[allow(dead_code)] // the soak run's chaos (benches/soak.rs); the suite holds instead
     DelayForward(Duration),
+    /// Hold the request until the test lets it go ([`FaultProxy::release`]),
+    /// then forward it; at most [`HOLD_AT_MOST`], inside the SDK's attempt
+    /// timeout, so that it lands late and is never retried. The test waits
+    /// for it to arrive ([`FaultProxy::until_held`]), never a guessed time.
+    Hold,
     /// Answer `400 ThrottlingException` without forwarding.
     Throttle,
     /// Answer `500 InternalServerError` without forwarding.
     ServerError,
+}
+
+/// The longest a held request waits for its release: under the SDK's 2 s
+/// attempt timeout.
+pub const HOLD_AT_MOST: Duration = Duration::from_millis(1_800);
+
+#[derive(Default)]
+struct Gates {
+    /// A held request has arrived.
+    arrived: tokio::sync::Notify,
+    /// The test lets the held request go.
+    released: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -68,6 +86,7 @@ impl Chaos {
 pub struct FaultProxy {
     pub addr: SocketAddr,
     plan: Arc<Mutex<Plan>>,
+    gates: Arc<Gates>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -82,13 +101,24 @@ impl FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let plan = Arc::new(Mutex::new(Plan::default()));
-        let shared = Arc::clone(&plan);
+        let gates = Arc::new(Gates::default());
+        let (shared, shared_gates) = (Arc::clone(&plan), Arc::clone(&gates));
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                tokio::spawn(serve_connection(client, upstream, Arc::clone(&shared)));
+                tokio::spawn(serve_connection(
+                    client,
+                    upstream,
+                    Arc::clone(&shared),
+                    Arc::clone(&shared_gates),
+                ));
             }
         });
-        Self { addr, plan, task }
+        Self {
+            addr,
+            plan,
+            gates,
+            task,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -119,6 +149,18 @@ impl FaultProxy {
         });
     }
 
+    /// Waits until a request planned to meet [`Fault::Hold`] is held.
+    pub async fn until_held(&self) {
+        tokio::time::timeout(Duration::from_secs(30), self.gates.arrived.notified())
+            .await
+            .expect("the held request arrived");
+    }
+
+    /// Lets the held request go on to DynamoDB.
+    pub fn release(&self) {
+        self.gates.released.notify_one();
+    }
+
     /// (requests seen, requests forwarded to DynamoDB)
     pub fn counts(&self) -> (u64, u64) {
         let plan = self.plan.lock().unwrap();
@@ -137,14 +179,23 @@ fn take_fault(plan: &Mutex<Plan>) -> Fault {
     };
     if matches!(
         fault,
-        Fault::None | Fault::DropAnswer | Fault::DelayAnswer(_) | Fault::DelayForward(_)
+        Fault::None
+            | Fault::DropAnswer
+            | Fault::DelayAnswer(_)
+            | Fault::DelayForward(_)
+            | Fault::Hold
     ) {
         plan.forwarded += 1;
     }
     fault
 }
 
-async fn serve_connection(mut client: TcpStream, upstream: SocketAddr, plan: Arc<Mutex<Plan>>) {
+async fn serve_connection(
+    mut client: TcpStream,
+    upstream: SocketAddr,
+    plan: Arc<Mutex<Plan>>,
+    gates: Arc<Gates>,
+) {
     let mut server: Option<TcpStream> = None;
     let mut client_buffer = Vec::new();
     let mut server_buffer = Vec::new();
@@ -175,6 +226,10 @@ async fn serve_connection(mut client: TcpStream, upstream: SocketAddr, plan: Arc
             fault => {
                 if let Fault::DelayForward(delay) = fault {
                     tokio::time::sleep(delay).await;
+                }
+                if let Fault::Hold = fault {
+                    gates.arrived.notify_one();
+                    let _ = tokio::time::timeout(HOLD_AT_MOST, gates.released.notified()).await;
                 }
                 if server.is_none() {
                     server = TcpStream::connect(upstream).await.ok();

@@ -98,19 +98,21 @@ async fn dynamodb_late_writes_never_undo_newer_ones() {
     let store = std::sync::Arc::new(store);
     assert_eq!(take(&*store, "a", SETTLE, 100).await, Acquire::Granted);
     assert_eq!(take(&*store, "b", SETTLE, 100).await, Acquire::Granted);
-    // a's release is sent first and held back by the proxy for 1.5 s (less
-    // than the SDK's 2 s attempt timeout: no retry, the write lands late);
+    // a's release is sent first and held back by the proxy until b's has gone
+    // through (never past the SDK's 2 s attempt timeout: no retry, the write
+    // lands late);
     // b's, sent after it, goes straight through.
-    proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+    proxy.next(Fault::Hold, 1);
     let (before, _) = proxy.counts();
     let late = tokio::spawn({
         let store = std::sync::Arc::clone(&store);
         async move { give_back(&*store, "a", 1_000).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.until_held().await;
     assert_eq!(give_back(&*store, "b", 2_000).await, Release::Released);
     let (on_time, _) = proxy.counts();
     assert_eq!(on_time - before, 2, "a's held-back request and b's");
+    proxy.release();
     assert_eq!(
         late.await.unwrap(),
         Release::Released,
@@ -143,9 +145,9 @@ async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
     let (client, _) = fleetlock::test_support::counted_client().await;
     let direct = fleetlock::store::dynamodb::DynamoStore::new(client, late.table());
     let held_back = || {
-        // A's read goes through; its write waits 1.5 s.
+        // A's read goes through; its write is held until B is done.
         proxy.next(Fault::None, 1);
-        proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+        proxy.next(Fault::Hold, 1);
     };
 
     held_back();
@@ -153,10 +155,11 @@ async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
         let late = std::sync::Arc::clone(&late);
         async move { late.pause(&group(), person("A: stop")).await.unwrap() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.until_held().await;
     let b = direct.pause(&group(), person("B: stop")).await.unwrap();
     assert_eq!(b.outcome, Changed::Yes);
     assert_eq!(direct.resume(&group()).await.unwrap().outcome, Changed::Yes);
+    proxy.release();
     let a = pausing.await.unwrap();
     assert_eq!(a.outcome, Changed::Overtaken);
     assert!(
@@ -170,7 +173,7 @@ async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
         let late = std::sync::Arc::clone(&late);
         async move { late.resume(&group()).await.unwrap() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.until_held().await;
     assert_eq!(direct.resume(&group()).await.unwrap().outcome, Changed::Yes);
     assert_eq!(
         direct
@@ -180,6 +183,7 @@ async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
             .outcome,
         Changed::Yes
     );
+    proxy.release();
     assert_eq!(resuming.await.unwrap().outcome, Changed::Overtaken);
     let pause = stored(&direct)
         .await
@@ -202,7 +206,7 @@ async fn a_late_exclusion_or_inclusion_never_undoes_a_newer_one() {
     let direct = fleetlock::store::dynamodb::DynamoStore::new(client, late.table());
     let held_back = || {
         proxy.next(Fault::None, 1);
-        proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+        proxy.next(Fault::Hold, 1);
     };
     let node = id("sick");
 
@@ -215,7 +219,7 @@ async fn a_late_exclusion_or_inclusion_never_undoes_a_newer_one() {
                 .unwrap()
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.until_held().await;
     let b = direct
         .exclude(&group(), &node, person("B: out"))
         .await
@@ -225,6 +229,7 @@ async fn a_late_exclusion_or_inclusion_never_undoes_a_newer_one() {
         direct.include(&group(), &node).await.unwrap().outcome,
         Changed::Yes
     );
+    proxy.release();
     let a = excluding.await.unwrap();
     assert_eq!(a.outcome, Excluding::Changed(Changed::Overtaken));
     assert!(
@@ -241,7 +246,7 @@ async fn a_late_exclusion_or_inclusion_never_undoes_a_newer_one() {
         let (late, node) = (std::sync::Arc::clone(&late), node.clone());
         async move { late.include(&group(), &node).await.unwrap() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.until_held().await;
     assert_eq!(
         direct.include(&group(), &node).await.unwrap().outcome,
         Changed::Yes
@@ -254,6 +259,7 @@ async fn a_late_exclusion_or_inclusion_never_undoes_a_newer_one() {
             .outcome,
         Excluding::Changed(Changed::Yes)
     );
+    proxy.release();
     assert_eq!(including.await.unwrap().outcome, Changed::Overtaken);
     let exclusion = stored(&direct)
         .await

@@ -492,14 +492,15 @@ async fn a_late_take_over_never_undoes_a_newer_write() {
     let one = leased(1);
     assert_eq!(take(&direct, &g, "gone", one, T0).await, Acquire::Granted);
     let at = T0.plus(LEASE);
-    // The refused grant goes through; the take-over waits 1.5 s.
+    // The refused grant goes through; the take-over is held until the
+    // newer writes are done.
     proxy.next(Fault::None, 1);
-    proxy.next(Fault::DelayForward(Duration::from_millis(1_500)), 1);
+    proxy.next(Fault::Hold, 1);
     let late = tokio::spawn({
         let (store, g) = (Arc::clone(&store), g.clone());
         async move { take(&*store, &g, "late", one, at).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.until_held().await;
     // Meanwhile another node takes the expired slot, reboots and gives it
     // back, and the first holder comes back for a new one.
     let quick = at.plus(Duration::from_millis(1));
@@ -516,6 +517,7 @@ async fn a_late_take_over_never_undoes_a_newer_write() {
         Acquire::Granted
     );
 
+    proxy.release();
     let outcome = late.await.unwrap();
     assert!(
         matches!(outcome, Acquire::Settling { .. } | Acquire::Full),

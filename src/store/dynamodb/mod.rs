@@ -51,6 +51,7 @@
 
 mod admin;
 mod codec;
+mod lease_writes;
 mod lock_store;
 mod writes;
 

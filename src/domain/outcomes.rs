@@ -1,0 +1,74 @@
+//! What the lock answers: to a request for a slot, to a drain's
+//! confirmation, to a release.
+
+use crate::domain::input::NodeId;
+use crate::domain::time::Timestamp;
+
+/// The answer to a request for a slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Acquire {
+    /// The node took a free slot.
+    Granted,
+    /// The group was full, and `holder`, holding since `since`, had kept
+    /// its slot past the group's lease: the node took that slot in its place
+    /// (the count unchanged).
+    TakesExpired { holder: NodeId, since: Timestamp },
+    /// The node already held a slot; it keeps that one.
+    AlreadyHeld,
+    /// Every slot is taken by other nodes.
+    Full,
+    /// A person keeps this node out of the rollout.
+    Excluded,
+    /// A person or an alarm paused the group.
+    Paused,
+    /// A slot was given back less than the settle time ago.
+    Settling { until: Timestamp },
+    /// A free slot, in a group with a drain gate: the node reserved it and
+    /// waits for its drain to be confirmed.
+    Reserves,
+    /// The node's slot is reserved since `since` and waits for its drain,
+    /// until `until`; `overdue` past it, when the group holds on timeout.
+    Draining {
+        since: Timestamp,
+        until: Timestamp,
+        overdue: bool,
+    },
+    /// The node's reservation, since `since`, passed its drain timeout in a
+    /// group that grants on timeout (or whose drain gate was removed): the
+    /// node takes its slot undrained.
+    DrainTimedOut { since: Timestamp },
+    /// A slot is free (or expired), but the group's maintenance window
+    /// closes at `closes`, before a drain begun now would time out.
+    WindowTooShort { closes: Timestamp },
+    /// The group has no item yet, only `*` covers it, and as many such
+    /// groups as allowed exist already: nothing was stored.
+    TooManyGroups { limit: u32 },
+}
+
+/// The answer to a confirmation that a node was drained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drained {
+    /// The reservation is now the node's slot.
+    Granted,
+    /// The node holds its slot already (confirmed before, or granted on
+    /// timeout): nothing changed.
+    AlreadyGranted,
+    /// The node holds no reservation: it never asked, or its reservation
+    /// ended (its steady-state, a release). Nothing changed.
+    NoReservation,
+    /// The node waits since `since`, not since the time confirmed: this
+    /// confirmation is of an earlier reservation that has ended.
+    OtherReservation { since: Timestamp },
+    /// A person keeps the node out of the rollout: the reservation stays.
+    Excluded,
+    /// The group is paused: the reservation stays, confirm again after.
+    Paused,
+}
+
+/// The answer to a release.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    Released,
+    /// The node held nothing; that is fine and nothing changed.
+    NotHeld,
+}

@@ -1,0 +1,65 @@
+//! The time the lock decides by: milliseconds since the Unix epoch, and the
+//! clock they are read from (the system's, or one a test moves).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch: when a holder took its slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    pub fn now() -> Self {
+        let since_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        Self(u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// How long before `now` this was; zero if the clocks disagree.
+    pub fn age_at(self, now: Timestamp) -> Duration {
+        Duration::from_millis(now.0.saturating_sub(self.0))
+    }
+
+    /// `2026-11-30T05:12:09Z`: UTC, whole seconds, always the same width.
+    pub fn to_rfc3339(self) -> String {
+        let seconds = i64::try_from(self.0 / 1000).unwrap_or(i64::MAX);
+        match jiff::Timestamp::from_second(seconds) {
+            Ok(at) => at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            Err(_) => self.0.to_string(),
+        }
+    }
+
+    /// `2026-11-30T05:12:09.042Z`: UTC to the millisecond, for events.
+    pub fn to_rfc3339_millis(self) -> String {
+        let millis = i64::try_from(self.0).unwrap_or(i64::MAX);
+        match jiff::Timestamp::from_millisecond(millis) {
+            Ok(at) => at.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            Err(_) => self.0.to_string(),
+        }
+    }
+
+    pub fn plus(self, span: Duration) -> Timestamp {
+        let millis = u64::try_from(span.as_millis()).unwrap_or(u64::MAX);
+        Timestamp(self.0.saturating_add(millis))
+    }
+
+    pub fn minus(self, span: Duration) -> Timestamp {
+        let millis = u64::try_from(span.as_millis()).unwrap_or(u64::MAX);
+        Timestamp(self.0.saturating_sub(millis))
+    }
+}
+
+/// Where the service reads the time: the system clock in production, a clock
+/// the tests move, so that no test sleeps through a settle time.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
