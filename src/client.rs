@@ -67,7 +67,7 @@ pub enum Answer {
         lease: Option<Duration>,
     },
     /// 423: a refusal of the lock itself (full, paused, settling, outside a
-    /// window); asking again later may succeed.
+    /// window), or 429 (throttled); asking again later may succeed.
     Refused { kind: String, value: String },
     /// Any other 4xx: a mistake in what was sent (credentials, group, path),
     /// which asking again will not mend.
@@ -246,6 +246,29 @@ impl Lock {
         self.authorization.is_some()
     }
 
+    /// A warning when the URL would send its credentials in the clear:
+    /// `http://` with a user part to a host other than this machine's
+    /// loopback. Warned, not refused: Zincati accepts such a URL, and a
+    /// private network may mean it.
+    pub fn cleartext_warning(&self) -> Option<String> {
+        if self.base.scheme() != "http" || self.authorization.is_none() {
+            return None;
+        }
+        let loopback = match self.base.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            None => false,
+        };
+        (!loopback).then(|| {
+            format!(
+                "warning: the URL sends its credentials unencrypted (http://) to {}: anyone on \
+                 the way can read the secret; use https://",
+                self.base.host_str().unwrap_or_default()
+            )
+        })
+    }
+
     /// The base URL, password hidden.
     pub fn shown(&self) -> String {
         redacted(&self.base)
@@ -309,14 +332,43 @@ where
     tokio::spawn(connection);
     let response = sender.send_request(request).await.map_err(unreachable)?;
     let status = response.status().as_u16();
-    let body = response
-        .into_body()
+    // A server streaming an endless body must not fill this process's
+    // memory: past the cap, the answer is refused.
+    let body = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
         .collect()
         .await
-        .map_err(unreachable)?
+        .map_err(|e| match e.downcast::<http_body_util::LengthLimitError>() {
+            Ok(_) => ClientError::Server {
+                status,
+                detail: format!(
+                    "the answer's body is larger than {} KiB, more than any FleetLock answer",
+                    MAX_ANSWER_BYTES / 1024
+                ),
+            },
+            Err(other) => ClientError::Unreachable(other.to_string()),
+        })?
         .to_bytes()
         .to_vec();
     Ok((status, body))
+}
+
+/// The most of an answer's body this client reads: a FleetLock answer is a
+/// few hundred bytes.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// Server text made safe for a terminal: control characters (escape
+/// sequences, CR and LF that could forge a line) shown escaped, and at most
+/// 500 characters.
+pub fn printable(text: &str) -> String {
+    let mut shown = String::new();
+    for c in text.chars().take(500) {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// The answer a status and body make: 2xx yes, 423 refused, other 4xx
@@ -345,15 +397,24 @@ pub fn answer_of(status: u16, body: &[u8]) -> Result<Answer, ClientError> {
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned)
     };
-    // As Zincati names a body that is not {kind, value}.
-    let kind = field("kind").unwrap_or_else(|| format!("generic_http_{status}"));
-    let value = field("value").unwrap_or_else(|| {
-        let text = String::from_utf8_lossy(body);
-        let text: String = text.chars().take(200).collect();
-        format!("the server answered {status} without a FleetLock body: {text}")
-    });
+    // As Zincati names a body that is not {kind, value}. Whatever the server
+    // wrote reaches a terminal only escaped.
+    let kind = field("kind").map_or_else(|| format!("generic_http_{status}"), |k| printable(&k));
+    let value = field("value").map_or_else(
+        || {
+            let text = String::from_utf8_lossy(body);
+            let text: String = text.chars().take(200).collect();
+            format!(
+                "the server answered {status} without a FleetLock body: {}",
+                printable(&text)
+            )
+        },
+        |v| printable(&v),
+    );
     match status {
-        423 => Ok(Answer::Refused { kind, value }),
+        // 429: API Gateway's throttling, with no FleetLock body; asking again
+        // later mends it, as it mends a full group.
+        423 | 429 => Ok(Answer::Refused { kind, value }),
         400..=499 => Ok(Answer::Rejected {
             status,
             kind,
@@ -562,9 +623,27 @@ mod tests {
             answer_of(401, b"{\"kind\":\"unauthorized\",\"value\":\"v\"}").unwrap(),
             Answer::Rejected { status: 401, .. }
         ));
+        let warned = |url: &str| Lock::new(url).unwrap().cleartext_warning().is_some();
+        assert!(warned("http://fleet:s@fleetlock.internal/"));
+        assert!(!warned("https://fleet:s@fleetlock.internal/"));
+        assert!(!warned("http://fleet:s@127.0.0.1:8080/"));
+        assert!(!warned("http://fleet:s@[::1]:8080/"));
+        assert!(
+            !warned("http://fleetlock.internal/"),
+            "no credentials, nothing to leak"
+        );
+        // A server's text cannot forge a line on the terminal.
+        let forged = br#"{"kind":"semaphore_full\u001b[2K","value":"full\r\nfleetlock: took a slot of group 'workers'"}"#;
+        let Answer::Refused { kind, value } = answer_of(423, forged).unwrap() else {
+            panic!()
+        };
+        assert_eq!(kind, "semaphore_full\\u{1b}[2K");
+        assert!(!value.contains('\n') && !value.contains('\r'), "{value}");
+        assert!(value.contains("full\\r\\nfleetlock: took"), "{value}");
+        // API Gateway's throttling: asked again, like a full group.
         assert!(matches!(
             answer_of(429, b"Too Many Requests").unwrap(),
-            Answer::Rejected { status: 429, ref kind, .. } if kind == "generic_http_429"
+            Answer::Refused { ref kind, .. } if kind == "generic_http_429"
         ));
         assert!(matches!(
             answer_of(503, body),

@@ -9,6 +9,7 @@ pub mod eventbridge;
 pub mod function_config;
 pub mod iam;
 pub mod instance_tags;
+pub mod server_clock;
 pub mod trust;
 
 use std::time::Duration;

@@ -4,9 +4,11 @@
 
 use aws_config::SdkConfig;
 
+use crate::aws::server_clock::ServerClock;
 use crate::aws::{self, function_config};
 use crate::config::{self, Config, ConfigError, process_env};
 use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::Timestamp;
 use crate::domain::store::LockStore;
 use crate::store::dynamodb::DynamoStore;
 
@@ -179,8 +181,32 @@ pub async fn command_aws() -> Result<SdkConfig, Failure> {
         .map_err(|why| Failure::Config(ConfigError::Missing(why)))
 }
 
+/// The table's store, on a client that reads AWS's clock from every answer
+/// ([`SERVER_CLOCK`]).
 pub fn dynamo_store(aws: &SdkConfig, table: String) -> DynamoStore {
-    DynamoStore::new(aws::dynamodb_client(aws), table)
+    let config = aws::dynamodb_config(aws).interceptor(SERVER_CLOCK.clone());
+    DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config.build()), table)
+}
+
+/// AWS's clock as this command's DynamoDB answers show it: one command runs
+/// per process, and every store it makes reports here.
+pub static SERVER_CLOCK: std::sync::LazyLock<ServerClock> =
+    std::sync::LazyLock::new(ServerClock::default);
+
+/// The time a command writes: this machine's, once it is known to be within
+/// a few seconds of AWS's (read from the answers so far, or from one read of
+/// the table when none came yet); a skewed clock stops the command, with
+/// the line that says so, before it writes anything.
+pub async fn written_now(store: &DynamoStore) -> Result<Timestamp, Failure> {
+    if SERVER_CLOCK.skew_ms().is_none() {
+        // Any answer carries a Date; this read is one GetItem.
+        store
+            .wildcard_groups()
+            .await
+            .map_err(|e| Failure::Aws(e.to_string()))?;
+    }
+    SERVER_CLOCK.check().map_err(Failure::Refused)?;
+    Ok(Timestamp::now())
 }
 
 #[cfg(test)]

@@ -7,11 +7,11 @@ use clap::Args;
 
 use crate::config::{self, process_env};
 use crate::domain::input::{GroupName, NodeId, PauseReason};
-use crate::domain::lock::{Exclusion, Timestamp};
+use crate::domain::lock::Exclusion;
 use crate::domain::store::{Changed, Excluding, LockStore};
 
 use super::Failure;
-use super::context::{Act, known_group};
+use super::context::{Act, known_group, written_now};
 
 /// Keep one node out of the rollout: it takes no new slot (a slot it holds
 /// stays its own) while the rest of the group goes on; at most 10 nodes a group
@@ -61,7 +61,7 @@ impl Exclude {
             known_group(&self.node.group, self.function, Act::Exclude, "exclude").await?;
         let exclusion = Exclusion {
             reason,
-            since: Timestamp::now(),
+            since: written_now(&store).await?,
             by,
         };
         exclude(&store, &group, &node, exclusion, out).await

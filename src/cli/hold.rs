@@ -58,6 +58,9 @@ impl LockCommand {
             }
         };
         let mut say = |line: &str| eprintln!("fleetlock: {line}");
+        if let Some(warning) = checked.lock.cleartext_warning() {
+            say(&warning);
+        }
         let (ended, lease) = run_for_lease(&checked, &request, stop_signal(), &mut say).await;
         if ended != Ended::Done {
             return ExitCode::from(ended.code());
@@ -89,7 +92,10 @@ pub fn renewal_of(answer: Result<Answer, ClientError>) -> Renewal {
             )),
         },
         // A holder is refused before the store outside a window: it holds.
-        Ok(Answer::Refused { kind, value }) if kind == "outside_maintenance_window" => {
+        // A throttled call (429, no FleetLock body) said nothing of the slot.
+        Ok(Answer::Refused { kind, value })
+            if kind == "outside_maintenance_window" || kind.starts_with("generic_http_") =>
+        {
             Renewal::Unknown(value)
         }
         Ok(Answer::Refused { value, .. }) => Renewal::Lost(value),
@@ -316,6 +322,10 @@ mod tests {
         ));
         assert!(matches!(
             renewal_of(refused("outside_maintenance_window")),
+            Renewal::Unknown(_)
+        ));
+        assert!(matches!(
+            renewal_of(refused("generic_http_429")),
             Renewal::Unknown(_)
         ));
         let unreachable = Err(ClientError::Unreachable("no route".into()));

@@ -152,6 +152,9 @@ impl LockArgs {
             );
         }
         let mut say = |line: &str| eprintln!("fleetlock: {line}");
+        if let Some(warning) = checked.lock.cleartext_warning() {
+            say(&warning);
+        }
         let ended = run(&checked, &request, stop_signal(), &mut say).await;
         ExitCode::from(ended.code())
     }
@@ -294,8 +297,7 @@ pub async fn run_for_lease(
                 if request.call == Call::PreReboot {
                     // Its answer will never be read: give back what it may
                     // have taken.
-                    let _ = checked.lock.call(Call::SteadyState, id, group).await;
-                    say("stopped while asking; any slot that request took was given back");
+                    give_back_unheard(checked, "stopped while asking", say).await;
                 } else {
                     say("stopped while giving the slot back");
                 }
@@ -333,6 +335,10 @@ pub async fn run_for_lease(
             }
         };
         if request.wait.is_none() {
+            if retry_ends == Ended::Unreachable && request.call == Call::PreReboot {
+                // The request may have been granted with its answer lost.
+                give_back_unheard(checked, "no answer was heard", say).await;
+            }
             return (retry_ends, None);
         }
         let pause = pause_after(tries, jitter());
@@ -349,6 +355,9 @@ pub async fn run_for_lease(
                 started.elapsed().as_secs()
             ));
             let ended = if retry_ends == Ended::Unreachable {
+                if request.call == Call::PreReboot {
+                    give_back_unheard(checked, "the last request was not answered", say).await;
+                }
                 Ended::Unreachable
             } else {
                 Ended::Refused
@@ -362,6 +371,29 @@ pub async fn run_for_lease(
                 say("stopped while waiting; no slot was taken");
                 return (Ended::Refused, None);
             }
+        }
+    }
+}
+
+/// After a pre-reboot whose answer was never read (stopped, lost, a 5xx):
+/// a steady-state gives back whatever it may have taken, and the line says
+/// whether that worked, and what to run if not.
+async fn give_back_unheard(checked: &Checked, what: &str, say: &mut dyn FnMut(&str)) {
+    let (id, group) = (checked.id.as_str(), checked.group.as_str());
+    match checked.lock.call(Call::SteadyState, id, group).await {
+        Ok(Answer::Yes { .. }) => say(&format!(
+            "{what}; any slot that request took was given back"
+        )),
+        other => {
+            let why = match other {
+                Ok(Answer::Refused { value, .. } | Answer::Rejected { value, .. }) => value,
+                Err(err) => err.to_string(),
+                Ok(Answer::Yes { .. }) => unreachable!("matched above"),
+            };
+            say(&format!(
+                "{what}, and a slot that request may have taken could not be given back \
+                 ({why}): it may be held; run 'fleetlock unlock --group {group} --id {id}'"
+            ));
         }
     }
 }

@@ -12,7 +12,9 @@ use crate::domain::service::paused_because;
 use crate::domain::store::{Changed, LockStore};
 
 use super::Failure;
-use super::context::{Act, Known, command_aws, deployed_config, dynamo_store, group_named};
+use super::context::{
+    Act, Known, command_aws, deployed_config, dynamo_store, group_named, written_now,
+};
 
 /// Stop new reboots in these groups at once (holders keep their slots; --by
 /// defaults to $USER); a group neither stored nor configured is refused as a
@@ -75,7 +77,8 @@ impl Pause {
             let known = Known::new(&store, store.table(), deployed.as_ref());
             known.refuse_typos(&targets, Act::Pause).await?;
         }
-        pause(&store, &targets, &reason, &by, Timestamp::now(), out).await
+        let now = written_now(&store).await?;
+        pause(&store, &targets, &reason, &by, now, out).await
     }
 }
 

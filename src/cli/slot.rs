@@ -13,7 +13,7 @@ use crate::domain::store::LockStore;
 
 use super::Failure;
 use super::config_check::shell_word;
-use super::context::stored_node;
+use super::context::{stored_node, written_now};
 
 /// Release a slot by hand (ID as status shows it)
 #[derive(Args, Debug, PartialEq, Eq)]
@@ -29,7 +29,8 @@ pub struct Release {
 impl Release {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (group, id, store) = stored_node(&self.group, &self.id, "release").await?;
-        release(&store, &group, &id, Timestamp::now(), out).await
+        let now = written_now(&store).await?;
+        release(&store, &group, &id, now, out).await
     }
 }
 
@@ -57,7 +58,8 @@ impl Drained {
             id,
             reserved_at: self.reserved_at,
         };
-        drained(&store, &confirmation, Timestamp::now(), out).await
+        let now = written_now(&store).await?;
+        drained(&store, &confirmation, now, out).await
     }
 }
 

@@ -205,6 +205,23 @@ pub fn presented_name(authorization: &[u8]) -> Option<String> {
     parse_basic(authorization).map(|(name, _)| name)
 }
 
+/// What the log of a refused call says of who it claimed to be.
+pub const NOT_A_CLIENT: &str = "(not a configured client's name)";
+
+impl Auth {
+    /// The presented name for the log of a refused call, only when it is a
+    /// configured client's name: a secret put in the user part of a URL
+    /// (`https://SECRET@host/`) arrives as the name, and must not be logged.
+    pub fn presented_client(&self, authorization: &[u8]) -> Option<String> {
+        let name = presented_name(authorization)?;
+        let known = match self {
+            Auth::Required(clients) => clients.names().any(|known| known == name),
+            Auth::Disabled => false,
+        };
+        Some(if known { name } else { NOT_A_CLIENT.to_owned() })
+    }
+}
+
 /// `Basic base64(name:secret)` → (name, secret).
 fn parse_basic(header: &[u8]) -> Option<(String, String)> {
     let header = std::str::from_utf8(header).ok()?.trim();
@@ -264,6 +281,27 @@ pub fn new_credential(name: &str, groups: &str) -> Result<NewCredential, String>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_refused_call_logs_a_presented_name_only_when_it_is_a_clients() {
+        let credential = new_credential("fleet", "*").unwrap();
+        let auth = Auth::Required(Clients::parse(&credential.entry).unwrap());
+        let basic = |pair: &str| {
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        };
+        assert_eq!(
+            auth.presented_client(basic("fleet:wrong").as_bytes()),
+            Some("fleet".into())
+        );
+        // https://SECRET@host/: the secret arrives as the name.
+        let secret = &credential.secret;
+        let logged = auth.presented_client(basic(&format!("{secret}:")).as_bytes());
+        assert_eq!(logged.as_deref(), Some(NOT_A_CLIENT));
+        assert_eq!(auth.presented_client(b"Bearer x"), None);
+    }
+
     use super::*;
 
     /// An entry as `fleetlock credential` wrote it, kept in users'

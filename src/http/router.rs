@@ -132,7 +132,7 @@ impl<S: LockStore> Api<S> {
         let presented_client = match verdict {
             Err(Error::Unauthorized(_)) => headers
                 .get(header::AUTHORIZATION)
-                .and_then(|v| crate::domain::auth::presented_name(v.as_bytes()))
+                .and_then(|v| self.auth.presented_client(v.as_bytes()))
                 .map(|name| printable(&name)),
             _ => None,
         };

@@ -1901,3 +1901,79 @@ async fn a_command_without_a_region_says_so_in_one_line() {
     }
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The operator's laptop two hours ahead of AWS (the proxy moves the Date of
+/// DynamoDB Local's answers two hours back): every command that writes a
+/// time stops with a line that says why, and nothing is written; with the
+/// clocks agreeing, the same commands go through the same proxy.
+#[tokio::test]
+async fn an_operator_clock_hours_off_writes_no_time() {
+    let upstream: std::net::SocketAddr = local_dynamodb_endpoint()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let proxy = crate::fault_proxy::FaultProxy::start(upstream).await;
+    let table = unique_table_name("skew");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let (mut child, addr) = serve(with_table().env("FLEETLOCK_GROUPS", "default=1")).await;
+    assert_eq!(
+        zincati(addr, "pre-reboot", "stuck-node", "default")
+            .await
+            .status,
+        200
+    );
+    child.kill().await.unwrap();
+
+    proxy.shift_dates(-2 * 3600);
+    let through_proxy = |args: &[&str]| {
+        let mut command = with_table();
+        command.env("AWS_ENDPOINT_URL", proxy.url()).args(args);
+        command
+    };
+    for args in [
+        &["release", "--group", "default", "--id", "stuck-node"][..],
+        &["drained", "--group", "default", "--id", "stuck-node"],
+        &["pause", "--group", "default", "--reason", "x"],
+        &[
+            "exclude", "--group", "default", "--id", "other", "--reason", "x",
+        ],
+    ] {
+        let r = run(&mut through_proxy(args)).await;
+        assert!(!r.ok, "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr
+                .contains("this machine's clock is about 7200 s ahead of AWS's"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    let r = run(with_table().args(["status", "--json"])).await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let group = &status["groups"][0];
+    assert_eq!(
+        group["holders"][0]["id"], "stuck-node",
+        "still held: {status}"
+    );
+    assert!(group["paused_by_person"].is_null(), "not paused: {status}");
+
+    proxy.shift_dates(0);
+    let r = run(&mut through_proxy(&[
+        "release",
+        "--group",
+        "default",
+        "--id",
+        "stuck-node",
+    ]))
+    .await;
+    assert!(
+        r.ok && r.stdout.contains("released 'stuck-node'"),
+        "{}",
+        r.stderr
+    );
+}

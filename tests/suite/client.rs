@@ -872,3 +872,93 @@ async fn a_command_that_cannot_start_exits_127_and_gives_the_slot_back() {
             .ends_with("steady-state")
     );
 }
+
+/// A pre-reboot answered 503 (its write may have landed): `lock` gives back
+/// what it may have taken and says so; where that give-back fails too, the
+/// line says the slot may be held and what to run.
+#[tokio::test]
+async fn a_pre_reboot_never_heard_is_given_back_or_named() {
+    for steady_state in [200u16, 503] {
+        let calls = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&calls);
+        let endpoint = stand_in(move |parts, _| {
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().push(path.clone());
+            let status = if path.ends_with("steady-state") {
+                steady_state
+            } else {
+                503
+            };
+            (
+                status,
+                "application/json",
+                br#"{"kind":"store_unavailable","value":"down"}"#.to_vec(),
+            )
+        })
+        .await;
+        let machine = machine_id_file(&format!("unheard-{steady_state}"));
+        let job = ran(&mut fleetlock(
+            &format!("{endpoint}/"),
+            &machine,
+            &["lock", "--group", "jobs", "--id", "job-1"],
+        ))
+        .await;
+        assert_eq!(job.code, 3, "{}", job.stderr);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            ["/v1/pre-reboot", "/v1/steady-state"],
+            "a give-back after the unheard pre-reboot"
+        );
+        if steady_state == 200 {
+            assert!(
+                job.stderr
+                    .contains("no answer was heard; any slot that request took was given back"),
+                "{}",
+                job.stderr
+            );
+        } else {
+            assert!(
+                job.stderr
+                    .contains("it may be held; run 'fleetlock unlock --group jobs --id job-1'"),
+                "{}",
+                job.stderr
+            );
+            assert!(!job.stderr.contains("was given back"), "{}", job.stderr);
+        }
+    }
+}
+
+/// A server that streams a chunked 423 without end: `lock` reads 64 KiB of
+/// it at most, and ends with a line, instead of filling its memory.
+#[tokio::test]
+async fn an_endless_answer_is_cut_off_with_a_line() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut stream, &mut request).await;
+                let head = "HTTP/1.1 423 Locked\r\ncontent-type: application/json\r\n\
+                            transfer-encoding: chunked\r\n\r\n";
+                if stream.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
+                while stream.write_all(chunk.as_bytes()).await.is_ok() {}
+            });
+        }
+    });
+    let machine = machine_id_file("endless");
+    let started = Instant::now();
+    let job = ran(&mut fleetlock(
+        &format!("http://{addr}/"),
+        &machine,
+        &["lock", "--group", "jobs", "--id", "job-1"],
+    ))
+    .await;
+    assert_eq!(job.code, 3, "{}", job.stderr);
+    assert!(job.stderr.contains("larger than 64 KiB"), "{}", job.stderr);
+    assert!(started.elapsed() < Duration::from_secs(30));
+}

@@ -58,6 +58,9 @@ struct Plan {
     chaos: Option<Chaos>,
     requests: u64,
     forwarded: u64,
+    /// Seconds added to the `Date` of every answer passed on: a clock of
+    /// AWS's that disagrees with this machine's.
+    date_shift: i64,
 }
 
 /// Each fault with its chance in a thousand; `None` otherwise.
@@ -147,6 +150,12 @@ impl FaultProxy {
             faults: faults.to_vec(),
             state: seed | 1,
         });
+    }
+
+    /// Every answer's `Date` header from now on says `seconds` later than
+    /// DynamoDB's (earlier when negative).
+    pub fn shift_dates(&self, seconds: i64) {
+        self.plan.lock().unwrap().date_shift = seconds;
     }
 
     /// Waits until a request planned to meet [`Fault::Hold`] is held.
@@ -248,12 +257,44 @@ async fn serve_connection(
                     Fault::DelayAnswer(delay) => tokio::time::sleep(delay).await,
                     _ => {}
                 }
+                let shift = plan.lock().unwrap().date_shift;
+                let answer = if shift == 0 {
+                    answer
+                } else {
+                    shifted_date(answer, shift)
+                };
                 if client.write_all(&answer).await.is_err() {
                     return;
                 }
             }
         }
     }
+}
+
+/// `answer` with its `Date` header moved by `seconds`; the body untouched.
+fn shifted_date(answer: Vec<u8>, seconds: i64) -> Vec<u8> {
+    let Some(end) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return answer;
+    };
+    let head = String::from_utf8_lossy(&answer[..end]).into_owned();
+    let lines: Vec<String> = head
+        .split("\r\n")
+        .map(|line| match line.split_once(':') {
+            Some((name, value)) if name.eq_ignore_ascii_case("date") => {
+                match jiff::fmt::rfc2822::parse(value.trim()) {
+                    Ok(at) => {
+                        let moved = at.timestamp() + jiff::SignedDuration::from_secs(seconds);
+                        format!("{name}: {}", moved.strftime("%a, %d %b %Y %H:%M:%S GMT"))
+                    }
+                    Err(_) => line.to_owned(),
+                }
+            }
+            _ => line.to_owned(),
+        })
+        .collect();
+    let mut shifted = lines.join("\r\n").into_bytes();
+    shifted.extend_from_slice(&answer[end..]);
+    shifted
 }
 
 async fn write_canned(

@@ -99,6 +99,9 @@ impl CheckArgs {
                  history; prefer FLEETLOCK_URL or --url-file"
             );
         }
+        if let Some(warning) = server.cleartext_warning() {
+            eprintln!("fleetlock: {warning}");
+        }
         let shown = server.shown();
         let run = Check::new(server, &request.group, request.slots, &nonce());
         let outcome = tokio::select! {
