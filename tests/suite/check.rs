@@ -131,6 +131,8 @@ enum Broken {
     PlainTextRefusals,
     /// Answers any pre-reboot after the first grant only after a minute.
     SlowSecondGrant,
+    /// Answers a holder's steady-state 2xx without freeing its slot.
+    NeverFrees,
 }
 
 /// A FleetLock server with 2 slots, right but for one mistake; its holders.
@@ -230,7 +232,13 @@ async fn answer(
         }
         "/v1/steady-state" => {
             let mut holders = holders.lock().unwrap();
-            if holders.remove(&id) {
+            // A server that never frees answers as if it had.
+            let freed = if broken == Broken::NeverFrees {
+                holders.contains(&id)
+            } else {
+                holders.remove(&id)
+            };
+            if freed {
                 ok("released")
             } else if broken == Broken::RefusesNonHolders {
                 refusal(409, "not_a_holder")
@@ -246,6 +254,28 @@ fn failed_case(stdout: &str, case: &str) -> bool {
     stdout
         .lines()
         .any(|line| line.starts_with(&format!("fail  {case}: ")))
+}
+
+/// A server whose steady-state answers 2xx and frees nothing: the check
+/// fails on the effect (new nodes find no slot), not on the status line,
+/// and says it could not give its slots back (exit 1, never "conforms").
+#[tokio::test]
+async fn a_server_that_never_frees_a_slot_does_not_conform() {
+    let (url, holders) = stand_in(Broken::NeverFrees).await;
+    let r = ran(&mut check(&url, &[])).await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        failed_case(&r.stdout, "steady-state of a holder frees its slot"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("the slots were not freed"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("the server conforms"), "{}", r.stdout);
+    assert_eq!(holders.lock().unwrap().len(), 2, "the stand-in keeps both");
 }
 
 #[tokio::test]

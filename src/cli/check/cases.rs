@@ -320,16 +320,46 @@ impl Check {
                 refused.push(heard.shown());
             }
         }
+        // A 2xx is not enough: the slots must be free again, so new nodes
+        // take every one of them.
+        let mut freed = 0;
+        for n in 1..=self.slots {
+            let id = self.id(&format!("after-release-{n}"));
+            let heard = self
+                .zincati(Call::PreReboot, &id, "a slot freed by steady-state")
+                .await
+                .map_err(unreachable)?;
+            if heard.yes() {
+                freed += 1;
+            }
+        }
+        let all_freed = refused.is_empty() && freed == self.slots;
         self.record(
             "steady-state of a holder frees its slot",
-            must(refused.is_empty()),
-            if refused.is_empty() {
-                format!("{} holders, each 2xx", holders.len())
-            } else {
+            must(all_freed),
+            if !refused.is_empty() {
                 refused.join("; ")
+            } else if freed < self.slots {
+                format!(
+                    "{} holders each heard 2xx, but then only {freed} of {} new nodes got a \
+                     slot: the slots were not freed",
+                    holders.len(),
+                    self.slots
+                )
+            } else {
+                format!(
+                    "{} holders, each 2xx; then {freed} new nodes took the freed slots",
+                    holders.len()
+                )
             },
             "Zincati gives its slot back with steady-state once the node is healthy",
         );
+        if !self.release_all().await.is_empty() {
+            return Err(Stop::Refused(
+                "the slots this check took could not all be given back; the server keeps them"
+                    .into(),
+            ));
+        }
 
         // 7. Many at once: never more than the slots.
         let askers = (self.slots * 4).clamp(8, 64);
@@ -349,11 +379,13 @@ impl Check {
             .into_iter()
             .filter(|yes| *yes)
             .count();
+        // With every slot free, a race grants some and never more than the
+        // slots: none at all is a server that grants nothing.
         self.record(
             "concurrent pre-reboots never over-grant",
-            must(granted <= self.slots as usize),
+            must((1..=self.slots as usize).contains(&granted)),
             format!("{granted} of {askers} askers granted, {} slots", self.slots),
-            "FleetLock: at most the group's slots hold a lock at once",
+            "FleetLock: at most the group's slots hold a lock at once, and a free slot is taken",
         );
         let left = self.release_all().await;
         if !left.is_empty() {
