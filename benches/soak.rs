@@ -594,7 +594,6 @@ async fn main() {
         let (table, slots) = (table.clone(), leased_slots());
         let addr = addr.clone();
         tokio::spawn(async move {
-            let mut sender = connect(&addr).await;
             use aws_sdk_dynamodb::types::AttributeValue;
             let n = |v: u64| AttributeValue::N(v.to_string());
             let mut next = 0u64;
@@ -622,6 +621,9 @@ async fn main() {
                         continue;
                     }
                     tokio::time::sleep(Duration::from_millis(50)).await;
+                    // A connection of its own each time: the server closes
+                    // an idle one.
+                    let mut sender = connect(&addr).await;
                     let (status, json) =
                         call(&mut sender, &addr, "pre-reboot", &ghost, LEASED_GROUP).await;
                     tally.calls.fetch_add(1, Ordering::Relaxed);

@@ -133,6 +133,8 @@ enum Broken {
     SlowSecondGrant,
     /// Answers a holder's steady-state 2xx without freeing its slot.
     NeverFrees,
+    /// Grants the first pre-reboot at once, and answers it a minute later.
+    LateFirstAnswer,
 }
 
 /// A FleetLock server with 2 slots, right but for one mistake; its holders.
@@ -215,6 +217,11 @@ async fn answer(
         "/v1/pre-reboot" => {
             if broken == Broken::SlowSecondGrant && !holders.lock().unwrap().is_empty() {
                 tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+            if broken == Broken::LateFirstAnswer && holders.lock().unwrap().is_empty() {
+                holders.lock().unwrap().insert(id);
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                return ok("granted");
             }
             let mut holders = holders.lock().unwrap();
             if holders.contains(&id) {
@@ -351,6 +358,38 @@ async fn a_signal_mid_run_gives_back_the_slot_taken() {
     assert!(
         holders.lock().unwrap().is_empty(),
         "{:?}",
+        holders.lock().unwrap()
+    );
+}
+
+/// SIGTERM while a granted answer is on its way (the stand-in grants, then
+/// answers a minute later): the slot is given back all the same.
+#[tokio::test]
+async fn a_signal_while_a_grant_is_in_flight_gives_that_slot_back() {
+    let (url, holders) = stand_in(Broken::LateFirstAnswer).await;
+    let child = check(&url, &[]).spawn().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while holders.lock().unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no slot was taken");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = child.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("it stops at once")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        holders.lock().unwrap().is_empty(),
+        "the grant in flight was not given back: {:?}\n{stdout}",
         holders.lock().unwrap()
     );
 }

@@ -73,6 +73,13 @@ impl Check {
     }
 
     async fn send(&self, probe: &Probe, id: &str, what: &str) -> Result<Heard, ClientError> {
+        // A pre-reboot may be granted before its answer arrives (or one
+        // never does): its id counts as taken from the moment it is sent, so
+        // that a signal or a lost answer still leads to its give-back.
+        let held_before = probe.call == Call::PreReboot && {
+            let mut taken = self.taken.lock().expect("not poisoned");
+            !taken.insert(id.to_owned())
+        };
         let (status, body) = self.lock.send(probe).await?;
         let raw = String::from_utf8_lossy(&body).into_owned();
         let parsed: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
@@ -84,8 +91,9 @@ impl Check {
         };
         let mut taken = self.taken.lock().expect("not poisoned");
         match (probe.call, heard.yes()) {
-            (Call::PreReboot, true) => {
-                taken.insert(id.to_owned());
+            // Refused: it took nothing (unless it held before).
+            (Call::PreReboot, false) if !held_before => {
+                taken.remove(id);
             }
             (Call::SteadyState, true) => {
                 taken.remove(id);
