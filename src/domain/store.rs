@@ -209,3 +209,44 @@ pub trait LockStore: Send + Sync + 'static {
     /// `FLEETLOCK_MAX_WILDCARD_GROUPS`, sorted.
     fn wildcard_groups(&self) -> impl Future<Output = Result<Vec<GroupName>, StoreError>> + Send;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::input::PauseReason;
+    use crate::domain::lock::{MAX_EXCLUSIONS, PersonPause, Timestamp};
+
+    fn excluding(count: usize) -> GroupRecord {
+        let mut group = GroupRecord::default();
+        for n in 0..count {
+            group.excluded.insert(
+                NodeId::parse(&format!("n{n}")).unwrap(),
+                PersonPause {
+                    reason: PauseReason::parse("disk").unwrap(),
+                    since: Timestamp(1),
+                    by: "ana".into(),
+                },
+            );
+        }
+        group
+    }
+
+    #[test]
+    fn an_exclusion_stops_at_the_cap_and_never_before() {
+        let new = NodeId::parse("new").unwrap();
+        assert_eq!(
+            exclusion_refused(&excluding(MAX_EXCLUSIONS - 1), &new),
+            None
+        );
+        assert_eq!(
+            exclusion_refused(&excluding(MAX_EXCLUSIONS), &new),
+            Some(Excluding::AtLimit)
+        );
+        let at_cap = excluding(MAX_EXCLUSIONS);
+        assert_eq!(
+            exclusion_refused(&at_cap, &NodeId::parse("n0").unwrap()),
+            Some(Excluding::Changed(Changed::AlreadySo)),
+            "an excluded node at the cap is excluded already, not refused"
+        );
+    }
+}
