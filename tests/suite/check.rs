@@ -135,6 +135,10 @@ enum Broken {
     NeverFrees,
     /// Grants the first pre-reboot at once, and answers it a minute later.
     LateFirstAnswer,
+    /// Refuses a body without `Content-Type: application/json` (415).
+    DemandsContentType,
+    /// Refuses a holder that asks again (423), as a non-re-entrant lock.
+    RefusesReentry,
 }
 
 /// A FleetLock server with 2 slots, right but for one mistake; its holders.
@@ -190,6 +194,9 @@ async fn answer(
     if parts.method != hyper::Method::POST {
         return refusal(405, "method_not_allowed");
     }
+    if broken == Broken::DemandsContentType && parts.headers.get("content-type").is_none() {
+        return refusal(415, "unsupported_media_type");
+    }
     if parts.headers.get("fleet-lock-protocol").is_none() {
         return refusal(400, "missing_protocol_header");
     }
@@ -225,6 +232,9 @@ async fn answer(
             }
             let mut holders = holders.lock().unwrap();
             if holders.contains(&id) {
+                if broken == Broken::RefusesReentry {
+                    return refusal(423, "already_locked");
+                }
                 return ok("already_held");
             }
             if holders.len() >= 2 && broken != Broken::OverGrants {
@@ -261,6 +271,27 @@ fn failed_case(stdout: &str, case: &str) -> bool {
     stdout
         .lines()
         .any(|line| line.starts_with(&format!("fail  {case}: ")))
+}
+
+/// A server that demands a Content-Type refuses Zincati's own request: the
+/// case fails and the run stops there, saying why.
+#[tokio::test]
+async fn a_server_that_demands_a_content_type_fails_at_the_first_probe() {
+    let (url, holders) = stand_in(Broken::DemandsContentType).await;
+    let r = ran(&mut check(&url, &[])).await;
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        failed_case(&r.stdout, "a body without Content-Type is read"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("the server refuses Zincati's own request"),
+        "{}",
+        r.stdout
+    );
+    assert!(holders.lock().unwrap().is_empty());
 }
 
 /// A server whose steady-state answers 2xx and frees nothing: the check
@@ -303,6 +334,10 @@ async fn each_mistake_of_a_broken_server_fails_its_case_and_no_slot_is_left() {
         (
             Broken::PlainTextRefusals,
             "every refusal has a {kind, value} body",
+        ),
+        (
+            Broken::RefusesReentry,
+            "pre-reboot of a node that holds a slot",
         ),
     ] {
         let (url, holders) = stand_in(broken).await;
