@@ -81,6 +81,10 @@ const EXCLUDED_NODE: &str = "soak-node-0000";
 /// The group with a lease, where expired holders are planted.
 const LEASED_GROUP: &str = "default";
 const LEASE: &str = "30m";
+/// A leased group of one slot no soak node uses: a task plants a holder
+/// granted a day ago there, then sends that holder's pre-reboot (its
+/// renewal) and a newcomer's at the same instant, again and again.
+const RENEW_GROUP: &str = "renewing";
 /// The planted holders' ids: nodes that took a slot a day ago and are gone.
 const GHOST_PREFIX: &str = "soak-ghost-";
 /// The group behind a drain gate, and its timeout (longer than any of the
@@ -167,9 +171,17 @@ struct Tally {
     ghosts_planted: AtomicU64,
     /// Planted holders that came back and asked again past their lease, as
     /// a live holder does: renewed (200 `already_held`, then their own
-    /// steady-state), or told their slot was taken (423 `slot_taken`).
+    /// steady-state), or refused once taken over (423: `slot_taken`, or
+    /// `paused` or `settling`, which a non-holder hears first).
     ghosts_renewed: AtomicU64,
     ghosts_told_taken: AtomicU64,
+    /// Rounds in `RENEW_GROUP`: the holder's renewal won (200
+    /// `already_held`, the newcomer refused), the newcomer's take-over won
+    /// (200 `granted_expired`, the holder refused), or both or neither had a
+    /// 200 (a violation).
+    renewals_won: AtomicU64,
+    take_overs_won: AtomicU64,
+    renewal_rounds_wrong: AtomicU64,
     take_overs: AtomicU64,
     pause_flips: AtomicU64,
     exclusion_flips: AtomicU64,
@@ -208,6 +220,7 @@ impl Down {
             GROUPS
                 .iter()
                 .map(|(g, _)| (*g, AtomicI64::new(0)))
+                .chain([(RENEW_GROUP, AtomicI64::new(0))])
                 .collect(),
         )
     }
@@ -486,6 +499,7 @@ async fn main() {
     let groups_spec = GROUPS
         .iter()
         .map(|(g, n)| format!("{g}={n}"))
+        .chain([format!("{RENEW_GROUP}=1")])
         .collect::<Vec<_>>()
         .join(",");
 
@@ -493,7 +507,7 @@ async fn main() {
     reader.create_table().await.expect("create the soak table");
 
     let settle_spec = format!("{SETTLE_GROUP}={}s", SETTLE.as_secs());
-    let lease_spec = format!("{LEASED_GROUP}={LEASE}");
+    let lease_spec = format!("{LEASED_GROUP}={LEASE},{RENEW_GROUP}={LEASE}");
     let drain_spec = format!("{DRAIN_GROUP}={DRAIN}");
     let faults = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "1");
     let proxy = if faults {
@@ -620,9 +634,10 @@ async fn main() {
                     if next.is_multiple_of(2) {
                         continue;
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    // A connection of its own each time: the server closes
-                    // an idle one.
+                    // At once, racing the nodes that find the group full
+                    // and the ghost expired: of its renewal and their
+                    // take-over one wins. A connection of its own each
+                    // time: the server closes an idle one.
                     let mut sender = connect(&addr).await;
                     let (status, json) =
                         call(&mut sender, &addr, "pre-reboot", &ghost, LEASED_GROUP).await;
@@ -642,10 +657,89 @@ async fn main() {
                                 unexpected(&tally, "a renewed ghost's steady-state", status, &json);
                             }
                         }
-                        (423, _, Some("slot_taken")) => {
+                        // Taken over in between: refused (slot_taken, or first
+                        // what a non-holder hears before it: paused, settling).
+                        (423, _, Some(_)) => {
                             tally.ghosts_told_taken.fetch_add(1, Ordering::Relaxed);
                         }
                         _ => unexpected(&tally, "a ghost asking again", status, &json),
+                    }
+                }
+            }
+        })
+    };
+
+    // Renewals racing take-overs: a holder granted a day ago in RENEW_GROUP
+    // asks again while a newcomer asks; exactly one of them may hear 200.
+    let renewer = {
+        let (tally, down) = (Arc::clone(&tally), Arc::clone(&down));
+        let client = aws_sdk_dynamodb::Client::new(&load_config().await);
+        let (table, addr) = (table.clone(), addr.clone());
+        tokio::spawn(async move {
+            use aws_sdk_dynamodb::types::AttributeValue;
+            let n = |v: u64| AttributeValue::N(v.to_string());
+            let mut round = 0u64;
+            while Instant::now() + Duration::from_secs(3) < deadline {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let (holder, asker) = (format!("renewer-{round}"), format!("newcomer-{round}"));
+                round += 1;
+                let long_ago = Timestamp::now().minus(Duration::from_secs(86_400));
+                let planted = client
+                    .update_item()
+                    .table_name(&table)
+                    .key("group", AttributeValue::S(RENEW_GROUP.into()))
+                    .update_expression("SET #holder = :at ADD holder_count :one")
+                    .condition_expression(
+                        "attribute_not_exists(holder_count) OR holder_count < :one",
+                    )
+                    .expression_attribute_names("#holder", format!("h:{holder}"))
+                    .expression_attribute_values(":at", n(long_ago.0))
+                    .expression_attribute_values(":one", n(1))
+                    .send()
+                    .await;
+                if planted.is_err() {
+                    continue;
+                }
+                let (mut a, mut b) = (connect(&addr).await, connect(&addr).await);
+                let (renewal, take_over) = tokio::join!(
+                    call(&mut a, &addr, "pre-reboot", &holder, RENEW_GROUP),
+                    call(&mut b, &addr, "pre-reboot", &asker, RENEW_GROUP),
+                );
+                tally.calls.fetch_add(2, Ordering::Relaxed);
+                let yes = |answer: &(u16, serde_json::Value)| answer.0 == 200;
+                for answer in [&renewal, &take_over] {
+                    if yes(answer) {
+                        down.goes_down(RENEW_GROUP, 1, &tally);
+                    }
+                }
+                let winner = match (yes(&renewal), yes(&take_over)) {
+                    (true, false) if renewal.1["outcome"] == "already_held" => {
+                        tally.renewals_won.fetch_add(1, Ordering::Relaxed);
+                        Some((&mut a, &holder))
+                    }
+                    (false, true) if take_over.1["outcome"] == "granted_expired" => {
+                        tally.take_overs_won.fetch_add(1, Ordering::Relaxed);
+                        Some((&mut b, &asker))
+                    }
+                    _ => {
+                        tally.renewal_rounds_wrong.fetch_add(1, Ordering::Relaxed);
+                        eprintln!("renewal round {round}: {renewal:?} / {take_over:?}");
+                        None
+                    }
+                };
+                // The one told to reboot is back: it gives the slot back.
+                if let Some((sender, node)) = winner {
+                    down.comes_back(RENEW_GROUP);
+                    let (status, json) =
+                        call(sender, &addr, "steady-state", node, RENEW_GROUP).await;
+                    tally.calls.fetch_add(1, Ordering::Relaxed);
+                    if (status, json["outcome"].as_str()) != (200, Some("released")) {
+                        unexpected(
+                            &tally,
+                            "a renewal round's winner giving back",
+                            status,
+                            &json,
+                        );
                     }
                 }
             }
@@ -767,7 +861,8 @@ async fn main() {
         let (stop, tally) = (Arc::clone(&stop), Arc::clone(&tally));
         let confirming = Arc::clone(&confirming);
         tokio::spawn(async move {
-            let slots: BTreeMap<&str, u32> = GROUPS.iter().copied().collect();
+            let slots: BTreeMap<&str, u32> =
+                GROUPS.iter().copied().chain([(RENEW_GROUP, 1)]).collect();
             let mut most: BTreeMap<String, usize> = BTreeMap::new();
             // Per group: the latest release time seen stored, and the
             // holders seen in the previous scan.
@@ -869,6 +964,7 @@ async fn main() {
     operator.await.unwrap();
     excluder.await.unwrap();
     planter.await.unwrap();
+    renewer.await.unwrap();
     hook.await.unwrap();
     for task in nodes {
         task.await.unwrap();
@@ -998,7 +1094,13 @@ async fn main() {
         "| **take-overs answered beyond the expired holders taken** | **{take_overs_of_the_living}** |"
     );
     println!(
-        "| planted holders asking again past their lease: renewed (then released) / told `slot_taken` | {} / {} |",
+        "| holders granted a day ago in `{RENEW_GROUP}` (1 slot, lease {LEASE}) renewing while a newcomer asks: renewal won / take-over won / **both or neither told 200** | {} / {} / **{}** |",
+        get(&t.renewals_won),
+        get(&t.take_overs_won),
+        get(&t.renewal_rounds_wrong)
+    );
+    println!(
+        "| planted holders asking again past their lease: renewed (then released) / refused, taken over before (423) | {} / {} |",
         get(&t.ghosts_renewed),
         get(&t.ghosts_told_taken)
     );
@@ -1043,6 +1145,7 @@ async fn main() {
         + get(&t.undrained_grants)
         + get(&t.reader_undrained_grants)
         + get(&t.late_confirmations_granted)
+        + get(&t.renewal_rounds_wrong)
         + take_overs_of_the_living
         + left.len() as u64;
     if violations > 0 {
