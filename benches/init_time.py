@@ -1,7 +1,7 @@
 """Init time of each Lambda entry point: from the process's start to its
 first call for work (GET /invocation/next) on a stand-in Runtime API, which is
 what Lambda bills and waits for on a cold start. Runs the binary named by
-FLEETLOCK_BIN (default target/release/fleetlock) RUNS times per entry point
+FLEETLOCK_BIN (default target/release/fleetlock-lambda, the zip's bootstrap) RUNS times per entry point
 and prints a Markdown table. The API, alarm-pauses and drained entry points check their
 table at start: AWS_ENDPOINT_URL must name DynamoDB Local (scripts/bench-init
 starts it).
@@ -20,7 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "iac"))
 import lambda_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-BINARY = Path(os.environ.get("FLEETLOCK_BIN", ROOT / "target" / "release" / "fleetlock"))
+BINARY = Path(os.environ.get("FLEETLOCK_BIN", ROOT / "target" / "release" / "fleetlock-lambda"))
+# The command line that makes the table (the function binary has none).
+CLI = Path(os.environ.get("FLEETLOCK_CLI", ROOT / "target" / "release" / "fleetlock"))
 RUNS = int(os.environ.get("RUNS", "40"))
 
 
@@ -71,7 +73,7 @@ def init_ms(handler, env):
 def main():
     endpoint = lambda_run.dynamodb_endpoint()
     table = "fleetlock-init-bench"
-    subprocess.run([str(BINARY), "create-table"], check=True, capture_output=True,
+    subprocess.run([str(CLI), "create-table"], check=True, capture_output=True,
                    env={**lambda_run.HERMETIC, **lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table})
     aws = {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table}
     entries = [
