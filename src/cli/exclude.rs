@@ -151,3 +151,55 @@ pub async fn include<S: LockStore>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::testing::{group, node};
+    use crate::domain::input::PauseReason;
+    use crate::domain::lock::{MAX_EXCLUSIONS, Timestamp};
+    use crate::store::memory::MemoryStore;
+
+    fn exclusion() -> Exclusion {
+        Exclusion {
+            reason: PauseReason::parse("disk").unwrap(),
+            since: Timestamp(1),
+            by: "ana".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_exclusion_past_the_limit_is_refused_with_a_line_and_changes_nothing() {
+        let store = MemoryStore::default();
+        let workers = group("workers");
+        for n in 0..MAX_EXCLUSIONS {
+            exclude(
+                &store,
+                &workers,
+                &node(&format!("n{n}")),
+                exclusion(),
+                &mut Vec::new(),
+            )
+            .await
+            .unwrap();
+        }
+        let err = exclude(
+            &store,
+            &workers,
+            &node("one-more"),
+            exclusion(),
+            &mut Vec::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, Failure::Refused(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "group 'workers' already excludes 10 nodes, the most it may; nothing changed: \
+             include one of them first"
+        );
+        let stored = store.groups(Some(&workers)).await.unwrap();
+        assert_eq!(stored[0].1.excluded.len(), MAX_EXCLUSIONS);
+        assert!(!stored[0].1.excluded.contains_key(&node("one-more")));
+    }
+}
