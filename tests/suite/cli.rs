@@ -1983,3 +1983,86 @@ async fn an_operator_clock_hours_off_writes_no_time() {
         r.stderr
     );
 }
+
+/// `hosts` against a Tagging API that pages (one mapping a page, with a
+/// token to the next) for 25 ids: two calls' worth of ids (20 a call), every
+/// page followed, and an id two instances carry flagged.
+#[tokio::test]
+async fn hosts_follows_every_page_and_splits_ids_twenty_a_call() {
+    let asked: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let seen = Arc::clone(&asked);
+    let ids: Vec<String> = (0..25).map(|n| format!("{n:032x}")).collect();
+    let tagging = crate::helpers::stand_in(move |_, body| {
+        let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        seen.lock().unwrap().push(request.clone());
+        let wanted: Vec<String> = request["TagFilters"][0]["Values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        // Every id has its instance; id 0 has a second one.
+        let mut instances: Vec<(String, String)> = wanted
+            .iter()
+            .map(|id| (id.clone(), format!("i-{:0>17}", &id[24..])))
+            .collect();
+        if wanted.iter().any(|id| id == &format!("{:032x}", 0)) {
+            instances.push((format!("{:032x}", 0), "i-0ffffffffffffffff".into()));
+        }
+        let page: usize = request["PaginationToken"]
+            .as_str()
+            .and_then(|t| t.strip_prefix("page-"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let (id, instance) = &instances[page];
+        let next = if page + 1 < instances.len() {
+            format!("page-{}", page + 1)
+        } else {
+            String::new()
+        };
+        let answer = serde_json::json!({
+            "ResourceTagMappingList": [{
+                "ResourceARN": format!("arn:aws:ec2:eu-west-1:123456789012:instance/{instance}"),
+                "Tags": [{"Key": "fleetlock:zincati-id", "Value": id}],
+            }],
+            "PaginationToken": next,
+        });
+        (
+            200,
+            "application/x-amz-json-1.1",
+            answer.to_string().into_bytes(),
+        )
+    })
+    .await;
+    let mut command = fleetlock();
+    command
+        .env("AWS_ENDPOINT_URL_RESOURCE_GROUPS_TAGGING_API", &tagging)
+        .env("AWS_REGION", "eu-west-1")
+        .args(["hosts", "--hosts", "tags", "--json"])
+        .args(&ids);
+    let r = run(&mut command).await;
+    assert!(r.ok, "{}", r.stderr);
+    let hosts: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let hosts = hosts.as_array().unwrap();
+    assert_eq!(hosts.len(), 25);
+    for (n, host) in hosts.iter().enumerate() {
+        assert!(!host["host"].is_null(), "id {n} found on its page: {host}");
+    }
+    assert_eq!(
+        hosts[0]["host"]["also"],
+        serde_json::json!(["i-0ffffffffffffffff"]),
+        "the second instance carrying id 0"
+    );
+    let asked = asked.lock().unwrap();
+    let first_call: Vec<_> = asked
+        .iter()
+        .filter(|r| r["PaginationToken"].is_null())
+        .map(|r| r["TagFilters"][0]["Values"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(first_call, [20, 5], "20 ids a call");
+    assert_eq!(
+        asked.len(),
+        21 + 5,
+        "a page for each mapping, every token followed"
+    );
+}
