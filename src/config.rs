@@ -358,10 +358,33 @@ impl SlotEventsSettings {
     }
 }
 
-/// `FLEETLOCK_ALARM_PAUSES`, checked; empty when unset.
+/// `FLEETLOCK_ALARM_PAUSES`, checked; empty when unset. A group an alarm
+/// names must be one `FLEETLOCK_GROUPS` configures (unless a `*` covers
+/// every name): a pause of a group nobody calls guards nothing, and the
+/// name is most likely a typo of one that is called.
 pub fn alarm_gates(var: impl Fn(&str) -> Option<String>) -> Result<AlarmGates, ConfigError> {
     let spec = var("FLEETLOCK_ALARM_PAUSES").unwrap_or_default();
-    AlarmGates::parse(&spec).map_err(ConfigError::AlarmPauses)
+    let gates = AlarmGates::parse(&spec).map_err(ConfigError::AlarmPauses)?;
+    let groups = match var("FLEETLOCK_GROUPS") {
+        // A wrong FLEETLOCK_GROUPS is its own error, said where it is read.
+        Some(spec) => match GroupSlots::parse(&spec) {
+            Ok(groups) => groups,
+            Err(_) => return Ok(gates),
+        },
+        None => GroupSlots::default(),
+    };
+    if groups.others().is_some() {
+        return Ok(gates);
+    }
+    if let Some((alarm, group)) = gates.unknown_group(|g| groups.slots_for(g).is_ok()) {
+        let configured: Vec<String> = groups.listed().map(|(g, _)| g.to_string()).collect();
+        return Err(ConfigError::AlarmPauses(format!(
+            "alarm '{alarm}' pauses group '{group}', which FLEETLOCK_GROUPS does not configure \
+             (configured: {}); the pause would guard nothing",
+            configured.join(", ")
+        )));
+    }
+    Ok(gates)
 }
 
 /// The alarm-pauses entry point's settings: the table, the gates, and the
@@ -998,6 +1021,40 @@ mod tests {
             ("locks", "fleetlock-prod")
         );
         assert_eq!(ok.auth, Auth::Disabled);
+    }
+
+    #[test]
+    fn an_alarm_pause_of_a_group_not_configured_is_refused() {
+        let typo = alarm_gates(vars(&[
+            ("FLEETLOCK_GROUPS", "default=1,workers=3"),
+            ("FLEETLOCK_ALARM_PAUSES", "api-5xx=wrokers"),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            typo.to_string(),
+            "FLEETLOCK_ALARM_PAUSES: alarm 'api-5xx' pauses group 'wrokers', which \
+             FLEETLOCK_GROUPS does not configure (configured: default, workers); the pause \
+             would guard nothing"
+        );
+        for ok in [
+            [
+                ("FLEETLOCK_GROUPS", "default=1,workers=3"),
+                ("FLEETLOCK_ALARM_PAUSES", "api-5xx=workers"),
+            ],
+            [
+                ("FLEETLOCK_GROUPS", "default=1,*=2"),
+                ("FLEETLOCK_ALARM_PAUSES", "api-5xx=anything"),
+            ],
+            [
+                ("FLEETLOCK_GROUPS", "default=1"),
+                ("FLEETLOCK_ALARM_PAUSES", "api-5xx=*"),
+            ],
+        ] {
+            assert!(alarm_gates(vars(&ok)).is_ok(), "{ok:?}");
+        }
+        // Unset groups are the built-in default's.
+        assert!(alarm_gates(vars(&[("FLEETLOCK_ALARM_PAUSES", "x=default")])).is_ok());
+        assert!(alarm_gates(vars(&[("FLEETLOCK_ALARM_PAUSES", "x=workers")])).is_err());
     }
 
     #[test]

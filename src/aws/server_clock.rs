@@ -53,7 +53,7 @@ impl ServerClock {
         if skew.unsigned_abs() <= MAX_SKEW.as_millis() as u64 {
             return Ok(());
         }
-        let seconds = skew.unsigned_abs().div_ceil(1000);
+        let seconds = (skew.unsigned_abs() + 500) / 1000;
         let way = if skew < 0 { "ahead of" } else { "behind" };
         Err(format!(
             "this machine's clock is about {seconds} s {way} AWS's (the Date of DynamoDB's \

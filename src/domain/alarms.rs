@@ -102,6 +102,18 @@ impl AlarmGates {
         }
     }
 
+    /// The first alarm that names a group `known` does not know, and that
+    /// group: a pause that would guard nothing (a typo, most likely).
+    pub fn unknown_group(&self, known: impl Fn(&GroupName) -> bool) -> Option<(&str, &GroupName)> {
+        self.gates.iter().find_map(|(alarm, gated)| match gated {
+            Gated::All => None,
+            Gated::Groups(groups) => groups
+                .iter()
+                .find(|group| !known(group))
+                .map(|group| (alarm.as_str(), group)),
+        })
+    }
+
     /// The groups named by any alarm.
     fn named_groups(&self) -> impl Iterator<Item = &GroupName> {
         self.gates.values().flat_map(|gated| {
