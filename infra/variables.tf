@@ -126,9 +126,9 @@ variable "maintenance_windows" {
 
   validation {
     condition = alltrue(flatten([for group, windows in var.maintenance_windows : concat([can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group))], [
-      for window in windows : length(window.days) > 0 && alltrue([for day in window.days : contains(["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], day)]) && can(regex("^([01][0-9]|2[0-3]):[0-5][0-9]$", window.start_time)) && window.length_minutes >= 1 && floor(window.length_minutes) == window.length_minutes
+      for window in windows : length(window.days) > 0 && alltrue([for day in window.days : contains(["mon", "tue", "wed", "thu", "fri", "sat", "sun", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"], lower(day))]) && can(regex("^([01][0-9]|2[0-3]):[0-5][0-9]$", window.start_time)) && window.length_minutes >= 1 && floor(window.length_minutes) == window.length_minutes
     ])]))
-    error_message = "maintenance_windows maps group names or \"*\" to windows of days (Mon to Sun), a start_time HH:MM and whole length_minutes."
+    error_message = "maintenance_windows maps group names or \"*\" to windows of days (Mon to Sun or Monday to Sunday, in any case, as the function and Zincati read them), a start_time HH:MM and whole length_minutes."
   }
 }
 

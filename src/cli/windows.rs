@@ -48,6 +48,9 @@ impl Windows {
                     .into(),
             )));
         };
+        if let Some(group) = &group {
+            unconfigured(&config, group)?;
+        }
         let from = self.from.unwrap_or_else(Timestamp::now);
         windows(
             &config.windows,
@@ -58,6 +61,22 @@ impl Windows {
         );
         Ok(())
     }
+}
+
+/// A group the configuration does not name (and no `*` covers) has no
+/// windows to tell of: most likely a typo, refused with the closest name.
+pub fn unconfigured(config: &crate::config::Config, group: &GroupName) -> Result<(), Failure> {
+    if config.groups.slots_for(group).is_ok() {
+        return Ok(());
+    }
+    let listed: Vec<&GroupName> = config.groups.listed().map(|(name, _)| name).collect();
+    let closest = super::usage::did_you_mean(group.as_str(), listed.iter().map(|g| g.as_str()));
+    let names: Vec<&str> = listed.iter().map(|g| g.as_str()).collect();
+    Err(Failure::Refused(format!(
+        "group '{group}' is not configured (configured: {}){closest}; its windows would be \
+         nobody's",
+        names.join(", ")
+    )))
 }
 
 /// `windows`: for each group with windows (or only `group`), whether it is
@@ -132,6 +151,30 @@ mod tests {
     /// Berlin's weeks of 2026's clock changes, against instants worked out by
     /// hand from the rules (CET is UTC+1, CEST UTC+2; the clocks go forward
     /// at 01:00Z on 29 March, back at 01:00Z on 25 October), not by the code.
+    #[test]
+    fn a_group_not_configured_is_refused_with_the_closest_name() {
+        let config = Config::from_vars(|name| {
+            (name == "FLEETLOCK_GROUPS").then(|| "default=1,workers=3".to_owned())
+        })
+        .unwrap();
+        let err = unconfigured(&config, &group("wrokers")).unwrap_err();
+        assert!(matches!(err, Failure::Refused(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "group 'wrokers' is not configured (configured: default, workers) (did you mean \
+             'workers'?); its windows would be nobody's"
+        );
+        assert!(unconfigured(&config, &group("workers")).is_ok());
+        let wildcard = Config::from_vars(|name| {
+            (name == "FLEETLOCK_GROUPS").then(|| "default=1,*=2".to_owned())
+        })
+        .unwrap();
+        assert!(
+            unconfigured(&wildcard, &group("anything")).is_ok(),
+            "'*' covers it"
+        );
+    }
+
     #[test]
     fn windows_open_and_close_as_the_zones_clock_says_across_both_changes() {
         let berlin = Config::from_vars(|name| match name {

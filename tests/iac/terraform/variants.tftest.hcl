@@ -314,6 +314,8 @@ run "everything_on" {
       workers = [
         { days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 },
         { days = ["Wed"], start_time = "03:00", length_minutes = 60 },
+        # The function's spelling rules: short or long, any case.
+        { days = ["Saturday", "sun"], start_time = "05:00", length_minutes = 30 },
       ]
     }
     permissions_boundary = "arn:aws:iam::123456789012:policy/boundary"
@@ -365,7 +367,7 @@ run "everything_on" {
     error_message = "the sweep reads the gates the API function reads"
   }
   assert {
-    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_WINDOWS"] == "workers: days=Sat,Sun start_time=22:00 length_minutes=120;workers: days=Wed start_time=03:00 length_minutes=60"
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_WINDOWS"] == "workers: days=Sat,Sun start_time=22:00 length_minutes=120;workers: days=Wed start_time=03:00 length_minutes=60;workers: days=Saturday,sun start_time=05:00 length_minutes=30"
     error_message = "the windows joined in Zincati's words"
   }
   assert {
