@@ -139,6 +139,8 @@ enum Broken {
     DemandsContentType,
     /// Refuses a holder that asks again (423), as a non-re-entrant lock.
     RefusesReentry,
+    /// Goes away (stops listening) after its first grant.
+    GoesAway,
 }
 
 /// A FleetLock server with 2 slots, right but for one mistake; its holders.
@@ -150,6 +152,10 @@ async fn stand_in(broken: Broken) -> (String, Arc<Mutex<BTreeSet<String>>>) {
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
+            if broken == Broken::GoesAway && !held.lock().unwrap().is_empty() {
+                // Gone: this connection and every later one refused.
+                return;
+            }
             let holders = Arc::clone(&held);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request: Request<_>| {
@@ -271,6 +277,24 @@ fn failed_case(stdout: &str, case: &str) -> bool {
     stdout
         .lines()
         .any(|line| line.starts_with(&format!("fail  {case}: ")))
+}
+
+/// A server that goes away mid-run (after its first grant): exit 3, with
+/// the line that says so, and the slot it keeps named with the command
+/// that frees it.
+#[tokio::test]
+async fn a_server_gone_mid_run_is_exit_3_and_the_slot_left_is_named() {
+    let (url, holders) = stand_in(Broken::GoesAway).await;
+    let r = ran(&mut check(&url, &[])).await;
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    let held: Vec<String> = holders.lock().unwrap().iter().cloned().collect();
+    assert_eq!(held.len(), 1, "one slot taken: {held:?}");
+    assert!(
+        r.stdout.contains(held[0].as_str()),
+        "the slot left is named: {}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("fleetlock release"), "{}", r.stdout);
 }
 
 /// A server that demands a Content-Type refuses Zincati's own request: the
