@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::cli::lock::{Checked, Ended, LockArgs, check, run_for_lease, stop_signal};
+use crate::cli::lock::{Checked, Ended, LockArgs, give_back_once, run_for_lease, stop_signal};
 use crate::client::{Answer, Call, ClientError};
-use crate::config::{LockSettings, process_env};
 
 /// How long a stopped command has between SIGTERM and SIGKILL.
 pub const KILL_AFTER: Duration = Duration::from_secs(30);
@@ -48,19 +47,11 @@ impl LockCommand {
         if self.command.is_empty() {
             return self.args.run(Call::PreReboot).await;
         }
-        let request = self.args.request(Call::PreReboot);
-        let settings = LockSettings::from_vars(process_env);
-        let checked = match check(&request, &settings) {
+        let (request, checked) = match self.args.checked(Call::PreReboot) {
             Ok(checked) => checked,
-            Err(why) => {
-                eprintln!("fleetlock: {why}");
-                return ExitCode::from(Ended::Usage.code());
-            }
+            Err(ended) => return ExitCode::from(ended.code()),
         };
         let mut say = |line: &str| eprintln!("fleetlock: {line}");
-        if let Some(warning) = checked.lock.cleartext_warning() {
-            say(&warning);
-        }
         let (ended, lease) = run_for_lease(&checked, &request, stop_signal(), &mut say).await;
         if ended != Ended::Done {
             return ExitCode::from(ended.code());
@@ -258,26 +249,21 @@ async fn give_back(checked: &Checked, say: &mut dyn FnMut(&str)) {
     let (id, group) = (checked.id.as_str(), checked.group.as_str());
     let mut pause = Duration::from_secs(1);
     for tries in 1..=5 {
-        match checked.lock.call(Call::SteadyState, id, group).await {
-            Ok(Answer::Yes { .. }) => {
+        match give_back_once(checked).await {
+            Ok(()) => {
                 say(&format!(
                     "gave back the slot of group '{group}' held by {id}"
                 ));
                 return;
             }
-            answer => {
-                let why = match answer {
-                    Ok(Answer::Refused { value, .. } | Answer::Rejected { value, .. }) => value,
-                    Err(err) => err.to_string(),
-                    Ok(Answer::Yes { .. }) => unreachable!("matched above"),
-                };
-                if tries == 5 {
-                    say(&format!(
-                        "could not give back the slot of group '{group}' held by {id} ({why}): \
-                         run 'fleetlock unlock --group {group} --id {id}'"
-                    ));
-                    return;
-                }
+            Err(why) if tries == 5 => {
+                say(&format!(
+                    "could not give back the slot of group '{group}' held by {id} ({why}): \
+                     run 'fleetlock unlock --group {group} --id {id}'"
+                ));
+                return;
+            }
+            Err(_) => {
                 tokio::time::sleep(pause).await;
                 pause *= 2;
             }

@@ -134,15 +134,25 @@ impl LockArgs {
     /// first, then the calls, stopped by Ctrl-C or SIGTERM; the exit code
     /// says how it ended.
     pub async fn run(self, call: Call) -> ExitCode {
+        let (request, checked) = match self.checked(call) {
+            Ok(checked) => checked,
+            Err(ended) => return ExitCode::from(ended.code()),
+        };
+        let mut say = |line: &str| eprintln!("fleetlock: {line}");
+        let ended = run(&checked, &request, stop_signal(), &mut say).await;
+        ExitCode::from(ended.code())
+    }
+
+    /// The request for `call` and its settings checked before anything is
+    /// sent, with the warnings about where the secret shows (`--url` in
+    /// `ps`, `http://` on the way); `Err` after the line that says why.
+    pub fn checked(&self, call: Call) -> Result<(Request, Checked), Ended> {
         let request = self.request(call);
         let settings = LockSettings::from_vars(process_env);
-        let checked = match check(&request, &settings) {
-            Ok(checked) => checked,
-            Err(why) => {
-                eprintln!("fleetlock: {why}");
-                return ExitCode::from(Ended::Usage.code());
-            }
-        };
+        let checked = check(&request, &settings).map_err(|why| {
+            eprintln!("fleetlock: {why}");
+            Ended::Usage
+        })?;
         if let UrlSource::Argument(url) = &request.url
             && url.contains('@')
         {
@@ -151,12 +161,10 @@ impl LockArgs {
                  prefer FLEETLOCK_URL or --url-file"
             );
         }
-        let mut say = |line: &str| eprintln!("fleetlock: {line}");
         if let Some(warning) = checked.lock.cleartext_warning() {
-            say(&warning);
+            eprintln!("fleetlock: {warning}");
         }
-        let ended = run(&checked, &request, stop_signal(), &mut say).await;
-        ExitCode::from(ended.code())
+        Ok((request, checked))
     }
 }
 
@@ -380,21 +388,31 @@ pub async fn run_for_lease(
 /// whether that worked, and what to run if not.
 async fn give_back_unheard(checked: &Checked, what: &str, say: &mut dyn FnMut(&str)) {
     let (id, group) = (checked.id.as_str(), checked.group.as_str());
-    match checked.lock.call(Call::SteadyState, id, group).await {
-        Ok(Answer::Yes { .. }) => say(&format!(
+    match give_back_once(checked).await {
+        Ok(()) => say(&format!(
             "{what}; any slot that request took was given back"
         )),
-        other => {
-            let why = match other {
-                Ok(Answer::Refused { value, .. } | Answer::Rejected { value, .. }) => value,
-                Err(err) => err.to_string(),
-                Ok(Answer::Yes { .. }) => unreachable!("matched above"),
-            };
-            say(&format!(
-                "{what}, and a slot that request may have taken could not be given back \
-                 ({why}): it may be held; run 'fleetlock unlock --group {group} --id {id}'"
-            ));
-        }
+        Err(why) => say(&format!(
+            "{what}, and a slot that request may have taken could not be given back \
+             ({why}): it may be held; run 'fleetlock unlock --group {group} --id {id}'"
+        )),
+    }
+}
+
+/// One steady-state for the checked id: `Err` says why it was not a 2xx.
+pub async fn give_back_once(checked: &Checked) -> Result<(), String> {
+    match checked
+        .lock
+        .call(
+            Call::SteadyState,
+            checked.id.as_str(),
+            checked.group.as_str(),
+        )
+        .await
+    {
+        Ok(Answer::Yes { .. }) => Ok(()),
+        Ok(Answer::Refused { value, .. } | Answer::Rejected { value, .. }) => Err(value),
+        Err(err) => Err(err.to_string()),
     }
 }
 

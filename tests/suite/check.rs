@@ -385,11 +385,14 @@ async fn each_mistake_of_a_broken_server_fails_its_case_and_no_slot_is_left() {
     }
 }
 
-#[tokio::test]
-async fn a_signal_mid_run_gives_back_the_slot_taken() {
-    let (url, holders) = stand_in(Broken::SlowSecondGrant).await;
+/// `check` against a stand-in broken as `broken`, sent SIGTERM once the
+/// stand-in holds a slot: its exit code and its report, and the stand-in's
+/// holders after it ended.
+async fn terminated_once_a_slot_is_held(
+    broken: Broken,
+) -> (Option<i32>, String, Arc<Mutex<BTreeSet<String>>>) {
+    let (url, holders) = stand_in(broken).await;
     let child = check(&url, &[]).spawn().unwrap();
-    // The first grant lands, then the re-entrant ask hangs on the stand-in.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while holders.lock().unwrap().is_empty() {
         assert!(tokio::time::Instant::now() < deadline, "no slot was taken");
@@ -407,8 +410,15 @@ async fn a_signal_mid_run_gives_back_the_slot_taken() {
         .await
         .expect("it stops at once")
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    (output.status.code(), stdout, holders)
+}
+
+#[tokio::test]
+async fn a_signal_mid_run_gives_back_the_slot_taken() {
+    // The first grant lands, then the re-entrant ask hangs on the stand-in.
+    let (code, stdout, holders) = terminated_once_a_slot_is_held(Broken::SlowSecondGrant).await;
+    assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("stopped: stopped by a signal"), "{stdout}");
     assert!(
         stdout.contains("the check stopped before its end"),
@@ -425,27 +435,8 @@ async fn a_signal_mid_run_gives_back_the_slot_taken() {
 /// answers a minute later): the slot is given back all the same.
 #[tokio::test]
 async fn a_signal_while_a_grant_is_in_flight_gives_that_slot_back() {
-    let (url, holders) = stand_in(Broken::LateFirstAnswer).await;
-    let child = check(&url, &[]).spawn().unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while holders.lock().unwrap().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no slot was taken");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let pid = child.id().unwrap().to_string();
-    assert!(
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
-        .await
-        .expect("it stops at once")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let (code, stdout, holders) = terminated_once_a_slot_is_held(Broken::LateFirstAnswer).await;
+    assert_eq!(code, Some(1), "{stdout}");
     assert!(
         holders.lock().unwrap().is_empty(),
         "the grant in flight was not given back: {:?}\n{stdout}",

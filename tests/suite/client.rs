@@ -718,29 +718,40 @@ async fn leasing_stand_in(taken_after: usize) -> (String, Arc<Mutex<Vec<(String,
     (format!("{endpoint}/"), calls)
 }
 
+/// A stand-in that never takes the slot over.
+const NEVER_TAKEN: usize = usize::MAX - 1;
+
+/// `fleetlock lock --group jobs --app APP -- COMMAND...` against `url`,
+/// with a machine id of its own.
+fn lock_around(url: &str, app: &str, command: &[&str]) -> Command {
+    let mut args = vec!["lock", "--group", "jobs", "--app", app, "--"];
+    args.extend_from_slice(command);
+    fleetlock(url, &machine_id_file(app), &args)
+}
+
+/// Whether the last call the stand-in saw was a steady-state: the slot
+/// given back at the end.
+fn gave_back_last(calls: &Mutex<Vec<(String, Instant)>>) -> bool {
+    calls
+        .lock()
+        .unwrap()
+        .last()
+        .is_some_and(|(path, _)| path.ends_with("steady-state"))
+}
+
 #[tokio::test]
 async fn a_command_outlives_its_lease_with_renewals_well_inside_it() {
-    let (url, calls) = leasing_stand_in(usize::MAX - 1).await;
-    let machine = machine_id_file("renew");
-    let job = ran(&mut fleetlock(
+    let (url, calls) = leasing_stand_in(NEVER_TAKEN).await;
+    let job = ran(&mut lock_around(
         &url,
-        &machine,
-        &[
-            "lock",
-            "--group",
-            "jobs",
-            "--app",
-            "long",
-            "--",
-            "sh",
-            "-c",
-            "sleep 5; exit 3",
-        ],
+        "long",
+        &["sh", "-c", "sleep 5; exit 3"],
     ))
     .await;
     assert_eq!(job.code, 3, "the command's own code: {}", job.stderr);
-    let calls = calls.lock().unwrap();
     let asks: Vec<Instant> = calls
+        .lock()
+        .unwrap()
         .iter()
         .filter(|(path, _)| path.ends_with("pre-reboot"))
         .map(|(_, at)| *at)
@@ -757,25 +768,14 @@ async fn a_command_outlives_its_lease_with_renewals_well_inside_it() {
             "a renewal {gap:?} after the last, past the lease"
         );
     }
-    assert!(
-        calls.last().unwrap().0.ends_with("steady-state"),
-        "the slot given back at the end: {calls:?}"
-    );
+    assert!(gave_back_last(&calls), "the slot given back at the end");
 }
 
 #[tokio::test]
 async fn a_lost_slot_stops_the_command_with_its_own_exit_code() {
     let (url, calls) = leasing_stand_in(1).await;
-    let machine = machine_id_file("lost");
     let started = Instant::now();
-    let job = ran(&mut fleetlock(
-        &url,
-        &machine,
-        &[
-            "lock", "--group", "jobs", "--app", "lost", "--", "sleep", "60",
-        ],
-    ))
-    .await;
+    let job = ran(&mut lock_around(&url, "lost", &["sleep", "60"])).await;
     assert_eq!(job.code, 4, "{}", job.stderr);
     assert!(
         started.elapsed() < Duration::from_secs(30),
@@ -787,34 +787,16 @@ async fn a_lost_slot_stops_the_command_with_its_own_exit_code() {
         "{}",
         job.stderr
     );
-    let calls = calls.lock().unwrap();
-    assert!(
-        calls.last().unwrap().0.ends_with("steady-state"),
-        "{calls:?}"
-    );
+    assert!(gave_back_last(&calls), "{:?}", calls.lock().unwrap());
 }
 
 #[tokio::test]
 async fn a_signal_reaches_the_command_and_the_slot_is_given_back_after_it() {
-    let (url, calls) = leasing_stand_in(usize::MAX - 1).await;
-    let machine = machine_id_file("signal-hold");
-    let mut job = fleetlock(
-        &url,
-        &machine,
-        &[
-            "lock",
-            "--group",
-            "jobs",
-            "--app",
-            "signalled",
-            "--",
-            "sh",
-            "-c",
-            "trap 'exit 9' TERM; while :; do sleep 0.05; done",
-        ],
-    )
-    .spawn()
-    .unwrap();
+    let (url, calls) = leasing_stand_in(NEVER_TAKEN).await;
+    let trap = "trap 'exit 9' TERM; while :; do sleep 0.05; done";
+    let mut job = lock_around(&url, "signalled", &["sh", "-c", trap])
+        .spawn()
+        .unwrap();
     let said = collect_stderr(&mut job);
     until_said(&said, "took a slot of group 'jobs'").await;
     // The shell sets its trap as it starts: give it that moment.
@@ -827,50 +809,20 @@ async fn a_signal_reaches_the_command_and_the_slot_is_given_back_after_it() {
         .unwrap();
     assert_eq!(status.code(), Some(9), "{:?}", said.lock().unwrap());
     until_said(&said, "gave back the slot").await;
-    assert!(
-        calls
-            .lock()
-            .unwrap()
-            .last()
-            .unwrap()
-            .0
-            .ends_with("steady-state")
-    );
+    assert!(gave_back_last(&calls), "{:?}", calls.lock().unwrap());
 }
 
 #[tokio::test]
 async fn a_command_that_cannot_start_exits_127_and_gives_the_slot_back() {
-    let (url, calls) = leasing_stand_in(usize::MAX - 1).await;
-    let machine = machine_id_file("missing");
-    let job = ran(&mut fleetlock(
-        &url,
-        &machine,
-        &[
-            "lock",
-            "--group",
-            "jobs",
-            "--app",
-            "missing",
-            "--",
-            "/nonexistent/job",
-        ],
-    ))
-    .await;
+    let (url, calls) = leasing_stand_in(NEVER_TAKEN).await;
+    let job = ran(&mut lock_around(&url, "missing", &["/nonexistent/job"])).await;
     assert_eq!(job.code, 127, "{}", job.stderr);
     assert!(
         job.stderr.contains("cannot run /nonexistent/job"),
         "{}",
         job.stderr
     );
-    assert!(
-        calls
-            .lock()
-            .unwrap()
-            .last()
-            .unwrap()
-            .0
-            .ends_with("steady-state")
-    );
+    assert!(gave_back_last(&calls), "{:?}", calls.lock().unwrap());
 }
 
 /// A pre-reboot answered 503 (its write may have landed): `lock` gives back
