@@ -229,25 +229,33 @@ impl Group {
         }
     }
 
-    /// The holder whose slot a newcomer may take at `now` past `lease`: the
-    /// granted slot whose lease started longest ago (at its grant, or at its
-    /// latest renewal), with its grant time. A reservation is never taken
-    /// over: its node has not rebooted, and its drain timeout decides what
-    /// happens.
+    /// The holder whose slot a newcomer may take at `now` past `lease`, and
+    /// its grant time: [`Self::longest_leased`], once its lease has run out.
     pub fn expired(
         &self,
         lease: Duration,
         slots: u32,
         now: Timestamp,
     ) -> Option<(&NodeId, Timestamp)> {
+        self.longest_leased(slots)
+            .filter(|(_, _, start)| start.plus(lease) <= now)
+            .map(|(id, granted, _)| (id, granted))
+    }
+
+    /// The granted slot whose lease started longest ago (at its grant, or
+    /// at its latest renewal): (holder, grant, lease start). A reservation
+    /// is never taken over: its node has not rebooted, and its drain timeout
+    /// decides what happens; nor is any slot of a group holding more than
+    /// its `slots` (a lowered count).
+    pub fn longest_leased(&self, slots: u32) -> Option<(&NodeId, Timestamp, Timestamp)> {
         if self.holders.len() > slots as usize {
             return None;
         }
         self.holders
             .holders()
             .filter(|(id, _)| !self.draining.contains_key(*id))
-            .min_by_key(|(id, at)| self.lease_start(id, *at))
-            .filter(|(id, at)| self.lease_start(id, *at).plus(lease) <= now)
+            .map(|(id, granted)| (id, granted, self.lease_start(id, granted)))
+            .min_by_key(|(_, _, start)| *start)
     }
 
     /// Where the lease of `id`, granted at `granted`, runs from: its

@@ -360,15 +360,7 @@ pub fn drains_overdue(group: &GroupRecord, rules: GroupRules, now: Timestamp) ->
 /// only with a lease, and not while the group holds more than its slots.
 fn lease_ends(group: &GroupRecord, rules: GroupRules) -> Option<(String, String)> {
     let lease = rules.lease?;
-    if group.holders.len() > rules.slots as usize {
-        return None;
-    }
-    let start = group
-        .holders
-        .holders()
-        .filter(|(id, _)| !group.draining.contains_key(*id))
-        .map(|(id, at)| group.lease_start(id, at))
-        .min()?;
+    let (_, _, start) = group.longest_leased(rules.slots)?;
     Some((start.plus(lease).to_rfc3339(), format_duration(lease)))
 }
 
