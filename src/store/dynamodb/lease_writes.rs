@@ -14,7 +14,8 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 impl DynamoStore {
     /// The second and last write of a request that found its group full with
     /// a holder past its lease: `id` takes the slot of `expired`, granted at
-    /// `since` and last renewed at `renewed`, the count unchanged. It
+    /// `since` and last renewed as `current` (the item the refused grant
+    /// returned) says, the count unchanged. It
     /// repeats every condition of the first write but the room (pause,
     /// alarms, exclusion, settle, the asker not holding), and holds only
     /// while the expired holder's grant is still `since` and its renewal
@@ -22,20 +23,20 @@ impl DynamoStore {
     /// the holder's renewal one wins; a release and a new grant of that node
     /// in between end it too) and the group holds no more holders than its
     /// slots. It marks the slot as taken from `expired` (`t:ID`), and
-    /// removes the marks in `stale` ([`crate::domain::lock::Group::stale_taken`]).
+    /// removes the marks `current` holds past their bound
+    /// ([`crate::domain::lock::Group::stale_taken`]).
     /// A 0.1 holder (`holder:<id>`) is covered: whichever of its two names
     /// it is stored under is the one removed.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn take_expired_request(
         &self,
         id: &NodeId,
         rules: GroupRules,
         now: Timestamp,
-        expired: &NodeId,
-        since: Timestamp,
-        renewed: Option<Timestamp>,
-        stale: &[NodeId],
+        (expired, since): (&NodeId, Timestamp),
+        current: &GroupRecord,
     ) -> UpdateItemFluentBuilder {
+        let renewed = current.renewed.get(expired).copied();
+        let stale = current.stale_taken(now);
         let stale: Vec<&NodeId> = stale.iter().filter(|s| *s != id && *s != expired).collect();
         let mut remove = "#expired, #expired_legacy, #expired_renewed, #renewed, #taken".to_owned();
         for index in 0..stale.len() {
@@ -146,9 +147,7 @@ impl DynamoStore {
         (expired, since): (&NodeId, Timestamp),
         current: &GroupRecord,
     ) -> Result<Decided<Acquire>, StoreError> {
-        let renewed = current.renewed.get(expired).copied();
-        let stale = current.stale_taken(now);
-        let request = self.take_expired_request(id, rules, now, expired, since, renewed, &stale);
+        let request = self.take_expired_request(id, rules, now, (expired, since), current);
         match self.update(group, request).await? {
             Written::Applied(group, write_units) => Ok(Decided {
                 outcome: Acquire::TakesExpired {
