@@ -614,6 +614,35 @@ mod tests {
     }
 
     #[test]
+    fn a_holder_renews_in_a_paused_group_and_when_excluded_and_nobody_else_gets_in() {
+        let r = leased(1, HOUR);
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        group.pause.alarms.insert("api-5xx".into());
+        group.excluded.insert(
+            id("a"),
+            PersonPause {
+                reason: PauseReason::parse("disk").unwrap(),
+                since: Timestamp(1),
+                by: "ana".into(),
+            },
+        );
+        // A holder keeps its slot whatever else holds, and its lease with it.
+        let past = Timestamp(0).plus(HOUR * 2);
+        assert_eq!(group.acquire(&id("a"), r, past), Acquire::AlreadyHeld);
+        assert_eq!(group.renewed.get(&id("a")), Some(&past));
+        // The pause still keeps every other node out; once it clears, the
+        // renewed lease keeps the slot its holder's.
+        assert_eq!(group.acquire(&id("b"), r, past), Acquire::Paused);
+        group.pause.alarms.clear();
+        assert_eq!(
+            group.acquire(&id("b"), r, past.plus(HOUR / 2)),
+            Acquire::Full
+        );
+        assert_eq!(group.holders.len(), 1);
+    }
+
+    #[test]
     fn a_node_whose_slot_was_taken_is_marked_until_it_takes_or_gives_back_one() {
         let r = leased(1, HOUR);
         let mut group = Group::default();
