@@ -111,6 +111,8 @@ pub struct Lock {
     base: url::Url,
     authorization: Option<String>,
     tls: Arc<rustls::ClientConfig>,
+    /// How long a request may take, answer read whole: [`REQUEST_TIMEOUT`].
+    timeout: Duration,
 }
 
 impl fmt::Debug for Lock {
@@ -119,6 +121,16 @@ impl fmt::Debug for Lock {
         f.debug_struct("Lock")
             .field("base", &redacted(&self.base))
             .finish()
+    }
+}
+
+/// A duration as a line shows it: whole seconds (what the commands use), or
+/// milliseconds below one (what a test sets).
+pub fn shown_duration(duration: Duration) -> String {
+    if duration >= Duration::from_secs(1) {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
     }
 }
 
@@ -170,7 +182,15 @@ impl Lock {
             base,
             authorization,
             tls: Arc::new(tls_config()),
+            timeout: REQUEST_TIMEOUT,
         })
+    }
+
+    /// The same server with another request timeout (a test's, in
+    /// milliseconds).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// The URL a call goes to, without credentials.
@@ -195,12 +215,12 @@ impl Lock {
     pub async fn send(&self, probe: &Probe) -> Result<(u16, Vec<u8>), ClientError> {
         let url = self.url_of(probe.call)?;
         let exchange = self.exchange(&url, probe);
-        tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+        tokio::time::timeout(self.timeout, exchange)
             .await
             .map_err(|_| {
                 ClientError::Unreachable(format!(
-                    "no answer within {} s",
-                    REQUEST_TIMEOUT.as_secs()
+                    "no answer within {}",
+                    shown_duration(self.timeout)
                 ))
             })?
     }

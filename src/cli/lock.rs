@@ -10,7 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::client::{Answer, Call, ClientError, Lock, job_id, parse_machine_id, zincati_id};
+use crate::client::{
+    Answer, Call, ClientError, Lock, job_id, parse_machine_id, shown_duration, zincati_id,
+};
 use crate::config::{LockSettings, process_env};
 use crate::domain::input::{GroupName, NodeId};
 
@@ -189,6 +191,34 @@ pub struct Checked {
     pub lock: Lock,
     pub group: GroupName,
     pub id: NodeId,
+    /// How long `--wait` pauses between tries.
+    pub pacing: Pacing,
+}
+
+/// The pauses of `--wait`: from `floor`, doubling, up to `ceiling`. The
+/// commands use [`Pacing::FLEET`]; a test sets milliseconds to run the same
+/// loop in a moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pacing {
+    pub floor: Duration,
+    pub ceiling: Duration,
+}
+
+impl Pacing {
+    pub const FLEET: Pacing = Pacing {
+        floor: RETRY_FLOOR,
+        ceiling: RETRY_CEILING,
+    };
+
+    /// The pause before try number `tries + 1`, plus up to a tenth more
+    /// (`jitter` in [0, 1)) so that jobs started together spread.
+    pub fn pause_after(self, tries: u32, jitter: f64) -> Duration {
+        let doubled = self
+            .floor
+            .saturating_mul(2u32.saturating_pow(tries.saturating_sub(1)));
+        let base = doubled.min(self.ceiling);
+        base + base.mul_f64(jitter.clamp(0.0, 1.0) / 10.0)
+    }
 }
 
 /// The server's URL where the command was told to find it, as Zincati's
@@ -245,15 +275,12 @@ pub fn check(request: &Request, settings: &LockSettings) -> Result<Checked, Stri
         }
     };
     let id = NodeId::parse(&id).map_err(|e| format!("--id: {}", e.value()))?;
-    Ok(Checked { lock, group, id })
-}
-
-/// The pause before try number `tries + 1`: from the floor, doubling, up to
-/// the ceiling, plus up to a tenth more so that jobs started together spread.
-pub fn pause_after(tries: u32, jitter: f64) -> Duration {
-    let doubled = RETRY_FLOOR.saturating_mul(2u32.saturating_pow(tries.saturating_sub(1)));
-    let base = doubled.min(RETRY_CEILING);
-    base + base.mul_f64(jitter.clamp(0.0, 1.0) / 10.0)
+    Ok(Checked {
+        lock,
+        group,
+        id,
+        pacing: Pacing::FLEET,
+    })
 }
 
 /// A number in [0, 1) that differs between processes and moments: enough to
@@ -349,7 +376,7 @@ pub async fn run_for_lease(
             }
             return (retry_ends, None);
         }
-        let pause = pause_after(tries, jitter());
+        let pause = checked.pacing.pause_after(tries, jitter());
         let next = Instant::now() + pause;
         if deadline.is_some_and(|deadline| next >= deadline) {
             let deadline = deadline.expect("checked");
@@ -359,8 +386,8 @@ pub async fn run_for_lease(
                 () = &mut stop => return (Ended::Refused, None),
             }
             say(&format!(
-                "could not {verb} within {} s; giving up",
-                started.elapsed().as_secs()
+                "could not {verb} within {}; giving up",
+                shown_duration(started.elapsed())
             ));
             let ended = if retry_ends == Ended::Unreachable {
                 if request.call == Call::PreReboot {
@@ -372,7 +399,7 @@ pub async fn run_for_lease(
             };
             return (ended, None);
         }
-        say(&format!("asking again in {} s", pause.as_secs()));
+        say(&format!("asking again in {}", shown_duration(pause)));
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             () = &mut stop => {
@@ -422,16 +449,19 @@ mod tests {
 
     #[test]
     fn tries_are_a_minute_apart_at_least_and_five_at_most() {
-        assert_eq!(pause_after(1, 0.0), Duration::from_secs(60));
-        assert_eq!(pause_after(2, 0.0), Duration::from_secs(120));
-        assert_eq!(pause_after(3, 0.0), Duration::from_secs(240));
-        assert_eq!(pause_after(4, 0.0), Duration::from_secs(300));
-        assert_eq!(pause_after(40, 0.0), Duration::from_secs(300));
-        assert_eq!(pause_after(1, 0.999), Duration::from_secs_f64(65.994));
+        assert_eq!(Pacing::FLEET.pause_after(1, 0.0), Duration::from_secs(60));
+        assert_eq!(Pacing::FLEET.pause_after(2, 0.0), Duration::from_secs(120));
+        assert_eq!(Pacing::FLEET.pause_after(3, 0.0), Duration::from_secs(240));
+        assert_eq!(Pacing::FLEET.pause_after(4, 0.0), Duration::from_secs(300));
+        assert_eq!(Pacing::FLEET.pause_after(40, 0.0), Duration::from_secs(300));
+        assert_eq!(
+            Pacing::FLEET.pause_after(1, 0.999),
+            Duration::from_secs_f64(65.994)
+        );
         for _ in 0..100 {
             let j = jitter();
             assert!((0.0..1.0).contains(&j));
-            assert!(pause_after(1, j) >= RETRY_FLOOR);
+            assert!(Pacing::FLEET.pause_after(1, j) >= RETRY_FLOOR);
         }
     }
 

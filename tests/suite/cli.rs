@@ -37,6 +37,7 @@ fn fleetlock() -> Command {
 
 struct Run {
     ok: bool,
+    code: Option<i32>,
     stdout: String,
     stderr: String,
 }
@@ -48,6 +49,7 @@ async fn run(command: &mut Command) -> Run {
         .unwrap();
     Run {
         ok: output.status.success(),
+        code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into(),
         stderr: String::from_utf8_lossy(&output.stderr).into(),
     }
@@ -1774,6 +1776,37 @@ async fn operators_exclude_and_include_a_node() {
     );
     let status = run(with_table().arg("status")).await;
     assert!(!status.stdout.contains("excludes"), "{}", status.stdout);
+
+    // At the limit: exit 1, one line that says why and what to do, and the
+    // group as it was.
+    for n in 0..10 {
+        let r = run(with_table().args([
+            "exclude",
+            "--group",
+            "workers",
+            "--id",
+            &format!("node-{n}"),
+            "--reason",
+            "rack move",
+        ]))
+        .await;
+        assert!(r.ok, "{}", r.stderr);
+    }
+    let full = run(with_table().args([
+        "exclude", "--group", "workers", "--id", id, "--reason", "disk",
+    ]))
+    .await;
+    assert_eq!(full.code, Some(1), "{}", full.stderr);
+    assert_eq!(
+        full.stderr,
+        "fleetlock: group 'workers' already excludes 10 nodes, the most it may; nothing \
+         changed: include one of them first\n"
+    );
+    let json = run(with_table().args(["status", "--json", "--group", "workers"])).await;
+    let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let excluded = json["groups"][0]["excluded"].as_array().unwrap();
+    assert_eq!(excluded.len(), 10);
+    assert!(excluded.iter().all(|e| e["id"] != id), "{excluded:?}");
 }
 
 /// `fleetlock id` prints what Zincati sends for a machine id, and refuses a

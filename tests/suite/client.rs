@@ -167,8 +167,13 @@ async fn until_said(lines: &Arc<Mutex<Vec<String>>>, what: &str) {
     }
 }
 
+/// `lock --wait`'s loop (paced in milliseconds here; tests/suite/lock_retries.rs
+/// drives it through every kind of answer) against the real server: refused
+/// while another job holds the only slot, it takes the slot once that is
+/// given back.
 #[tokio::test]
-async fn waiting_takes_the_slot_once_it_frees_a_minute_later_at_the_soonest() {
+async fn waiting_takes_the_slot_once_it_frees() {
+    use fleetlock::cli::lock::{Checked, Identity, Pacing, Request, UrlSource};
     let (_server, _, url, _) = server(None).await;
     let machine = machine_id_file("wait");
     let holder = ran(&mut fleetlock(
@@ -178,36 +183,53 @@ async fn waiting_takes_the_slot_once_it_frees_a_minute_later_at_the_soonest() {
     ))
     .await;
     assert_eq!(holder.code, 0, "{}", holder.stderr);
-    let started = Instant::now();
-    let mut waiter = fleetlock(
-        &url,
-        &machine,
-        &["lock", "--group", "jobs", "--id", "waiter", "--wait"],
-    )
-    .spawn()
-    .unwrap();
-    let said = collect_stderr(&mut waiter);
-    until_said(&said, "refused: the only reboot slot").await;
-    until_said(&said, "asking again in").await;
-    let unlocked = ran(&mut fleetlock(
-        &url,
-        &machine,
-        &["unlock", "--group", "jobs", "--id", "holder"],
-    ))
-    .await;
-    assert_eq!(unlocked.code, 0);
-    let status = tokio::time::timeout(Duration::from_secs(90), waiter.wait())
-        .await
-        .expect("the waiter took the slot")
-        .unwrap();
-    assert_eq!(status.code(), Some(0), "{:?}", said.lock().unwrap());
-    // Never sooner than the floor between tries.
-    assert!(
-        started.elapsed() >= Duration::from_secs(60),
+    let checked = Checked {
+        lock: fleetlock::client::Lock::new(&url).unwrap(),
+        group: fleetlock::domain::input::GroupName::parse("jobs").unwrap(),
+        id: fleetlock::domain::input::NodeId::parse("waiter").unwrap(),
+        pacing: Pacing {
+            floor: Duration::from_millis(50),
+            ceiling: Duration::from_millis(200),
+        },
+    };
+    let request = Request {
+        call: fleetlock::client::Call::PreReboot,
+        group: "jobs".into(),
+        identity: Identity::Id("waiter".into()),
+        url: UrlSource::Environment,
+        wait: Some(Some(Duration::from_secs(60))),
+    };
+    let said = Arc::new(Mutex::new(Vec::<String>::new()));
+    let heard = Arc::clone(&said);
+    let mut say = |l: &str| heard.lock().unwrap().push(l.to_owned());
+    let waiter = fleetlock::cli::lock::run(&checked, &request, std::future::pending(), &mut say);
+    let unlocker = async {
+        until_said(&said, "refused: the only reboot slot").await;
+        until_said(&said, "asking again in").await;
+        let unlocked = ran(&mut fleetlock(
+            &url,
+            &machine,
+            &["unlock", "--group", "jobs", "--id", "holder"],
+        ))
+        .await;
+        assert_eq!(unlocked.code, 0);
+    };
+    let (ended, ()) = tokio::join!(waiter, unlocker);
+    assert_eq!(
+        ended,
+        fleetlock::cli::lock::Ended::Done,
         "{:?}",
-        started.elapsed()
+        said.lock().unwrap()
     );
     until_said(&said, "took a slot of group 'jobs' as waiter").await;
+    // The slot is the waiter's now: another job is refused.
+    let other = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "other"],
+    ))
+    .await;
+    assert_eq!(other.code, 1, "{}", other.stderr);
 }
 
 #[tokio::test]
@@ -258,6 +280,18 @@ async fn a_wait_ends_at_its_timeout_and_a_signal_ends_it_with_no_slot_taken() {
         .unwrap();
         let said = collect_stderr(&mut waiter);
         until_said(&said, "asking again in").await;
+        // The command paces as a fleet's endpoint needs: 60 s and up to a
+        // tenth more before the second try.
+        let announced: u64 = said
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|l| l.split("asking again in ").nth(1))
+            .and_then(|rest| rest.strip_suffix(" s"))
+            .expect("a pause in seconds")
+            .parse()
+            .unwrap();
+        assert!((60..=66).contains(&announced), "{announced} s");
         let killed = std::process::Command::new("kill")
             .args([format!("-{signal}"), waiter.id().unwrap().to_string()])
             .status()

@@ -21,6 +21,7 @@ mod lambda_runtime;
 mod late_writes;
 mod leases;
 mod local_server;
+mod lock_retries;
 mod rollout;
 mod serve_limits;
 mod slot_events;

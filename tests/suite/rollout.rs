@@ -554,3 +554,75 @@ async fn over_http_every_answer_is_one_dynamodb_request() {
         assert_eq!(sent, 1, "{answer} cost {sent} DynamoDB requests");
     }
 }
+
+/// Operators excluding at once, one place below the cap: whatever the
+/// interleaving, the group never excludes more than it may, each exclude
+/// says what it did (landed, at the limit, or overtaken, which the command
+/// asks to run again), and what landed is exactly what is stored.
+async fn concurrent_excludes_stop_at_the_cap<S: LockStore + 'static>(store: Arc<S>) {
+    for round in 0..5 {
+        let g = group(&format!("capped-{round}"));
+        for n in 0..MAX_EXCLUSIONS - 1 {
+            store
+                .exclude(&g, &id(&format!("early-{n}")), person("fill", T0))
+                .await
+                .unwrap();
+        }
+        let racers: Vec<_> = (0..6)
+            .map(|n| {
+                let (store, g) = (Arc::clone(&store), g.clone());
+                tokio::spawn(async move {
+                    let node = id(&format!("late-{n}"));
+                    // As the operator would: run it again when overtaken.
+                    loop {
+                        let outcome = store
+                            .exclude(&g, &node, person("race", T0))
+                            .await
+                            .unwrap()
+                            .outcome;
+                        if outcome != Excluding::Changed(Changed::Overtaken) {
+                            return (node, outcome);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut landed = Vec::new();
+        for racer in racers {
+            let (node, outcome) = racer.await.unwrap();
+            match outcome {
+                Excluding::Changed(Changed::Yes) => landed.push(node),
+                Excluding::AtLimit => {}
+                other => panic!("{node}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            landed.len(),
+            1,
+            "round {round}: exactly the last place taken"
+        );
+        let stored = store.groups(Some(&g)).await.unwrap();
+        let excluded = &stored[0].1.excluded;
+        assert_eq!(excluded.len(), MAX_EXCLUSIONS, "round {round}");
+        assert!(excluded.contains_key(&landed[0]));
+        assert_eq!(
+            excluded
+                .keys()
+                .filter(|k| k.as_str().starts_with("late-"))
+                .count(),
+            1,
+            "round {round}: {excluded:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn concurrent_excludes_stop_at_the_cap_in_dynamodb() {
+    let (store, _) = dynamo_store("exclusion-cap-race").await;
+    concurrent_excludes_stop_at_the_cap(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn concurrent_excludes_stop_at_the_cap_in_memory() {
+    concurrent_excludes_stop_at_the_cap(Arc::new(MemoryStore::default())).await;
+}
