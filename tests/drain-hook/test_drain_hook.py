@@ -38,6 +38,8 @@ import yaml  # noqa: E402
 
 DEFINITION = json.loads((HOOK / "state-machine.asl.json").read_text())
 ID_TAG = "fleetlock:zincati-id"
+TARGETS_TAG = "fleetlock:targets"
+LONE_NODE_API_PORT = 8080
 REGION = "eu-west-1"
 
 
@@ -206,6 +208,10 @@ class Scene:
         ]
         for group in self.target_groups:
             elb.register_targets(TargetGroupArn=group, Targets=[{"Id": instance} for instance, _ in nodes])
+        # lone-node serves `api` on a port of its own, not the group's 80.
+        elb.deregister_targets(TargetGroupArn=self.target_groups[1], Targets=[{"Id": self.lone_instance}])
+        elb.register_targets(TargetGroupArn=self.target_groups[1],
+                             Targets=[{"Id": self.lone_instance, "Port": LONE_NODE_API_PORT}])
         self.retry = retry
         self.machine = self.state_machine(delay)
 
@@ -252,7 +258,9 @@ class Scene:
             if described["status"] != "RUNNING":
                 self.last_transitions = self.transitions(execution)
                 if described.get("cause"):
-                    print(f"{execution}: {described.get('error')}: {described['cause'][:500]}")
+                    events = sfn.get_execution_history(executionArn=execution)["events"]
+                    entered = [e["stateEnteredEventDetails"]["name"] for e in events if "stateEnteredEventDetails" in e]
+                    print(f"{execution}: {described.get('error')} after {entered[-12:]}: {described['cause'][:500]}")
                 return described["status"], described.get("error")
             time.sleep(0.1)
         raise AssertionError(f"the execution {execution} did not end")
@@ -261,6 +269,18 @@ class Scene:
         elb = self.moto.client("elbv2")
         return [any(t["Target"]["Id"] == instance for t in elb.describe_target_health(TargetGroupArn=g)
                     ["TargetHealthDescriptions"]) for g in self.target_groups]
+
+    def ports(self, instance):
+        """The ports the instance is registered with, in each target group."""
+        elb = self.moto.client("elbv2")
+        return [sorted(t["Target"]["Port"] for t in elb.describe_target_health(TargetGroupArn=g)
+                       ["TargetHealthDescriptions"] if t["Target"]["Id"] == instance) for g in self.target_groups]
+
+    def recorded_targets(self, instance):
+        """The hook's record of the instance's ports, if it holds one."""
+        tags = self.moto.client("ec2").describe_tags(Filters=[{"Name": "resource-id", "Values": [instance]},
+                                                              {"Name": "key", "Values": [TARGETS_TAG]}])["Tags"]
+        return json.loads(tags[0]["Value"]) if tags else None
 
     def desired_capacity(self, group):
         found = self.moto.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[group])
@@ -396,15 +416,23 @@ class Steps(unittest.TestCase):
         self.assertEqual(self.scene.registered(self.scene.asg_instance), [True, True])
         self.assertEqual(self.scene.lifecycle(self.scene.asg_instance), ["InService"])
 
-    def test_3_a_node_outside_any_auto_scaling_group_is_only_deregistered(self):
+    def test_3_a_node_outside_any_auto_scaling_group_is_only_deregistered_and_keeps_its_ports(self):
+        lone = self.scene.lone_instance
+        self.assertEqual(self.scene.ports(lone), [[80], [LONE_NODE_API_PORT]])
         api(self.table, ("pre-reboot", "lone-node"))
         status, error = self.scene.run(self.drain_request("lone-node"))
         self.assertEqual(status, "SUCCEEDED", error)
-        self.assertEqual(self.scene.registered(self.scene.lone_instance), [False, False])
+        self.assertEqual(self.scene.registered(lone), [False, False])
+        self.assertEqual(self.scene.ports(lone), [[], []], "deregistered from the port it was registered with")
+        # Kept until its release: each group's ports of the node, and one
+        # null where other targets were.
+        self.assertEqual([sorted(p for p in ports if p) for ports in self.scene.recorded_targets(lone)],
+                         [[80], [LONE_NODE_API_PORT]])
         api(self.table, ("pre-reboot", "lone-node"), ("steady-state", "lone-node"))
         status, error = self.scene.run(event("Slot Released", {"group": "default", "id": "lone-node"}))
         self.assertEqual(status, "SUCCEEDED", error)
-        self.assertEqual(self.scene.registered(self.scene.lone_instance), [True, True])
+        self.assertEqual(self.scene.ports(lone), [[80], [LONE_NODE_API_PORT]], "registered again as it was")
+        self.assertIsNone(self.scene.recorded_targets(lone), "the record goes with the release")
 
     def test_4_a_reservation_that_ends_while_its_node_drains_ends_undrained(self):
         api(self.table, ("pre-reboot", "asg-node"))
