@@ -91,6 +91,9 @@ async fn slow_headers_slow_bodies_and_idle_connections_are_closed_in_time() {
         &log,
     )
     .await;
+    // A server without these limits would keep each connection for hyper's
+    // own 30 s or for ever: closed within this window, and not before the
+    // limit, is the limit at work, however loaded the machine.
     let window = Duration::from_secs(10);
 
     // Headers that never end.
@@ -102,14 +105,17 @@ async fn slow_headers_slow_bodies_and_idle_connections_are_closed_in_time() {
         .unwrap();
     let (_, after) = until_closed(&mut slow_headers, opened, window).await;
     assert!(
-        after >= Duration::from_millis(900) && after < Duration::from_secs(3),
-        "{after:?}"
+        after >= Duration::from_millis(900),
+        "closed after {after:?}, before its 1 s limit"
     );
 
     // A connection that never sends a byte.
     let mut silent = TcpStream::connect(&addr).await.unwrap();
     let (_, after) = until_closed(&mut silent, Instant::now(), window).await;
-    assert!(after < Duration::from_secs(3), "{after:?}");
+    assert!(
+        after >= Duration::from_millis(900),
+        "closed after {after:?}"
+    );
 
     // A body that stops halfway: a 408 with its kind, then the close.
     let body = zincati_body("slow-node", "default");
@@ -124,8 +130,8 @@ async fn slow_headers_slow_bodies_and_idle_connections_are_closed_in_time() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains(r#""kind":"request_timeout""#), "{answer}");
     assert!(
-        after >= Duration::from_millis(900) && after < Duration::from_secs(3),
-        "{after:?}"
+        after >= Duration::from_millis(900),
+        "closed after {after:?}, before its 1 s limit"
     );
     // Nothing was decided for it: the slot is still free.
     let r = zincati(addr.parse().unwrap(), "pre-reboot", "other-node", "default").await;
@@ -145,8 +151,8 @@ async fn slow_headers_slow_bodies_and_idle_connections_are_closed_in_time() {
         "kept alive: {answer}"
     );
     assert!(
-        after >= Duration::from_millis(900) && after < Duration::from_secs(3),
-        "{after:?}"
+        after >= Duration::from_millis(900),
+        "closed after {after:?}, before its 1 s limit"
     );
 
     // Headers past the buffer: refused, not buffered.
@@ -176,8 +182,9 @@ async fn past_the_connection_cap_a_request_waits_and_is_answered_once_one_closes
     for _ in 0..4 {
         held.push(TcpStream::connect(&addr).await.unwrap());
     }
-    // Let the server accept all four before the fifth arrives.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // No pause needed here: each connect returns once the kernel queued the
+    // connection, and the server accepts from that queue in order, so the
+    // fifth is never accepted before the four.
     let body = zincati_body("waiting-node", "default");
     let mut fifth = TcpStream::connect(&addr).await.unwrap();
     fifth
@@ -198,6 +205,21 @@ async fn past_the_connection_cap_a_request_waits_and_is_answered_once_one_closes
     let answer = String::from_utf8_lossy(&buffer[..n]);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let _ = std::fs::remove_file(&log);
+}
+
+/// Waits until the log at `path` has a line containing `text`.
+async fn wait_for_line(path: &std::path::Path, text: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .contains(text)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no line with {text:?} in {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// User and system CPU time of a process so far, in clock ticks.
@@ -223,12 +245,16 @@ async fn out_of_file_descriptors_it_neither_spins_nor_floods_its_log_and_recover
     for _ in 0..80 {
         held.push(TcpStream::connect(&addr).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Measure from the first failed accept on, not from a guess of when
+    // the accepts before it are over.
+    wait_for_line(&log, "accept failed", Duration::from_secs(20)).await;
     let ticks_per_second = 100; // USER_HZ on Linux
     let before = cpu_ticks(pid);
     tokio::time::sleep(Duration::from_secs(3)).await;
     let used = cpu_ticks(pid) - before;
     // A spinning accept loop burns the whole 3 s; pausing, next to nothing.
+    // A loaded machine only gives the server less CPU, so load cannot fail a
+    // server that pauses.
     assert!(
         used < ticks_per_second * 3 / 10,
         "{used} ticks of CPU in 3 s while out of descriptors"
