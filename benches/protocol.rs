@@ -186,7 +186,7 @@ async fn closed_window_api(
     let (client, counter) = counted_client().await;
     let store = DynamoStore::new(client, format!("bench-{name}-{}", std::process::id()));
     store.create_table().await.expect("create the table");
-    let windows = Schedule::parse(&closed_window_spec(), None, |_| true, false).unwrap();
+    let windows = Schedule::parse(&closed_window_spec(), None, |_| Ok(()), false).unwrap();
     let api = Api::new(
         FleetLock::new(groups, store).with_windows(windows),
         Auth::Disabled,

@@ -175,6 +175,16 @@ resource "aws_lambda_function" "this" {
 
   lifecycle {
     precondition {
+      condition     = length(local.unconfigured_refusals) == 0
+      error_message = "The function would refuse these settings at start: ${join("; ", local.unconfigured_refusals)}. The configured groups: ${join(", ", local.configured_groups)}."
+    }
+
+    precondition {
+      condition     = local.time_zone_known
+      error_message = "time_zone '${var.time_zone}' is not a time zone of the IANA database the function bundles (UTC, or a name such as Europe/Berlin; time_zones.tf lists them)."
+    }
+
+    precondition {
       condition     = var.allow_anonymous || length(var.clients) > 0
       error_message = "clients is required (make entries with `fleetlock credential`), unless allow_anonymous is true."
     }

@@ -65,8 +65,12 @@ variable "settle" {
   nullable    = false
 
   validation {
-    condition     = alltrue([for group, time in var.settle : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && can(regex("^([0-9]+h)?([0-9]+m)?([0-9]+s)?$", time)) && time != ""])
-    error_message = "settle maps group names or \"*\" to durations such as \"90s\", \"10m\" or \"1h30m\"."
+    # The duration in seconds, from its h, m and s parts, at most 24h.
+    condition = alltrue([for group, time in var.settle : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && time != "" && try(alltrue([
+      for seconds in [sum([for i, part in regex("^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$", time) : tonumber(coalesce(part, "0")) * [3600, 60, 1][i]])] :
+      seconds <= 86400
+    ]), false)])
+    error_message = "settle maps group names or \"*\" to durations such as \"90s\", \"10m\" or \"1h30m\", at most 24h (pause the group for longer)."
   }
 }
 
@@ -126,9 +130,9 @@ variable "maintenance_windows" {
 
   validation {
     condition = alltrue(flatten([for group, windows in var.maintenance_windows : concat([can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group))], [
-      for window in windows : length(window.days) > 0 && alltrue([for day in window.days : contains(["mon", "tue", "wed", "thu", "fri", "sat", "sun", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"], lower(day))]) && can(regex("^([01][0-9]|2[0-3]):[0-5][0-9]$", window.start_time)) && window.length_minutes >= 1 && floor(window.length_minutes) == window.length_minutes
+      for window in windows : length(window.days) > 0 && alltrue([for day in window.days : contains(["mon", "tue", "wed", "thu", "fri", "sat", "sun", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"], lower(day))]) && can(regex("^([01][0-9]|2[0-3]):[0-5][0-9]$", window.start_time)) && window.length_minutes >= 1 && window.length_minutes <= 10080 && floor(window.length_minutes) == window.length_minutes
     ])]))
-    error_message = "maintenance_windows maps group names or \"*\" to windows of days (Mon to Sun or Monday to Sunday, in any case, as the function and Zincati read them), a start_time HH:MM and whole length_minutes."
+    error_message = "maintenance_windows maps group names or \"*\" to windows of days (Mon to Sun or Monday to Sunday, in any case, as the function and Zincati read them), a start_time HH:MM and whole length_minutes from 1 to 10080 (a week)."
   }
 }
 
@@ -401,8 +405,8 @@ variable "alarm_pauses" {
   nullable    = false
 
   validation {
-    condition     = alltrue([for alarm, groups in var.alarm_pauses : alarm != "" && !strcontains(alarm, ";") && length(groups) > 0 && alltrue([for group in groups : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group))])])
-    error_message = "alarm_pauses maps alarm names to non-empty lists of group names or \"*\"."
+    condition     = alltrue([for alarm, groups in var.alarm_pauses : alarm != "" && !strcontains(alarm, ";") && length(groups) > 0 && ((length(groups) == 1 && groups[0] == "*") || alltrue([for group in groups : can(regex("^[a-zA-Z0-9.-]{1,64}$", group))]))])
+    error_message = "alarm_pauses maps alarm names to non-empty lists of group names, or to [\"*\"] alone for every group (as the function reads them: \"*\" beside a name is refused)."
   }
 }
 

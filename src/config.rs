@@ -15,6 +15,7 @@ use crate::domain::alarms::AlarmGates;
 use crate::domain::auth::{Auth, BadClients, Clients};
 use crate::domain::groups::{GroupSlots, GroupsError};
 use crate::domain::input::GroupName;
+use crate::domain::names::did_you_mean;
 use crate::domain::windows::Schedule;
 
 /// The variables of the service's settings that a deploy sets: what
@@ -187,7 +188,10 @@ impl Config {
                 .clone()
                 .with_windows(
                     &spec,
-                    |g| !groups_known || groups.slots_for(g).is_ok(),
+                    |g| match groups.slots_for(g) {
+                        Err(_) if groups_known => Err(groups.not_configured(g)),
+                        _ => Ok(()),
+                    },
                     !groups_known || groups.others().is_some(),
                 )
                 .unwrap_or_else(|why| {
@@ -378,8 +382,9 @@ pub fn alarm_gates(var: impl Fn(&str) -> Option<String>) -> Result<AlarmGates, C
     }
     if let Some((alarm, group)) = gates.unknown_group(|g| groups.slots_for(g).is_ok()) {
         let configured: Vec<String> = groups.listed().map(|(g, _)| g.to_string()).collect();
+        let closest = did_you_mean(group.as_str(), configured.iter().map(String::as_str));
         return Err(ConfigError::AlarmPauses(format!(
-            "alarm '{alarm}' pauses group '{group}', which FLEETLOCK_GROUPS does not configure \
+            "alarm '{alarm}' pauses group '{group}', which FLEETLOCK_GROUPS does not configure{closest} \
              (configured: {}); the pause would guard nothing",
             configured.join(", ")
         )));
@@ -746,7 +751,11 @@ mod tests {
         for (spec, says) in [
             ("workers", "not of the form"),
             ("workers=soon", "not a duration"),
-            ("db=10m", "not configured"),
+            ("db=10m", "not configured by FLEETLOCK_GROUPS"),
+            (
+                "wrokers=10m",
+                "group 'wrokers' is not configured by FLEETLOCK_GROUPS (did you mean 'workers'?)",
+            ),
             ("*=1m", "has no '*'"),
             ("workers=1m,workers=2m", "listed twice"),
             ("workers=1m,,default=1m", "empty entry"),
@@ -1033,8 +1042,8 @@ mod tests {
         assert_eq!(
             typo.to_string(),
             "FLEETLOCK_ALARM_PAUSES: alarm 'api-5xx' pauses group 'wrokers', which \
-             FLEETLOCK_GROUPS does not configure (configured: default, workers); the pause \
-             would guard nothing"
+             FLEETLOCK_GROUPS does not configure (did you mean 'workers'?) (configured: default, \
+             workers); the pause would guard nothing"
         );
         for ok in [
             [

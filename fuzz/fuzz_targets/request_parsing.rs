@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         // Windows that parse must answer for any group at any time, and the
         // answer must agree with itself: open until a later time, or closed
         // until a later time.
-        if let Ok(schedule) = Schedule::parse(text, None, |_| true, true) {
+        if let Ok(schedule) = Schedule::parse(text, None, |_| Ok(()), true) {
             let now = Timestamp(1_764_480_000_000 + u64::from(data[0]) * 3_600_000);
             let group = fleetlock::domain::input::GroupName::parse("default").unwrap();
             match schedule.state(&group, now) {

@@ -418,35 +418,7 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
     }
 }
 
-/// " (did you mean 'x'?)" for the first of `known` closest to `word`, if
-/// it is within two edits and not `word` itself; else nothing.
-pub(crate) fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
-    known
-        .into_iter()
-        .filter(|known| *known != word)
-        .map(|known| (edit_distance(word, known), known))
-        .filter(|(distance, _)| *distance <= 2)
-        .min_by_key(|(distance, _)| *distance)
-        .map_or(String::new(), |(_, known)| {
-            format!(" (did you mean '{known}'?)")
-        })
-}
-
-/// Levenshtein distance: how many single-character edits turn `a` into `b`.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substituted = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
-}
+pub(crate) use crate::domain::names::{did_you_mean, edit_distance};
 
 /// clap's own sentence, without its "error: " and its usage lines.
 fn first_line(err: &clap::Error) -> String {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 use crate::domain::lock::{DrainRule, GroupRules, OnDrainTimeout};
+use crate::domain::names::did_you_mean;
 
 /// Why a group setting was refused, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,9 +253,7 @@ impl GroupSlots {
                 None if self.others.is_none() => Err(format!(
                     "'*' is given {what} but FLEETLOCK_GROUPS has no '*'"
                 )),
-                Some(group) if self.slots_for(group).is_err() => Err(format!(
-                    "group '{group}' is not configured by FLEETLOCK_GROUPS"
-                )),
+                Some(group) if self.slots_for(group).is_err() => Err(self.not_configured(group)),
                 _ => Ok(()),
             },
         )
@@ -289,6 +288,13 @@ impl GroupSlots {
             .copied()
             .or(self.others)
             .ok_or_else(|| Error::UnknownGroup(group.to_string()))
+    }
+
+    /// Why a setting may not name `group`: not configured, and the closest
+    /// configured name when one is within two edits (most likely a typo).
+    pub fn not_configured(&self, group: &GroupName) -> String {
+        let closest = did_you_mean(group.as_str(), self.listed.keys().map(GroupName::as_str));
+        format!("group '{group}' is not configured by FLEETLOCK_GROUPS{closest}")
     }
 
     pub fn listed(&self) -> impl Iterator<Item = (&GroupName, u32)> {

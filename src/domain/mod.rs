@@ -26,6 +26,7 @@ pub mod groups;
 pub mod hosts;
 pub mod input;
 pub mod lock;
+pub mod names;
 pub mod outcomes;
 pub mod semaphore;
 pub mod service;

@@ -661,7 +661,7 @@ mod tests {
         let windows = Schedule::parse(
             "workers: days=Sun start_time=05:00 length_minutes=35",
             Some("UTC"),
-            |_| true,
+            |_| Ok(()),
             true,
         )
         .unwrap();

@@ -236,7 +236,7 @@ impl Schedule {
     pub fn parse(
         spec: &str,
         zone: Option<&str>,
-        known: impl Fn(&GroupName) -> bool,
+        known: impl Fn(&GroupName) -> Result<(), String>,
         wildcard_known: bool,
     ) -> Result<Self, String> {
         Self::in_zone(zone)?.with_windows(spec, known, wildcard_known)
@@ -244,12 +244,12 @@ impl Schedule {
 
     /// Adds `FLEETLOCK_WINDOWS`: windows separated by `;`, each `GROUP: days=...
     /// start_time=HH:MM length_minutes=N`; a group may have several; `*`
-    /// gives windows to every group without its own. `known` says whether a
-    /// group is configured.
+    /// gives windows to every group without its own. `known` refuses a
+    /// group that is not configured, with the reason.
     pub fn with_windows(
         mut self,
         spec: &str,
-        known: impl Fn(&GroupName) -> bool,
+        known: impl Fn(&GroupName) -> Result<(), String>,
         wildcard_known: bool,
     ) -> Result<Self, String> {
         for entry in spec.split(';').map(str::trim) {
@@ -274,11 +274,7 @@ impl Schedule {
             } else {
                 let group =
                     GroupName::parse(name).map_err(|e| format!("group '{name}': {}", e.value()))?;
-                if !known(&group) {
-                    return Err(format!(
-                        "group '{name}' is not configured by FLEETLOCK_GROUPS"
-                    ));
-                }
+                known(&group)?;
                 self.groups.entry(group).or_default()
             };
             calendar.windows.push(window);
@@ -419,7 +415,7 @@ mod tests {
     }
 
     fn schedule(spec: &str, zone: &str) -> Schedule {
-        Schedule::parse(spec, Some(zone), |_| true, true).unwrap()
+        Schedule::parse(spec, Some(zone), |_| Ok(()), true).unwrap()
     }
 
     /// An instant from a wall-clock time in UTC.
@@ -684,7 +680,13 @@ mod tests {
 
     #[test]
     fn every_bad_input_is_refused_with_its_reason() {
-        let known = |g: &GroupName| g.as_str() != "unknown";
+        let known = |g: &GroupName| {
+            if g.as_str() == "unknown" {
+                Err(format!("group '{g}' is not configured by FLEETLOCK_GROUPS"))
+            } else {
+                Ok(())
+            }
+        };
         for (spec, says) in [
             (
                 "w: days=Funday start_time=22:00 length_minutes=60",
@@ -767,6 +769,48 @@ mod tests {
         }
     }
 
+    /// The Terraform module refuses at plan time a zone the function would
+    /// refuse at start: infra/time_zones.tf lists the bundled database's
+    /// names. `FLEETLOCK_WRITE_DOCS=1 cargo test --lib time_zones` writes it.
+    #[test]
+    fn the_modules_time_zones_are_the_bundled_database() {
+        let mut zones: Vec<String> = jiff::tz::db()
+            .available()
+            .map(|name| name.to_string())
+            .filter(|name| !name.eq_ignore_ascii_case("localtime"))
+            .collect();
+        zones.sort();
+        zones.dedup();
+        assert!(zones.len() > 400, "{} zones", zones.len());
+        for zone in &zones {
+            assert!(
+                Schedule::in_zone(Some(zone)).is_ok(),
+                "{zone} is listed and refused"
+            );
+        }
+        let mut text = String::from(
+            "# Generated from the time zone database the function bundles (jiff's\n\
+             # tzdb-bundle-always); src/domain/windows.rs keeps it equal:\n\
+             # FLEETLOCK_WRITE_DOCS=1 cargo test --lib time_zones rewrites it.\n\n\
+             locals {\n  time_zones = [\n",
+        );
+        for zone in &zones {
+            text.push_str(&format!("    \"{zone}\",\n"));
+        }
+        text.push_str("  ]\n}\n");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/infra/time_zones.tf");
+        if std::env::var_os("FLEETLOCK_WRITE_DOCS").is_some() {
+            std::fs::write(path, &text).unwrap();
+            return;
+        }
+        let module = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            module == text,
+            "infra/time_zones.tf is not the bundled database's list: run \
+             FLEETLOCK_WRITE_DOCS=1 cargo test --lib time_zones"
+        );
+    }
+
     #[test]
     fn a_zone_without_transitions_answers_too() {
         // Etc/GMT-1 is UTC+1 all year: no transitions to visit.
@@ -790,7 +834,7 @@ mod tests {
             Schedule::parse(
                 "w: days=Mon start_time=00:00 length_minutes=1",
                 None,
-                |_| true,
+                |_| Ok(()),
                 false
             )
             .unwrap()

@@ -14,6 +14,11 @@ for each tfvars file in CONFIG_CHECK_TFVARS, `terraform console` evaluates the
 functions' own environment expressions (read from main.tf and alarm_pauses.tf)
 and the binary's `--env` must print the same variables.
 
+And it checks that Terraform and `config check` read settings alike: each run
+of tests/iac/terraform/agreement.tftest.hcl, refused at plan time by Terraform
+(expect_failures) or planned, must be refused or accepted by
+`fleetlock config check --tfvars` given the same variables.
+
 Where Terraform or the provider is missing, it fails with one line that says
 which; it never skips.
 """
@@ -171,6 +176,75 @@ def compare_config_check(terraform, copy, env):
               f"{planned['FLEETLOCK_GROUPS']!r} among them", flush=True)
 
 
+AGREEMENT = TESTS / "agreement.tftest.hcl"
+
+
+def block_bodies(text, opener):
+    """The bodies of every block `opener {` in `text` (an HCL file's text),
+    with the text before each opener's brace: braces inside strings and
+    comments do not count."""
+    found = []
+    for match in re.finditer(opener, text):
+        depth, i, start = 0, match.end() - 1, match.end()
+        while True:
+            char = text[i]
+            if char == '"':
+                i += 1
+                while text[i] != '"':
+                    i += 2 if text[i] == "\\" else 1
+            elif char == "#":
+                i = text.index("\n", i)
+            elif char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    found.append((match, text[start:i]))
+                    break
+            i += 1
+    return found
+
+
+def agreement_cases():
+    """(run name, its variables as tfvars text, whether Terraform must refuse it)."""
+    cases = []
+    for match, body in block_bodies(AGREEMENT.read_text(), r'\nrun "([a-z0-9_]+)" \{'):
+        variables = block_bodies(body, r"variables \{")
+        if len(variables) != 1:
+            fail(f"agreement.tftest.hcl run {match.group(1)}: one variables block, not {len(variables)}")
+        refused = "expect_failures" in body
+        if match.group(1).startswith("bad_") != refused:
+            fail(f"agreement.tftest.hcl run {match.group(1)}: bad_ runs, and only they, expect failures")
+        cases.append((match.group(1), variables[0][1], refused))
+    if len(cases) < 10:
+        fail(f"agreement.tftest.hcl has {len(cases)} runs: the corpus is not read")
+    return cases
+
+
+def compare_agreement():
+    """Each corpus run's verdict from `config check` is Terraform's (which
+    `terraform test` has just confirmed for every run)."""
+    folder = WORK / "agreement"
+    folder.mkdir(exist_ok=True)
+    disagreements = []
+    cases = agreement_cases()
+    for name, variables, refused in cases:
+        tfvars = folder / f"{name}.tfvars"
+        tfvars.write_text(variables)
+        checked = subprocess.run([str(FLEETLOCK), "config", "check", "--tfvars", str(tfvars)],
+                                 capture_output=True, text=True)
+        if (checked.returncode != 0) != refused:
+            disagreements.append(f"{name}: Terraform {'refuses' if refused else 'plans'} it, config check "
+                                 f"exits {checked.returncode}: {(checked.stderr or checked.stdout).strip()}")
+        elif refused:
+            print(f"  {name}: both refuse; config check says: "
+                  f"{checked.stderr.strip().splitlines()[-1]}", flush=True)
+    if disagreements:
+        fail("Terraform and config check disagree:\n  " + "\n  ".join(disagreements))
+    print(f"agreement corpus: Terraform and config check agree on all {len(cases)} runs "
+          f"({sum(r for _, _, r in cases)} refused)", flush=True)
+
+
 def main():
     terraform = shutil.which("terraform")
     if not terraform:
@@ -192,6 +266,7 @@ def main():
         if done.returncode != 0:
             fail(f"terraform {args[0]} failed (exit {done.returncode})")
     compare_config_check(terraform, copy, env)
+    compare_agreement()
 
 
 if __name__ == "__main__":

@@ -29,7 +29,12 @@ async fn a_closed_group_is_refused_without_a_single_dynamodb_request() {
     let windows = Schedule::parse(
         "workers: days=Sat,Sun start_time=22:00 length_minutes=120",
         Some("Europe/Berlin"),
-        |g| groups.slots_for(g).is_ok(),
+        |g| {
+            groups
+                .slots_for(g)
+                .map(|_| ())
+                .map_err(|_| groups.not_configured(g))
+        },
         false,
     )
     .unwrap();
@@ -151,7 +156,12 @@ async fn a_closed_window_outranks_paused_settling_and_full() {
     let windows = Schedule::parse(
         "workers: days=Sat,Sun start_time=22:00 length_minutes=120",
         Some("Europe/Berlin"),
-        |g| groups.slots_for(g).is_ok(),
+        |g| {
+            groups
+                .slots_for(g)
+                .map(|_| ())
+                .map_err(|_| groups.not_configured(g))
+        },
         false,
     )
     .unwrap();
@@ -193,7 +203,12 @@ async fn a_drain_begins_only_while_the_window_stays_open_for_its_timeout() {
     let windows = Schedule::parse(
         "workers: days=Sat start_time=22:00 length_minutes=120",
         None,
-        |g| groups.slots_for(g).is_ok(),
+        |g| {
+            groups
+                .slots_for(g)
+                .map(|_| ())
+                .map_err(|_| groups.not_configured(g))
+        },
         false,
     )
     .unwrap();

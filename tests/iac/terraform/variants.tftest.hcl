@@ -282,6 +282,7 @@ run "alarm_pauses_only" {
   command = plan
 
   variables {
+    groups       = { default = 1, workers = 3, db = 1 }
     alarm_pauses = { "api-5xx" = ["*"], "db-latency" = ["workers", "db"] }
   }
 

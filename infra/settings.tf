@@ -1,0 +1,60 @@
+# What the function would refuse at start, refused at plan time instead.
+#
+# The function's parser (src/config.rs) is the source of truth; each
+# variable's validation checks what it can alone (shapes, ranges, day
+# names), and the cross-variable rules below are preconditions of the API
+# function (main.tf), since Terraform 1.5 validations cannot read another
+# variable. tests/iac/terraform/agreement.tftest.hcl plans a corpus of inputs
+# that `fleetlock config check` reads too, and both must give each the same
+# verdict (tests/iac/plan_terraform.py).
+
+locals {
+  configured_groups = keys(var.groups)
+  wildcard_groups   = contains(local.configured_groups, "*")
+
+  # Every group a per-group input names, by input. A group is accepted when
+  # `groups` lists it or has a "*"; a "*" key only when `groups` has one.
+  # Alarm pauses may always name "*" (every group).
+  per_group_keys = {
+    settle              = keys(var.settle)
+    lease               = keys(var.lease)
+    drain               = keys(var.drain)
+    maintenance_windows = keys(var.maintenance_windows)
+    alarm_pauses        = [for group in distinct(flatten(values(var.alarm_pauses))) : group if group != "*"]
+  }
+  unconfigured_groups = {
+    for input, groups in local.per_group_keys : input => [
+      for group in groups : group
+      if !contains(local.configured_groups, group) && (group == "*" || !local.wildcard_groups)
+    ]
+  }
+  unconfigured_refusals = flatten([
+    for input, groups in local.unconfigured_groups : [
+      for group in groups : group == "*" ? "${input} gives \"*\" a value but groups has no \"*\"" : "${input} names group '${group}', which groups does not configure${
+        length(local.closest_group[group]) > 0 ? " (did you mean '${local.closest_group[group][0]}'?)" : ""
+      }"
+    ]
+  ])
+  # A configured group within one edit of a mistyped one: the same length
+  # and one letter changed or two neighbours swapped, or one letter more or
+  # less. Terraform has no edit distance; this catches the common typos, and
+  # the configured groups are listed with every refusal anyway.
+  closest_group = {
+    for group in distinct(flatten(values(local.unconfigured_groups))) : group => [
+      for known in local.configured_groups : known
+      if known != "*" && known != group && (
+        (length(known) == length(group) && (
+          length([for i in range(length(group)) : i if substr(group, i, 1) != substr(known, i, 1)]) == 1 ||
+          (join("", sort(split("", group))) == join("", sort(split("", known))) &&
+          length([for i in range(length(group)) : i if substr(group, i, 1) != substr(known, i, 1)]) == 2)
+        )) ||
+        (length(known) == length(group) + 1 && anytrue([for i in range(length(known)) : "${substr(known, 0, i)}${substr(known, i + 1, -1)}" == group])) ||
+        (length(group) == length(known) + 1 && anytrue([for i in range(length(group)) : "${substr(group, 0, i)}${substr(group, i + 1, -1)}" == known]))
+      )
+    ]
+  }
+
+  # The binary's bundled time zone database (time_zones.tf), in any case as
+  # the function reads a name.
+  time_zone_known = contains([for zone in local.time_zones : lower(zone)], lower(trimspace(var.time_zone)))
+}

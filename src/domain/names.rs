@@ -1,0 +1,48 @@
+//! The closest known name to a mistyped one, for messages that refuse it:
+//! a group a setting names but `FLEETLOCK_GROUPS` does not configure, a
+//! command, an input. Pure, so the function and the CLI say it alike.
+
+/// " (did you mean 'x'?)" for the first of `known` closest to `word`, if
+/// it is within two edits and not `word` itself; else nothing.
+pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    known
+        .into_iter()
+        .filter(|known| *known != word)
+        .map(|known| (edit_distance(word, known), known))
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map_or(String::new(), |(_, known)| {
+            format!(" (did you mean '{known}'?)")
+        })
+}
+
+/// Levenshtein distance: how many single-character edits turn `a` into `b`.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_within_two_edits_names_the_closest_and_nothing_else_guesses() {
+        let known = ["default", "workers", "db"];
+        assert_eq!(did_you_mean("wrokers", known), " (did you mean 'workers'?)");
+        assert_eq!(did_you_mean("dbb", known), " (did you mean 'db'?)");
+        assert_eq!(did_you_mean("frontend", known), "");
+        assert_eq!(did_you_mean("workers", known), "", "itself is no guess");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

@@ -1,0 +1,234 @@
+# One corpus of settings, two readers: `terraform test` plans each run below
+# (a run with expect_failures must be refused at plan time, one without must
+# plan), and tests/iac/plan_terraform.py gives each run's variables to
+# `fleetlock config check --tfvars`, which must give the same verdict. The
+# function's parser is the source of truth: a case where they disagree is a
+# bug in the module (or in config check), never in the corpus.
+#
+# Each run's variables are complete on their own (no file-level variables
+# block), so that the harness reads exactly what Terraform plans.
+
+mock_provider "aws" {
+  mock_data "aws_iam_policy_document" {
+    defaults = {
+      json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}"
+    }
+  }
+  mock_data "aws_region" {
+    defaults = {
+      name = "eu-west-1"
+    }
+  }
+  mock_data "aws_caller_identity" {
+    defaults = {
+      account_id = "123456789012"
+    }
+  }
+  mock_data "aws_partition" {
+    defaults = {
+      partition = "aws"
+    }
+  }
+}
+
+run "good_every_per_group_input_on_configured_groups" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3, db = 1 }
+    settle          = { workers = "10m", db = "24h" }
+    lease           = { workers = "6h", db = "30m" }
+    slot_events     = true
+    drain           = { workers = "15m", db = "24h:grant" }
+    maintenance_windows = {
+      workers = [{ days = ["Saturday", "sun"], start_time = "22:00", length_minutes = 120 }]
+      db      = [{ days = ["Mon"], start_time = "00:00", length_minutes = 10080 }]
+    }
+    time_zone    = "Europe/Berlin"
+    alarm_pauses = { "api-5xx" = ["*"], "db-latency" = ["workers", "db"] }
+  }
+}
+
+run "good_a_wildcard_covers_every_name" {
+  command = plan
+  variables {
+    lambda_zip_path     = "tests/fleetlock.zip"
+    clients             = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups              = { default = 1, "*" = 2 }
+    settle              = { anything = "5m", "*" = "1m" }
+    lease               = { "*" = "2h" }
+    maintenance_windows = { "*" = [{ days = ["Sat"], start_time = "01:00", length_minutes = 60 }] }
+    alarm_pauses        = { "api-5xx" = ["never-listed"] }
+  }
+}
+
+run "good_a_zone_in_another_case" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    time_zone       = "america/new_york"
+  }
+}
+
+run "bad_settle_names_a_typo" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3 }
+    settle          = { wrokers = "10m" }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_windows_name_a_typo" {
+  command = plan
+  variables {
+    lambda_zip_path     = "tests/fleetlock.zip"
+    clients             = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups              = { default = 1, workers = 3 }
+    maintenance_windows = { wrokers = [{ days = ["Sat"], start_time = "22:00", length_minutes = 60 }] }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_drain_of_a_group_not_configured" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    slot_events     = true
+    drain           = { workers = "15m" }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_lease_of_a_group_not_configured" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1 }
+    lease           = { db = "6h" }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_alarm_pause_names_a_typo" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3 }
+    alarm_pauses    = { "api-5xx" = ["wrokers"] }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+# Found by this corpus: the module took "*" beside a name, which the
+# function refuses at start.
+run "bad_alarm_pause_mixes_star_with_names" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3 }
+    alarm_pauses    = { "api-5xx" = ["workers", "*"] }
+  }
+  expect_failures = [var.alarm_pauses]
+}
+
+run "bad_a_wildcard_value_without_a_wildcard_group" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1 }
+    settle          = { "*" = "1m" }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_settle_longer_than_a_day" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3 }
+    settle          = { workers = "25h" }
+  }
+  expect_failures = [var.settle]
+}
+
+run "bad_lease_shorter_than_half_an_hour" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    lease           = { default = "10m" }
+  }
+  expect_failures = [var.lease]
+}
+
+run "bad_drain_timeout_past_a_day" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    slot_events     = true
+    drain           = { default = "25h" }
+  }
+  expect_failures = [var.drain]
+}
+
+run "bad_time_zone_typo" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    time_zone       = "Europe/Berlln"
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_day_name" {
+  command = plan
+  variables {
+    lambda_zip_path     = "tests/fleetlock.zip"
+    clients             = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    maintenance_windows = { default = [{ days = ["Caturday"], start_time = "22:00", length_minutes = 60 }] }
+  }
+  expect_failures = [var.maintenance_windows]
+}
+
+run "bad_window_longer_than_a_week" {
+  command = plan
+  variables {
+    lambda_zip_path     = "tests/fleetlock.zip"
+    clients             = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    maintenance_windows = { default = [{ days = ["Sat"], start_time = "22:00", length_minutes = 10081 }] }
+  }
+  expect_failures = [var.maintenance_windows]
+}
+
+run "bad_start_time_without_its_leading_zero" {
+  command = plan
+  variables {
+    lambda_zip_path     = "tests/fleetlock.zip"
+    clients             = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    maintenance_windows = { default = [{ days = ["Sat"], start_time = "9:30", length_minutes = 60 }] }
+  }
+  expect_failures = [var.maintenance_windows]
+}
+
+run "bad_slots_past_the_most_a_group_holds" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 501 }
+  }
+  expect_failures = [var.groups]
+}
