@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::root_module;
 use crate::cli::usage::did_you_mean;
 
 /// The template and the module of this version.
@@ -56,6 +57,12 @@ pub struct DeployInputs {
     /// What the deploy itself would refuse, beyond the function's settings
     /// (a drain gate without slot events), each a sentence.
     pub refused: Vec<String>,
+    /// A root module's inputs whose values only Terraform knows
+    /// (`clients = var.fleetlock_clients`): not read, the module's defaults
+    /// checked in their place (none for the credentials).
+    pub unread: Vec<String>,
+    /// The label of the root module's `module` block they were read from.
+    pub module: Option<String>,
 }
 
 impl DeployInputs {
@@ -309,26 +316,33 @@ fn module_variables(variables_tf: &str) -> BTreeMap<String, Value> {
 /// then the module's defaults. Names of other inputs (a root module's own)
 /// are left alone, unless they look like a typo of the module's.
 pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
+    let (mut unread, mut module_label) = (Vec::new(), None);
     let given: serde_json::Map<String, Value> = if file.ends_with(".json") {
         serde_json::from_str(text).map_err(|e| format!("{file}: not JSON: {e}"))?
     } else {
         let body = hcl::parse(text).map_err(|e| format!("{file}: not HCL: {e}"))?;
-        if let Some(block) = body.blocks().next() {
+        if let Some(module) = root_module::module_inputs(&body, file)? {
+            unread = module.unread;
+            module_label = Some(module.label);
+            module.literal
+        } else if let Some(block) = body.blocks().next() {
             return Err(format!(
-                "{file}: a tfvars file holds only NAME = value lines, not blocks like '{}'",
+                "{file}: a tfvars file holds only NAME = value lines, not blocks like '{}' \
+                 (a root module's file is read by its module block)",
                 block.identifier()
             ));
+        } else {
+            body.attributes()
+                .map(|attribute| {
+                    let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()))
+                        .map_err(|e| format!("{file}: {}: {e}", attribute.key()))?;
+                    Ok((attribute.key().to_owned(), value))
+                })
+                .collect::<Result<_, String>>()?
         }
-        body.attributes()
-            .map(|attribute| {
-                let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()))
-                    .map_err(|e| format!("{file}: {}: {e}", attribute.key()))?;
-                Ok((attribute.key().to_owned(), value))
-            })
-            .collect::<Result<_, String>>()?
     };
     let variables = module_variables(MODULE_VARIABLES);
-    for name in given.keys() {
+    for name in given.keys().chain(unread.iter().map(|(name, _)| name)) {
         if !variables.contains_key(name) {
             let guess = did_you_mean(name, variables.keys().map(String::as_str));
             if !guess.is_empty() {
@@ -351,9 +365,20 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
             .filter(|name| variables.contains_key(*name))
             .cloned()
             .collect(),
+        unread: unread
+            .iter()
+            .map(|(name, text)| format!("{name} = {text}"))
+            .collect(),
+        module: module_label,
         ..DeployInputs::default()
     };
+    let is_unread = |name: &str| unread.iter().any(|(unread, _)| unread == name);
     for (variable, var) in TF_VARIABLES {
+        if is_unread(variable) && matches!(*variable, "clients") {
+            // Only Terraform knows who may call: nothing to check here, and
+            // no empty list to refuse in its place.
+            continue;
+        }
         let rendered = render_tf(variable, &value(variable))
             .map_err(|why| format!("{file}: variable {variable}: {why}"))?;
         inputs.vars.insert((*var).into(), rendered);
@@ -370,6 +395,9 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
              plan): the Slot Drain Requested event is what tells a hook to drain a node"
                 .into(),
         );
+    }
+    if is_unread("clients") || is_unread("allow_anonymous") {
+        return Ok(inputs);
     }
     let anonymous = match value("allow_anonymous") {
         Value::Bool(on) => on,
@@ -662,8 +690,35 @@ region       = "eu-west-1"
         );
         let shape = from_tfvars("groups = [\"db\"]\n", "p.tfvars").unwrap_err();
         assert!(shape.contains("variable groups: must be a map"), "{shape}");
-        assert!(from_tfvars("module \"x\" {}\n", "p.tfvars").is_err());
+        assert!(from_tfvars("provider \"aws\" {}\n", "p.tfvars").is_err());
         assert!(from_tfvars("groups = {", "p.tfvars").is_err());
+    }
+
+    /// The README's own `module` block is what `config check --tfvars` reads:
+    /// its groups literally, its credentials named as Terraform's to read.
+    #[test]
+    fn the_readmes_module_block_is_checked_as_written() {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("```hcl\n").expect("the README's module block") + 8;
+        let block = &readme[start..start + readme[start..].find("```").unwrap()];
+        assert!(block.contains("module \"fleetlock\""), "{block}");
+        let inputs = from_tfvars(block, "main.tf").unwrap();
+        assert_eq!(inputs.module.as_deref(), Some("fleetlock"));
+        assert_eq!(
+            inputs.vars["FLEETLOCK_GROUPS"],
+            "default=1,fleetlock-check=2,workers=3"
+        );
+        assert!(!inputs.vars.contains_key("FLEETLOCK_CLIENTS"));
+        assert!(
+            inputs
+                .unread
+                .iter()
+                .any(|u| u == "clients = var.fleetlock_clients"),
+            "{:?}",
+            inputs.unread
+        );
+        let var = |name: &str| inputs.vars.get(name).cloned();
+        crate::config::Config::checked(var).unwrap();
     }
 
     /// The settings each example of the module deploys are valid: the

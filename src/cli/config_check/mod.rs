@@ -4,6 +4,7 @@
 //! or what each group gets ([`summary`]). Nothing is asked of AWS.
 
 pub mod deploy_inputs;
+mod root_module;
 pub mod summary;
 
 use std::io::Write;
@@ -48,7 +49,7 @@ pub struct ConfigCheck {
         requires = "samconfig"
     )]
     pub config_env: String,
-    /// The module inputs of this .tfvars or .tfvars.json file, over the module's defaults
+    /// The module inputs of this .tfvars or .tfvars.json file (or of a root module's module block), over the module's defaults
     #[arg(long, value_name = "FILE")]
     pub tfvars: Option<PathBuf>,
     /// When the windows next open or close, from this time (RFC 3339; default: now)
@@ -78,7 +79,10 @@ impl ConfigCheck {
                 let name = file.display().to_string();
                 let inputs =
                     deploy_inputs::from_tfvars(&read(&file)?, &name).map_err(Failure::Input)?;
-                (name, inputs)
+                match &inputs.module {
+                    Some(label) => (format!("{name} (module \"{label}\")"), inputs),
+                    None => (name, inputs),
+                }
             }
             (None, None) => return config_check(process_env, None, from, self.env, out),
         };
@@ -141,12 +145,20 @@ pub fn config_check(
                     inputs.given.join(", ")
                 );
             }
+            if !inputs.unread.is_empty() {
+                say!(
+                    out,
+                    "not read, since only Terraform knows their values (the module checks \
+                     them at plan time): {}",
+                    inputs.unread.join("; ")
+                );
+            }
         }
     }
     let _ = write!(
         out,
         "{}",
-        summary::config_summary(&config, &gates, from, inputs.is_some())
+        summary::config_summary(&config, &gates, from, inputs.map(|(_, i)| i))
     );
     let alarms: Vec<&str> = gates.alarm_names().collect();
     if !alarms.is_empty() {

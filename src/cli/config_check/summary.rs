@@ -12,7 +12,7 @@ pub fn config_summary(
     config: &Config,
     gates: &crate::domain::alarms::AlarmGates,
     from: Timestamp,
-    deployed: bool,
+    deployed: Option<&super::deploy_inputs::DeployInputs>,
 ) -> String {
     use crate::domain::auth::Auth;
     use crate::domain::groups::{MAX_SLOTS, format_duration};
@@ -106,13 +106,16 @@ pub fn config_summary(
         Some(Auth::Disabled) => {
             "clients: none, authentication disabled (private networks only)\n".into()
         }
-        None => "clients: not set; under Lambda the function refuses to start, and \
-                 'serve' is open on loopback only\n"
-            .into(),
+        None => match deployed.and_then(|d| d.unread.iter().find(|u| u.starts_with("clients ="))) {
+            Some(unread) => format!("clients: {unread}, which only Terraform reads\n"),
+            None => "clients: not set; under Lambda the function refuses to start, and \
+                     'serve' is open on loopback only\n"
+                .into(),
+        },
     });
     out.push_str(&match &config.table {
         Some(table) => format!("table: {table}\n"),
-        None if deployed => "table: the one the stack or the module creates\n".into(),
+        None if deployed.is_some() => "table: the one the stack or the module creates\n".into(),
         None => "table: none; 'serve' keeps the locks in memory\n".into(),
     });
     let limits = crate::http::server::Limits::default();
@@ -150,7 +153,7 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        let summary = config_summary(&config, &Default::default(), Timestamp::now(), false);
+        let summary = config_summary(&config, &Default::default(), Timestamp::now(), None);
         for line in [
             "  db: 1 slot, settle 0s, always open",
             "  workers: 3 slots, settle 10m, lease 6h (then a full group's next asker takes the \
