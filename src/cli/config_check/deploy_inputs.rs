@@ -63,6 +63,8 @@ pub struct DeployInputs {
     pub unread: Vec<String>,
     /// The label of the root module's `module` block they were read from.
     pub module: Option<String>,
+    /// Where the credential entries go, in the deploy file's words.
+    pub clients_go: String,
 }
 
 impl DeployInputs {
@@ -74,9 +76,10 @@ impl DeployInputs {
             let name = |var: &'static str| self.names.get(var).map_or(var, String::as_str);
             return format!(
                 "{} (FLEETLOCK_CLIENTS) is empty: the deploy is refused unless {} is true; \
-                 make entries with 'fleetlock credential'",
+                 make entries with 'fleetlock credential' and put them {}",
                 name("FLEETLOCK_CLIENTS"),
-                name("FLEETLOCK_AUTH")
+                name("FLEETLOCK_AUTH"),
+                self.clients_go
             );
         }
         for (var, name) in &self.names {
@@ -249,6 +252,10 @@ pub fn from_samconfig(text: &str, config_env: &str, file: &str) -> Result<Deploy
     }
     let mut inputs = DeployInputs {
         given,
+        clients_go: format!(
+            "in {file}'s parameter_overrides of [{config_env}.deploy.parameters], \
+             as \"Clients=ENTRY ENTRY\""
+        ),
         ..DeployInputs::default()
     };
     for (parameter, var) in SAM_PARAMETERS {
@@ -370,6 +377,7 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
             .map(|(name, text)| format!("{name} = {text}"))
             .collect(),
         module: module_label,
+        clients_go: format!("in {file}'s clients = [\"ENTRY\", ...]"),
         ..DeployInputs::default()
     };
     let is_unread = |name: &str| unread.iter().any(|(unread, _)| unread == name);
@@ -767,34 +775,45 @@ region       = "eu-west-1"
         }
     }
 
-    /// Every `sam deploy --parameter-overrides '…'` in the docs names
-    /// parameters the template has, and the settings it gives start.
+    /// Every samconfig.toml the docs show (a ```toml block with
+    /// `parameter_overrides`), and the repository's own, names parameters
+    /// the template has and gives settings that start; its `Clients`, a
+    /// placeholder there, is left out. No doc deploys with
+    /// `--parameter-overrides`, which would replace samconfig.toml's list.
     #[test]
-    fn every_documented_parameter_override_is_valid() {
+    fn every_documented_samconfig_is_valid_and_no_doc_overrides_it() {
         let docs = crate::config::docs_text();
-        let parameters = template_parameters(TEMPLATE);
-        let mut checked = 0;
-        for (at, _) in docs.match_indices("--parameter-overrides '") {
-            let rest = &docs[at + "--parameter-overrides '".len()..];
-            let quoted = rest.split('\'').next().unwrap();
-            let mut vars = BTreeMap::new();
-            for pair in override_words(quoted).unwrap() {
-                let Some((key, value)) = pair.split_once('=') else {
-                    continue; // "..." for the rest
-                };
-                assert!(parameters.contains_key(key), "no parameter {key}: {quoted}");
-                if let Some((_, var)) = SAM_PARAMETERS
-                    .iter()
-                    .find(|(p, _)| *p == key && *p != "Clients")
-                {
-                    vars.insert(var.to_string(), value.to_owned());
-                }
+        let mut samconfigs = vec![include_str!("../../../samconfig.toml").to_owned()];
+        for block in docs.split("```toml\n").skip(1) {
+            let block = block.split("```").next().unwrap();
+            if block.contains("parameter_overrides") {
+                samconfigs.push(if block.lines().any(|l| l.starts_with("[")) {
+                    block.to_owned()
+                } else {
+                    format!("[default.deploy.parameters]\n{block}")
+                });
             }
-            let var = |name: &str| vars.get(name).cloned();
-            crate::config::Config::checked(var).unwrap_or_else(|e| panic!("{e:?}: {quoted}"));
-            crate::config::alarm_gates(var).unwrap();
-            checked += 1;
         }
-        assert!(checked >= 3, "only {checked} examples found");
+        assert!(samconfigs.len() >= 2, "no samconfig in the docs");
+        for text in &samconfigs {
+            let inputs = from_samconfig(text, "default", "doc.toml")
+                .unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert!(inputs.given.contains(&"Groups".to_owned()), "{text}");
+            let var = |name: &str| {
+                (!matches!(name, "FLEETLOCK_CLIENTS" | "FLEETLOCK_AUTH"))
+                    .then(|| inputs.vars.get(name).cloned())
+                    .flatten()
+            };
+            crate::config::Config::checked(var).unwrap_or_else(|e| panic!("{e:?}: {text}"));
+            crate::config::alarm_gates(var).unwrap();
+        }
+        for (at, _) in docs.match_indices("sam deploy --parameter-overrides") {
+            // Only where the docs say what such a deploy keeps and drops.
+            let after: String = docs[at..].chars().take(120).collect();
+            assert!(
+                after.contains("has to repeat every"),
+                "a doc deploys with --parameter-overrides: {after}"
+            );
+        }
     }
 }
