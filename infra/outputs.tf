@@ -18,18 +18,9 @@ output "private_vpc_endpoint_ids" {
   value       = local.use_private_rest_api ? local.private_vpc_endpoint_ids : []
 }
 
-output "zincati_config" {
-  description = "Drop this into /etc/zincati/config.d/55-updates-strategy.toml on each node."
-  value       = <<-EOT
-    [updates]
-    strategy = "fleet_lock"
-
-    [updates.fleet_lock]
-    # Without credentials in it, every call is a 401 unless FLEETLOCK_AUTH is
-    # disabled: `fleetlock credential --name N --groups G --url ${local.base_url}`
-    # prints this file with them, and the node's [identity] group file.
-    base_url = "${local.base_url}"
-  EOT
+output "zincati_config_command" {
+  description = "The command that prints the nodes' Zincati drop-in with a new credential in its base_url (a drop-in without one would get a 401 for every call); add the entry it prints to clients. Fill in NAME and GROUPS."
+  value       = "fleetlock credential --name NAME --groups GROUPS --url ${local.base_url}"
 }
 
 output "table_name" {

@@ -115,6 +115,25 @@ pub fn dynamodb_client(aws: &SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::from_conf(dynamodb_config(aws).build())
 }
 
+/// The DynamoDB endpoint a client on `aws` calls, resolved as the SDK
+/// resolves it: an endpoint set in code, else the service's own setting
+/// (`AWS_ENDPOINT_URL_DYNAMODB`, a profile's `services` section), else
+/// `AWS_ENDPOINT_URL`; `None` for the region's own DynamoDB.
+pub fn dynamodb_endpoint(aws: &SdkConfig) -> Option<String> {
+    if aws.get_origin("endpoint_url").is_client_config() {
+        return aws.endpoint_url().map(str::to_owned);
+    }
+    let key = aws_types::service_config::ServiceConfigKey::builder()
+        .service_id("DynamoDB")
+        .env("AWS_ENDPOINT_URL")
+        .profile("endpoint_url")
+        .build()
+        .expect("all three parts given");
+    aws.service_config()
+        .and_then(|config| config.load_config(key))
+        .or_else(|| aws.endpoint_url().map(str::to_owned))
+}
+
 /// The DynamoDB client's configuration, for a client with more on it (the
 /// tests' request counter).
 pub fn dynamodb_config(aws: &SdkConfig) -> aws_sdk_dynamodb::config::Builder {

@@ -80,7 +80,8 @@ impl Serve {
                 let aws = command_aws().await?;
                 tracing::info!(
                     table,
-                    endpoint = aws.endpoint_url().unwrap_or("the region's DynamoDB"),
+                    endpoint = crate::aws::dynamodb_endpoint(&aws)
+                        .unwrap_or_else(|| "the region's DynamoDB".into()),
                     region = aws.region().map(|r| r.to_string()),
                     "locks live in DynamoDB"
                 );

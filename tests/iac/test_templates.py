@@ -154,7 +154,7 @@ class EveryFileParses(unittest.TestCase):
 
     def test_the_same_outputs_in_both_where_both_have_the_thing(self):
         pairs = {
-            "BaseUrl": "base_url", "ZincatiConfig": "zincati_config", "TableName": "table_name",
+            "BaseUrl": "base_url", "ZincatiConfigCommand": "zincati_config_command", "TableName": "table_name",
             "TableArn": "table_arn", "FunctionName": "function_name", "FunctionArn": "function_arn",
             "FunctionRoleArn": "function_role_arn", "FunctionLogGroupName": "function_log_group_name",
             "ApiId": "api_id", "OperatorPolicyArn": "operator_policy_arn",
@@ -612,8 +612,12 @@ class Endpoints(unittest.TestCase):
         for branch in branches:
             self.assertTrue(branch.endswith("/"), tf)
         self.assertEqual(TF_OUTPUTS["base_url"]["value"], "${local.base_url}")
-        self.assertIn("ZincatiConfig", SAM["Outputs"])
-        self.assertIn("zincati_config", TF_OUTPUTS)
+        # No output is a drop-in without credentials (every call a 401):
+        # the command that prints one with them, in both.
+        for value in [str(SAM["Outputs"]["ZincatiConfigCommand"]["Value"]),
+                      TF_OUTPUTS["zincati_config_command"]["value"]]:
+            self.assertIn("fleetlock credential --name NAME --groups GROUPS --url ", value)
+            self.assertNotIn("[updates", value)
 
 
 class PrivateEndpoint(unittest.TestCase):

@@ -1855,6 +1855,44 @@ async fn id_prints_the_id_zincati_sends() {
     );
 }
 
+/// With `AWS_ENDPOINT_URL_DYNAMODB` (what docs/operating.md recommends),
+/// `serve` uses and names that endpoint, not `AWS_ENDPOINT_URL`'s.
+#[tokio::test]
+async fn serve_names_the_dynamodb_endpoint_it_really_uses() {
+    let dynamodb = local_dynamodb_endpoint();
+    let table = unique_table_name("serve-endpoint");
+    assert!(
+        run(fleetlock()
+            .env("FLEETLOCK_TABLE", &table)
+            .arg("create-table"))
+        .await
+        .ok
+    );
+    let mut command = fleetlock();
+    command
+        .env("FLEETLOCK_TABLE", &table)
+        .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped());
+    // It starts only once its table check reached DynamoDB Local.
+    let (mut child, addr) = serve(&mut command).await;
+    let r = zincati(addr, "pre-reboot", "endpoint-node", "default").await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    child.start_kill().unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let said = stderr
+        .lines()
+        .find(|l| l.contains("locks live in DynamoDB"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(said.contains(&dynamodb), "{said}");
+    assert!(
+        !said.contains("127.0.0.1:9 ") && !said.contains("127.0.0.1:9\""),
+        "{said}"
+    );
+}
+
 /// `serve` says at start where the locks live and warns when Zincati's
 /// default group is not configured.
 #[tokio::test]

@@ -30,8 +30,8 @@ variable "clients" {
   sensitive   = true
 }
 
-output "zincati_config" {
-  value = module.fleetlock.zincati_config
+output "zincati_config_command" {
+  value = module.fleetlock.zincati_config_command
 }
 
 output "table_name" {

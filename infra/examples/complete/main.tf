@@ -72,6 +72,6 @@ output "custom_domain_target" {
   value       = module.fleetlock.custom_domain_target
 }
 
-output "zincati_config" {
-  value = module.fleetlock.zincati_config
+output "zincati_config_command" {
+  value = module.fleetlock.zincati_config_command
 }

@@ -74,8 +74,8 @@ output "base_url" {
   value = module.fleetlock.base_url
 }
 
-output "zincati_config" {
-  value = module.fleetlock.zincati_config
+output "zincati_config_command" {
+  value = module.fleetlock.zincati_config_command
 }
 
 output "table_name" {
