@@ -1,8 +1,6 @@
-# The people on call: exactly what `fleetlock status`, `release`, `forget`,
-# `pause` and `resume` call (`fleetlock iam-policy`).
-
-# For the people on call: exactly what `fleetlock status`, `release`, `forget`,
-# `pause` and `resume` call (`fleetlock iam-policy`). Attach it to their role.
+# For the people on call: exactly what `fleetlock status`, `release`,
+# `drained`, `forget`, `pause`, `resume`, `exclude`, `include` and `hosts`
+# call (`fleetlock iam-policy`). Attach it to their role.
 data "aws_iam_policy_document" "operator" {
   statement {
     sid       = "FleetLockTable"
@@ -23,12 +21,15 @@ data "aws_iam_policy_document" "operator" {
     actions   = ["tag:GetResources"]
     resources = ["*"]
   }
+
+  # A customer managed table key (table_key.tf): its use through DynamoDB only.
+  source_policy_documents = local.table_key_policy == null ? [] : [local.table_key_policy]
 }
 
 resource "aws_iam_policy" "operator" {
   name_prefix = "${local.iam_prefix}-operator-"
   path        = var.role_path
-  description = "Lets the people on call run fleetlock status, release, forget, pause and resume, and read the function's configuration."
+  description = "Lets the people on call run fleetlock status, release, drained, forget, pause, resume, exclude, include and hosts on the lock table, and read the function's configuration."
   policy      = data.aws_iam_policy_document.operator.json
   tags        = var.tags
 }

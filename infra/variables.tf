@@ -472,9 +472,14 @@ variable "tracing_mode" {
 }
 
 variable "table_kms_key_arn" {
-  description = "A customer managed KMS key for the lock table (and its stream). null: the AWS managed key."
+  description = "A customer managed KMS key for the lock table (and its stream). Every role that reads or writes the table (the functions', the operator policy) gets the key's use through DynamoDB only (kms:ViaService). null: the AWS managed key."
   type        = string
   default     = null
+
+  validation {
+    condition     = var.table_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.table_kms_key_arn))
+    error_message = "table_kms_key_arn is a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)."
+  }
 }
 
 variable "logs_kms_key_arn" {

@@ -447,7 +447,10 @@ class Permissions(unittest.TestCase):
         self.assertEqual(tags, {"tag:GetResources"})
         sam = SAM_RESOURCES["OperatorPolicy"]
         self.assertEqual(sam["Type"], "AWS::IAM::ManagedPolicy")
-        sam_table, sam_function, sam_tags = sam["Properties"]["PolicyDocument"]["Statement"]
+        sam_table, sam_function, sam_tags, sam_key = sam["Properties"]["PolicyDocument"]["Statement"]
+        # The table key's statement, only with a customer managed key (class TableKey).
+        self.assertEqual(sam_key["Fn::If"][0], "HasTableKey")
+        self.assertEqual(sam_key["Fn::If"][2], {"Ref": "AWS::NoValue"})
         self.assertEqual(set(sam_tags["Action"]), tags)
         self.assertEqual(sam_tags["Resource"], "*")
         self.assertEqual(set(sam_table["Action"]), table)
@@ -466,6 +469,13 @@ class Permissions(unittest.TestCase):
         policy = TF[("aws_iam_policy", "operator")]
         self.assertEqual(policy["policy"], "${data.aws_iam_policy_document.operator.json}")
         self.assertEqual(TF_OUTPUTS["operator_policy_arn"]["value"], "${aws_iam_policy.operator.arn}")
+
+    def test_the_description_names_every_command_the_policy_allows(self):
+        commands = ["status", "release", "drained", "forget", "pause", "resume", "exclude", "include", "hosts"]
+        for description in [SAM_RESOURCES["OperatorPolicy"]["Properties"]["Description"],
+                            TF[("aws_iam_policy", "operator")]["description"]]:
+            for command in commands:
+                self.assertRegex(description, rf"\b{command}\b", description)
 
     def test_no_wildcard_actions(self):
         for statement in self.sam_statements():
@@ -618,6 +628,56 @@ class Endpoints(unittest.TestCase):
                       TF_OUTPUTS["zincati_config_command"]["value"]]:
             self.assertIn("fleetlock credential --name NAME --groups GROUPS --url ", value)
             self.assertNotIn("[updates", value)
+
+
+class Docs(unittest.TestCase):
+    def test_deploy_md_names_every_parameter_and_output_of_the_template(self):
+        docs = (ROOT / "docs" / "deploy.md").read_text()
+        section = docs[docs.index("## Deploy with SAM"):]
+        section = section[:section.index("\n## ", 3)]
+        for name in list(SAM["Parameters"]) + list(SAM["Outputs"]):
+            self.assertIn(f"`{name}`", section, f"docs/deploy.md's SAM section does not name {name}")
+
+
+class TableKey(unittest.TestCase):
+    """A customer managed table key: both templates let every role that
+    touches the table or its stream, and the operator policy, use it through
+    DynamoDB only, and nothing else."""
+
+    ACTIONS = {"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"}
+
+    def test_the_same_statement_on_the_same_roles_in_both(self):
+        self.assertIn("TableKmsKeyArn", SAM["Parameters"])
+        self.assertEqual(SAM["Conditions"]["HasTableKey"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "TableKmsKeyArn"}, ""]}]})
+        sse = SAM_RESOURCES["LocksTable"]["Properties"]["SSESpecification"]
+        self.assertEqual(sse["KMSMasterKeyId"], {"Fn::If": ["HasTableKey", {"Ref": "TableKmsKeyArn"}, {"Ref": "AWS::NoValue"}]})
+        policy = SAM_RESOURCES["TableKeyPolicy"]
+        self.assertEqual(policy["Condition"], "HasTableKey")
+        roles = policy["Properties"]["Roles"]
+        self.assertEqual(roles[0], {"Ref": "FleetLockFunctionRole"})
+        conditional = {r["Fn::If"][1]["Ref"]: r["Fn::If"][0] for r in roles[1:]}
+        self.assertEqual(conditional, {"SlotEventsFunctionRole": "HasSlotEvents",
+                                       "AlarmPausesFunctionRole": "HasAlarmPauses",
+                                       "DrainedFunctionRole": "HasDrain"})
+        # Every role that reads or writes the table is among them.
+        for function in ["FleetLockFunction", "SlotEventsFunction", "AlarmPausesFunction", "DrainedFunction"]:
+            touches = any(str(s.get("Resource", "")).find("LocksTable") >= 0 for s in sam_role_statements(function))
+            self.assertTrue(touches, function)
+            self.assertIn(f"{function}Role", [r.get("Ref") or r["Fn::If"][1]["Ref"] for r in roles])
+        (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+        operator = SAM_RESOURCES["OperatorPolicy"]["Properties"]["PolicyDocument"]["Statement"][-1]["Fn::If"][1]
+        for sam in [statement, operator]:
+            self.assertEqual(set(sam["Action"]), self.ACTIONS)
+            self.assertEqual(sam["Resource"], {"Ref": "TableKmsKeyArn"})
+            self.assertEqual(sam["Condition"], {"StringEquals": {"kms:ViaService": {"Fn::Sub": "dynamodb.${AWS::Region}.amazonaws.com"}}})
+        tf = TF_LOCALS["table_key_policy"]
+        for action in self.ACTIONS:
+            self.assertIn(action, tf)
+        self.assertIn("dynamodb.${data.aws_region.current.region}.amazonaws.com", tf)
+        roles_tf = TF_LOCALS["table_key_roles"]
+        for role in ["aws_iam_role.function", "aws_iam_role.slot_events", "aws_iam_role.alarm_pauses", "aws_iam_role.drained"]:
+            self.assertIn(role, roles_tf)
+        self.assertIn("local.table_key_policy", str(TF_DATA[("aws_iam_policy_document", "operator")]["source_policy_documents"]))
 
 
 class PrivateEndpoint(unittest.TestCase):

@@ -33,6 +33,10 @@ run "defaults_serve_through_an_http_api" {
   command = plan
 
   assert {
+    condition     = length(aws_iam_role_policy.table_key) == 0
+    error_message = "no key policy without a table key"
+  }
+  assert {
     condition     = length(aws_apigatewayv2_api.this) == 1 && length(aws_lambda_function_url.this) == 0
     error_message = "the default endpoint is an HTTP API"
   }
@@ -387,6 +391,14 @@ run "everything_on" {
   assert {
     condition     = aws_dynamodb_table.locks.server_side_encryption[0].kms_key_arn == "arn:aws:kms:eu-west-1:123456789012:key/table"
     error_message = "the table under its key"
+  }
+  assert {
+    condition = keys(aws_iam_role_policy.table_key) == ["alarm_pauses", "drained", "function", "slot_events"] && alltrue([
+      for policy in aws_iam_role_policy.table_key : jsondecode(policy.policy).Statement[0].Resource == "arn:aws:kms:eu-west-1:123456789012:key/table" &&
+      jsondecode(policy.policy).Statement[0].Condition.StringEquals["kms:ViaService"] == "dynamodb.eu-west-1.amazonaws.com" &&
+      toset(jsondecode(policy.policy).Statement[0].Action) == toset(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"])
+    ])
+    error_message = "every role that touches the table may use its key, through DynamoDB only"
   }
   assert {
     condition     = aws_sqs_queue.slot_events_failures[0].kms_master_key_id == "arn:aws:kms:eu-west-1:123456789012:key/queue" && length(aws_iam_role_policy.slot_events_queue_key) == 1
