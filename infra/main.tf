@@ -200,7 +200,7 @@ resource "aws_lambda_function" "this" {
     }
 
     precondition {
-      condition     = local.use_private_rest_api || (length(var.private_vpc_endpoint_ids) == 0 && var.private_vpc_id == null && length(var.private_subnet_ids) == 0 && length(var.private_security_group_ids) == 0 && length(var.private_source_vpc_ids) == 0 && !var.private_api_access_log && !var.private_dns_enabled)
+      condition     = local.use_private_rest_api || (length(var.private_vpc_endpoint_ids) == 0 && var.private_vpc_id == null && length(var.private_subnet_ids) == 0 && length(var.private_security_group_ids) == 0 && length(var.private_source_cidrs) == 0 && !var.private_api_access_log && !var.private_dns_enabled)
       error_message = "the private_* variables are for endpoint = \"private_rest_api\"; set endpoint, or leave them unset."
     }
 

@@ -25,9 +25,24 @@ resource "aws_vpc_endpoint" "private_api" {
   security_group_ids  = var.private_security_group_ids
   private_dns_enabled = var.private_dns_enabled
   tags                = var.tags
+
+  # Only this account's private APIs in this region through it, so hosts in
+  # the VPC cannot reach another account's private API through the endpoint
+  # made for the nodes; the same policy as the SAM template's.
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid       = "ThisAccountsPrivateApisOnly"
+      Effect    = "Allow"
+      Principal = "*"
+      Action    = "execute-api:Invoke"
+      Resource  = "arn:${data.aws_partition.current.partition}:execute-api:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:*"
+    }]
+  })
 }
 
-# Calls through the VPC endpoints only (and from the source VPCs, if given).
+# Calls through the VPC endpoints only (and from the source CIDR blocks, if
+# given: aws:SourceVpc would name the endpoint's own VPC, not the caller's).
 locals {
   private_api_policy = jsonencode({
     Version = "2012-10-17"
@@ -40,13 +55,13 @@ locals {
         Resource  = "execute-api:/*"
         Condition = { StringNotEquals = { "aws:SourceVpce" = local.private_vpc_endpoint_ids } }
       }],
-      length(var.private_source_vpc_ids) == 0 ? [] : [{
-        Sid       = "OnlyFromTheSourceVpcs"
+      length(var.private_source_cidrs) == 0 ? [] : [{
+        Sid       = "OnlyFromTheSourceCidrs"
         Effect    = "Deny"
         Principal = "*"
         Action    = "execute-api:Invoke"
         Resource  = "execute-api:/*"
-        Condition = { StringNotEquals = { "aws:SourceVpc" = var.private_source_vpc_ids } }
+        Condition = { NotIpAddress = { "aws:VpcSourceIp" = var.private_source_cidrs } }
       }],
       [{
         Sid       = "Zincati"

@@ -204,11 +204,16 @@ variable "private_dns_enabled" {
   nullable    = false
 }
 
-variable "private_source_vpc_ids" {
-  description = "endpoint = \"private_rest_api\": if given, the API's resource policy also requires the caller's VPC (aws:SourceVpc) to be one of these."
+variable "private_source_cidrs" {
+  description = "endpoint = \"private_rest_api\": if given, the API's resource policy also requires the caller's address (aws:VpcSourceIp, as the VPC endpoint sees it) to be in one of these CIDR blocks, e.g. the nodes' subnets. Networks that reach the endpoint through peering, a transit gateway or a VPN are admitted or not by these, not by the security group alone."
   type        = list(string)
   default     = []
   nullable    = false
+
+  validation {
+    condition     = alltrue([for cidr in var.private_source_cidrs : can(cidrhost(cidr, 0))])
+    error_message = "private_source_cidrs are CIDR blocks such as 10.0.0.0/16."
+  }
 }
 
 variable "private_api_access_log" {

@@ -722,22 +722,31 @@ class PrivateEndpoint(unittest.TestCase):
         self.assertEqual(tf_endpoint["private_dns_enabled"], "${var.private_dns_enabled}")
         self.assertEqual(sam_param_default("PrivateDns"), "false")
         self.assertIs(TF_VARS["private_dns_enabled"]["default"], False)
+        # The endpoint made for the nodes reaches this account's private APIs only.
+        (sam_statement,) = endpoint["PolicyDocument"]["Statement"]
+        self.assertEqual(sam_statement["Resource"],
+                         {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:*"})
+        self.assertEqual((sam_statement["Effect"], sam_statement["Action"]), ("Allow", "execute-api:Invoke"))
+        self.assertIn("execute-api:${data.aws_region.current.region}:${data.aws_caller_identity.current.account_id}:*",
+                      str(tf_endpoint["policy"]))
 
-    def test_the_resource_policy_admits_the_endpoints_and_the_source_vpcs_only(self):
+    def test_the_resource_policy_admits_the_endpoints_and_the_source_cidrs_only(self):
         statements = SAM_RESOURCES["PrivateRestApi"]["Properties"]["Policy"]["Statement"]
         endpoints, source_vpcs, allow = statements
         self.assertEqual((endpoints["Effect"], endpoints["Action"], endpoints["Resource"]),
                          ("Deny", "execute-api:Invoke", "execute-api:/*"))
         self.assertEqual(list(endpoints["Condition"]["StringNotEquals"]), ["aws:SourceVpce"])
         condition, vpcs, absent = source_vpcs["Fn::If"]
-        self.assertEqual((condition, absent), ("HasPrivateSourceVpcs", {"Ref": "AWS::NoValue"}))
-        self.assertEqual(vpcs["Condition"], {"StringNotEquals": {"aws:SourceVpc": {"Ref": "PrivateSourceVpcIds"}}})
+        self.assertEqual((condition, absent), ("HasPrivateSourceCidrs", {"Ref": "AWS::NoValue"}))
+        # The caller's address: aws:SourceVpc would name the endpoint's VPC.
+        self.assertEqual(vpcs["Condition"], {"NotIpAddress": {"aws:VpcSourceIp": {"Ref": "PrivateSourceCidrs"}}})
         self.assertEqual((allow["Effect"], allow["Principal"], allow["Resource"]), ("Allow", "*", "execute-api:/*"))
         tf = TF_LOCALS["private_api_policy"]
         for sid in [endpoints["Sid"], vpcs["Sid"], allow["Sid"]]:
             self.assertIn(f"'Sid': '{sid}'", tf)
         self.assertIn("'aws:SourceVpce': '${local.private_vpc_endpoint_ids}'", tf)
-        self.assertIn("'aws:SourceVpc': '${var.private_source_vpc_ids}'", tf)
+        self.assertIn("'aws:VpcSourceIp': '${var.private_source_cidrs}'", tf)
+        self.assertNotIn("aws:SourceVpc'", tf)
         self.assertEqual(TF[("aws_api_gateway_rest_api", "private")]["policy"], "${local.private_api_policy}")
 
     def test_any_path_and_method_reach_the_function(self):
@@ -854,7 +863,7 @@ class PrivateEndpoint(unittest.TestCase):
     def test_the_same_settings_in_both(self):
         pairs = {"PrivateVpcEndpointIds": "private_vpc_endpoint_ids", "PrivateVpcId": "private_vpc_id",
                  "PrivateSubnetIds": "private_subnet_ids", "PrivateSecurityGroupIds": "private_security_group_ids",
-                 "PrivateDns": "private_dns_enabled", "PrivateSourceVpcIds": "private_source_vpc_ids",
+                 "PrivateDns": "private_dns_enabled", "PrivateSourceCidrs": "private_source_cidrs",
                  "PrivateApiAccessLog": "private_api_access_log"}
         sam_private = {name for name in SAM["Parameters"] if name.startswith("Private")}
         self.assertEqual(sam_private, set(pairs))

@@ -64,7 +64,7 @@ module "fleetlock" {
   private_vpc_id             = var.vpc_id
   private_subnet_ids         = var.subnet_ids
   private_security_group_ids = [aws_security_group.fleetlock_endpoint.id]
-  private_source_vpc_ids     = [var.vpc_id]
+  private_source_cidrs       = [data.aws_vpc.nodes.cidr_block]
   groups                     = { default = 1 }
   clients                    = var.clients
 }

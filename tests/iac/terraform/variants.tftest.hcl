@@ -140,6 +140,10 @@ run "private_rest_api_with_an_endpoint_it_creates" {
     error_message = "private DNS is off by default"
   }
   assert {
+    condition     = jsondecode(aws_vpc_endpoint.private_api[0].policy).Statement[0].Resource == "arn:aws:execute-api:eu-west-1:123456789012:*" && jsondecode(aws_vpc_endpoint.private_api[0].policy).Statement[0].Action == "execute-api:Invoke"
+    error_message = "the endpoint created reaches this account's private APIs in the region only"
+  }
+  assert {
     condition     = aws_api_gateway_rest_api.private[0].endpoint_configuration[0].types == tolist(["PRIVATE"]) && aws_api_gateway_rest_api.private[0].endpoint_configuration[0].vpc_endpoint_ids == toset(["vpce-0123456789abcdef0"])
     error_message = "a PRIVATE REST API associated with the endpoint created"
   }
@@ -199,7 +203,7 @@ run "private_rest_api_through_existing_endpoints" {
   variables {
     endpoint                 = "private_rest_api"
     private_vpc_endpoint_ids = ["vpce-0aaaaaaaaaaaaaaaa", "vpce-0bbbbbbbbbbbbbbbb"]
-    private_source_vpc_ids   = ["vpc-0123456789abcdef0"]
+    private_source_cidrs     = ["10.0.0.0/16", "10.1.2.0/24"]
     private_api_access_log   = true
     allow_anonymous          = true
     clients                  = []
@@ -226,8 +230,8 @@ run "private_rest_api_through_existing_endpoints" {
     error_message = "anonymous stays allowed when asked for"
   }
   assert {
-    condition     = jsondecode(aws_api_gateway_rest_api.private[0].policy).Statement[1].Condition.StringNotEquals["aws:SourceVpc"] == ["vpc-0123456789abcdef0"]
-    error_message = "with source VPCs, a second deny for calls from any other VPC"
+    condition     = jsondecode(aws_api_gateway_rest_api.private[0].policy).Statement[1].Condition.NotIpAddress["aws:VpcSourceIp"] == ["10.0.0.0/16", "10.1.2.0/24"]
+    error_message = "with source CIDR blocks, a second deny for callers from any other address (the caller's, aws:VpcSourceIp; aws:SourceVpc would be the endpoint's VPC)"
   }
 }
 
