@@ -4,6 +4,7 @@
 
 pub mod alarm_pauses;
 pub mod api;
+pub mod check_config;
 pub mod drained;
 pub mod slot_events;
 
@@ -35,6 +36,7 @@ pub async fn run() -> ExitCode {
         EntryPoint::SlotEvents => slot_events::run().await,
         EntryPoint::AlarmPauses => alarm_pauses::run().await,
         EntryPoint::Drained => drained::run().await,
+        EntryPoint::CheckConfig => check_config::run().await,
     }
 }
 
@@ -51,10 +53,19 @@ pub enum EntryPoint {
     AlarmPauses,
     /// Drain confirmations from hooks, as JSON actions (`drained`).
     Drained,
+    /// A deploy's check of its settings before any function serves them
+    /// (`check-config`).
+    CheckConfig,
 }
 
 impl EntryPoint {
-    pub const NAMES: [&str; 4] = ["api", "slot-events", "alarm-pauses", "drained"];
+    pub const NAMES: [&str; 5] = [
+        "api",
+        "slot-events",
+        "alarm-pauses",
+        "drained",
+        "check-config",
+    ];
 
     pub fn from_handler(handler: Option<&str>) -> Result<Self, String> {
         match handler.map(str::trim) {
@@ -62,6 +73,7 @@ impl EntryPoint {
             Some("slot-events") => Ok(EntryPoint::SlotEvents),
             Some("alarm-pauses") => Ok(EntryPoint::AlarmPauses),
             Some("drained") => Ok(EntryPoint::Drained),
+            Some("check-config") => Ok(EntryPoint::CheckConfig),
             Some(other) => Err(format!(
                 "unknown Lambda handler {other:?}; the handler names the entry point: {}",
                 Self::NAMES.join(", ")
@@ -75,6 +87,7 @@ impl EntryPoint {
             EntryPoint::SlotEvents => "slot-events",
             EntryPoint::AlarmPauses => "alarm-pauses",
             EntryPoint::Drained => "drained",
+            EntryPoint::CheckConfig => "check-config",
         }
     }
 }

@@ -27,13 +27,13 @@ use crate::lambda_runtime::{RuntimeApi, lambda_command, runtime_api};
 
 /// CloudWatch's alarms as DescribeAlarms reports them: name to (composite?, state).
 #[derive(Clone, Default)]
-struct Alarms {
+pub(crate) struct Alarms {
     alarms: Arc<Mutex<BTreeMap<String, (bool, String)>>>,
     calls: Arc<AtomicU32>,
 }
 
 impl Alarms {
-    fn set(&self, name: &str, state: &str) {
+    pub(crate) fn set(&self, name: &str, state: &str) {
         let composite = name.starts_with("composite-");
         self.alarms
             .lock()
@@ -45,7 +45,7 @@ impl Alarms {
         self.alarms.lock().unwrap().remove(name);
     }
 
-    async fn start(&self) -> String {
+    pub(crate) async fn start(&self) -> String {
         let alarms = self.clone();
         stand_in(move |request, body| {
             assert_eq!(

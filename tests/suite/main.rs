@@ -6,6 +6,7 @@
 
 mod alarm_pauses;
 mod check;
+mod check_config;
 mod cli;
 mod client;
 mod client_auth;

@@ -1,0 +1,149 @@
+//! The check-config entry point (handler `check-config`): a deployment's code
+//! and settings in a function that takes no traffic. A deploy invokes it with
+//! `{"action": "check-config"}` before it updates any function that does
+//! (SAM: the `ConfigCheck` custom resource; Terraform: an
+//! `aws_lambda_invocation`), so a setting the functions would refuse at start
+//! fails the deploy, and the previous configuration keeps serving.
+//!
+//! It checks what the functions check at start, with the same code, and what
+//! only AWS can tell: the table, as the API function checks it, and that every
+//! alarm `FLEETLOCK_ALARM_PAUSES` names exists. It takes no lock and writes
+//! nothing; every problem is listed in the invocation's error.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::aws::{self, cloudwatch::CloudWatch};
+use crate::config::{self, ApiSettings, ApiSettingsError, Config};
+use crate::domain::alarms::{AlarmState, AlarmStates};
+use crate::store::dynamodb::{DynamoStore, TableProblem};
+
+/// The one action this entry point answers.
+pub const ACTION: &str = "check-config";
+
+/// Checks a deployment's settings against the table and the alarms it names.
+pub struct ConfigChecker<A> {
+    dynamodb: aws_sdk_dynamodb::Client,
+    alarms: A,
+}
+
+impl<A: AlarmStates> ConfigChecker<A> {
+    pub fn new(dynamodb: aws_sdk_dynamodb::Client, alarms: A) -> Self {
+        Self { dynamodb, alarms }
+    }
+
+    /// One invocation: what the settings give, or every reason the functions
+    /// would not start or would misbehave with them.
+    pub async fn handle(
+        &self,
+        event: &Value,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Value, String> {
+        if event.get("action").and_then(Value::as_str) != Some(ACTION) {
+            return Err(format!(
+                "this function only checks the deployment's settings: invoke it with \
+                 {{\"action\": \"{ACTION}\"}}"
+            ));
+        }
+        let mut problems: Vec<String> = match Config::checked(&var) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors.iter().map(ToString::to_string).collect(),
+        };
+        if let Err(err) = config::alarm_gates(&var) {
+            problems.push(err.to_string());
+        }
+        let settings = match ApiSettings::from_vars(&var) {
+            Ok(settings) => Some(settings),
+            Err(ApiSettingsError::Invalid(_)) => None, // listed above
+            Err(ApiSettingsError::NoTable) => {
+                problems.push("FLEETLOCK_TABLE is unset: the locks must live in DynamoDB".into());
+                None
+            }
+            Err(ApiSettingsError::NoAuth) => {
+                problems.push(
+                    "neither FLEETLOCK_CLIENTS nor FLEETLOCK_AUTH=disabled is set: a public \
+                     reboot lock needs client credentials (see 'fleetlock credential')"
+                        .into(),
+                );
+                None
+            }
+        };
+        let Some(settings) = settings.filter(|_| problems.is_empty()) else {
+            return Err(refusal(&problems));
+        };
+        let store = DynamoStore::new(self.dynamodb.clone(), settings.table.clone());
+        match store.check_table().await {
+            Ok(()) => {}
+            Err(TableProblem::Unusable(why)) => problems.push(why),
+            Err(TableProblem::Unreachable(why)) => problems.push(format!(
+                "DynamoDB could not be reached, so the table could not be checked: {why}"
+            )),
+        }
+        let gates = config::alarm_gates(&var).unwrap_or_default();
+        let alarms: Vec<String> = gates.alarm_names().map(str::to_owned).collect();
+        if !alarms.is_empty() {
+            match self.alarms.states(&alarms).await {
+                Ok(states) => problems.extend(states.iter().filter_map(|(alarm, state)| {
+                    (*state == AlarmState::Missing).then(|| {
+                        format!(
+                            "alarm '{alarm}' (FLEETLOCK_ALARM_PAUSES) does not exist in this \
+                             region: its pause would guard nothing"
+                        )
+                    })
+                })),
+                Err(why) => problems.push(format!(
+                    "the alarms FLEETLOCK_ALARM_PAUSES names could not be read: {why}"
+                )),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(refusal(&problems));
+        }
+        let groups: Vec<String> = settings
+            .config
+            .groups
+            .listed()
+            .map(|(group, slots)| format!("{group}={slots}"))
+            .chain(settings.config.groups.others().map(|n| format!("*={n}")))
+            .collect();
+        tracing::info!(
+            table = settings.table,
+            ?groups,
+            ?alarms,
+            "the settings check out"
+        );
+        Ok(json!({
+            "ok": true,
+            "table": settings.table,
+            "groups": groups,
+            "alarms": alarms,
+        }))
+    }
+}
+
+/// The invocation's error: every problem, in one line a deploy shows.
+fn refusal(problems: &[String]) -> String {
+    let refusal = format!(
+        "the functions would refuse these settings: {}",
+        problems.join("; ")
+    );
+    tracing::error!(error = %refusal, "the settings do not check out");
+    refusal
+}
+
+/// Runs the entry point: every invocation checks the settings as they are.
+pub async fn run() -> ExitCode {
+    let aws = aws::load_config().await;
+    let checker = Arc::new(ConfigChecker::new(
+        aws::dynamodb_client(&aws),
+        CloudWatch::new(aws::cloudwatch_client(&aws)),
+    ));
+    let result = super::run_json(move |event| {
+        let checker = Arc::clone(&checker);
+        async move { checker.handle(&event, config::process_env).await }
+    })
+    .await;
+    super::runtime_stopped(result)
+}

@@ -1,0 +1,148 @@
+//! The check-config entry point as a deploy meets it: the function binary in
+//! Lambda mode, invoked with `{"action": "check-config"}`, against DynamoDB
+//! Local and a CloudWatch stand-in. It answers what the settings give, or
+//! fails the invocation with every reason the functions would not start or
+//! would guard nothing, and it writes nothing.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::process::Child;
+
+use crate::alarm_pauses::Alarms;
+use crate::helpers::{table_made_by_the_binary, unique_table_name};
+use crate::lambda_runtime::{RuntimeApi, lambda_command, runtime_api};
+
+const CHECK: &str = r#"{"action": "check-config"}"#;
+
+/// The check function with `settings` (FLEETLOCK_* variables), its
+/// CloudWatch at `alarms_url`.
+fn checker(runtime: &RuntimeApi, settings: &[(&str, &str)], alarms_url: &str) -> Child {
+    let mut command = lambda_command(runtime, "fleetlock-check-config", "check-config");
+    command.env("AWS_ENDPOINT_URL_CLOUDWATCH", alarms_url);
+    for (name, value) in settings {
+        command.env(name, value);
+    }
+    command.spawn().unwrap()
+}
+
+/// One invocation: the answer, or the error Lambda records.
+async fn invoke(runtime: &mut RuntimeApi, event: &str) -> Result<Value, Value> {
+    runtime.events.send(event.to_owned()).unwrap();
+    let (path, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+        .await
+        .expect("the function answered")
+        .unwrap();
+    if path.ends_with("/response") {
+        Ok(answer)
+    } else {
+        Err(answer)
+    }
+}
+
+#[tokio::test]
+async fn good_settings_check_out_and_each_kind_of_bad_one_fails_the_invocation() {
+    let table = table_made_by_the_binary("check-config").await;
+    let alarms = Alarms::default();
+    alarms.set("api-5xx", "OK");
+    let alarms_url = alarms.start().await;
+    let credential = fleetlock::domain::auth::new_credential("fleet", "*").unwrap();
+    let good: Vec<(&str, &str)> = vec![
+        ("FLEETLOCK_TABLE", table.as_str()),
+        ("FLEETLOCK_GROUPS", "default=1,workers=3"),
+        ("FLEETLOCK_SETTLE", "workers=10m"),
+        ("FLEETLOCK_CLIENTS", credential.entry.as_str()),
+        ("FLEETLOCK_ALARM_PAUSES", "api-5xx=workers"),
+    ];
+    let mut runtime = runtime_api().await;
+    let _function = checker(&runtime, &good, &alarms_url);
+    let answer = invoke(&mut runtime, CHECK)
+        .await
+        .expect("good settings pass");
+    assert_eq!(
+        answer,
+        json!({"ok": true, "table": table, "groups": ["default=1", "workers=3"], "alarms": ["api-5xx"]})
+    );
+    // Anything else is refused: the function serves nothing.
+    let other = invoke(&mut runtime, r#"{"action": "drained"}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        other["errorMessage"]
+            .as_str()
+            .unwrap()
+            .contains(r#"{"action": "check-config"}"#),
+        "{other}"
+    );
+
+    // Each a setting that slips past an offline check, or that none can see.
+    let missing_table = unique_table_name("check-config-none");
+    for (name, change, says) in [
+        (
+            "a typo'd group",
+            ("FLEETLOCK_SETTLE", "wrokers=10m"),
+            "FLEETLOCK_SETTLE: group 'wrokers' is not configured by FLEETLOCK_GROUPS (did you mean 'workers'?)",
+        ),
+        (
+            "a malformed credential",
+            ("FLEETLOCK_CLIENTS", "fleet:*:not-a-salt:00"),
+            "FLEETLOCK_CLIENTS",
+        ),
+        (
+            "a table that does not exist",
+            ("FLEETLOCK_TABLE", missing_table.as_str()),
+            missing_table.as_str(),
+        ),
+        (
+            "an alarm that does not exist",
+            ("FLEETLOCK_ALARM_PAUSES", "api-5xx=workers;api-5xxx=default"),
+            "alarm 'api-5xxx' (FLEETLOCK_ALARM_PAUSES) does not exist in this region",
+        ),
+        (
+            "an alarm pause of a group not configured",
+            ("FLEETLOCK_ALARM_PAUSES", "api-5xx=wrokers"),
+            "pauses group 'wrokers'",
+        ),
+    ] {
+        let settings: Vec<(&str, &str)> = good
+            .iter()
+            .map(|&(var, value)| {
+                if var == change.0 {
+                    change
+                } else {
+                    (var, value)
+                }
+            })
+            .collect();
+        let mut runtime = runtime_api().await;
+        let _function = checker(&runtime, &settings, &alarms_url);
+        let refused = invoke(&mut runtime, CHECK)
+            .await
+            .expect_err(&format!("{name} must fail the check"));
+        let message = refused["errorMessage"].as_str().unwrap();
+        assert!(
+            message.starts_with("the functions would refuse these settings: ")
+                && message.contains(says),
+            "{name}: {message}"
+        );
+    }
+    // Two problems at once are both listed.
+    let mut runtime = runtime_api().await;
+    let _function = checker(
+        &runtime,
+        &[
+            ("FLEETLOCK_TABLE", table.as_str()),
+            ("FLEETLOCK_GROUPS", "default=1"),
+            ("FLEETLOCK_LEASE", "db=6h"),
+            ("FLEETLOCK_TIME_ZONE", "Europe/Berlln"),
+            ("FLEETLOCK_CLIENTS", credential.entry.as_str()),
+        ],
+        &alarms_url,
+    );
+    let both = invoke(&mut runtime, CHECK).await.unwrap_err();
+    let message = both["errorMessage"].as_str().unwrap();
+    assert!(
+        message.contains("group 'db' is not configured") && message.contains("'Europe/Berlln'"),
+        "{message}"
+    );
+}
