@@ -85,14 +85,17 @@ impl<A: AlarmStates> ConfigChecker<A> {
         let alarms: Vec<String> = gates.alarm_names().map(str::to_owned).collect();
         if !alarms.is_empty() {
             match self.alarms.states(&alarms).await {
-                Ok(states) => problems.extend(states.iter().filter_map(|(alarm, state)| {
-                    (*state == AlarmState::Missing).then(|| {
-                        format!(
-                            "alarm '{alarm}' (FLEETLOCK_ALARM_PAUSES) does not exist in this \
-                             region: its pause would guard nothing"
-                        )
-                    })
-                })),
+                Ok(states) => problems.extend(
+                    states
+                        .iter()
+                        .filter(|(_, state)| **state == AlarmState::Missing)
+                        .map(|(alarm, _)| {
+                            format!(
+                                "alarm '{alarm}' (FLEETLOCK_ALARM_PAUSES) does not exist in \
+                                 this region: its pause would guard nothing"
+                            )
+                        }),
+                ),
                 Err(why) => problems.push(format!(
                     "the alarms FLEETLOCK_ALARM_PAUSES names could not be read: {why}"
                 )),
