@@ -102,7 +102,7 @@ resource "aws_lambda_function" "alarm_pauses" {
     mode = var.tracing_mode
   }
 
-  depends_on = [aws_iam_role_policy.alarm_pauses]
+  depends_on = [aws_iam_role_policy.alarm_pauses, aws_lambda_invocation.config_check]
 
   # checkov:skip=CKV_AWS_116: a failed event is not lost: the schedule reads every gating alarm's state every 5 minutes and repairs the pauses.
   # checkov:skip=CKV_AWS_117: talks only to DynamoDB and CloudWatch over their public endpoints; a VPC adds NAT cost and nothing else.

@@ -107,7 +107,7 @@ resource "aws_lambda_function" "drained" {
     }
   }
 
-  depends_on = [aws_iam_role_policy.drained]
+  depends_on = [aws_iam_role_policy.drained, aws_lambda_invocation.config_check]
 
   # checkov:skip=CKV_AWS_116: invoked synchronously by the hooks, which see each failure and retry, and by a schedule whose next sweep repeats a failed one; a dead-letter queue would keep nothing of use.
   # checkov:skip=CKV_AWS_117: talks only to DynamoDB over its public endpoint; a VPC adds NAT cost and nothing else.

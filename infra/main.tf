@@ -221,7 +221,7 @@ resource "aws_lambda_function" "this" {
     system_log_level = var.platform_log_level
   }
 
-  depends_on = [aws_iam_role_policy.function]
+  depends_on = [aws_iam_role_policy.function, aws_lambda_invocation.config_check]
 
   # checkov:skip=CKV_AWS_116: invoked synchronously by API Gateway; a dead-letter queue never receives anything.
   # checkov:skip=CKV_AWS_117: talks only to DynamoDB over its public endpoint; a VPC adds NAT cost and nothing else.

@@ -135,7 +135,7 @@ resource "aws_lambda_function" "slot_events" {
     mode = var.tracing_mode
   }
 
-  depends_on = [aws_iam_role_policy.slot_events]
+  depends_on = [aws_iam_role_policy.slot_events, aws_lambda_invocation.config_check]
 
   # checkov:skip=CKV_AWS_116: invoked by an event source mapping, whose on-failure destination receives what fails; a function DLQ only serves asynchronous invocations.
   # checkov:skip=CKV_AWS_117: talks only to EventBridge over its public endpoint; a VPC adds NAT cost and nothing else.

@@ -78,6 +78,11 @@ pub const DRAINED_FUNCTION_ACTIONS: &[&str] = &[
 /// nothing else to the table.
 pub const DRAIN_HOOK_ACTIONS: &[&str] = &["lambda:InvokeFunction"];
 
+/// The check-config function, on the table: one `DescribeTable` per
+/// check; it never writes. (And `DescribeAlarms`, as the alarm-pauses
+/// function, to find alarms that do not exist.)
+pub const CHECK_CONFIG_TABLE_ACTIONS: &[&str] = &["dynamodb:DescribeTable"];
+
 /// Who a policy is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PolicyFor {
@@ -91,11 +96,13 @@ pub enum PolicyFor {
     Drained,
     /// A drain hook: invoke the drained function, nothing more.
     DrainHook,
+    /// The deploy's check of its settings (handler `check-config`).
+    CheckConfig,
 }
 
 impl PolicyFor {
     /// Every party's name, as `--for` takes it.
-    pub const ALL: [&str; 7] = [
+    pub const ALL: [&str; 8] = [
         "operator",
         "function",
         "slot-events",
@@ -103,6 +110,7 @@ impl PolicyFor {
         "node-tagging",
         "drained",
         "drain-hook",
+        "check-config",
     ];
 
     pub fn parse(name: &str) -> Option<Self> {
@@ -114,6 +122,7 @@ impl PolicyFor {
             "node-tagging" => Some(PolicyFor::NodeTagging),
             "drained" => Some(PolicyFor::Drained),
             "drain-hook" => Some(PolicyFor::DrainHook),
+            "check-config" => Some(PolicyFor::CheckConfig),
             _ => None,
         }
     }
@@ -213,6 +222,18 @@ pub fn alarm_pauses_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Val
         "Statement": [
             statement("LockTable", ALARM_PAUSES_TABLE_ACTIONS, table_arn),
             statement("AlarmStates", ALARM_PAUSES_ALARM_ACTIONS, alarms_arn),
+        ],
+    })
+}
+
+/// The check-config function's policy: read the table's definition and the
+/// alarms' states, write nothing.
+pub fn check_config_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            statement("LockTable", CHECK_CONFIG_TABLE_ACTIONS, table_arn),
+            statement("Alarms", ALARM_PAUSES_ALARM_ACTIONS, alarms_arn),
         ],
     })
 }

@@ -1,4 +1,4 @@
-//! The Lambda function: the four entry points and nothing of the command
+//! The Lambda function: the five entry points and nothing of the command
 //! line, so the linker leaves clap, the config checks' parsers and the
 //! operator's AWS clients out of the zip. `fleetlock` is the command line.
 

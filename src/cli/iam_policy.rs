@@ -63,6 +63,9 @@ pub fn iam_policy(
         PolicyFor::NodeTagging => iam::node_tagging_policy(),
         PolicyFor::Drained => iam::drained_policy(table),
         PolicyFor::DrainHook => iam::drain_hook_policy(function),
+        PolicyFor::CheckConfig => {
+            iam::check_config_policy(table, "arn:aws:cloudwatch:REGION:ACCOUNT:alarm:*")
+        }
     };
     say!(out, "{policy:#}");
 }

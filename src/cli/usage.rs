@@ -527,7 +527,7 @@ mod tests {
              [--url-file F | --url URL]"
         );
         assert!(line("iam-policy").contains(
-            "[--for operator|function|slot-events|alarm-pauses|node-tagging|drained|drain-hook]"
+            "[--for operator|function|slot-events|alarm-pauses|node-tagging|drained|drain-hook|check-config]"
         ));
         assert_eq!(
             line("hosts"),

@@ -200,7 +200,7 @@ class RuntimeAndBuild(unittest.TestCase):
     def test_sam_builds_the_function_binary_with_cargo_lambda(self):
         # Every function is the slim binary of src/bin/, never the command line's.
         functions = [r for r in SAM["Resources"].values() if r["Type"] == "AWS::Serverless::Function"]
-        self.assertEqual(len(functions), 4)
+        self.assertEqual(len(functions), 5)
         for function in functions:
             metadata = function["Metadata"]
             self.assertEqual(metadata["BuildMethod"], "rust-cargolambda")
@@ -630,6 +630,159 @@ class Endpoints(unittest.TestCase):
             self.assertNotIn("[updates", value)
 
 
+def sam_transform(parameters, code_uri="s3://bucket/fleetlock.zip"):
+    """SAM's own transform of the template, as CloudFormation runs it with
+    these parameter values (the rest their defaults)."""
+    from samtranslator.translator.transform import transform
+    from samtranslator.yaml_helper import yaml_parse
+
+    class Policies:
+        def load(self):
+            return {}
+
+    text = (ROOT / "template.yaml").read_text().replace("      CodeUri: .\n", f"      CodeUri: {code_uri}\n")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    return transform(yaml_parse(text), parameters, Policies())
+
+
+def resolved(value, parameters, defaults):
+    """`value` with each parameter's Ref replaced by the value CloudFormation
+    would give it: what a custom resource's properties become."""
+    if isinstance(value, dict):
+        if set(value) == {"Ref"} and value["Ref"] in defaults:
+            return parameters.get(value["Ref"], defaults[value["Ref"]])
+        return {k: resolved(v, parameters, defaults) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolved(v, parameters, defaults) for v in value]
+    return value
+
+
+class DeployCheck(unittest.TestCase):
+    """A deploy that would break refuses itself: ConfigCheck runs the new code
+    and settings in a function that takes no traffic before any serving
+    function is updated, on every change of either."""
+
+    SERVING = ["FleetLockFunction", "SlotEventsFunction", "AlarmPausesFunction", "DrainedFunction"]
+
+    def test_every_serving_function_waits_for_the_check(self):
+        for function in self.SERVING:
+            self.assertEqual(SAM_RESOURCES[function].get("DependsOn"), "ConfigCheck", function)
+        transformed = sam_transform({"SlotEvents": "true", "AlarmPauses": "api-5xx=*", "Drain": "default=15m"})
+        for function in self.SERVING:
+            self.assertIn("ConfigCheck", transformed["Resources"][function].get("DependsOn", []), function)
+
+    def test_the_checked_function_has_the_serving_settings(self):
+        checker = SAM_RESOURCES["ConfigCheckFunction"]["Properties"]
+        api = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
+        pauses = SAM_RESOURCES["AlarmPausesFunction"]["Properties"]["Environment"]["Variables"]
+        self.assertEqual(checker["Handler"], "check-config")
+        variables = checker["Environment"]["Variables"]
+        self.assertEqual({k: v for k, v in variables.items() if k != "FLEETLOCK_ALARM_PAUSES"}, api)
+        self.assertEqual(variables["FLEETLOCK_ALARM_PAUSES"], pauses["FLEETLOCK_ALARM_PAUSES"])
+        # Every parameter the check's environment reads is a property of
+        # ConfigCheck, so a change of any of them runs the check again.
+        settings = SAM_RESOURCES["ConfigCheck"]["Properties"]["Settings"]
+        named = {v["Ref"] for v in settings.values() if isinstance(v, dict) and "Ref" in v}
+        read = {v["Ref"] for v in variables.values() if isinstance(v, dict) and "Ref" in v} - {"LogLevel"}
+        self.assertEqual(read - named, set())
+        self.assertIn("AllowAnonymous", named)
+        self.assertEqual(SAM_RESOURCES["ConfigCheck"]["Properties"]["ServiceTimeout"], 120)
+
+    def test_a_new_setting_or_new_code_runs_the_check_again(self):
+        # SAM's AutoPublishAlias publishes no version when only a parameter
+        # changes (aws/serverless-application-model#3820): the check is
+        # carried by ConfigCheck's properties, which CloudFormation compares
+        # resolved, and by the version of new code.
+        defaults = {name: p.get("Default", "") for name, p in SAM["Parameters"].items()}
+        seen = []
+        for parameters in [{"Groups": "default=1"}, {"Groups": "default=1,workers=3"},
+                           {"Groups": "default=1,workers=3", "Clients": "fleet:*:00:00"}]:
+            resources = sam_transform(parameters)["Resources"]
+            seen.append(json.dumps(resolved(resources["ConfigCheck"]["Properties"], parameters, defaults),
+                                   sort_keys=True))
+        self.assertEqual(len(set(seen)), 3, "each new parameter set is a new ConfigCheck")
+        versions = []
+        for code in ["s3://bucket/a.zip", "s3://bucket/b.zip"]:
+            resources = sam_transform({}, code)["Resources"]
+            (version,) = [n for n, r in resources.items()
+                          if r["Type"] == "AWS::Lambda::Version" and n.startswith("ConfigCheckFunction")]
+            self.assertEqual(resources["ConfigCheck"]["Properties"]["CodeVersion"], {"Ref": version})
+            versions.append(version)
+        self.assertNotEqual(versions[0], versions[1], "new code is a new version, so a new ConfigCheck")
+
+    def test_the_checks_role_reads_and_never_writes(self):
+        statements = SAM_RESOURCES["ConfigCheckFunctionRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        actions = {a for s in statements for a in s["Action"]}
+        self.assertEqual(actions, {"dynamodb:DescribeTable", "cloudwatch:DescribeAlarms",
+                                   "logs:CreateLogStream", "logs:PutLogEvents"})
+        self.assertEqual(set(iam_policy("--for", "check-config")["Statement"][0]["Action"]), {"dynamodb:DescribeTable"})
+
+    def test_terraform_checks_the_same_way_before_every_serving_function(self):
+        checker = TF[("aws_lambda_function", "config_check")]
+        self.assertEqual(checker["handler"], "check-config")
+        variables = unwrap(checker["environment"])["variables"]
+        api = unwrap(TF_FUNCTION["environment"])["variables"]
+        self.assertEqual({k: v for k, v in variables.items() if k != "FLEETLOCK_ALARM_PAUSES"}, api)
+        self.assertEqual(variables["FLEETLOCK_ALARM_PAUSES"], "${local.alarm_pauses_env}")
+        invocation = TF[("aws_lambda_invocation", "config_check")]
+        self.assertIn("aws_lambda_function.config_check.environment", str(invocation["triggers"]))
+        self.assertIn("local.source_code_hash", str(invocation["triggers"]))
+        for name in ["this", "slot_events", "alarm_pauses", "drained"]:
+            self.assertIn("${aws_lambda_invocation.config_check}", TF[("aws_lambda_function", name)]["depends_on"], name)
+        statements = tf_statements("config_check")
+        self.assertEqual({a for s in statements for a in (s["actions"] if isinstance(s["actions"], list) else [s["actions"]])},
+                         {"dynamodb:DescribeTable", "cloudwatch:DescribeAlarms", "logs:CreateLogStream", "logs:PutLogEvents"})
+
+    def invoker(self):
+        """The inline invoker's handler, with cfnresponse and boto3 stood in."""
+        import types
+        sent = []
+        cfnresponse = types.ModuleType("cfnresponse")
+        cfnresponse.SUCCESS, cfnresponse.FAILED = "SUCCESS", "FAILED"
+        cfnresponse.send = lambda event, context, status, data, physical_id=None, reason=None: sent.append(
+            (status, data, physical_id, reason))
+        sys.modules["cfnresponse"] = cfnresponse
+        sys.modules.setdefault("boto3", types.ModuleType("boto3"))
+        namespace = {}
+        exec(SAM_RESOURCES["ConfigCheckInvoker"]["Properties"]["Code"]["ZipFile"], namespace)
+        return namespace["handler"], sent
+
+    def test_the_invoker_fails_the_deploy_with_the_checks_reason_and_passes_a_good_check(self):
+        import io
+        handler, sent = self.invoker()
+
+        class Lambda:
+            def __init__(self, error, payload):
+                self.error, self.payload, self.calls = error, payload, []
+
+            def invoke(self, FunctionName, Payload):
+                self.calls.append((FunctionName, json.loads(Payload)))
+                answer = {"Payload": io.BytesIO(json.dumps(self.payload).encode())}
+                if self.error:
+                    answer["FunctionError"] = "Unhandled"
+                return answer
+
+        event = {"RequestType": "Update", "ResourceProperties": {"FunctionName": "fleetlock-ConfigCheck"}}
+        refused = Lambda(True, {"errorMessage": "the functions would refuse these settings: FLEETLOCK_SETTLE: ..."})
+        handler(event, None, refused)
+        self.assertEqual(refused.calls, [("fleetlock-ConfigCheck", {"action": "check-config"})])
+        self.assertEqual(sent[-1][0], "FAILED")
+        self.assertEqual(sent[-1][3], "the functions would refuse these settings: FLEETLOCK_SETTLE: ...")
+        handler(event, None, Lambda(False, {"ok": True, "groups": ["default=1", "workers=3"]}))
+        self.assertEqual(sent[-1][:3], ("SUCCESS", {"Groups": "default=1,workers=3"}, "fleetlock-config-check"))
+
+        class Broken:
+            def invoke(self, **_):
+                raise RuntimeError("AccessDenied")
+
+        handler(event, None, Broken())
+        self.assertEqual((sent[-1][0], sent[-1][3]), ("FAILED", "the check could not run: AccessDenied"))
+        # Deleting the stack checks nothing.
+        unused = Lambda(True, {})
+        handler({"RequestType": "Delete", "ResourceProperties": {}}, None, unused)
+        self.assertEqual((sent[-1][0], unused.calls), ("SUCCESS", []))
+
+
 class Docs(unittest.TestCase):
     def test_deploy_md_names_every_parameter_and_output_of_the_template(self):
         docs = (ROOT / "docs" / "deploy.md").read_text()
@@ -858,7 +1011,7 @@ class PrivateEndpoint(unittest.TestCase):
         self.assertEqual(rest_apis, ["PrivateRestApi"])
         roles = {n for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
         self.assertEqual(roles, {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole",
-                                 "DrainedFunctionRole"})
+                                 "DrainedFunctionRole", "ConfigCheckFunctionRole", "ConfigCheckInvokerRole"})
 
     def test_the_same_settings_in_both(self):
         pairs = {"PrivateVpcEndpointIds": "private_vpc_endpoint_ids", "PrivateVpcId": "private_vpc_id",
@@ -1109,7 +1262,7 @@ class SlotEvents(unittest.TestCase):
         resources = transform(template, {}, Policies())["Resources"]
         roles = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
         self.assertEqual(set(roles), {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole",
-                                      "DrainedFunctionRole"})
+                                      "DrainedFunctionRole", "ConfigCheckFunctionRole", "ConfigCheckInvokerRole"})
         for name, role in roles.items():
             self.assertNotIn("ManagedPolicyArns", role["Properties"], name)
             self.assertNotIn(basic, json.dumps(role), name)

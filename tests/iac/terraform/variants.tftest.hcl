@@ -37,6 +37,10 @@ run "defaults_serve_through_an_http_api" {
     error_message = "no key policy without a table key"
   }
   assert {
+    condition     = aws_lambda_function.config_check.handler == "check-config" && jsondecode(aws_lambda_invocation.config_check.input).action == "check-config"
+    error_message = "the apply invokes the check function with the check's action"
+  }
+  assert {
     condition     = length(aws_apigatewayv2_api.this) == 1 && length(aws_lambda_function_url.this) == 0
     error_message = "the default endpoint is an HTTP API"
   }
@@ -110,6 +114,10 @@ run "private_rest_api_with_an_endpoint_it_creates" {
   override_resource {
     target = aws_iam_role.function
     values = { arn = "arn:aws:iam::123456789012:role/fleetlock-function" }
+  }
+  override_resource {
+    target = aws_iam_role.config_check
+    values = { arn = "arn:aws:iam::123456789012:role/fleetlock-config-check" }
   }
   override_resource {
     target = aws_dynamodb_table.locks
@@ -397,6 +405,14 @@ run "everything_on" {
     error_message = "the table under its key"
   }
   assert {
+    condition     = jsonencode(aws_lambda_function.config_check.environment[0].variables) == jsonencode(merge(aws_lambda_function.this.environment[0].variables, { FLEETLOCK_ALARM_PAUSES = "api-5xx=*" }))
+    error_message = "the check runs the API function's settings and the alarm pauses'"
+  }
+  assert {
+    condition     = aws_lambda_invocation.config_check.triggers["settings"] == sha256(jsonencode(aws_lambda_function.config_check.environment[0].variables))
+    error_message = "a change of any setting checks again"
+  }
+  assert {
     condition = keys(aws_iam_role_policy.table_key) == ["alarm_pauses", "drained", "function", "slot_events"] && alltrue([
       for policy in aws_iam_role_policy.table_key : jsondecode(policy.policy).Statement[0].Resource == "arn:aws:kms:eu-west-1:123456789012:key/table" &&
       jsondecode(policy.policy).Statement[0].Condition.StringEquals["kms:ViaService"] == "dynamodb.eu-west-1.amazonaws.com" &&
@@ -487,7 +503,8 @@ run "two_sources_of_the_zip_are_refused" {
     lambda_s3_key    = "fleetlock.zip"
   }
 
-  expect_failures = [aws_lambda_function.this]
+  # The check's function is the first planned (every serving one waits for it).
+  expect_failures = [aws_lambda_function.config_check]
 }
 
 run "no_clients_and_not_anonymous_is_refused" {
