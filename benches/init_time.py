@@ -5,6 +5,11 @@ FLEETLOCK_BIN (default target/release/fleetlock-lambda, the zip's bootstrap) RUN
 and prints a Markdown table. The API, alarm-pauses and drained entry points check their
 table at start: AWS_ENDPOINT_URL must name DynamoDB Local (scripts/bench-init
 starts it).
+
+Then what a deploy's check adds (the check-config entry point, which a deploy
+invokes once before it updates the serving functions): from the process's
+start to the check's answer, a cold start and one check of the settings, the
+table (DescribeTable) included.
 """
 
 import os
@@ -70,6 +75,73 @@ def init_ms(handler, env):
         server.server_close()
 
 
+class _OneCheck(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self):
+        self.answered = threading.Event()
+        self.answer = b""
+        self.handed = False
+        super().__init__(("127.0.0.1", 0), _CheckHandler)
+
+
+class _CheckHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.server.handed:
+            time.sleep(5)  # one check is the measurement
+            return
+        self.server.handed = True
+        body = b'{"action": "check-config"}'
+        self.send_response(200)
+        for name, value in [("lambda-runtime-aws-request-id", "check-1"),
+                            ("lambda-runtime-deadline-ms", "99999999999999"),
+                            ("lambda-runtime-invoked-function-arn",
+                             "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock-config-check"),
+                            ("content-length", str(len(body)))]:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        self.server.answer = self.rfile.read(int(self.headers.get("content-length", "0")))
+        self.server.answered_at = time.perf_counter()
+        self.send_response(202)
+        self.send_header("content-length", "0")
+        self.end_headers()
+        self.server.answered.set()
+
+
+def check_ms(env):
+    """From the process's start to the check's answer (which must be "ok")."""
+    server = _OneCheck()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [str(BINARY)],
+        env={**lambda_run.HERMETIC, **env,
+             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
+             "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-config-check",
+             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+             "_HANDLER": "check-config"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        if not server.answered.wait(timeout=30):
+            process.kill()
+            raise SystemExit(f"check-config: never answered: {process.communicate()[1].decode()}")
+        if b'"ok":true' not in server.answer:
+            raise SystemExit(f"check-config refused the bench's settings: {server.answer.decode()}")
+        return (server.answered_at - started) * 1000
+    finally:
+        process.kill()
+        process.wait()
+        server.shutdown()
+        server.server_close()
+
+
 def main():
     endpoint = lambda_run.dynamodb_endpoint()
     table = "fleetlock-init-bench"
@@ -93,6 +165,16 @@ def main():
         times = sorted(init_ms(handler, env) for _ in range(RUNS))
         p90 = times[int(len(times) * 0.9) - 1]
         print(f"| {name} (`{handler}`) | {statistics.median(times):.1f} | {p90:.1f} | {times[0]:.1f} |")
+    # A deploy's check: the API's settings and an existing table.
+    check = {**aws, "FLEETLOCK_AUTH": "disabled", "FLEETLOCK_GROUPS": "default=1,workers=2",
+             "FLEETLOCK_SETTLE": "workers=10m"}
+    check_ms(check)
+    times = sorted(check_ms(check) for _ in range(RUNS))
+    p90 = times[int(len(times) * 0.9) - 1]
+    print()
+    print("| a deploy's check (`check-config`), start to answer | p50 ms | p90 ms | min ms |")
+    print("|---|---:|---:|---:|")
+    print(f"| settings, table (DescribeTable) | {statistics.median(times):.1f} | {p90:.1f} | {times[0]:.1f} |")
 
 
 if __name__ == "__main__":
