@@ -181,7 +181,7 @@ resource "aws_lambda_function" "this" {
 
     precondition {
       condition     = local.time_zone_known
-      error_message = "time_zone '${var.time_zone}' is not a time zone of the IANA database the function bundles (UTC, or a name such as Europe/Berlin; time_zones.tf lists them)."
+      error_message = "time_zone '${var.time_zone}' is not a time zone of the IANA database the function bundles${length(local.closest_time_zone) > 0 ? " (did you mean '${local.closest_time_zone[0]}'?)" : ""} (UTC, or a name such as Europe/Berlin; time_zones.tf lists them)."
     }
 
     precondition {

@@ -57,4 +57,10 @@ locals {
   # The binary's bundled time zone database (time_zones.tf), in any case as
   # the function reads a name.
   time_zone_known = contains([for zone in local.time_zones : lower(zone)], lower(trimspace(var.time_zone)))
+  # A known zone one letter off the one given (the common typo), if any.
+  closest_time_zone = [
+    for zone in local.time_zones : zone
+    if !local.time_zone_known && length(zone) == length(var.time_zone) &&
+    length([for i in range(length(zone)) : i if lower(substr(zone, i, 1)) != lower(substr(var.time_zone, i, 1))]) == 1
+  ]
 }

@@ -17,6 +17,7 @@ use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 
 use crate::domain::input::GroupName;
+use crate::domain::names::did_you_mean;
 use crate::domain::lock::Timestamp;
 
 pub const MINUTES_PER_WEEK: u32 = 7 * 24 * 60;
@@ -223,8 +224,14 @@ impl Schedule {
                     .into(),
             );
         }
-        let zone = TimeZone::get(name)
-            .map_err(|_| format!("'{name}' is not a time zone of the IANA database"))?;
+        let zone = TimeZone::get(name).map_err(|_| {
+            let names: Vec<String> = jiff::tz::db()
+                .available()
+                .map(|zone| zone.to_string())
+                .collect();
+            let closest = did_you_mean(name, names.iter().map(String::as_str));
+            format!("'{name}' is not a time zone of the IANA database{closest}")
+        })?;
         Ok(Schedule {
             zone,
             zone_name: name.to_owned(),
@@ -757,6 +764,10 @@ mod tests {
         for (zone, says) in [
             ("localtime", "'localtime' is refused"),
             ("Mars/Olympus", "not a time zone"),
+            (
+                "Europe/Berlln",
+                "'Europe/Berlln' is not a time zone of the IANA database (did you mean 'Europe/Berlin'?)",
+            ),
         ] {
             let err = Schedule::parse(
                 "w: days=Sat start_time=22:00 length_minutes=60",
