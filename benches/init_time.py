@@ -50,8 +50,9 @@ class _Handler(BaseHTTPRequestHandler):
         time.sleep(5)
 
 
-def init_ms(handler, env):
-    server = _FirstNext()
+def start(server, handler, env):
+    """The binary as Lambda starts it, polling `server` (served from now on),
+    as the entry point `handler`: when it started, and its process."""
     threading.Thread(target=server.serve_forever, daemon=True).start()
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -63,6 +64,12 @@ def init_ms(handler, env):
              "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
              "_HANDLER": handler},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return started, process
+
+
+def init_ms(handler, env):
+    server = _FirstNext()
+    started, process = start(server, handler, env)
     try:
         if not server.asked.wait(timeout=30):
             process.kill()
@@ -117,17 +124,7 @@ class _CheckHandler(BaseHTTPRequestHandler):
 def check_ms(env):
     """From the process's start to the check's answer (which must be "ok")."""
     server = _OneCheck()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [str(BINARY)],
-        env={**lambda_run.HERMETIC, **env,
-             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
-             "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-config-check",
-             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
-             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-             "_HANDLER": "check-config"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    started, process = start(server, "check-config", env)
     try:
         if not server.answered.wait(timeout=30):
             process.kill()

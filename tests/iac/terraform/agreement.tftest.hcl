@@ -9,26 +9,7 @@
 # block), so that the harness reads exactly what Terraform plans.
 
 mock_provider "aws" {
-  mock_data "aws_iam_policy_document" {
-    defaults = {
-      json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}"
-    }
-  }
-  mock_data "aws_region" {
-    defaults = {
-      name = "eu-west-1"
-    }
-  }
-  mock_data "aws_caller_identity" {
-    defaults = {
-      account_id = "123456789012"
-    }
-  }
-  mock_data "aws_partition" {
-    defaults = {
-      partition = "aws"
-    }
-  }
+  source = "./tests/mocks"
 }
 
 run "good_every_per_group_input_on_configured_groups" {

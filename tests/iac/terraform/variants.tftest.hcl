@@ -2,26 +2,7 @@
 # (tests/iac/plan_terraform.py runs it on a copy for provider 5.100).
 
 mock_provider "aws" {
-  mock_data "aws_iam_policy_document" {
-    defaults = {
-      json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}"
-    }
-  }
-  mock_data "aws_region" {
-    defaults = {
-      name = "eu-west-1"
-    }
-  }
-  mock_data "aws_caller_identity" {
-    defaults = {
-      account_id = "123456789012"
-    }
-  }
-  mock_data "aws_partition" {
-    defaults = {
-      partition = "aws"
-    }
-  }
+  source = "./tests/mocks"
 }
 
 variables {
