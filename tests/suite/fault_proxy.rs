@@ -36,6 +36,10 @@ pub enum Fault {
     Throttle,
     /// Answer `500 InternalServerError` without forwarding.
     ServerError,
+    /// Answer `400 ReplicatedWriteConflictException` without forwarding, as
+    /// a global table in multi-Region strong consistency answers a write
+    /// that raced one from another Region: not applied.
+    ReplicatedWriteConflict,
 }
 
 /// The longest a held request waits for its release: under the SDK's 2 s
@@ -53,6 +57,9 @@ struct Gates {
 #[derive(Default)]
 struct Plan {
     next: VecDeque<Fault>,
+    /// Faults for the next writes (UpdateItem, PutItem, DeleteItem) only,
+    /// before `next`: reads pass by them.
+    next_writes: VecDeque<Fault>,
     otherwise: Option<Fault>,
     /// Faults drawn at random for requests nothing else plans for.
     chaos: Option<Chaos>,
@@ -134,6 +141,13 @@ impl FaultProxy {
         plan.next.extend(std::iter::repeat_n(fault, times));
     }
 
+    /// The next `times` writes (UpdateItem, PutItem, DeleteItem) meet
+    /// `fault`; reads in between go on as planned otherwise.
+    pub fn next_writes(&self, fault: Fault, times: usize) {
+        let mut plan = self.plan.lock().unwrap();
+        plan.next_writes.extend(std::iter::repeat_n(fault, times));
+    }
+
     /// Every request meets `fault` until changed (`Fault::None` heals).
     pub fn always(&self, fault: Fault) {
         let mut plan = self.plan.lock().unwrap();
@@ -177,10 +191,32 @@ impl FaultProxy {
     }
 }
 
-fn take_fault(plan: &Mutex<Plan>) -> Fault {
+/// Whether `request` is a DynamoDB write, by its `X-Amz-Target`.
+fn is_write(request: &[u8]) -> bool {
+    let head_end = request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(request.len());
+    let head = String::from_utf8_lossy(&request[..head_end]).to_ascii_lowercase();
+    head.lines()
+        .filter_map(|line| line.strip_prefix("x-amz-target:"))
+        .any(|target| {
+            let operation = target.trim().rsplit('.').next().unwrap_or_default();
+            matches!(operation, "updateitem" | "putitem" | "deleteitem")
+        })
+}
+
+fn take_fault(plan: &Mutex<Plan>, write: bool) -> Fault {
     let mut plan = plan.lock().unwrap();
     plan.requests += 1;
-    let planned = plan.next.pop_front().or(plan.otherwise);
+    let for_writes = if write {
+        plan.next_writes.pop_front()
+    } else {
+        None
+    };
+    let planned = for_writes
+        .or_else(|| plan.next.pop_front())
+        .or(plan.otherwise);
     let fault = match (planned, plan.chaos.as_mut()) {
         (Some(fault), _) => fault,
         (None, Some(chaos)) => chaos.draw(),
@@ -212,7 +248,7 @@ async fn serve_connection(
         let Some(request) = read_message(&mut client, &mut client_buffer).await else {
             return;
         };
-        match take_fault(&plan) {
+        match take_fault(&plan, is_write(&request)) {
             Fault::Reset => return,
             Fault::Throttle => {
                 let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;
@@ -226,6 +262,15 @@ async fn serve_connection(
             Fault::ServerError => {
                 let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}"#;
                 if write_canned(&mut client, 500, "Internal Server Error", body)
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Fault::ReplicatedWriteConflict => {
+                let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException","message":"One or more items in this request are being modified by a request in another Region."}"#;
+                if write_canned(&mut client, 400, "Bad Request", body)
                     .await
                     .is_err()
                 {

@@ -28,3 +28,4 @@ mod serve_limits;
 mod slot_events;
 mod wildcard_groups;
 mod windows;
+mod write_conflicts;
