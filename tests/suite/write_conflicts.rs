@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
 use fleetlock::domain::lock::{DrainRule, GroupRules, OnDrainTimeout, PersonPause, Timestamp};
-use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::domain::store::{Decided, GroupRecord, LockStore, StoreError};
 use fleetlock::store::dynamodb::DynamoStore;
 
 use crate::fault_proxy::Fault;
@@ -50,183 +50,100 @@ async fn stored(store: &DynamoStore, g: &GroupName) -> GroupRecord {
     groups.pop().map(|(_, record)| record).unwrap_or_default()
 }
 
-/// Every kind of write, each on two groups: `plain` without a conflict and
-/// `raced` with a conflict on one of its writes (`conflicted`: the first, or
-/// the second where the call writes twice). Both must answer alike and end
-/// alike, and the raced call makes exactly one request more.
+/// Each kind of write the store makes, as one call.
+#[derive(Clone, Copy, Debug)]
+enum Write {
+    Grant,
+    Renewal,
+    TakeOver,
+    Release,
+    PersonPause,
+    AlarmPause,
+    Reservation,
+    Confirmation,
+}
+
+impl Write {
+    const ALL: [Write; 8] = [
+        Write::Grant,
+        Write::Renewal,
+        Write::TakeOver,
+        Write::Release,
+        Write::PersonPause,
+        Write::AlarmPause,
+        Write::Reservation,
+        Write::Confirmation,
+    ];
+
+    /// Which of the call's writes meets the conflict: a renewal and a
+    /// take-over write after the grant's write was refused.
+    fn conflicted(self) -> usize {
+        match self {
+            Write::Renewal | Write::TakeOver => 1,
+            _ => 0,
+        }
+    }
+
+    /// The call on group `g`, and its answer.
+    async fn call(self, store: &DynamoStore, g: &GroupName) -> String {
+        let later = T0.plus(Duration::from_secs(600));
+        let past_lease = T0.plus(LEASE * 3);
+        let pause = PersonPause {
+            reason: PauseReason::parse("db migration").unwrap(),
+            since: T0,
+            by: "ana".into(),
+        };
+        match self {
+            Write::Grant => shown(store.acquire(g, &id("a"), leased(), T0).await),
+            Write::Renewal => shown(store.acquire(g, &id("a"), leased(), later).await),
+            Write::TakeOver => shown(store.acquire(g, &id("b"), leased(), past_lease).await),
+            Write::Release => shown(store.release(g, &id("b"), past_lease).await),
+            Write::PersonPause => shown(store.pause(g, pause).await),
+            Write::AlarmPause => shown(store.pause_for_alarm(g, "api-5xx").await),
+            Write::Reservation => shown(store.acquire(g, &id("c"), gated(), T0).await),
+            Write::Confirmation => shown(store.drained(g, &id("c"), None, later).await),
+        }
+    }
+}
+
+fn shown<T: std::fmt::Debug>(decided: Result<Decided<T>, StoreError>) -> String {
+    format!("{:?}", decided.unwrap().outcome)
+}
+
+/// Every kind of write, each on two groups: one without a conflict, and one
+/// whose write meets a conflict (the second write where the call makes two).
+/// Both answer alike and end alike, and the raced call makes exactly one
+/// request more.
 #[tokio::test]
 async fn a_conflict_on_any_kind_of_write_is_retried_and_the_caller_never_sees_it() {
     let (proxy, store) = proxied_store("conflicts").await;
-    let plain = GroupName::parse("plain").unwrap();
-    let raced = GroupName::parse("raced").unwrap();
-    let gated_plain = GroupName::parse("gated-plain").unwrap();
-    let gated_raced = GroupName::parse("gated-raced").unwrap();
-    let later = T0.plus(Duration::from_secs(600));
-    let past_lease = T0.plus(LEASE * 3);
-    let pause = PersonPause {
-        reason: PauseReason::parse("db migration").unwrap(),
-        since: T0,
-        by: "ana".into(),
-    };
-
-    // (what, the write that conflicts, the call on a group)
-    type Call<'a> = Box<
-        dyn Fn(&'a GroupName) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + 'a>>
-            + 'a,
-    >;
-    let store = &store;
-    let steps: Vec<(&str, usize, bool, Call)> = vec![
-        (
-            "a grant",
-            0,
-            false,
-            Box::new(|g| {
-                Box::pin(async move {
-                    format!(
-                        "{:?}",
-                        store
-                            .acquire(g, &id("a"), leased(), T0)
-                            .await
-                            .unwrap()
-                            .outcome
-                    )
-                })
-            }),
-        ),
-        (
-            "a holder's renewal",
-            1,
-            false,
-            Box::new(|g| {
-                Box::pin(async move {
-                    format!(
-                        "{:?}",
-                        store
-                            .acquire(g, &id("a"), leased(), later)
-                            .await
-                            .unwrap()
-                            .outcome
-                    )
-                })
-            }),
-        ),
-        (
-            "a take-over past the lease",
-            1,
-            false,
-            Box::new(|g| {
-                Box::pin(async move {
-                    format!(
-                        "{:?}",
-                        store
-                            .acquire(g, &id("b"), leased(), past_lease)
-                            .await
-                            .unwrap()
-                            .outcome
-                    )
-                })
-            }),
-        ),
-        (
-            "a release",
-            0,
-            false,
-            Box::new(|g| {
-                Box::pin(async move {
-                    format!(
-                        "{:?}",
-                        store
-                            .release(g, &id("b"), past_lease)
-                            .await
-                            .unwrap()
-                            .outcome
-                    )
-                })
-            }),
-        ),
-        (
-            "a person's pause",
-            0,
-            false,
-            Box::new(|g| {
-                let pause = pause.clone();
-                Box::pin(
-                    async move { format!("{:?}", store.pause(g, pause).await.unwrap().outcome) },
-                )
-            }),
-        ),
-        (
-            "an alarm's pause",
-            0,
-            false,
-            Box::new(|g| {
-                Box::pin(async move {
-                    format!(
-                        "{:?}",
-                        store.pause_for_alarm(g, "api-5xx").await.unwrap().outcome
-                    )
-                })
-            }),
-        ),
-        (
-            "a reservation behind a drain gate",
-            0,
-            true,
-            Box::new(|g| {
-                Box::pin(async move {
-                    format!(
-                        "{:?}",
-                        store
-                            .acquire(g, &id("c"), gated(), T0)
-                            .await
-                            .unwrap()
-                            .outcome
-                    )
-                })
-            }),
-        ),
-        (
-            "a drain's confirmation",
-            0,
-            true,
-            Box::new(|g| {
-                Box::pin(async move {
-                    format!(
-                        "{:?}",
-                        store
-                            .drained(g, &id("c"), None, later)
-                            .await
-                            .unwrap()
-                            .outcome
-                    )
-                })
-            }),
-        ),
-    ];
-    for (what, conflicted, drain, call) in &steps {
-        let (plain, raced) = if *drain {
-            (&gated_plain, &gated_raced)
+    let group = |name: &str| GroupName::parse(name).unwrap();
+    for write in Write::ALL {
+        // The drain gate's writes on groups of their own.
+        let gated = matches!(write, Write::Reservation | Write::Confirmation);
+        let (plain, raced) = if gated {
+            (group("gated-plain"), group("gated-raced"))
         } else {
-            (&plain, &raced)
+            (group("plain"), group("raced"))
         };
         let (before, _) = proxy.counts();
-        let expected = call(plain).await;
+        let expected = write.call(&store, &plain).await;
         let (after_plain, _) = proxy.counts();
-        proxy.next_writes(Fault::None, *conflicted);
+        proxy.next_writes(Fault::None, write.conflicted());
         proxy.next_writes(Fault::ReplicatedWriteConflict, 1);
-        let answered = call(raced).await;
+        let answered = write.call(&store, &raced).await;
         let (after_raced, _) = proxy.counts();
-        assert_eq!(answered, expected, "{what}: the conflict was heard");
+        assert_eq!(answered, expected, "{write:?}: the conflict was heard");
         assert_eq!(
             after_raced - after_plain,
             after_plain - before + 1,
-            "{what}: one request more, the retried write"
+            "{write:?}: one request more, the retried write"
         );
-        let (p, r) = (stored(store, plain).await, stored(store, raced).await);
+        let (p, r) = (stored(&store, &plain).await, stored(&store, &raced).await);
         assert_eq!(
             (format!("{:?}", p.holders), format!("{:?}", p.pause)),
             (format!("{:?}", r.holders), format!("{:?}", r.pause)),
-            "{what}: the groups ended alike"
+            "{write:?}: the groups ended alike"
         );
     }
 }
