@@ -510,7 +510,16 @@ async fn main() {
     let lease_spec = format!("{LEASED_GROUP}={LEASE},{RENEW_GROUP}={LEASE}");
     let drain_spec = format!("{DRAIN_GROUP}={DRAIN}");
     let faults = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "1");
-    let proxy = if faults {
+    // A global table in multi-Region strong consistency: one write in four
+    // meets a write of another Region and is refused, not applied.
+    let conflicts = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "conflicts");
+    let proxy = if conflicts {
+        let upstream = std::env::var("AWS_ENDPOINT_URL").unwrap();
+        let proxy =
+            FaultProxy::start(upstream.trim_start_matches("http://").parse().unwrap()).await;
+        proxy.chaos_on_writes(0xC0FF, &[(250, Fault::ReplicatedWriteConflict)]);
+        Some(proxy)
+    } else if faults {
         let upstream = std::env::var("AWS_ENDPOINT_URL").unwrap();
         let proxy =
             FaultProxy::start(upstream.trim_start_matches("http://").parse().unwrap()).await;
@@ -990,6 +999,8 @@ async fn main() {
     let elapsed = started.elapsed().as_secs_f64();
     let under = if faults {
         ", DynamoDB behind the fault proxy"
+    } else if conflicts {
+        ", one write in four refused by the proxy as ReplicatedWriteConflictException"
     } else {
         ""
     };

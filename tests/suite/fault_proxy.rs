@@ -63,6 +63,8 @@ struct Plan {
     otherwise: Option<Fault>,
     /// Faults drawn at random for requests nothing else plans for.
     chaos: Option<Chaos>,
+    /// The chaos meets writes only (UpdateItem, PutItem, DeleteItem).
+    chaos_on_writes: bool,
     requests: u64,
     forwarded: u64,
     /// Seconds added to the `Date` of every answer passed on: a clock of
@@ -166,6 +168,13 @@ impl FaultProxy {
         });
     }
 
+    /// As [`FaultProxy::chaos`], for writes only: reads always pass.
+    #[allow(dead_code)] // the soak run's (benches/soak.rs), not the suite's
+    pub fn chaos_on_writes(&self, seed: u64, faults: &[(u64, Fault)]) {
+        self.chaos(seed, faults);
+        self.plan.lock().unwrap().chaos_on_writes = true;
+    }
+
     /// Every answer's `Date` header from now on says `seconds` later than
     /// DynamoDB's (earlier when negative).
     pub fn shift_dates(&self, seconds: i64) {
@@ -217,7 +226,8 @@ fn take_fault(plan: &Mutex<Plan>, write: bool) -> Fault {
     let planned = for_writes
         .or_else(|| plan.next.pop_front())
         .or(plan.otherwise);
-    let fault = match (planned, plan.chaos.as_mut()) {
+    let chaos_applies = write || !plan.chaos_on_writes;
+    let fault = match (planned, plan.chaos.as_mut().filter(|_| chaos_applies)) {
         (Some(fault), _) => fault,
         (None, Some(chaos)) => chaos.draw(),
         (None, None) => Fault::None,
