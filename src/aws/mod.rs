@@ -17,6 +17,7 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_dynamodb::config::retry::{RetryPartition, TokenBucket};
 // The smithy runtime's interceptor types, the same in every SDK; these come
 // through the DynamoDB crate's re-exports.
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
@@ -137,7 +138,32 @@ pub fn dynamodb_endpoint(aws: &SdkConfig) -> Option<String> {
 /// The DynamoDB client's configuration, for a client with more on it (the
 /// tests' request counter).
 pub fn dynamodb_config(aws: &SdkConfig) -> aws_sdk_dynamodb::config::Builder {
-    aws_sdk_dynamodb::config::Builder::from(aws).interceptor(OperationLog)
+    aws_sdk_dynamodb::config::Builder::from(aws)
+        .interceptor(OperationLog)
+        .retry_partition(
+            RetryPartition::custom("fleetlock-dynamodb")
+                .token_bucket(dynamodb_retry_quota())
+                .build(),
+        )
+}
+
+/// The DynamoDB client's retry quota. Every call is bounded by
+/// [`MAX_ATTEMPTS`] within [`OPERATION_TIMEOUT`]; the quota the SDK shares
+/// across a process besides bounds how many retries it makes in all. A
+/// retry of an error the model marks retryable (a global table's
+/// `ReplicatedWriteConflictException`: not applied, so the same conditional
+/// write decides again) or of a 5xx costs nothing from it here: at one write
+/// in four refused as a conflict and 300 nodes, the SDK's default quota (500
+/// tokens, 5 a retry, one back a first-try success) ran dry and 24 % of the
+/// calls heard `store_unavailable` (`./scripts/soak 60 conflicts`,
+/// BENCHMARKS.md). Throttling and timeouts keep their costs, so a throttled or
+/// unreachable DynamoDB is not asked three times as often.
+pub fn dynamodb_retry_quota() -> TokenBucket {
+    TokenBucket::builder()
+        .retry_cost(0)
+        .throttling_retry_cost(5)
+        .timeout_retry_cost(10)
+        .build()
 }
 
 /// An EventBridge client on the shared configuration, with the debug log.

@@ -367,11 +367,16 @@ pub async fn dynamodb_local_proxy() -> FaultProxy {
 pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
     let proxy = dynamodb_local_proxy().await;
     let table = unique_table_name(prefix);
-    // The SDK's retry quota is shared per partition in a process; a store of
-    // its own keeps one test's faults from using up another's retries.
-    let config = aws_sdk_dynamodb::config::Builder::from(&load_config().await)
+    // The functions' own client configuration, but for the retry quota's
+    // partition: the SDK shares one per partition in a process, and a store
+    // of its own keeps one test's faults from using up another's retries.
+    let config = fleetlock::aws::dynamodb_config(&load_config().await)
         .endpoint_url(proxy.url())
-        .retry_partition(RetryPartition::new(table.clone()))
+        .retry_partition(
+            RetryPartition::custom(table.clone())
+                .token_bucket(fleetlock::aws::dynamodb_retry_quota())
+                .build(),
+        )
         .build();
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table);
     store.create_table().await.unwrap();
