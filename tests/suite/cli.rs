@@ -1860,14 +1860,7 @@ async fn id_prints_the_id_zincati_sends() {
 #[tokio::test]
 async fn serve_names_the_dynamodb_endpoint_it_really_uses() {
     let dynamodb = local_dynamodb_endpoint();
-    let table = unique_table_name("serve-endpoint");
-    assert!(
-        run(fleetlock()
-            .env("FLEETLOCK_TABLE", &table)
-            .arg("create-table"))
-        .await
-        .ok
-    );
+    let table = crate::helpers::table_made_by_the_binary("serve-endpoint").await;
     let mut command = fleetlock();
     command
         .env("FLEETLOCK_TABLE", &table)
