@@ -7,7 +7,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use aws_smithy_cbor::data::Type;
 use aws_smithy_cbor::{Decoder, Encoder};
@@ -216,17 +215,7 @@ impl Function {
 
     /// One invocation: the answer, or the error Lambda records.
     async fn invoke(&mut self, event: String) -> Result<Value, Value> {
-        self.runtime.events.send(event).unwrap();
-        let (path, answer) =
-            tokio::time::timeout(Duration::from_secs(30), self.runtime.answers.recv())
-                .await
-                .expect("the function answered")
-                .unwrap();
-        if path.ends_with("/response") {
-            Ok(answer)
-        } else {
-            Err(answer)
-        }
+        crate::lambda_runtime::invoked(&mut self.runtime, &event).await
     }
 }
 

@@ -4,14 +4,12 @@
 //! fails the invocation with every reason the functions would not start or
 //! would guard nothing, and it writes nothing.
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::process::Child;
 
 use crate::alarm_pauses::Alarms;
 use crate::helpers::{table_made_by_the_binary, unique_table_name};
-use crate::lambda_runtime::{RuntimeApi, lambda_command, runtime_api};
+use crate::lambda_runtime::{RuntimeApi, invoked as invoke, lambda_command, runtime_api};
 
 const CHECK: &str = r#"{"action": "check-config"}"#;
 
@@ -24,20 +22,6 @@ fn checker(runtime: &RuntimeApi, settings: &[(&str, &str)], alarms_url: &str) ->
         command.env(name, value);
     }
     command.spawn().unwrap()
-}
-
-/// One invocation: the answer, or the error Lambda records.
-async fn invoke(runtime: &mut RuntimeApi, event: &str) -> Result<Value, Value> {
-    runtime.events.send(event.to_owned()).unwrap();
-    let (path, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
-        .await
-        .expect("the function answered")
-        .unwrap();
-    if path.ends_with("/response") {
-        Ok(answer)
-    } else {
-        Err(answer)
-    }
 }
 
 #[tokio::test]

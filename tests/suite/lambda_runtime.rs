@@ -123,6 +123,21 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
     command
 }
 
+/// One invocation of the function polling `runtime`: its answer, or the
+/// error Lambda records.
+pub(crate) async fn invoked(runtime: &mut RuntimeApi, event: &str) -> Result<Value, Value> {
+    runtime.events.send(event.to_owned()).unwrap();
+    let (path, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+        .await
+        .expect("the function answered")
+        .unwrap();
+    if path.ends_with("/response") {
+        Ok(answer)
+    } else {
+        Err(answer)
+    }
+}
+
 /// The function stopped, with all it printed.
 async fn stopped(mut function: tokio::process::Child) -> std::process::Output {
     function.start_kill().unwrap();
