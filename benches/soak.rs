@@ -726,7 +726,15 @@ async fn main() {
                         tally.renewals_won.fetch_add(1, Ordering::Relaxed);
                         Some((&mut a, &holder))
                     }
-                    (false, true) if take_over.1["outcome"] == "granted_expired" => {
+                    // With faults, a take-over whose answer was lost hears
+                    // `already_held` on its retry; the holder's `slot_taken`
+                    // says the take-over landed.
+                    (false, true)
+                        if take_over.1["outcome"] == "granted_expired"
+                            || (faults
+                                && take_over.1["outcome"] == "already_held"
+                                && renewal.1["kind"] == "slot_taken") =>
+                    {
                         tally.take_overs_won.fetch_add(1, Ordering::Relaxed);
                         Some((&mut b, &asker))
                     }
@@ -736,12 +744,21 @@ async fn main() {
                         None
                     }
                 };
-                // The one told to reboot is back: it gives the slot back.
+                // The one told to reboot is back: it gives the slot back,
+                // asking again after a 503 (nothing decided) as Zincati does.
                 if let Some((sender, node)) = winner {
                     down.comes_back(RENEW_GROUP);
-                    let (status, json) =
-                        call(sender, &addr, "steady-state", node, RENEW_GROUP).await;
-                    tally.calls.fetch_add(1, Ordering::Relaxed);
+                    let mut tries = 0;
+                    let (status, json) = loop {
+                        let (status, json) =
+                            call(sender, &addr, "steady-state", node, RENEW_GROUP).await;
+                        tally.calls.fetch_add(1, Ordering::Relaxed);
+                        tries += 1;
+                        if status != 503 || tries == 10 {
+                            break (status, json);
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    };
                     if (status, json["outcome"].as_str()) != (200, Some("released")) {
                         unexpected(
                             &tally,
