@@ -325,9 +325,33 @@ pub enum ApiSettingsError {
     NoAuth,
 }
 
+impl fmt::Display for ApiSettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiSettingsError::Invalid(err) => write!(f, "{err}"),
+            ApiSettingsError::NoTable => f.write_str(
+                "FLEETLOCK_TABLE is unset; under Lambda the locks must live in DynamoDB",
+            ),
+            ApiSettingsError::NoAuth => f.write_str(
+                "neither FLEETLOCK_CLIENTS nor FLEETLOCK_AUTH=disabled is set; a public reboot \
+                 lock needs client credentials (see 'fleetlock credential')",
+            ),
+        }
+    }
+}
+
 impl ApiSettings {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ApiSettingsError> {
         let config = Config::from_vars(&var).map_err(ApiSettingsError::Invalid)?;
+        Self::from_config(config, var)
+    }
+
+    /// The same from settings already read (a table and a decision on
+    /// credentials still required).
+    pub fn from_config(
+        config: Config,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ApiSettingsError> {
         let table = config.table.clone().ok_or(ApiSettingsError::NoTable)?;
         let auth = config.auth.clone().ok_or(ApiSettingsError::NoAuth)?;
         Ok(Self {

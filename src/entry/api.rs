@@ -18,17 +18,8 @@ pub async fn run() -> ExitCode {
             tracing::error!(error = %err, "invalid configuration");
             return ExitCode::FAILURE;
         }
-        Err(ApiSettingsError::NoTable) => {
-            tracing::error!(
-                "FLEETLOCK_TABLE is unset; under Lambda the locks must live in DynamoDB"
-            );
-            return ExitCode::FAILURE;
-        }
-        Err(ApiSettingsError::NoAuth) => {
-            tracing::error!(
-                "neither FLEETLOCK_CLIENTS nor FLEETLOCK_AUTH=disabled is set; \
-                 a public reboot lock needs client credentials (see 'fleetlock credential')"
-            );
+        Err(missing @ (ApiSettingsError::NoTable | ApiSettingsError::NoAuth)) => {
+            tracing::error!("{missing}");
             return ExitCode::FAILURE;
         }
     };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::aws::{self, cloudwatch::CloudWatch};
-use crate::config::{self, ApiSettings, ApiSettingsError, Config};
+use crate::config::{self, ApiSettings, Config};
 use crate::domain::alarms::{AlarmState, AlarmStates};
 use crate::store::dynamodb::{DynamoStore, TableProblem};
 
@@ -47,29 +47,19 @@ impl<A: AlarmStates> ConfigChecker<A> {
                  {{\"action\": \"{ACTION}\"}}"
             ));
         }
-        let mut problems: Vec<String> = match Config::checked(&var) {
-            Ok(_) => Vec::new(),
-            Err(errors) => errors.iter().map(ToString::to_string).collect(),
-        };
-        if let Err(err) = config::alarm_gates(&var) {
-            problems.push(err.to_string());
-        }
-        let settings = match ApiSettings::from_vars(&var) {
-            Ok(settings) => Some(settings),
-            Err(ApiSettingsError::Invalid(_)) => None, // listed above
-            Err(ApiSettingsError::NoTable) => {
-                problems.push("FLEETLOCK_TABLE is unset: the locks must live in DynamoDB".into());
-                None
-            }
-            Err(ApiSettingsError::NoAuth) => {
-                problems.push(
-                    "neither FLEETLOCK_CLIENTS nor FLEETLOCK_AUTH=disabled is set: a public \
-                     reboot lock needs client credentials (see 'fleetlock credential')"
-                        .into(),
-                );
-                None
-            }
-        };
+        // Read once, as the functions read them at start: every error.
+        let mut problems = Vec::new();
+        let config = Config::checked(&var)
+            .map_err(|errors| problems.extend(errors.iter().map(ToString::to_string)))
+            .ok();
+        let gates = config::alarm_gates(&var)
+            .map_err(|err| problems.push(err.to_string()))
+            .unwrap_or_default();
+        let settings = config.and_then(|config| {
+            ApiSettings::from_config(config, &var)
+                .map_err(|missing| problems.push(missing.to_string()))
+                .ok()
+        });
         let Some(settings) = settings.filter(|_| problems.is_empty()) else {
             return Err(refusal(&problems));
         };
@@ -81,7 +71,6 @@ impl<A: AlarmStates> ConfigChecker<A> {
                 "DynamoDB could not be reached, so the table could not be checked: {why}"
             )),
         }
-        let gates = config::alarm_gates(&var).unwrap_or_default();
         let alarms: Vec<String> = gates.alarm_names().map(str::to_owned).collect();
         if !alarms.is_empty() {
             match self.alarms.states(&alarms).await {
