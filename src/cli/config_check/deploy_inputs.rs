@@ -57,10 +57,10 @@ pub struct DeployInputs {
     /// What the deploy itself would refuse, beyond the function's settings
     /// (a drain gate without slot events), each a sentence.
     pub refused: Vec<String>,
-    /// A root module's inputs whose values only Terraform knows
-    /// (`clients = var.fleetlock_clients`): not read, the module's defaults
-    /// checked in their place (none for the credentials).
-    pub unread: Vec<String>,
+    /// A root module's inputs whose values only Terraform knows, with
+    /// their text (`clients`, `var.fleetlock_clients`): not read, the
+    /// module's defaults checked in their place (none for the credentials).
+    pub unread: Vec<(String, String)>,
     /// The label of the root module's `module` block they were read from.
     pub module: Option<String>,
     /// Where the credential entries go, in the deploy file's words.
@@ -372,17 +372,13 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
             .filter(|name| variables.contains_key(*name))
             .cloned()
             .collect(),
-        unread: unread
-            .iter()
-            .map(|(name, text)| format!("{name} = {text}"))
-            .collect(),
         module: module_label,
         clients_go: format!("in {file}'s clients = [\"ENTRY\", ...]"),
         ..DeployInputs::default()
     };
     let is_unread = |name: &str| unread.iter().any(|(unread, _)| unread == name);
     for (variable, var) in TF_VARIABLES {
-        if is_unread(variable) && matches!(*variable, "clients") {
+        if *variable == "clients" && is_unread(variable) {
             // Only Terraform knows who may call: nothing to check here, and
             // no empty list to refuse in its place.
             continue;
@@ -404,7 +400,9 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
                 .into(),
         );
     }
-    if is_unread("clients") || is_unread("allow_anonymous") {
+    let credentials_unread = is_unread("clients") || is_unread("allow_anonymous");
+    inputs.unread = unread;
+    if credentials_unread {
         return Ok(inputs);
     }
     let anonymous = match value("allow_anonymous") {
@@ -720,8 +718,7 @@ region       = "eu-west-1"
         assert!(
             inputs
                 .unread
-                .iter()
-                .any(|u| u == "clients = var.fleetlock_clients"),
+                .contains(&("clients".into(), "var.fleetlock_clients".into())),
             "{:?}",
             inputs.unread
         );

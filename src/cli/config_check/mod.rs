@@ -150,7 +150,12 @@ pub fn config_check(
                     out,
                     "not read, since only Terraform knows their values (the module checks \
                      them at plan time): {}",
-                    inputs.unread.join("; ")
+                    inputs
+                        .unread
+                        .iter()
+                        .map(|(name, text)| format!("{name} = {text}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 );
             }
         }

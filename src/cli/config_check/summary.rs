@@ -106,8 +106,8 @@ pub fn config_summary(
         Some(Auth::Disabled) => {
             "clients: none, authentication disabled (private networks only)\n".into()
         }
-        None => match deployed.and_then(|d| d.unread.iter().find(|u| u.starts_with("clients ="))) {
-            Some(unread) => format!("clients: {unread}, which only Terraform reads\n"),
+        None => match deployed.and_then(|d| d.unread.iter().find(|(name, _)| name == "clients")) {
+            Some((_, text)) => format!("clients: clients = {text}, which only Terraform reads\n"),
             None => "clients: not set; under Lambda the function refuses to start, and \
                      'serve' is open on loopback only\n"
                 .into(),
