@@ -90,8 +90,9 @@ resource "aws_lambda_function" "config_check" {
     system_log_level = var.platform_log_level
   }
 
-  # The first function planned: the zip's two sources are refused here (the
-  # API function's preconditions say the rest).
+  # The first function planned, and every other one waits for it: the zip's
+  # sources are checked here, once for all (the API function's
+  # preconditions check the settings).
   lifecycle {
     precondition {
       condition     = (var.lambda_zip_path != null) != (var.lambda_s3_bucket != null && var.lambda_s3_key != null) && (var.lambda_s3_bucket == null) == (var.lambda_s3_key == null)

@@ -208,11 +208,6 @@ resource "aws_lambda_function" "this" {
       condition     = (var.domain_name == null) == (var.certificate_arn == null)
       error_message = "domain_name and certificate_arn go together: give both or neither."
     }
-
-    precondition {
-      condition     = (var.lambda_zip_path != null) != (var.lambda_s3_bucket != null && var.lambda_s3_key != null) && (var.lambda_s3_bucket == null) == (var.lambda_s3_key == null)
-      error_message = "give the zip either as lambda_zip_path or as lambda_s3_bucket with lambda_s3_key, not both."
-    }
   }
 
   logging_config {
