@@ -630,19 +630,23 @@ class Endpoints(unittest.TestCase):
             self.assertNotIn("[updates", value)
 
 
-def sam_transform(parameters, code_uri="s3://bucket/fleetlock.zip"):
+def sam_transform(parameters=None, code_uri="s3://bucket/fleetlock.zip", defaults=None, managed=None):
     """SAM's own transform of the template, as CloudFormation runs it with
-    these parameter values (the rest their defaults)."""
+    these parameter values (the rest their defaults, changed by `defaults`),
+    SAM's managed policies named by `managed`."""
     from samtranslator.translator.transform import transform
     from samtranslator.yaml_helper import yaml_parse
 
     class Policies:
         def load(self):
-            return {}
+            return managed or {}
 
     text = (ROOT / "template.yaml").read_text().replace("      CodeUri: .\n", f"      CodeUri: {code_uri}\n")
+    template = yaml_parse(text)
+    for name, value in (defaults or {}).items():
+        template["Parameters"][name]["Default"] = value
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    return transform(yaml_parse(text), parameters, Policies())
+    return transform(template, parameters or {}, Policies())
 
 
 def resolved(value, parameters, defaults):
@@ -991,20 +995,8 @@ class PrivateEndpoint(unittest.TestCase):
         # SAM's own transform of the template switched to this endpoint: the
         # REST API, its methods and the VPC endpoint come out as written, and
         # SAM adds no API, stage or role of its own.
-        from samtranslator.translator.transform import transform
-        from samtranslator.yaml_helper import yaml_parse
-
-        class Policies:
-            def load(self):
-                return {}
-
-        text = (ROOT / "template.yaml").read_text()
-        text = text.replace("      CodeUri: .\n", "      CodeUri: s3://bucket/fleetlock.zip\n")
-        template = yaml_parse(text)
-        template["Parameters"]["Endpoint"]["Default"] = "PrivateRestApi"
-        template["Parameters"]["PrivateVpcId"]["Default"] = "vpc-0123456789abcdef0"
-        os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-        resources = transform(template, {}, Policies())["Resources"]
+        resources = sam_transform(defaults={"Endpoint": "PrivateRestApi",
+                                            "PrivateVpcId": "vpc-0123456789abcdef0"})["Resources"]
         for name in self.SAM_RESOURCES_OF_IT + ["PrivateApiVpcEndpoint"]:
             self.assertEqual(resources[name], SAM_RESOURCES[name], name)
         rest_apis = [n for n, r in resources.items() if r["Type"] == "AWS::ApiGateway::RestApi"]
@@ -1244,22 +1236,9 @@ class SlotEvents(unittest.TestCase):
         # role the template gives it, and no role gets a managed policy
         # (AWSLambdaBasicExecutionRole's log actions, or
         # AWSLambdaDynamoDBExecutionRole's stream actions, on "*").
-        from samtranslator.translator.transform import transform
-        from samtranslator.yaml_helper import yaml_parse
-
         basic = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
-
-        class Policies:
-            def load(self):
-                return {"AWSLambdaBasicExecutionRole": basic}
-
-        text = (ROOT / "template.yaml").read_text()
-        text = text.replace("      CodeUri: .\n", "      CodeUri: s3://bucket/fleetlock.zip\n")
-        template = yaml_parse(text)
-        template["Parameters"]["SlotEvents"]["Default"] = "true"
-        template["Parameters"]["AlarmPauses"]["Default"] = "api-5xx=*"
-        os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-        resources = transform(template, {}, Policies())["Resources"]
+        resources = sam_transform(defaults={"SlotEvents": "true", "AlarmPauses": "api-5xx=*"},
+                                  managed={"AWSLambdaBasicExecutionRole": basic})["Resources"]
         roles = {n: r for n, r in resources.items() if r["Type"] == "AWS::IAM::Role"}
         self.assertEqual(set(roles), {"FleetLockFunctionRole", "SlotEventsFunctionRole", "AlarmPausesFunctionRole",
                                       "DrainedFunctionRole", "ConfigCheckFunctionRole", "ConfigCheckInvokerRole"})
