@@ -35,9 +35,8 @@ locals {
       }"
     ]
   ])
-  # A configured group within one edit of a mistyped one: the same length
-  # and one letter changed or two neighbours swapped, or one letter more or
-  # less. Terraform has no edit distance; this catches the common typos, and
+  # A configured group one typo from a mistyped one: the same length and
+  # one letter changed or two letters swapped, or one letter more or less. Terraform has no edit distance; this catches the common typos, and
   # the configured groups are listed with every refusal anyway.
   closest_group = {
     for group in distinct(flatten(values(local.unconfigured_groups))) : group => [
