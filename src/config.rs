@@ -20,11 +20,12 @@ use crate::domain::windows::Schedule;
 
 /// The variables of the service's settings that a deploy sets: what
 /// `config check --env` prints.
-pub const FUNCTION_VARIABLES: [&str; 10] = [
+pub const FUNCTION_VARIABLES: [&str; 11] = [
     "FLEETLOCK_GROUPS",
     "FLEETLOCK_SETTLE",
     "FLEETLOCK_LEASE",
     "FLEETLOCK_DRAIN",
+    "FLEETLOCK_RETURN",
     "FLEETLOCK_MAX_WILDCARD_GROUPS",
     "FLEETLOCK_WINDOWS",
     "FLEETLOCK_TIME_ZONE",
@@ -67,6 +68,7 @@ pub enum ConfigError {
     Settle(String),
     Lease(String),
     Drain(String),
+    Return(String),
     Windows(String),
     TimeZone(String),
     Table(String),
@@ -86,6 +88,7 @@ impl fmt::Display for ConfigError {
             ConfigError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
             ConfigError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
             ConfigError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
+            ConfigError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
             ConfigError::Windows(why) => write!(f, "FLEETLOCK_WINDOWS: {why}"),
             ConfigError::TimeZone(why) => write!(f, "FLEETLOCK_TIME_ZONE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
@@ -109,6 +112,7 @@ impl From<GroupsError> for ConfigError {
             GroupsError::Settle(why) => ConfigError::Settle(why),
             GroupsError::Lease(why) => ConfigError::Lease(why),
             GroupsError::Drain(why) => ConfigError::Drain(why),
+            GroupsError::Return(why) => ConfigError::Return(why),
             GroupsError::MaxWildcardGroups(why) => ConfigError::MaxWildcardGroups(why),
         }
     }
@@ -169,6 +173,12 @@ impl Config {
         if let Some(spec) = var("FLEETLOCK_DRAIN").filter(|v| !v.trim().is_empty()) {
             match groups.clone().with_drain(&spec) {
                 Ok(drained) => groups = drained,
+                Err(err) => fault(err.into()),
+            }
+        }
+        if let Some(spec) = var("FLEETLOCK_RETURN").filter(|v| !v.trim().is_empty()) {
+            match groups.clone().with_return(&spec) {
+                Ok(returning) => groups = returning,
                 Err(err) => fault(err.into()),
             }
         }
@@ -271,11 +281,12 @@ pub fn command_table(
 
 /// The variables that give a shell the rules of groups: when one is set,
 /// `status` and `forget` read the rules from this shell.
-pub const RULE_VARIABLES: [&str; 6] = [
+pub const RULE_VARIABLES: [&str; 7] = [
     "FLEETLOCK_GROUPS",
     "FLEETLOCK_SETTLE",
     "FLEETLOCK_LEASE",
     "FLEETLOCK_DRAIN",
+    "FLEETLOCK_RETURN",
     "FLEETLOCK_WINDOWS",
     "FLEETLOCK_TIME_ZONE",
 ];
@@ -472,12 +483,13 @@ impl DrainedSettings {
             )
         })?;
         let service = var("FLEETLOCK_METRICS_SERVICE").filter(|s| !s.trim().is_empty());
-        let sweep = match (config.groups.drains(), service) {
+        let sweep = match (config.groups.drains() || config.groups.returns(), service) {
             (true, Some(service)) => Some((config.groups, service)),
             (true, None) => {
                 return Err(ConfigError::Missing(
-                    "FLEETLOCK_METRICS_SERVICE is unset: the sweep of drains overdue needs the \
-                     API function's name, the dimension its DrainsOverdue alarm watches"
+                    "FLEETLOCK_METRICS_SERVICE is unset: the sweep of drains and returns overdue \
+                     needs the API function's name, the dimension its DrainsOverdue and \
+                     ReturnsOverdue alarms watch"
                         .into(),
                 ));
             }

@@ -16,6 +16,12 @@ pub const SLOTS_EXPIRED: &str = "SlotsExpired";
 /// the group's reservations waited past their drain timeout (0 clears the
 /// alarm on it).
 pub const DRAINS_OVERDUE: &str = "DrainsOverdue";
+/// On the lines of groups with a return gate, and only there: how many of
+/// the group's returning slots waited past their return timeout (the sweep
+/// stops the group for each, once), and how long the oldest return has
+/// waited (0 with none).
+pub const RETURNS_OVERDUE: &str = "ReturnsOverdue";
+pub const OLDEST_RETURN_AGE: &str = "OldestReturnAgeSeconds";
 
 /// Emits metrics for one service (its dimension value: the function name).
 #[derive(Clone, Debug)]
@@ -52,6 +58,13 @@ impl EmbeddedMetrics {
         if let Some(overdue) = answer.drains_overdue {
             properties[DRAINS_OVERDUE] = overdue.into();
             metrics.push((DRAINS_OVERDUE, "Count"));
+        }
+        if let Some(returns) = answer.returns {
+            properties["Returning"] = returns.returning.into();
+            properties[RETURNS_OVERDUE] = returns.overdue.into();
+            properties[OLDEST_RETURN_AGE] = returns.oldest.map_or(0, |age| age.as_secs()).into();
+            metrics.push((RETURNS_OVERDUE, "Count"));
+            metrics.push((OLDEST_RETURN_AGE, "Seconds"));
         }
         emf_line(&self.service, now, &metrics, properties)
     }
@@ -108,6 +121,7 @@ mod tests {
             expired: None,
             drains_overdue: None,
             lease: None,
+            returns: None,
         };
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
@@ -145,6 +159,7 @@ mod tests {
             refusal: None,
             drains_overdue: None,
             lease: None,
+            returns: None,
             expired: Some(ExpiredSlot {
                 holder: NodeId::parse("gone").unwrap(),
                 held: Duration::from_secs(21_600),
@@ -181,10 +196,56 @@ mod tests {
             expired: None,
             drains_overdue: None,
             lease: None,
+            returns: None,
         };
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(json[OLDEST_HOLDER_AGE], 0);
+    }
+
+    #[test]
+    fn a_return_gated_group_reports_its_returns_and_only_it() {
+        use crate::domain::service::Returns;
+        let mut answer = Answer {
+            outcome: Outcome::Returning,
+            holders: 1,
+            slots: 1,
+            oldest_holder_age: Some(Duration::from_secs(900)),
+            refusal: None,
+            expired: None,
+            drains_overdue: None,
+            lease: None,
+            returns: Some(Returns {
+                returning: 1,
+                oldest: Some(Duration::from_secs(1_500)),
+                overdue: 1,
+            }),
+        };
+        let group = GroupName::parse("workers").unwrap();
+        let metrics = EmbeddedMetrics::new("f");
+        let json: serde_json::Value =
+            serde_json::from_str(&metrics.line(&group, &answer, Timestamp(1))).unwrap();
+        let names: Vec<&str> = json["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [OLDEST_HOLDER_AGE, RETURNS_OVERDUE, OLDEST_RETURN_AGE]
+        );
+        assert_eq!(
+            (
+                &json[RETURNS_OVERDUE],
+                &json[OLDEST_RETURN_AGE],
+                &json["Returning"]
+            ),
+            (&1.into(), &1_500.into(), &1.into())
+        );
+        answer.returns = None;
+        let plain = metrics.line(&group, &answer, Timestamp(1));
+        assert!(!plain.contains(RETURNS_OVERDUE), "{plain}");
     }
 }

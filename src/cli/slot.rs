@@ -72,13 +72,25 @@ pub async fn release<S: LockStore>(
     now: Timestamp,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
-    let decided = store.release(group, id, now).await?;
+    // A person's release frees the slot, a returning one too: it says the
+    // node is done, as a confirmation of its return would.
+    let returning = store
+        .groups(Some(group))
+        .await?
+        .first()
+        .is_some_and(|(_, record)| record.returning.contains_key(id));
+    let decided = store.release(group, id, false, now).await?;
     let left = decided.group.holders.len();
     let id_shown = id.shown();
     if decided.outcome == Released::Released {
         say!(
             out,
-            "released '{id_shown}' from group '{group}' ({left} {} left)",
+            "released '{id_shown}' from group '{group}'{} ({left} {} left)",
+            if returning {
+                " (its slot was returning; its return is ended unconfirmed)"
+            } else {
+                ""
+            },
             if left == 1 { "holder" } else { "holders" }
         );
         return Ok(());

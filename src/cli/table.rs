@@ -186,7 +186,7 @@ mod tests {
             "{busy}"
         );
         store
-            .release(&group("old"), &node("n1"), Timestamp(2))
+            .release(&group("old"), &node("n1"), false, Timestamp(2))
             .await
             .unwrap();
         let mut out = Vec::new();

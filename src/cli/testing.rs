@@ -21,6 +21,7 @@ pub fn rules(slots: u32) -> GroupRules {
         wildcard_limit: None,
         lease: None,
         drain: None,
+        return_timeout: None,
     }
 }
 

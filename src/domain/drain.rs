@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Drained, Group, Timestamp};
+use crate::domain::lock::{Drained, Group, Returned, Timestamp};
 
 /// A confirmation, as a hook or a person asks for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,13 +23,17 @@ pub struct Confirmation {
 
 /// The actions the `drained` entry point takes: a closed set, so that a
 /// mistyped action is refused rather than read as a confirmation.
-pub const ACTIONS: [&str; 3] = ["drained", "slot", "sweep"];
+pub const ACTIONS: [&str; 4] = ["drained", "returned", "slot", "sweep"];
 
 /// What a hook asks of the `drained` entry point.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Confirm a drain: the reservation becomes the slot.
     Drained(Confirmation),
+    /// Confirm a return to service: the returning slot is freed. The
+    /// confirmation's time is the return's start (`released_at`, a `Slot
+    /// Released` event's `at`).
+    Returned(Confirmation),
     /// Read whether a node holds or waits for a slot (changes nothing): a
     /// hook undrains only a node that does neither, since events come out
     /// of order and more than once.
@@ -45,8 +49,9 @@ impl Action {
     pub fn parse(action: &Value) -> Result<Self, String> {
         match action.get("action").and_then(Value::as_str) {
             Some("sweep") => Ok(Action::Sweep),
+            Some("returned") => Confirmation::fields(action, "released_at").map(Action::Returned),
             Some("slot") => {
-                let confirmation = Confirmation::fields(action)?;
+                let confirmation = Confirmation::fields(action, "reserved_at")?;
                 Ok(Action::Slot {
                     group: confirmation.group,
                     id: confirmation.id,
@@ -75,16 +80,81 @@ pub fn overdue_in_all(
 }
 
 /// A node's slot as a hook reads it: `holds` a granted slot, or
-/// `waiting_for_drain` since `reserved_at`.
+/// `waiting_for_drain` since `reserved_at`, or `returning` since
+/// `released_at`; `state` names which (`none` for no slot). A hook that
+/// undrains a node only when it holds nothing must treat `returning` as
+/// "not yet": `holds` and `waiting_for_drain` are both false then.
 pub fn slot_state(group: &Group, name: &GroupName, id: &NodeId) -> Value {
     let reserved = group.draining.get(id);
+    let returning = group.returning.get(id);
+    let state = match (group.holders.holds(id), reserved, returning) {
+        (false, _, _) => "none",
+        (true, Some(_), _) => "waiting_for_drain",
+        (true, None, Some(_)) => "returning",
+        (true, None, None) => "holds",
+    };
     json!({
         "group": name.as_str(),
         "id": id.as_str(),
-        "holds": group.holders.holds(id) && reserved.is_none(),
+        "state": state,
+        "holds": state == "holds",
         "waiting_for_drain": reserved.is_some(),
         "reserved_at": reserved.map(|at| at.to_rfc3339_millis()),
+        "returning": returning.is_some(),
+        "released_at": returning.map(|at| at.to_rfc3339_millis()),
     })
+}
+
+/// What a return's confirmation came to, as [`Confirmed`] says a drain's:
+/// `done` when the node's slot is free after this call.
+pub fn confirmed_return(outcome: Returned, confirmation: &Confirmation) -> Confirmed {
+    let (group, id) = (&confirmation.group, confirmation.id.shown());
+    let asked = confirmation.reserved_at.map_or_else(String::new, |at| {
+        format!(" (released at {})", at.to_rfc3339())
+    });
+    let (outcome, done, value) = match outcome {
+        Returned::Freed => (
+            "returned",
+            true,
+            format!(
+                "confirmed the return of '{id}' to service in group '{group}'{asked}: its slot \
+                 is free, and the next node may take it"
+            ),
+        ),
+        Returned::NotReturning { holds: true } => (
+            "still_held",
+            false,
+            format!(
+                "'{id}' still holds its slot in group '{group}': it has not reported \
+                 steady-state since its reboot, so there is no return to confirm yet; nothing \
+                 changed"
+            ),
+        ),
+        Returned::NotReturning { holds: false } => (
+            "not_returning",
+            false,
+            format!(
+                "'{id}' has no returning slot in group '{group}': its return was confirmed \
+                 before, or its slot was released; nothing changed"
+            ),
+        ),
+        Returned::OtherReturn { since } => (
+            "other_return",
+            false,
+            format!(
+                "'{id}' in group '{group}' returns since {}, not since the release \
+                 confirmed{asked}: that return ended; nothing changed (confirm the return \
+                 since {} once the node is back)",
+                since.to_rfc3339_millis(),
+                since.to_rfc3339_millis()
+            ),
+        ),
+    };
+    Confirmed {
+        outcome,
+        done,
+        value,
+    }
 }
 
 impl Confirmation {
@@ -93,20 +163,22 @@ impl Confirmation {
     /// mistake is named.
     pub fn from_action(action: &Value) -> Result<Self, String> {
         match action.get("action").and_then(Value::as_str) {
-            Some("drained") => Self::fields(action),
+            Some("drained") => Self::fields(action, "reserved_at"),
             Some(other) => Err(format!(
                 "unknown action {other:?}; this function takes: {}",
                 ACTIONS.join(", ")
             )),
-            None if !action.is_object() => Self::fields(action),
-            None => {
-                Err("the event has no string field \"action\" (\"drained\" or \"slot\")".into())
-            }
+            None if !action.is_object() => Self::fields(action, "reserved_at"),
+            None => Err(format!(
+                "the event has no string field \"action\" (one of: {})",
+                ACTIONS.join(", ")
+            )),
         }
     }
 
-    /// The group, the id and the reservation of an action.
-    fn fields(action: &Value) -> Result<Self, String> {
+    /// The group, the id and the time of an action (`time`: the field that
+    /// names the reservation or the return confirmed).
+    fn fields(action: &Value, time: &str) -> Result<Self, String> {
         let Value::Object(fields) = action else {
             return Err("the event is not a JSON object like \
                  {\"action\": \"drained\", \"group\": \"workers\", \"id\": \"...\"}"
@@ -120,10 +192,10 @@ impl Confirmation {
         };
         let group = GroupName::parse(text("group")?).map_err(|e| e.value())?;
         let id = NodeId::stored(text("id")?).map_err(|e| e.value())?;
-        let reserved_at = match fields.get("reserved_at") {
+        let reserved_at = match fields.get(time) {
             None | Some(Value::Null) => None,
             Some(Value::String(at)) => Some(parse_time(at)?),
-            Some(_) => return Err("\"reserved_at\" is not a string".into()),
+            Some(_) => return Err(format!("{time:?} is not a string")),
         };
         Ok(Self {
             group,

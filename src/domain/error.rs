@@ -83,6 +83,18 @@ pub enum Error {
         /// Past the timeout, in a group that holds on timeout.
         overdue: bool,
     },
+    /// The node's slot is returning (`FLEETLOCK_RETURN`): its steady-state
+    /// came, and nobody confirmed yet that it is back in service. It takes
+    /// no new slot before that.
+    WaitingForReturn {
+        group: String,
+        id: String,
+        /// When the return began, and when it is due.
+        since: String,
+        until: String,
+        /// Past the return timeout: the group's rollout stops.
+        overdue: bool,
+    },
     /// The group's maintenance window closes before a drain begun now
     /// would time out: no new drain begins (kind `outside_maintenance_window`).
     WindowClosesBeforeDrain {
@@ -160,6 +172,7 @@ impl Error {
         "group_paused",
         "node_excluded",
         "waiting_for_drain",
+        "waiting_for_return",
         "settling",
         "outside_maintenance_window",
         "store_unavailable",
@@ -185,6 +198,7 @@ impl Error {
             Error::GroupPaused { .. } => "group_paused",
             Error::NodeExcluded { .. } => "node_excluded",
             Error::WaitingForDrain { .. } => "waiting_for_drain",
+            Error::WaitingForReturn { .. } => "waiting_for_return",
             Error::WindowClosesBeforeDrain { .. } => "outside_maintenance_window",
             Error::Settling { .. } => "settling",
             Error::OutsideMaintenanceWindow { .. } => "outside_maintenance_window",
@@ -214,6 +228,7 @@ impl Error {
             | Error::GroupPaused { .. }
             | Error::NodeExcluded { .. }
             | Error::WaitingForDrain { .. }
+            | Error::WaitingForReturn { .. }
             | Error::WindowClosesBeforeDrain { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. } => 423,
@@ -341,6 +356,29 @@ impl Error {
                  reboot until an operator confirms the drain ('fleetlock drained') or releases \
                  the slot ('fleetlock release')"
             ),
+            Error::WaitingForReturn {
+                group,
+                id,
+                since,
+                until,
+                overdue: false,
+            } => format!(
+                "this node ('{id}') in group '{group}' gave its reboot slot back at {since}, and \
+                 its return to service is not confirmed yet (due by {until}); it takes no new \
+                 slot until it is, and Zincati asks again"
+            ),
+            Error::WaitingForReturn {
+                group,
+                id,
+                since,
+                until,
+                ..
+            } => format!(
+                "this node ('{id}') in group '{group}' gave its reboot slot back at {since}, and \
+                 nobody confirmed its return to service by {until}: the group's rollout stops \
+                 until an operator confirms the return ('fleetlock returned') or releases the \
+                 slot ('fleetlock release') and resumes the group"
+            ),
             Error::WindowClosesBeforeDrain {
                 group,
                 closes,
@@ -453,6 +491,13 @@ mod tests {
                 reserved_now: true,
                 overdue: false,
             },
+            Error::WaitingForReturn {
+                group: "g".into(),
+                id: "n1".into(),
+                since: "2026-11-30T05:12:09Z".into(),
+                until: "2026-11-30T05:32:09Z".into(),
+                overdue: false,
+            },
             Error::Settling {
                 group: "g".into(),
                 until: "2026-11-30T05:12:09Z".into(),
@@ -488,12 +533,38 @@ mod tests {
             | Error::GroupPaused { .. }
             | Error::NodeExcluded { .. }
             | Error::WaitingForDrain { .. }
+            | Error::WaitingForReturn { .. }
             | Error::WindowClosesBeforeDrain { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. }
             | Error::StoreUnavailable
             | Error::Internal => {}
         }
+    }
+
+    #[test]
+    fn a_return_refusal_says_since_when_until_when_and_what_ends_an_overdue_one() {
+        let waiting = |overdue| Error::WaitingForReturn {
+            group: "workers".into(),
+            id: "n1".into(),
+            since: "2026-11-30T05:12:09Z".into(),
+            until: "2026-11-30T05:32:09Z".into(),
+            overdue,
+        };
+        let waits = waiting(false).value();
+        assert!(
+            waits.contains("gave its reboot slot back at 2026-11-30T05:12:09Z")
+                && waits.contains("due by 2026-11-30T05:32:09Z"),
+            "{waits}"
+        );
+        let overdue = waiting(true).value();
+        assert!(
+            overdue.contains("nobody confirmed its return to service by 2026-11-30T05:32:09Z")
+                && overdue.contains("fleetlock returned")
+                && overdue.contains("fleetlock release"),
+            "{overdue}"
+        );
+        assert_eq!(waiting(true).status(), 423);
     }
 
     #[test]

@@ -515,6 +515,7 @@ mod tests {
         paused.pause = Pause {
             person: Some(person),
             alarms: BTreeSet::from(["api-errors".to_owned()]),
+            stop: None,
         };
         let events = changes(&workers(), &group(&[]), &paused, ORIGIN);
         assert_eq!(

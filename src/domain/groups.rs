@@ -20,6 +20,7 @@ pub enum GroupsError {
     Settle(String),
     Lease(String),
     Drain(String),
+    Return(String),
     MaxWildcardGroups(String),
 }
 
@@ -30,6 +31,7 @@ impl fmt::Display for GroupsError {
             GroupsError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
             GroupsError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
             GroupsError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
+            GroupsError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
             GroupsError::MaxWildcardGroups(why) => {
                 write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
             }
@@ -55,6 +57,13 @@ pub const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const MIN_DRAIN: Duration = Duration::from_secs(60);
 /// The longest drain timeout: past a day, pausing the group says it better.
 pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 3600);
+
+/// The shortest return timeout: a target group's health checks need this
+/// long at the least to see a node healthy again (two checks 30 s apart).
+pub const MIN_RETURN: Duration = Duration::from_secs(60);
+/// The longest return timeout: past a day, a node is not coming back by
+/// itself.
+pub const MAX_RETURN: Duration = Duration::from_secs(24 * 3600);
 
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub const DEFAULT_GROUPS: &str = "default=1";
@@ -87,6 +96,9 @@ pub struct GroupSlots {
     /// From `FLEETLOCK_DRAIN`; a group in neither map has no drain gate.
     drain: BTreeMap<GroupName, (Duration, OnDrainTimeout)>,
     drain_others: Option<(Duration, OnDrainTimeout)>,
+    /// From `FLEETLOCK_RETURN`; a group in neither map has no return gate.
+    returns: BTreeMap<GroupName, Duration>,
+    returns_others: Option<Duration>,
     /// How many groups only `*` covers may have an item.
     wildcard_limit: u32,
 }
@@ -167,6 +179,8 @@ impl GroupSlots {
             lease_others: None,
             drain: BTreeMap::new(),
             drain_others: None,
+            returns: BTreeMap::new(),
+            returns_others: None,
             wildcard_limit: DEFAULT_WILDCARD_GROUPS,
         })
     }
@@ -235,6 +249,23 @@ impl GroupSlots {
         !self.drain.is_empty() || self.drain_others.is_some()
     }
 
+    /// Adds the return gates of `FLEETLOCK_RETURN` (`workers=20m`): a
+    /// return timeout from [`MIN_RETURN`] to [`MAX_RETURN`], for groups
+    /// these slots configure.
+    pub fn with_return(mut self, spec: &str) -> Result<Self, GroupsError> {
+        let (returns, returns_others) = self
+            .durations(spec, "a return timeout", "workers=20m", parse_return)
+            .map_err(GroupsError::Return)?;
+        self.returns = returns;
+        self.returns_others = returns_others;
+        Ok(self)
+    }
+
+    /// Whether any group has a return gate.
+    pub fn returns(&self) -> bool {
+        !self.returns.is_empty() || self.returns_others.is_some()
+    }
+
     /// A duration per group (`GROUP=DURATION,*=DURATION`), each read by
     /// `parse`, for groups these slots configure only.
     fn durations<T>(
@@ -277,6 +308,7 @@ impl GroupSlots {
             wildcard_limit,
             lease,
             drain: drain.map(drain_rule),
+            return_timeout: self.returns.get(group).copied().or(self.returns_others),
         })
     }
 
@@ -313,6 +345,7 @@ impl GroupSlots {
             wildcard_limit: Some(self.wildcard_limit),
             lease: self.lease_others,
             drain: self.drain_others.map(drain_rule),
+            return_timeout: self.returns_others,
         })
     }
 }
@@ -354,6 +387,26 @@ pub fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
         ));
     }
     Ok((timeout, on_timeout))
+}
+
+/// A return timeout, from [`MIN_RETURN`] to [`MAX_RETURN`].
+pub fn parse_return(text: &str) -> Result<Duration, String> {
+    let timeout = parse_span(text)?;
+    if timeout < MIN_RETURN {
+        return Err(format!(
+            "return timeout '{}' is shorter than 1m: a load balancer's health checks need \
+             longer to see a node healthy again",
+            text.trim()
+        ));
+    }
+    if timeout > MAX_RETURN {
+        return Err(format!(
+            "return timeout '{}' is longer than 24h; a node that has not come back by then \
+             will not by itself",
+            text.trim()
+        ));
+    }
+    Ok(timeout)
 }
 
 impl Default for GroupSlots {

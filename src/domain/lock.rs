@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::domain::input::{NodeId, PauseReason};
-pub use crate::domain::outcomes::{Acquire, Drained, Release};
+pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
 pub use crate::domain::time::{Clock, SystemClock, Timestamp};
 
@@ -33,20 +33,34 @@ pub type Exclusion = PersonPause;
 /// longest, 128-byte ids and 200-character reasons, about 4 KB).
 pub const MAX_EXCLUSIONS: usize = 10;
 
-/// Who keeps a group from granting new slots. A person's pause and alarms'
-/// pauses are kept apart, so that a person's `resume` leaves an alarm's pause
-/// in place and an alarm clearing leaves a person's.
+/// Who keeps a group from granting new slots. A person's pause, alarms'
+/// pauses and the server's own stop are kept apart, so that a person's
+/// `resume` leaves an alarm's pause in place and an alarm clearing leaves a
+/// person's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pause {
     pub person: Option<PersonPause>,
     /// CloudWatch alarms in ALARM that gate this group.
     pub alarms: BTreeSet<String>,
+    /// The rollout stopped itself: a node did not come back within its
+    /// group's return timeout. Cleared by a person's `resume`.
+    pub stop: Option<RolloutStop>,
 }
 
 impl Pause {
     pub fn is_paused(&self) -> bool {
-        self.person.is_some() || !self.alarms.is_empty()
+        self.person.is_some() || !self.alarms.is_empty() || self.stop.is_some()
     }
+}
+
+/// A group stopped by the server: the first node whose return passed the
+/// group's return timeout, when its return began, and when the stop was
+/// written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RolloutStop {
+    pub id: NodeId,
+    pub returning_since: Timestamp,
+    pub at: Timestamp,
 }
 
 /// What happens to a reservation whose drain nobody confirmed in time.
@@ -105,6 +119,10 @@ pub struct GroupRules {
     pub lease: Option<Duration>,
     /// The group's drain gate, if it has one.
     pub drain: Option<DrainRule>,
+    /// The group's return gate (`FLEETLOCK_RETURN`), as its return
+    /// timeout: a node's steady-state leaves its slot counted as returning
+    /// until a hook or a person confirms the node is back in service.
+    pub return_timeout: Option<Duration>,
 }
 
 /// A group as stored: the state that decides a request for a slot.
@@ -132,6 +150,14 @@ pub struct Group {
     /// that the group is full. At most [`MAX_TAKEN`], none older than
     /// [`TAKEN_KEPT`]; a grant or a release of the node clears its mark.
     pub taken: BTreeMap<NodeId, Timestamp>,
+    /// Holders that reported steady-state in a group with a return gate,
+    /// and since when: each is still in `holders` (its slot counts) until
+    /// its return is confirmed ([`Group::returned`]).
+    pub returning: BTreeMap<NodeId, Timestamp>,
+    /// Returns that passed their timeout and stopped the group once (the
+    /// return's start): a return stops its group once, so a person's
+    /// `resume` is not undone by the next sweep.
+    pub returns_failed: BTreeMap<NodeId, Timestamp>,
 }
 
 /// How many marks of a slot taken over a group keeps (the newest), and for
@@ -151,7 +177,9 @@ impl Group {
     }
 
     /// What a request for a slot gets, without changing anything. Which
-    /// answer wins when several apply: a holder always hears yes (it keeps its
+    /// answer wins when several apply: a node whose slot is returning hears
+    /// that it waits for its return (it is out of service already, and goes
+    /// down again only once it was back); a holder always hears yes (it keeps its
     /// slot, whatever else holds); a node waiting for its drain hears that
     /// it is excluded, then paused, then that it waits (or, past the drain
     /// timeout, that it waits still or is granted); then an excluded node,
@@ -160,7 +188,14 @@ impl Group {
     /// reserved rather than granted, and only while the maintenance window
     /// stays open for the drain timeout.
     pub fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
-        if let Some(&since) = self.draining.get(id) {
+        if let (Some(&since), Some(timeout)) = (self.returning.get(id), rules.return_timeout) {
+            let until = since.plus(timeout);
+            Acquire::Returning {
+                since,
+                until,
+                overdue: now >= until,
+            }
+        } else if let Some(&since) = self.draining.get(id) {
             self.decide_reserved(id, since, rules, now)
         } else if self.holders.holds(id) {
             Acquire::AlreadyHeld
@@ -253,7 +288,7 @@ impl Group {
         }
         self.holders
             .holders()
-            .filter(|(id, _)| !self.draining.contains_key(*id))
+            .filter(|(id, _)| !self.draining.contains_key(*id) && !self.returning.contains_key(*id))
             .map(|(id, granted)| (id, granted, self.lease_start(id, granted)))
             .min_by_key(|(_, _, start)| *start)
     }
@@ -322,7 +357,10 @@ impl Group {
     /// in a group with a lease, for a granted slot (a reservation waits for
     /// its drain, and is never taken over anyway).
     pub fn renews(&self, id: &NodeId, rules: GroupRules) -> bool {
-        rules.lease.is_some() && self.holders.holds(id) && !self.draining.contains_key(id)
+        rules.lease.is_some()
+            && self.holders.holds(id)
+            && !self.draining.contains_key(id)
+            && !self.returning.contains_key(id)
     }
 
     /// A node that takes a slot starts afresh: no renewal of an earlier
@@ -372,18 +410,128 @@ impl Group {
     /// frees a newer grant of the same node. A release that frees a slot
     /// starts the group's settle period again, and never moves its start
     /// backwards: a late write of an older release leaves the newer time.
-    pub fn release(&mut self, id: &NodeId, now: Timestamp) -> Release {
+    ///
+    /// With `returns` (a node's steady-state in a group with a return
+    /// gate), the slot is not freed: it counts as returning from `now`
+    /// until [`Group::returned`], and a steady-state of a node already
+    /// returning changes nothing. Without (a person's `fleetlock release`,
+    /// or a group whose gate was removed), a returning slot is freed too.
+    pub fn release(&mut self, id: &NodeId, returns: bool, now: Timestamp) -> Release {
         match self.holders.held_since(id) {
             Some(granted) if granted <= now => {
-                self.holders.release(id);
-                self.draining.remove(id);
-                self.forget_marks(id);
-                self.last_release = Some(self.last_release.map_or(now, |last| last.max(now)));
+                if returns && self.returning.contains_key(id) {
+                    return Release::StillReturning;
+                }
+                if returns {
+                    self.draining.remove(id);
+                    self.renewed.remove(id);
+                    self.returning.insert(id.clone(), now);
+                    return Release::Returning;
+                }
+                self.free(id, now);
                 Release::Released
             }
             _ => Release::NotHeld,
         }
     }
+
+    /// The slot of `id` is given back at `now`: no holder, no mark, and the
+    /// settle period starts again (never backwards).
+    fn free(&mut self, id: &NodeId, now: Timestamp) {
+        self.holders.release(id);
+        self.draining.remove(id);
+        self.returning.remove(id);
+        self.returns_failed.remove(id);
+        self.forget_marks(id);
+        self.last_release = Some(self.last_release.map_or(now, |last| last.max(now)));
+    }
+
+    /// What a confirmation that `id` is back in service gets, without
+    /// changing anything: freed unless the node is not returning, or is
+    /// returning since another time than the one confirmed (`since`, when
+    /// the confirmer names it). A pause does not keep a slot from coming
+    /// back: nobody goes down by it.
+    pub fn decide_returned(&self, id: &NodeId, since: Option<Timestamp>) -> Returned {
+        match self.returning.get(id) {
+            None => Returned::NotReturning {
+                holds: self.holders.holds(id),
+            },
+            Some(&returning) if since.is_some_and(|since| since != returning) => {
+                Returned::OtherReturn { since: returning }
+            }
+            Some(_) => Returned::Freed,
+        }
+    }
+
+    /// The return of `id` confirmed at `now`: its slot is free, and the
+    /// settle period runs from here (the node is back, which is what a
+    /// settle time waits after).
+    pub fn returned(&mut self, id: &NodeId, since: Option<Timestamp>, now: Timestamp) -> Returned {
+        let outcome = self.decide_returned(id, since);
+        if outcome == Returned::Freed {
+            self.free(id, now);
+        }
+        outcome
+    }
+
+    /// The returns that passed `timeout` at `now` and have not stopped the
+    /// group yet: (node, return's start), oldest first.
+    pub fn returns_overdue(&self, timeout: Duration, now: Timestamp) -> Vec<(NodeId, Timestamp)> {
+        let mut overdue: Vec<_> = self
+            .returning
+            .iter()
+            .filter(|(id, since)| {
+                since.plus(timeout) <= now && self.returns_failed.get(*id) != Some(*since)
+            })
+            .map(|(id, since)| (id.clone(), *since))
+            .collect();
+        overdue.sort_by_key(|(_, since)| *since);
+        overdue
+    }
+
+    /// What the stop for the return of `id` begun at `since` does, without
+    /// changing anything.
+    pub fn decide_stop(&self, id: &NodeId, since: Timestamp) -> Stopping {
+        match self.returning.get(id) {
+            Some(&returning) if returning == since => {
+                if self.returns_failed.get(id) == Some(&since) {
+                    Stopping::AlreadyCounted
+                } else {
+                    Stopping::Stopped
+                }
+            }
+            _ => Stopping::NotReturning,
+        }
+    }
+
+    /// The return of `id` begun at `since` passed its timeout, seen at
+    /// `now`: the group stops (unless it stopped already, for this node or
+    /// another), and the return is counted as failed, once. The slot stays
+    /// returning: the node is not known to be back.
+    pub fn stop_for_return(&mut self, id: &NodeId, since: Timestamp, now: Timestamp) -> Stopping {
+        let outcome = self.decide_stop(id, since);
+        if outcome == Stopping::Stopped {
+            self.returns_failed.insert(id.clone(), since);
+            self.pause.stop.get_or_insert(RolloutStop {
+                id: id.clone(),
+                returning_since: since,
+                at: now,
+            });
+        }
+        outcome
+    }
+}
+
+/// What a sweep's stop for an overdue return did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopping {
+    /// The return is counted as failed, and the group is stopped (by this
+    /// return, or still by an earlier one).
+    Stopped,
+    /// This return stopped the group before: nothing changed.
+    AlreadyCounted,
+    /// The node is not returning since that time any more: nothing changed.
+    NotReturning,
 }
 
 #[cfg(test)]
@@ -418,7 +566,10 @@ mod tests {
             group.decide_acquire(&holder, open, Timestamp(3)),
             Acquire::AlreadyHeld
         );
-        assert_eq!(group.release(&holder, Timestamp(4)), Release::Released);
+        assert_eq!(
+            group.release(&holder, false, Timestamp(4)),
+            Release::Released
+        );
         assert_eq!(
             group.decide_acquire(&holder, open, Timestamp(5)),
             Acquire::Excluded
@@ -525,6 +676,7 @@ mod tests {
             wildcard_limit: None,
             lease: None,
             drain: None,
+            return_timeout: None,
         }
     }
 
@@ -559,7 +711,7 @@ mod tests {
         assert_eq!(group.holders.held_since(&id("new")), Some(at));
         // The evicted node's steady-state is a plain "held nothing", its
         // next pre-reboot a newcomer's request.
-        assert_eq!(group.release(&id("old"), at), Release::NotHeld);
+        assert_eq!(group.release(&id("old"), false, at), Release::NotHeld);
         assert_eq!(group.decide_acquire(&id("old"), r, at), Acquire::Full);
     }
 
@@ -656,7 +808,7 @@ mod tests {
         assert_eq!(group.acquire(&id("a"), r, late), Acquire::Full);
         assert_eq!(group.taken.get(&id("a")), Some(&late));
         // b gives back; a takes the free slot afresh: its mark goes.
-        assert_eq!(group.release(&id("b"), late), Release::Released);
+        assert_eq!(group.release(&id("b"), false, late), Release::Released);
         assert_eq!(group.acquire(&id("a"), r, late), Acquire::Granted);
         assert!(group.taken.is_empty());
     }
@@ -757,7 +909,7 @@ mod tests {
         let now = Timestamp(0).plus(HOUR * 5);
         // Three holders of two slots: a swap would keep three.
         assert_eq!(group.acquire(&id("d"), leased(2, HOUR), now), Acquire::Full);
-        group.release(&id("c"), Timestamp(1));
+        group.release(&id("c"), false, Timestamp(1));
         // Two of two: one expired slot changes hands, the count stays two.
         assert!(matches!(
             group.acquire(&id("d"), leased(2, HOUR), now),
@@ -784,7 +936,10 @@ mod tests {
             group.acquire(&id("a"), open, Timestamp(3)),
             Acquire::AlreadyHeld
         );
-        assert_eq!(group.release(&id("a"), Timestamp(4)), Release::Released);
+        assert_eq!(
+            group.release(&id("a"), false, Timestamp(4)),
+            Release::Released
+        );
         group.pause.person = None;
         group.pause.alarms.insert("etcd-quorum".into());
         assert_eq!(group.acquire(&id("b"), open, Timestamp(5)), Acquire::Paused);
@@ -806,7 +961,7 @@ mod tests {
             Acquire::Granted,
             "no release yet"
         );
-        group.release(&id("a"), t0.plus(Duration::from_secs(60)));
+        group.release(&id("a"), false, t0.plus(Duration::from_secs(60)));
         let until = t0.plus(Duration::from_secs(660));
         // A free slot, but the group settles: for everyone, holders excepted.
         assert_eq!(
@@ -823,7 +978,7 @@ mod tests {
         );
         assert_eq!(group.acquire(&id("c"), settle, until), Acquire::Granted);
         // A zero settle time never holds anyone back.
-        group.release(&id("c"), until);
+        group.release(&id("c"), false, until);
         assert_eq!(
             group.acquire(&id("d"), rules(2, Duration::ZERO), until),
             Acquire::Granted
@@ -857,8 +1012,14 @@ mod tests {
         group.acquire(&id("b"), r, Timestamp(0));
         // b's release arrived at 200 and landed first; a's arrived at 100
         // and lands after it.
-        assert_eq!(group.release(&id("b"), Timestamp(200)), Release::Released);
-        assert_eq!(group.release(&id("a"), Timestamp(100)), Release::Released);
+        assert_eq!(
+            group.release(&id("b"), false, Timestamp(200)),
+            Release::Released
+        );
+        assert_eq!(
+            group.release(&id("a"), false, Timestamp(100)),
+            Release::Released
+        );
         assert_eq!(group.last_release, Some(Timestamp(200)));
         let until = Timestamp(200).plus(TEN_MIN);
         assert_eq!(
@@ -870,7 +1031,7 @@ mod tests {
         group.acquire(&id("a"), rules(3, Duration::ZERO), until.plus(TEN_MIN));
         let regranted = until.plus(TEN_MIN);
         assert_eq!(
-            group.release(&id("a"), regranted.minus(Duration::from_secs(1))),
+            group.release(&id("a"), false, regranted.minus(Duration::from_secs(1))),
             Release::NotHeld
         );
         assert!(group.holders.holds(&id("a")));
@@ -882,7 +1043,7 @@ mod tests {
         let mut group = Group::default();
         let open = rules(2, Duration::ZERO);
         group.acquire(&id("a"), open, Timestamp(10));
-        group.release(&id("a"), Timestamp(50));
+        group.release(&id("a"), false, Timestamp(50));
         // a's own pre-reboot of 40, landing after its release of 50: no
         // holder nobody knows about.
         assert_eq!(
@@ -1047,7 +1208,10 @@ mod tests {
         assert_eq!(excluded.acquire(&id("a"), r, overdue), Acquire::Excluded);
         assert_eq!(excluded.drained(&id("a"), None, overdue), Drained::Excluded);
         // Its steady-state (Zincati restarted) ends the reservation.
-        assert_eq!(group.release(&id("a"), Timestamp(5)), Release::Released);
+        assert_eq!(
+            group.release(&id("a"), false, Timestamp(5)),
+            Release::Released
+        );
         assert!(group.draining.is_empty() && group.holders.is_empty());
     }
 
@@ -1159,6 +1323,230 @@ mod tests {
         assert_eq!(
             group.decide_acquire(&id("a"), gate, Timestamp(2)),
             Acquire::Paused
+        );
+    }
+
+    const TWENTY_MIN: Duration = Duration::from_secs(1200);
+
+    fn returning(slots: u32) -> GroupRules {
+        GroupRules {
+            return_timeout: Some(TWENTY_MIN),
+            ..rules(slots, Duration::ZERO)
+        }
+    }
+
+    #[test]
+    fn a_return_gate_keeps_a_released_slot_counted_until_the_return_is_confirmed() {
+        let r = returning(1);
+        let mut group = Group::default();
+        assert_eq!(group.acquire(&id("a"), r, Timestamp(0)), Acquire::Granted);
+        assert_eq!(
+            group.release(&id("a"), true, Timestamp(100)),
+            Release::Returning
+        );
+        assert_eq!(group.holders.len(), 1, "the returning slot still counts");
+        assert_eq!(group.last_release, None, "no settle period yet");
+        assert_eq!(group.acquire(&id("b"), r, Timestamp(200)), Acquire::Full);
+        // Zincati's steady-state at its next start, or one landing late,
+        // neither resets nor ends the return.
+        assert_eq!(
+            group.release(&id("a"), true, Timestamp(300)),
+            Release::StillReturning
+        );
+        assert_eq!(group.returning.get(&id("a")), Some(&Timestamp(100)));
+        // Its own pre-reboot (a new update right after) waits for the return.
+        let due = Timestamp(100).plus(TWENTY_MIN);
+        assert_eq!(
+            group.acquire(&id("a"), r, Timestamp(400)),
+            Acquire::Returning {
+                since: Timestamp(100),
+                until: due,
+                overdue: false
+            }
+        );
+        // A confirmation of another return, of a holder, of nobody: refused.
+        assert_eq!(
+            group.returned(&id("a"), Some(Timestamp(5)), Timestamp(500)),
+            Returned::OtherReturn {
+                since: Timestamp(100)
+            }
+        );
+        assert_eq!(
+            group.returned(&id("b"), None, Timestamp(500)),
+            Returned::NotReturning { holds: false }
+        );
+        assert_eq!(
+            group.returned(&id("a"), Some(Timestamp(100)), Timestamp(600)),
+            Returned::Freed
+        );
+        assert!(group.holders.is_empty() && group.returning.is_empty());
+        assert_eq!(
+            group.last_release,
+            Some(Timestamp(600)),
+            "settles from here"
+        );
+        assert_eq!(
+            group.returned(&id("a"), Some(Timestamp(100)), Timestamp(700)),
+            Returned::NotReturning { holds: false },
+            "a duplicated confirmation changes nothing"
+        );
+        assert_eq!(group.acquire(&id("b"), r, Timestamp(700)), Acquire::Granted);
+        assert_eq!(
+            group.returned(&id("b"), None, Timestamp(800)),
+            Returned::NotReturning { holds: true },
+            "a confirmation before the node's steady-state"
+        );
+    }
+
+    #[test]
+    fn a_settle_time_runs_from_the_return_and_a_pause_never_keeps_a_slot_from_coming_back() {
+        let r = GroupRules {
+            settle: TEN_MIN,
+            ..returning(2)
+        };
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        group.release(&id("a"), true, Timestamp(1_000));
+        assert_eq!(
+            group.acquire(&id("b"), r, Timestamp(2_000)),
+            Acquire::Granted,
+            "no settle period while a returns: only the slots count"
+        );
+        group.pause.alarms.insert("api-5xx".into());
+        assert_eq!(
+            group.returned(&id("a"), None, Timestamp(3_000)),
+            Returned::Freed
+        );
+        group.pause.alarms.clear();
+        assert_eq!(
+            group.acquire(&id("c"), r, Timestamp(4_000)),
+            Acquire::Settling {
+                until: Timestamp(3_000).plus(TEN_MIN)
+            }
+        );
+    }
+
+    #[test]
+    fn a_returning_slot_is_never_taken_over_nor_renewed_and_a_reservation_released_returns() {
+        let r = GroupRules {
+            lease: Some(HOUR),
+            drain: gated(1, OnDrainTimeout::Hold).drain,
+            ..returning(1)
+        };
+        let mut group = Group::default();
+        assert_eq!(group.acquire(&id("a"), r, Timestamp(0)), Acquire::Reserves);
+        // Zincati restarted before the drain was confirmed: the node may
+        // have been drained, so its slot returns too.
+        assert_eq!(
+            group.release(&id("a"), true, Timestamp(10)),
+            Release::Returning
+        );
+        assert!(group.draining.is_empty());
+        let late = Timestamp(0).plus(HOUR * 5);
+        assert_eq!(group.acquire(&id("b"), r, late), Acquire::Full);
+        assert!(!group.renews(&id("a"), r));
+        assert!(matches!(
+            group.acquire(&id("a"), r, late),
+            Acquire::Returning { overdue: true, .. }
+        ));
+    }
+
+    #[test]
+    fn a_person_or_a_removed_gate_frees_a_returning_slot_and_an_exclusion_changes_nothing() {
+        let r = returning(1);
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        group.release(&id("a"), true, Timestamp(10));
+        group.excluded.insert(
+            id("a"),
+            PersonPause {
+                reason: reason("disk"),
+                since: Timestamp(11),
+                by: "ana".into(),
+            },
+        );
+        assert!(matches!(
+            group.decide_acquire(&id("a"), r, Timestamp(12)),
+            Acquire::Returning { .. }
+        ));
+        let mut confirmed = group.clone();
+        assert_eq!(
+            confirmed.returned(&id("a"), None, Timestamp(13)),
+            Returned::Freed,
+            "an excluded node still comes back"
+        );
+        // The gate removed: the node's pre-reboot is a holder's, and its
+        // steady-state (or a person's release) frees the slot.
+        let plain = rules(1, Duration::ZERO);
+        assert_eq!(
+            group.decide_acquire(&id("a"), plain, Timestamp(20)),
+            Acquire::AlreadyHeld
+        );
+        assert_eq!(
+            group.release(&id("a"), false, Timestamp(30)),
+            Release::Released
+        );
+        assert!(group.returning.is_empty() && group.holders.is_empty());
+    }
+
+    #[test]
+    fn an_overdue_return_stops_its_group_once_and_keeps_its_slot() {
+        let r = returning(2);
+        let mut group = Group::default();
+        group.acquire(&id("a"), r, Timestamp(0));
+        group.acquire(&id("b"), r, Timestamp(0));
+        group.release(&id("a"), true, Timestamp(100));
+        group.release(&id("b"), true, Timestamp(200));
+        let due_a = Timestamp(100).plus(TWENTY_MIN);
+        assert!(
+            group
+                .returns_overdue(TWENTY_MIN, due_a.minus(Duration::from_millis(1)))
+                .is_empty()
+        );
+        assert_eq!(
+            group.returns_overdue(TWENTY_MIN, due_a),
+            vec![(id("a"), Timestamp(100))]
+        );
+        let later = Timestamp(200).plus(TWENTY_MIN);
+        let overdue = group.returns_overdue(TWENTY_MIN, later);
+        assert_eq!(overdue.len(), 2);
+        for (node, since) in &overdue {
+            assert_eq!(
+                group.stop_for_return(node, *since, later),
+                Stopping::Stopped
+            );
+        }
+        let stop = group.pause.stop.clone().unwrap();
+        assert_eq!((stop.id, stop.returning_since), (id("a"), Timestamp(100)));
+        assert!(group.pause.is_paused());
+        assert_eq!(group.holders.len(), 2, "the slots stay returning");
+        assert_eq!(
+            group.stop_for_return(&id("a"), Timestamp(100), later),
+            Stopping::AlreadyCounted
+        );
+        // A person resumes without confirming: the next sweep finds nothing
+        // new to stop for.
+        group.pause.stop = None;
+        assert!(
+            group
+                .returns_overdue(TWENTY_MIN, later.plus(HOUR))
+                .is_empty()
+        );
+        assert_eq!(
+            group.acquire(&id("c"), r, later.plus(HOUR)),
+            Acquire::Full,
+            "nobody goes down while both are out"
+        );
+        // A node that comes back after its timeout frees its slot; the stop
+        // of another return's timeout is a person's to clear.
+        assert_eq!(
+            group.returned(&id("b"), None, later.plus(HOUR)),
+            Returned::Freed
+        );
+        assert!(!group.returns_failed.contains_key(&id("b")));
+        assert_eq!(
+            group.stop_for_return(&id("b"), Timestamp(200), later),
+            Stopping::NotReturning
         );
     }
 }

@@ -40,6 +40,14 @@ pub enum Acquire {
     /// A slot is free (or expired), but the group's maintenance window
     /// closes at `closes`, before a drain begun now would time out.
     WindowTooShort { closes: Timestamp },
+    /// The node's slot is returning since `since`: its steady-state came,
+    /// its return is not confirmed. It takes no slot again until it is
+    /// (due by `until`; `overdue` past it).
+    Returning {
+        since: Timestamp,
+        until: Timestamp,
+        overdue: bool,
+    },
     /// The group has no item yet, only `*` covers it, and as many such
     /// groups as allowed exist already: nothing was stored.
     TooManyGroups { limit: u32 },
@@ -71,4 +79,24 @@ pub enum Release {
     Released,
     /// The node held nothing; that is fine and nothing changed.
     NotHeld,
+    /// In a group with a return gate: the slot now counts as returning,
+    /// until the node's return is confirmed.
+    Returning,
+    /// The node's slot was returning already: nothing changed (Zincati
+    /// reports steady-state at every start).
+    StillReturning,
+}
+
+/// The answer to a confirmation that a node is back in service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returned {
+    /// The return is over: the slot is free.
+    Freed,
+    /// The node's slot is not returning: it still holds it (`holds`: no
+    /// steady-state yet), or it has none (confirmed before, or released).
+    /// Nothing changed.
+    NotReturning { holds: bool },
+    /// The node returns since `since`, not since the time confirmed: this
+    /// confirmation is of an earlier return. Nothing changed.
+    OtherReturn { since: Timestamp },
 }

@@ -42,8 +42,17 @@ pub enum Outcome {
     /// The maintenance window closes before a drain begun now would end:
     /// refused, no drain begins.
     WindowClosing,
+    /// The node's slot is returning (its steady-state came, its return is
+    /// not confirmed): refused.
+    WaitingForReturn,
     Released,
     NotHeld,
+    /// In a group with a return gate: the steady-state left the slot
+    /// counted as returning until the node's return is confirmed.
+    Returning,
+    /// A steady-state of a node whose slot was returning already: nothing
+    /// changed.
+    StillReturning,
 }
 
 impl Outcome {
@@ -62,8 +71,11 @@ impl Outcome {
             Outcome::DrainOverdue => "drain_overdue",
             Outcome::GrantedDrainTimeout => "granted_drain_timeout",
             Outcome::WindowClosing => "window_closing",
+            Outcome::WaitingForReturn => "waiting_for_return",
             Outcome::Released => "released",
             Outcome::NotHeld => "not_held",
+            Outcome::Returning => "returning",
+            Outcome::StillReturning => "still_returning",
         }
     }
 }
@@ -90,6 +102,38 @@ pub struct Answer {
     /// For a pre-reboot in a group with a lease: how long the lease of a
     /// slot held now runs (from this answer, for a holder that renewed).
     pub lease: Option<Duration>,
+    /// In a group with a return gate: its returning slots after this
+    /// decision. `None` in a group without one.
+    pub returns: Option<Returns>,
+}
+
+/// A group's returning slots as a decision left them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Returns {
+    pub returning: usize,
+    /// How long the oldest return has waited for its confirmation.
+    pub oldest: Option<Duration>,
+    /// How many returns waited past the group's return timeout.
+    pub overdue: usize,
+}
+
+/// The returning slots of a group with a return gate at `now`; `None`
+/// without a gate.
+pub fn returns(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option<Returns> {
+    let timeout = rules.return_timeout?;
+    Some(Returns {
+        returning: group.returning.len(),
+        oldest: group
+            .returning
+            .values()
+            .min()
+            .map(|since| since.age_at(now)),
+        overdue: group
+            .returning
+            .values()
+            .filter(|since| since.plus(timeout) <= now)
+            .count(),
+    })
 }
 
 /// A slot that passed from a holder past its lease to the node that asked.
@@ -238,6 +282,20 @@ impl<S: LockStore> FleetLock<S> {
                         .unwrap_or_default(),
                 }),
             ),
+            Acquire::Returning {
+                since,
+                until,
+                overdue,
+            } => (
+                Outcome::WaitingForReturn,
+                Some(Error::WaitingForReturn {
+                    group: name,
+                    id: params.id.shown(),
+                    since: since.to_rfc3339(),
+                    until: until.to_rfc3339(),
+                    overdue,
+                }),
+            ),
             Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
             // A node whose slot was taken over hears so: it was told yes,
             // and must learn that it holds nothing now.
@@ -295,6 +353,7 @@ impl<S: LockStore> FleetLock<S> {
         Ok(Answer {
             expired,
             drains_overdue: drains_overdue(&group, rules, now),
+            returns: returns(&group, rules, now),
             lease: rules.lease,
             ..answer(outcome, &group, rules.slots, now, refusal)
         })
@@ -307,7 +366,12 @@ impl<S: LockStore> FleetLock<S> {
         let now = self.clock.now();
         let Decided { outcome, group, .. } = self
             .store
-            .release(&params.group, &params.id, now)
+            .release(
+                &params.group,
+                &params.id,
+                rules.return_timeout.is_some(),
+                now,
+            )
             .await
             .map_err(|err| {
                 tracing::error!(group = %params.group, error = %err, "lock store failed on steady-state");
@@ -316,9 +380,19 @@ impl<S: LockStore> FleetLock<S> {
         let outcome = match outcome {
             Release::Released => Outcome::Released,
             Release::NotHeld => Outcome::NotHeld,
+            Release::Returning => {
+                tracing::info!(
+                    group = %params.group,
+                    id = %params.id.shown(),
+                    "slot returning: it counts until the node's return is confirmed"
+                );
+                Outcome::Returning
+            }
+            Release::StillReturning => Outcome::StillReturning,
         };
         Ok(Answer {
             drains_overdue: drains_overdue(&group, rules, now),
+            returns: returns(&group, rules, now),
             ..answer(outcome, &group, rules.slots, now, None)
         })
     }
@@ -364,7 +438,8 @@ fn lease_ends(group: &GroupRecord, rules: GroupRules) -> Option<(String, String)
     Some((start.plus(lease).to_rfc3339(), format_duration(lease)))
 }
 
-/// "by alice since 2026-11-30T05:12:09Z: kernel regression", and the alarms.
+/// "by alice since 2026-11-30T05:12:09Z: kernel regression", the alarms,
+/// and the server's own stop.
 pub fn paused_because(pause: &Pause) -> String {
     let person = pause
         .person
@@ -374,10 +449,20 @@ pub fn paused_because(pause: &Pause) -> String {
         let names: Vec<&str> = pause.alarms.iter().map(String::as_str).collect();
         format!("while alarm(s) {} are in ALARM", names.join(", "))
     });
-    match (person, alarms) {
-        (Some(person), Some(alarms)) => format!("{person}, and {alarms}"),
-        (Some(one), None) | (None, Some(one)) => one,
-        (None, None) => "(no longer)".into(),
+    let stop = pause.stop.as_ref().map(|stop| {
+        format!(
+            "by the server since {}: node '{}' gave its slot back at {} and its return to \
+             service was not confirmed within the return timeout",
+            stop.at.to_rfc3339(),
+            stop.id.shown(),
+            stop.returning_since.to_rfc3339()
+        )
+    });
+    let causes: Vec<String> = [person, alarms, stop].into_iter().flatten().collect();
+    match causes.len() {
+        0 => "(no longer)".into(),
+        1 => causes[0].clone(),
+        n => format!("{}, and {}", causes[..n - 1].join(", "), causes[n - 1]),
     }
 }
 
@@ -407,6 +492,7 @@ fn answer(
         expired: None,
         drains_overdue: None,
         lease: None,
+        returns: None,
     }
 }
 

@@ -7,7 +7,7 @@ use std::future::Future;
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Timestamp,
+    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Returned, Stopping, Timestamp,
 };
 
 /// A group as stored: holders, pauses, last release, slots at the last grant.
@@ -125,13 +125,39 @@ pub trait LockStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Decided<Acquire>, StoreError>> + Send;
 
     /// Gives back the slot of `id`, if it holds one; a release at `now`
-    /// starts the group's settle period.
+    /// starts the group's settle period. With `returns` (a node's
+    /// steady-state in a group with a return gate) the slot counts as
+    /// returning instead, as [`crate::domain::lock::Group::release`] says.
     fn release(
         &self,
         group: &GroupName,
         id: &NodeId,
+        returns: bool,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Release>, StoreError>> + Send;
+
+    /// A hook or a person confirms that `id` is back in service: its
+    /// returning slot (the return begun at `since`, when given) is freed,
+    /// in one conditional write, as
+    /// [`crate::domain::lock::Group::decide_returned`] says.
+    fn returned(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Decided<Returned>, StoreError>> + Send;
+
+    /// The return of `id` begun at `since` passed its timeout: the group
+    /// stops, once per return (one conditional write), as
+    /// [`crate::domain::lock::Group::stop_for_return`] says.
+    fn stop_for_return(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Decided<Stopping>, StoreError>> + Send;
 
     /// A hook or a person confirms that `id` was drained: its reservation
     /// (the one made at `since`, when given) becomes its slot, in one
@@ -155,8 +181,9 @@ pub trait LockStore: Send + Sync + 'static {
         pause: PersonPause,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
 
-    /// Clears a person's pause; alarms' pauses stay. Like `pause`, it never
-    /// undoes a pause that landed after this call read the group.
+    /// Clears a person's pause and the server's stop (a person looked);
+    /// alarms' pauses stay. Like `pause`, it never undoes a pause that
+    /// landed after this call read the group.
     fn resume(
         &self,
         group: &GroupName,

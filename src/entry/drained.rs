@@ -4,11 +4,15 @@
 //! under `lambda:InvokeFunction`, which no node credential can make. The
 //! answer is JSON (`outcome`, `done`, `value`); a malformed action or a
 //! store that cannot be reached fails the invocation, so a hook retries.
-//! `{"action": "slot", "group": G, "id": X}` reads whether the node holds
-//! or waits for a slot, for a hook about to undrain it. `{"action":
-//! "sweep"}`, sent by a schedule every 5 minutes, counts every group's
-//! reservations past their drain timeout into the `DrainsOverdue` metric:
-//! a group's calls count them too, but a group nobody calls sends nothing.
+//! `{"action": "returned", "group": G, "id": X, "released_at": T}` confirms
+//! that a node is back in service (the return gate). `{"action": "slot",
+//! "group": G, "id": X}` reads whether the node holds, waits for or returns
+//! a slot, for a hook about to undrain it. `{"action": "sweep"}`, sent by a
+//! schedule every 5 minutes, counts every group's reservations past their
+//! drain timeout into the `DrainsOverdue` metric and its returns past their
+//! return timeout into `ReturnsOverdue` (a group's calls count them too,
+//! but a group nobody calls sends nothing), and stops the rollout of a
+//! group for each return past its timeout, once.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,11 +21,13 @@ use serde_json::Value;
 
 use crate::aws;
 use crate::config;
-use crate::domain::drain::{Action, Confirmed, overdue_in_all, slot_state};
+use crate::domain::drain::{
+    Action, Confirmation, Confirmed, confirmed_return, overdue_in_all, slot_state,
+};
 use crate::domain::groups::GroupSlots;
-use crate::domain::lock::{Clock, SystemClock};
+use crate::domain::lock::{Clock, Stopping, SystemClock};
 use crate::domain::store::LockStore;
-use crate::metrics::{DRAINS_OVERDUE, emf_line};
+use crate::metrics::{DRAINS_OVERDUE, RETURNS_OVERDUE, emf_line};
 
 /// Confirms drains in one store.
 pub struct DrainConfirmer<S> {
@@ -71,6 +77,7 @@ impl<S: LockStore> DrainConfirmer<S> {
         })?;
         let confirmation = match action {
             Action::Drained(confirmation) => confirmation,
+            Action::Returned(confirmation) => return self.returned(&confirmation).await,
             Action::Sweep => return self.sweep().await,
             Action::Slot { group, id } => {
                 let stored = self.store.groups(Some(&group)).await.map_err(|err| {
@@ -109,12 +116,40 @@ impl<S: LockStore> DrainConfirmer<S> {
         Ok(confirmed.to_json(&confirmation))
     }
 
-    /// Every group read once (one consistent scan), its reservations past
-    /// their timeout counted, and one EMF line printed with the total.
+    /// A return confirmed: the returning slot freed, or why not.
+    async fn returned(&self, confirmation: &Confirmation) -> Result<Value, String> {
+        let decided = self
+            .store
+            .returned(
+                &confirmation.group,
+                &confirmation.id,
+                confirmation.reserved_at,
+                self.clock.now(),
+            )
+            .await
+            .map_err(|err| {
+                tracing::error!(group = %confirmation.group, error = %err, "lock store failed on a return confirmation");
+                format!("nothing was confirmed: {err}")
+            })?;
+        let confirmed = confirmed_return(decided.outcome, confirmation);
+        tracing::info!(
+            group = %confirmation.group,
+            id = %confirmation.id.shown(),
+            outcome = confirmed.outcome,
+            "{}",
+            confirmed.value
+        );
+        Ok(confirmed.to_json(confirmation))
+    }
+
+    /// Every group read once (one consistent scan): its reservations past
+    /// their timeout counted; its returns past their timeout counted, and
+    /// each not yet judged stops its group (one conditional write each,
+    /// once per return). One EMF line printed with the totals.
     async fn sweep(&self) -> Result<Value, String> {
         let sweep = self.sweep.as_ref().ok_or(
-            "no sweep without a drain gate: FLEETLOCK_DRAIN and FLEETLOCK_METRICS_SERVICE are \
-             unset on this function",
+            "no sweep without a drain or return gate: FLEETLOCK_DRAIN, FLEETLOCK_RETURN and \
+             FLEETLOCK_METRICS_SERVICE are unset on this function",
         )?;
         let stored = self.store.groups(None).await.map_err(|err| {
             tracing::error!(error = %err, "lock store failed on a sweep");
@@ -122,19 +157,73 @@ impl<S: LockStore> DrainConfirmer<S> {
         })?;
         let now = self.clock.now();
         let overdue = overdue_in_all(&stored, &sweep.groups, now);
+        let mut returns_overdue = 0;
+        let mut stopped = 0;
+        for (group, record) in &stored {
+            let Some(timeout) = sweep
+                .groups
+                .rules_for(group)
+                .ok()
+                .and_then(|rules| rules.return_timeout)
+            else {
+                continue;
+            };
+            returns_overdue += record
+                .returning
+                .values()
+                .filter(|since| since.plus(timeout) <= now)
+                .count();
+            for (id, since) in record.returns_overdue(timeout, now) {
+                let decided = self
+                    .store
+                    .stop_for_return(group, &id, since, now)
+                    .await
+                    .map_err(|err| {
+                        tracing::error!(group = %group, error = %err, "lock store failed on a rollout stop");
+                        format!("a rollout stop could not be written: {err}")
+                    })?;
+                if decided.outcome == Stopping::Stopped {
+                    stopped += 1;
+                    tracing::warn!(
+                        group = %group,
+                        id = %id.shown(),
+                        returning_s = since.age_at(now).as_secs(),
+                        "rollout stopped: the node gave its slot back and its return to service \
+                         was not confirmed within the return timeout; the slot stays returning \
+                         ('fleetlock returned' once it is back, then 'fleetlock resume')"
+                    );
+                }
+            }
+        }
         let groups = stored.len();
-        let properties = serde_json::json!({ DRAINS_OVERDUE: overdue, "Groups": groups });
+        let properties = serde_json::json!({
+            DRAINS_OVERDUE: overdue,
+            RETURNS_OVERDUE: returns_overdue,
+            "RolloutsStopped": stopped,
+            "Groups": groups,
+        });
         println!(
             "{}",
             emf_line(
                 &sweep.service,
                 now,
-                &[(DRAINS_OVERDUE, "Count")],
+                &[(DRAINS_OVERDUE, "Count"), (RETURNS_OVERDUE, "Count")],
                 properties
             )
         );
-        tracing::info!(drains_overdue = overdue, groups, "sweep");
-        Ok(serde_json::json!({ "drains_overdue": overdue, "groups": groups }))
+        tracing::info!(
+            drains_overdue = overdue,
+            returns_overdue,
+            stopped,
+            groups,
+            "sweep"
+        );
+        Ok(serde_json::json!({
+            "drains_overdue": overdue,
+            "returns_overdue": returns_overdue,
+            "stopped": stopped,
+            "groups": groups,
+        }))
     }
 }
 
@@ -225,7 +314,10 @@ mod tests {
         // Without a gate configured, a sweep says why it cannot count.
         let sweep = json!({"action": "sweep"});
         let why = confirmer.handle(&sweep).await.unwrap_err();
-        assert!(why.starts_with("no sweep without a drain gate"), "{why}");
+        assert!(
+            why.starts_with("no sweep without a drain or return gate"),
+            "{why}"
+        );
     }
 
     /// The sweep of `drain`'s gates at `minutes`, over a store whose
@@ -270,9 +362,87 @@ mod tests {
         // At 20 minutes only workers' 15m reservation made at 0 is overdue:
         // the other groups have `*`'s hour.
         let at_20 = swept("workers=15m,*=1h", 20).await;
-        assert_eq!(at_20, json!({"drains_overdue": 1, "groups": 3}));
+        assert_eq!(
+            at_20,
+            json!({"drains_overdue": 1, "returns_overdue": 0, "stopped": 0, "groups": 3})
+        );
         assert_eq!(swept("workers=15m,*=1h", 60).await["drains_overdue"], 4);
         // A group without a gate counts nothing, whatever it stores.
         assert_eq!(swept("workers=15m", 60).await["drains_overdue"], 2);
+    }
+
+    #[tokio::test]
+    async fn a_hook_confirms_a_return_and_a_sweep_stops_the_group_of_an_overdue_one_once() {
+        struct At(std::sync::Mutex<Timestamp>);
+        impl Clock for std::sync::Arc<At> {
+            fn now(&self) -> Timestamp {
+                *self.0.lock().unwrap()
+            }
+        }
+        let groups = GroupSlots::parse("workers=2")
+            .unwrap()
+            .with_return("workers=20m")
+            .unwrap();
+        let group = GroupName::parse("workers").unwrap();
+        let rules = groups.rules_for(&group).unwrap();
+        let store = MemoryStore::default();
+        let t0 = Timestamp(1_764_480_000_000);
+        for id in ["a", "b"] {
+            let node = NodeId::parse(id).unwrap();
+            store.acquire(&group, &node, rules, t0).await.unwrap();
+            store.release(&group, &node, true, t0).await.unwrap();
+        }
+        let clock = std::sync::Arc::new(At(std::sync::Mutex::new(t0)));
+        let confirmer = DrainConfirmer::new(store)
+            .with_sweep(groups, "api")
+            .with_clock(clock.clone());
+        let slot = confirmer
+            .handle(&json!({"action": "slot", "group": "workers", "id": "a"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            (&slot["state"], &slot["holds"], &slot["returning"]),
+            (&json!("returning"), &json!(false), &json!(true))
+        );
+        let released_at = slot["released_at"].as_str().unwrap().to_owned();
+        let returned = |id: &str, at: &str| json!({"action": "returned", "group": "workers", "id": id, "released_at": at});
+        let other = confirmer
+            .handle(&returned("a", "2025-01-01T00:00:00Z"))
+            .await
+            .unwrap();
+        assert_eq!(
+            (&other["outcome"], &other["done"]),
+            (&json!("other_return"), &json!(false))
+        );
+        let done = confirmer
+            .handle(&returned("a", &released_at))
+            .await
+            .unwrap();
+        assert_eq!(
+            (&done["outcome"], &done["done"]),
+            (&json!("returned"), &json!(true))
+        );
+        let again = confirmer
+            .handle(&returned("a", &released_at))
+            .await
+            .unwrap();
+        assert_eq!(again["outcome"], "not_returning");
+        // b never comes back: 20 minutes on, the sweep stops the group once.
+        *clock.0.lock().unwrap() = t0.plus(std::time::Duration::from_secs(20 * 60));
+        let sweep = json!({"action": "sweep"});
+        let first = confirmer.handle(&sweep).await.unwrap();
+        assert_eq!(
+            (&first["returns_overdue"], &first["stopped"]),
+            (&json!(1), &json!(1))
+        );
+        let second = confirmer.handle(&sweep).await.unwrap();
+        assert_eq!(
+            (&second["returns_overdue"], &second["stopped"]),
+            (&json!(1), &json!(0))
+        );
+        let stored = confirmer.store.groups(Some(&group)).await.unwrap();
+        let stop = stored[0].1.pause.stop.clone().expect("stopped");
+        assert_eq!((stop.id.as_str(), stop.returning_since), ("b", t0));
+        assert!(stored[0].1.holders.holds(&NodeId::parse("b").unwrap()));
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Timestamp,
+    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Returned, Stopping, Timestamp,
 };
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
@@ -95,12 +95,42 @@ impl LockStore for MemoryStore {
         &self,
         group: &GroupName,
         id: &NodeId,
+        returns: bool,
         now: Timestamp,
     ) -> Result<Decided<Release>, StoreError> {
         // Like a refused conditional write, a release of nothing stores nothing.
         self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => decided(record.release(id, now), record),
+            Some(record) => decided(record.release(id, returns, now), record),
             None => decided(Release::NotHeld, &GroupRecord::default()),
+        })
+    }
+
+    async fn returned(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Decided<Returned>, StoreError> {
+        self.with_state(|state| match state.groups.get_mut(group) {
+            Some(record) => decided(record.returned(id, since, now), record),
+            None => decided(
+                Returned::NotReturning { holds: false },
+                &GroupRecord::default(),
+            ),
+        })
+    }
+
+    async fn stop_for_return(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> Result<Decided<Stopping>, StoreError> {
+        self.with_state(|state| match state.groups.get_mut(group) {
+            Some(record) => decided(record.stop_for_return(id, since, now), record),
+            None => decided(Stopping::NotReturning, &GroupRecord::default()),
         })
     }
 
@@ -131,7 +161,9 @@ impl LockStore for MemoryStore {
 
     async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
         self.change(group, |record| {
-            changed(record.pause.person.take().is_some())
+            let person = record.pause.person.take().is_some();
+            let stop = record.pause.stop.take().is_some();
+            changed(person || stop)
         })
     }
 

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::*;
 use crate::domain::input::{GroupName, NodeId, PauseReason};
-use crate::domain::lock::{Pause, PersonPause, Semaphore, Timestamp};
+use crate::domain::lock::{Pause, PersonPause, RolloutStop, Semaphore, Timestamp};
 use crate::domain::store::{GroupRecord, StoreError};
 
 pub(super) fn holder_attribute(id: &NodeId) -> String {
@@ -20,6 +20,14 @@ pub(super) fn excluded_attribute(id: &NodeId) -> String {
 
 pub(super) fn drain_attribute(id: &NodeId) -> String {
     format!("{DRAIN_PREFIX}{id}")
+}
+
+pub(super) fn returning_attribute(id: &NodeId) -> String {
+    format!("{RETURNING_PREFIX}{id}")
+}
+
+pub(super) fn return_failed_attribute(id: &NodeId) -> String {
+    format!("{RETURN_FAILED_PREFIX}{id}")
 }
 
 pub(super) fn renewed_attribute(id: &NodeId) -> String {
@@ -108,11 +116,17 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
         // one that outlived its holder (written by hand) decides nothing.
         let mut renewed = BTreeMap::new();
         let mut taken = BTreeMap::new();
+        let mut returning = BTreeMap::new();
+        let mut returns_failed = BTreeMap::new();
         for name in item.keys() {
             let (marks, raw_id) = if let Some(raw_id) = name.strip_prefix(RENEWED_PREFIX) {
                 (&mut renewed, raw_id)
             } else if let Some(raw_id) = name.strip_prefix(TAKEN_PREFIX) {
                 (&mut taken, raw_id)
+            } else if let Some(raw_id) = name.strip_prefix(RETURNING_PREFIX) {
+                (&mut returning, raw_id)
+            } else if let Some(raw_id) = name.strip_prefix(RETURN_FAILED_PREFIX) {
+                (&mut returns_failed, raw_id)
             } else {
                 continue;
             };
@@ -122,6 +136,15 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
             marks.insert(id, Timestamp(at));
         }
         renewed.retain(|id, _| holders.iter().any(|(holder, _)| holder == id));
+        if let Some(id) = returning
+            .keys()
+            .find(|id| !holders.iter().any(|(holder, _)| holder == *id))
+        {
+            return Err(StoreError::Corrupt(format!(
+                "{RETURNING_PREFIX}{id} marks a return of a node that holds no slot"
+            )));
+        }
+        returns_failed.retain(|id, _| returning.contains_key(id));
         let excluded_count = read_number(item, EXCLUDED_COUNT_ATTRIBUTE)?.unwrap_or(0);
         if excluded_count != excluded.len() as u64 {
             return Err(StoreError::Corrupt(format!(
@@ -147,15 +170,30 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
                 )));
             }
         };
+        let stop = match item.get(STOPPED_ATTRIBUTE) {
+            None => None,
+            Some(AttributeValue::M(stop)) => Some(read_stop(stop)?),
+            Some(_) => {
+                return Err(StoreError::Corrupt(format!(
+                    "{STOPPED_ATTRIBUTE} is not a map"
+                )));
+            }
+        };
         Ok(GroupRecord {
             holders: Semaphore::from_holders(holders),
-            pause: Pause { person, alarms },
+            pause: Pause {
+                person,
+                alarms,
+                stop,
+            },
             last_release: read_number(item, RELEASED_ATTRIBUTE)?.map(Timestamp),
             slots,
             excluded,
             draining,
             renewed,
             taken,
+            returning,
+            returns_failed,
         })
     }
 }
@@ -282,6 +320,37 @@ pub(super) fn read_person_pause(
         since: Timestamp(since),
         by: text("by")?,
     })
+}
+
+fn read_stop(stop: &HashMap<String, AttributeValue>) -> Result<RolloutStop, StoreError> {
+    let id = match stop.get("id") {
+        Some(AttributeValue::S(id)) => NodeId::stored(id).map_err(|_| {
+            StoreError::Corrupt(format!("invalid id {id:?} in {STOPPED_ATTRIBUTE}"))
+        })?,
+        _ => {
+            return Err(StoreError::Corrupt(format!(
+                "{STOPPED_ATTRIBUTE}.id is missing or not a string"
+            )));
+        }
+    };
+    let time = |name: &str| {
+        read_number(stop, name)?
+            .map(Timestamp)
+            .ok_or_else(|| StoreError::Corrupt(format!("{STOPPED_ATTRIBUTE}.{name} is missing")))
+    };
+    Ok(RolloutStop {
+        id,
+        returning_since: time("returning_since")?,
+        at: time("at")?,
+    })
+}
+
+pub(super) fn stop_value(stop: &RolloutStop) -> AttributeValue {
+    AttributeValue::M(HashMap::from([
+        ("id".to_owned(), AttributeValue::S(stop.id.to_string())),
+        ("returning_since".to_owned(), number(stop.returning_since.0)),
+        ("at".to_owned(), number(stop.at.0)),
+    ]))
 }
 
 pub(super) fn person_pause_value(pause: &PersonPause) -> AttributeValue {

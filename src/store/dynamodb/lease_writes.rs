@@ -54,12 +54,15 @@ impl DynamoStore {
             ))
             .condition_expression(format!(
                 "(#expired = :since OR #expired_legacy = :since) AND {renewal} \
+                 AND attribute_not_exists(#expired_returning) \
                  AND #count <= :slots AND {GRANT_CHECKS}"
             ))
             .expression_attribute_names("#expired", holder_attribute(expired))
             .expression_attribute_names("#expired_legacy", legacy_holder_attribute(expired))
             .expression_attribute_names("#expired_renewed", renewed_attribute(expired))
             .expression_attribute_names("#expired_taken", taken_attribute(expired))
+            // A returning slot is never taken over: its node is not back.
+            .expression_attribute_names("#expired_returning", returning_attribute(expired))
             .expression_attribute_values(":since", number(since.0));
         for (index, node) in stale.iter().enumerate() {
             request =

@@ -13,7 +13,8 @@ use super::writes::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Timestamp,
+    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Returned, RolloutStop, Stopping,
+    Timestamp,
 };
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
@@ -161,8 +162,23 @@ impl LockStore for DynamoStore {
         &self,
         group: &GroupName,
         id: &NodeId,
+        returns: bool,
         now: Timestamp,
     ) -> Result<Decided<Release>, StoreError> {
+        if returns {
+            // The slot stays counted, now returning: one write.
+            let written = self.update(group, self.returning_request(id, now)).await?;
+            let Written::Refused(current) = written else {
+                return written.decided(Release::Returning, Release::NotHeld);
+            };
+            let current = current.unwrap_or_default();
+            return match current.clone().release(id, true, now) {
+                Release::Returning => Err(StoreError::Corrupt(
+                    "the return was refused although the node holds its slot".into(),
+                )),
+                outcome => Ok(decided(outcome, current)),
+            };
+        }
         // Frees the slot only if it was granted before this request arrived,
         // and starts the settle period again only if no later release did.
         let written = self
@@ -172,7 +188,7 @@ impl LockStore for DynamoStore {
             return written.decided(Release::Released, Release::NotHeld);
         };
         let current = current.unwrap_or_default();
-        if current.clone().release(id, now) == Release::NotHeld {
+        if current.clone().release(id, false, now) == Release::NotHeld {
             // Not a holder (a repeat, a retry whose first attempt landed,
             // or a newer grant of the same node): idempotent, nothing changed.
             return Ok(decided(Release::NotHeld, current));
@@ -184,6 +200,68 @@ impl LockStore for DynamoStore {
             .update(group, self.release_request(id, now, false))
             .await?;
         written.decided(Release::Released, Release::NotHeld)
+    }
+
+    async fn returned(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Decided<Returned>, StoreError> {
+        let written = self
+            .update(group, self.returned_request(id, since, now, true))
+            .await?;
+        let Written::Refused(current) = written else {
+            return written.decided(Returned::Freed, Returned::NotReturning { holds: false });
+        };
+        let current = current.unwrap_or_default();
+        match current.decide_returned(id, since) {
+            // Returning, but a later release is recorded: free the slot and
+            // keep the later time (a second request, only in this case).
+            Returned::Freed => {
+                let written = self
+                    .update(group, self.returned_request(id, since, now, false))
+                    .await?;
+                match written {
+                    Written::Refused(current) => {
+                        let current = current.unwrap_or_default();
+                        let outcome = match current.decide_returned(id, since) {
+                            Returned::Freed => Returned::NotReturning { holds: false },
+                            outcome => outcome,
+                        };
+                        Ok(decided(outcome, current))
+                    }
+                    written => written.decided(Returned::Freed, Returned::Freed),
+                }
+            }
+            outcome => Ok(decided(outcome, current)),
+        }
+    }
+
+    async fn stop_for_return(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> Result<Decided<Stopping>, StoreError> {
+        let stop = RolloutStop {
+            id: id.clone(),
+            returning_since: since,
+            at: now,
+        };
+        let written = self.update(group, self.stop_request(&stop)).await?;
+        let Written::Refused(current) = written else {
+            return written.decided(Stopping::Stopped, Stopping::NotReturning);
+        };
+        let current = current.unwrap_or_default();
+        match current.decide_stop(id, since) {
+            Stopping::Stopped => Err(StoreError::Corrupt(
+                "the stop was refused although the return stands uncounted".into(),
+            )),
+            outcome => Ok(decided(outcome, current)),
+        }
     }
 
     async fn drained(
@@ -237,17 +315,21 @@ impl LockStore for DynamoStore {
 
     async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
         let (current, seen) = self.read_pause_version(group).await?;
-        if current.pause.person.is_none() {
+        let resumed =
+            |group: &GroupRecord| group.pause.person.is_none() && group.pause.stop.is_none();
+        if resumed(&current) {
             return Ok(decided(Changed::AlreadySo, current));
         }
         let request = self
             .client
             .update_item()
-            .update_expression("REMOVE #paused SET #version = :next")
-            .condition_expression(format!("attribute_exists(#paused) AND {VERSION_AS_READ}"))
-            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE);
-        self.person_pause_write(group, request, seen, |now| now.pause.person.is_none())
-            .await
+            .update_expression("REMOVE #paused, #stopped SET #version = :next")
+            .condition_expression(format!(
+                "(attribute_exists(#paused) OR attribute_exists(#stopped)) AND {VERSION_AS_READ}"
+            ))
+            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
+            .expression_attribute_names("#stopped", STOPPED_ATTRIBUTE);
+        self.person_pause_write(group, request, seen, resumed).await
     }
 
     async fn exclude(

@@ -16,6 +16,9 @@
 //! | `x:<id>`       | M    | one per excluded node: `reason`, `since` (epoch ms), `by` |
 //! | `excluded_count` | N  | how many `x:*` attributes the item has (what `forget`'s condition sees) |
 //! | `d:<id>`       | N    | one per holder whose slot is reserved, waiting for its drain: since when, epoch ms |
+//! | `b:<id>`       | N    | one per holder whose slot is returning (steady-state came, the return is not confirmed): since when, epoch ms |
+//! | `o:<id>`       | N    | one per return that passed its timeout and stopped the group: the return's start, epoch ms |
+//! | `stopped`      | M    | the server's stop of the rollout: `id`, `returning_since`, `at` (epoch ms) |
 //!
 //! Each holder is a top-level attribute rather than an entry of a map, so the
 //! first request of a new group needs no existing parent: `SET h:<id>` and
@@ -42,6 +45,15 @@
 //! (`SET h:<id> = now REMOVE d:<id>`, the count unchanged). A version without
 //! the gate reads such an item as it reads any other (the mark is an
 //! attribute it ignores) and answers the reserved node as a holder.
+//!
+//! A returning slot is a holder too (`h:<id>`, counted), marked by
+//! `b:<id>`: a steady-state in a group with a return gate writes the mark
+//! instead of removing the holder, so the slot keeps counting in the same
+//! condition every grant checks, and the confirmation is the one write that
+//! removes holder and mark and counts one less. A sweep's stop writes
+//! `stopped` (if none) and `o:<id>` in one write, only while `b:<id>` is the
+//! return it judged and no `o:<id>` is there. A version without the gate
+//! answers a returning node as a holder, and its release frees the slot.
 //!
 //! Versions up to 0.1 named holders `holder:<id>`. The shorter prefix keeps an
 //! item of 32-hex ids 5 bytes a holder smaller (a write unit is 1 KB of the
@@ -84,6 +96,13 @@ pub(super) const EXCLUDED_PREFIX: &str = "x:";
 pub(super) const EXCLUDED_COUNT_ATTRIBUTE: &str = "excluded_count";
 /// A holder whose slot waits for its drain: `d:ID`, since when (epoch ms).
 pub(super) const DRAIN_PREFIX: &str = "d:";
+/// A holder whose slot is returning: `b:ID`, since when (epoch ms).
+pub(super) const RETURNING_PREFIX: &str = "b:";
+/// A return that passed its timeout and stopped the group: `o:ID`, the
+/// return's start (epoch ms).
+pub(super) const RETURN_FAILED_PREFIX: &str = "o:";
+/// The server's stop of the rollout: a map of `id`, `returning_since`, `at`.
+pub(super) const STOPPED_ATTRIBUTE: &str = "stopped";
 /// A holder that renewed its lease: `r:ID`, when it last did (epoch ms).
 /// Its grant time (`h:ID`) stays, so its age counts from the grant.
 pub(super) const RENEWED_PREFIX: &str = "r:";
