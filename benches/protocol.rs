@@ -296,6 +296,7 @@ async fn requests_per_answer_kind() {
             wildcard_limit: None,
             lease: None,
             drain: None,
+            return_timeout: None,
         };
         let planted = api.service().store().acquire(&group, &gone, one, day_ago);
         assert_eq!(planted.await.expect("plant").outcome, Acquire::Granted);
@@ -502,6 +503,7 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
         wildcard_limit: None,
         lease: None,
         drain: None,
+        return_timeout: None,
     };
     println!("### {title}\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");
@@ -517,7 +519,10 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
             continue;
         }
         // Release it, read the units, and take the slot back for the next size.
-        let released = store.release(&group, &id, now).await.expect("release");
+        let released = store
+            .release(&group, &id, false, now)
+            .await
+            .expect("release");
         store
             .acquire(&group, &id, open_group, now)
             .await
@@ -554,6 +559,7 @@ async fn take_over_write_units() {
             wildcard_limit: None,
             lease: Some(Duration::from_secs(6 * 3600)),
             drain: None,
+            return_timeout: None,
         };
         let mut last = None;
         for n in 0..slots {
@@ -609,6 +615,7 @@ async fn drain_write_units() {
                 on_timeout: fleetlock::domain::lock::OnDrainTimeout::Hold,
                 window_closes: None,
             }),
+            return_timeout: None,
         };
         let mut last = None;
         let mut id = NodeId::parse("0").unwrap();

@@ -130,16 +130,45 @@ pub async fn pause<S: LockStore>(
     Ok(())
 }
 
-/// `resume`: clears a person's pause; an alarm's stays, and is said.
+/// `resume`: clears a person's pause and the server's stop of a rollout
+/// (a person looked), saying what it cleared; an alarm's stays, and is said.
 pub async fn resume<S: LockStore>(
     store: &S,
     targets: &[GroupName],
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     for group in targets {
+        // Read first only to say what the resume clears.
+        let before = store
+            .groups(Some(group))
+            .await?
+            .pop()
+            .map(|(_, record)| record)
+            .unwrap_or_default();
         let decided = store.resume(group).await?;
+        let cleared = match (&before.pause.person, &before.pause.stop) {
+            (_, Some(stop)) => {
+                let still = if decided.group.returning.contains_key(&stop.id) {
+                    format!(
+                        "; its slot still counts as returning until 'fleetlock returned' or \
+                         'fleetlock release' (group '{group}', id '{}')",
+                        stop.id.shown()
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    " (cleared the server's stop: node '{}' gave its slot back at {} and did \
+                     not come back within the return timeout{still})",
+                    stop.id.shown(),
+                    stop.returning_since.to_rfc3339()
+                )
+            }
+            (Some(person), None) => format!(" (cleared the pause by {})", person.by),
+            (None, None) => String::new(),
+        };
         let verb = match decided.outcome {
-            Changed::Yes => format!("resumed '{group}'"),
+            Changed::Yes => format!("resumed '{group}'{cleared}"),
             Changed::AlreadySo => format!("'{group}' was not paused by a person"),
             Changed::Overtaken => format!(
                 "'{group}' was paused again by someone else while this resume was \
@@ -192,6 +221,7 @@ pub async fn targets<S: LockStore>(
 mod tests {
     use super::*;
     use crate::cli::testing::{group, node, printed, rules};
+    use crate::domain::lock::GroupRules;
     use crate::store::memory::MemoryStore;
 
     #[tokio::test]
@@ -215,7 +245,10 @@ mod tests {
             "{}",
             lines[1]
         );
-        assert_eq!(lines[2], "resumed 'workers': it grants reboot slots again");
+        assert_eq!(
+            lines[2],
+            "resumed 'workers' (cleared the pause by ana): it grants reboot slots again"
+        );
         assert_eq!(
             lines[3],
             "'workers' was not paused by a person: it grants reboot slots again"
@@ -223,6 +256,43 @@ mod tests {
         // The store holds what the lines say: not paused.
         let stored = store.groups(Some(&group("workers"))).await.unwrap();
         assert!(!stored[0].1.pause.is_paused());
+    }
+
+    #[tokio::test]
+    async fn resume_clears_the_servers_stop_and_says_what_it_cleared_and_what_stays() {
+        let store = MemoryStore::default();
+        let workers = group("workers");
+        let gated = GroupRules {
+            return_timeout: Some(std::time::Duration::from_secs(600)),
+            ..rules(2)
+        };
+        store
+            .acquire(&workers, &node("n1"), gated, Timestamp(0))
+            .await
+            .unwrap();
+        store
+            .release(&workers, &node("n1"), true, Timestamp(1_000))
+            .await
+            .unwrap();
+        store
+            .stop_for_return(&workers, &node("n1"), Timestamp(1_000), Timestamp(601_000))
+            .await
+            .unwrap();
+        store.pause_for_alarm(&workers, "api-5xx").await.unwrap();
+        let mut out = Vec::new();
+        resume(&store, std::slice::from_ref(&workers), &mut out)
+            .await
+            .unwrap();
+        let line = printed(out);
+        assert!(
+            line.starts_with("resumed 'workers' (cleared the server's stop: node 'n1' gave its slot back at 1970-01-01T00:00:01Z")
+                && line.contains("still counts as returning until 'fleetlock returned'")
+                && line.contains("still paused while alarm(s) api-5xx are in ALARM"),
+            "{line}"
+        );
+        let stored = store.groups(Some(&workers)).await.unwrap();
+        assert_eq!(stored[0].1.pause.stop, None);
+        assert!(stored[0].1.returning.contains_key(&node("n1")));
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
-//! Commands on one node's slot: `release` (a person gives it back) and
+//! Commands on one node's slot: `release` (a person gives it back),
 //! `drained` (a person confirms a node's drain, and its reservation becomes
-//! its slot). Both act only on a stored group: only a stored group holds a
+//! its slot) and `returned` (a person confirms a node is back in service,
+//! and its returning slot is freed). All act only on a stored group: only a stored group holds a
 //! slot, so any other name is refused as a likely typo.
 
 use std::io::Write;
@@ -118,6 +119,71 @@ pub async fn release<S: LockStore>(
             held_in[0],
             shell_word(&id_shown)
         )))
+    }
+}
+
+/// Confirm that a node whose slot is returning is back in service: its slot
+/// is freed and the next node may take it (--released-at: only the return
+/// begun then, as status and the Slot Released event say it)
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct Returned {
+    /// The group the node returns in
+    #[arg(long, value_name = "GROUP")]
+    pub group: String,
+    /// The node's id, as status shows it
+    #[arg(long, value_name = "ID")]
+    pub id: String,
+    /// Only the return begun then (as status and the event say it)
+    #[arg(long, value_name = "TIME", value_parser = crate::domain::drain::parse_time)]
+    pub released_at: Option<Timestamp>,
+}
+
+impl Returned {
+    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+        let (group, id, store) = stored_node(&self.group, &self.id, "returned").await?;
+        let confirmation = crate::domain::drain::Confirmation {
+            group,
+            id,
+            reserved_at: self.released_at,
+        };
+        let now = written_now(&store).await?;
+        returned(&store, &confirmation, now, out).await
+    }
+}
+
+/// `returned`: a person confirms that a node is back in service; its
+/// returning slot is freed. Refused (nothing changed) when there is no
+/// such return.
+pub async fn returned<S: LockStore>(
+    store: &S,
+    confirmation: &crate::domain::drain::Confirmation,
+    now: Timestamp,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let decided = store
+        .returned(
+            &confirmation.group,
+            &confirmation.id,
+            confirmation.reserved_at,
+            now,
+        )
+        .await?;
+    let confirmed = crate::domain::drain::confirmed_return(decided.outcome, confirmation);
+    if confirmed.done {
+        say!(out, "{}", confirmed.value);
+        if let Some(stop) = &decided.group.pause.stop {
+            say!(
+                out,
+                "group '{}' is still stopped (node '{}' did not come back in time); \
+                 'fleetlock resume --group {}' lets the rollout go on",
+                confirmation.group,
+                stop.id.shown(),
+                confirmation.group
+            );
+        }
+        Ok(())
+    } else {
+        Err(Failure::Refused(confirmed.value))
     }
 }
 

@@ -1302,10 +1302,11 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
             wildcard_limit: None,
             lease: None,
             drain: None,
+            return_timeout: None,
         };
         let at = fleetlock::domain::lock::Timestamp(1_000);
         store.acquire(&name, &node, rules, at).await.unwrap();
-        store.release(&name, &node, at).await.unwrap();
+        store.release(&name, &node, false, at).await.unwrap();
     }
     let r = run(with_table().arg("status")).await;
     assert!(

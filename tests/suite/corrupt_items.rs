@@ -86,7 +86,7 @@ async fn a_refused_write_on_an_unreadable_item_changes_nothing() {
     let y = NodeId::parse("y").unwrap();
     let result = store.acquire(&g, &y, one_slot(), Timestamp(2000)).await;
     assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
-    let result = store.release(&g, &y, Timestamp(2000)).await;
+    let result = store.release(&g, &y, false, Timestamp(2000)).await;
     assert!(matches!(result, Err(StoreError::Corrupt(_))), "{result:?}");
     assert_eq!(stored(&client, store.table()).await, bad_pause());
     // What `fleetlock status` says: which group's item, in which table.

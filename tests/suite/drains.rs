@@ -39,6 +39,7 @@ fn gated(slots: u32, on_timeout: OnDrainTimeout) -> GroupRules {
             on_timeout,
             window_closes: None,
         }),
+        return_timeout: None,
     }
 }
 
@@ -115,14 +116,14 @@ async fn a_reservation_waits_for_its_confirmation<S: LockStore>(store: &S) {
         Drained::AlreadyGranted
     );
     let back = later.plus(Duration::from_secs(120));
-    let released = store.release(&g, &id("a"), back).await.unwrap();
+    let released = store.release(&g, &id("a"), false, back).await.unwrap();
     assert_eq!(released.outcome, Release::Released);
 
     // Zincati restarted while its node waited: its steady-state ends the
     // reservation, and a confirmation arriving after that grants nothing.
     let next = back.plus(Duration::from_secs(1));
     assert_eq!(take(store, &g, "c", one, next).await, Acquire::Reserves);
-    let released = store.release(&g, &id("c"), next).await.unwrap();
+    let released = store.release(&g, &id("c"), false, next).await.unwrap();
     assert_eq!(released.outcome, Release::Released);
     assert_eq!(
         drained(store, &g, "c", Some(next), next).await,
@@ -194,7 +195,7 @@ async fn settle_windows_and_leases_meet_the_gate<S: LockStore>(store: &S) {
     assert_eq!(take(store, &g, "a", settle, T0).await, Acquire::Reserves);
     store.drained(&g, &id("a"), None, T0).await.unwrap();
     let back = T0.plus(Duration::from_secs(60));
-    store.release(&g, &id("a"), back).await.unwrap();
+    store.release(&g, &id("a"), false, back).await.unwrap();
     assert!(matches!(
         take(store, &g, "b", settle, back.plus(Duration::from_secs(1))).await,
         Acquire::Settling { .. }
@@ -452,7 +453,7 @@ async fn a_late_confirmation_never_grants_a_newer_reservation() {
     });
     proxy.until_held().await;
     let back = T0.plus(Duration::from_secs(30));
-    direct.release(&g, &id("a"), back).await.unwrap();
+    direct.release(&g, &id("a"), false, back).await.unwrap();
     let again = back.plus(Duration::from_secs(1));
     assert_eq!(take(&direct, &g, "a", one, again).await, Acquire::Reserves);
 

@@ -100,12 +100,15 @@ async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
         .acquire(&g, &id("a"), slots(1), Timestamp(1_000))
         .await
         .unwrap();
-    let by_other = store.release(&g, &id("b"), Timestamp(2_000)).await.unwrap();
+    let by_other = store
+        .release(&g, &id("b"), false, Timestamp(2_000))
+        .await
+        .unwrap();
     assert_eq!(by_other.outcome, Release::NotHeld);
     assert_eq!(holders(&store, "default").await, vec![("a".into(), 1_000)]);
     assert_eq!(
         store
-            .release(&g, &id("a"), Timestamp(2_000))
+            .release(&g, &id("a"), false, Timestamp(2_000))
             .await
             .unwrap()
             .outcome,
@@ -113,7 +116,7 @@ async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
     );
     assert_eq!(
         store
-            .release(&g, &id("a"), Timestamp(2_000))
+            .release(&g, &id("a"), false, Timestamp(2_000))
             .await
             .unwrap()
             .outcome,
@@ -123,7 +126,7 @@ async fn release_is_idempotent_and_a_non_holder_changes_nothing() {
     // A release in a group never used creates nothing.
     assert_eq!(
         store
-            .release(&group("never"), &id("a"), Timestamp(2_000))
+            .release(&group("never"), &id("a"), false, Timestamp(2_000))
             .await
             .unwrap()
             .outcome,
@@ -183,10 +186,19 @@ async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
     assert_eq!(take(&store, &g, "d", 1, 5).await, Acquire::Full);
     assert_eq!(take(&store, &g, "c", 1, 5).await, Acquire::AlreadyHeld);
     assert_eq!(holders(&store, "default").await.len(), 3);
-    store.release(&g, &id("a"), Timestamp(5)).await.unwrap();
-    store.release(&g, &id("b"), Timestamp(5)).await.unwrap();
+    store
+        .release(&g, &id("a"), false, Timestamp(5))
+        .await
+        .unwrap();
+    store
+        .release(&g, &id("b"), false, Timestamp(5))
+        .await
+        .unwrap();
     assert_eq!(take(&store, &g, "d", 1, 6).await, Acquire::Full);
-    store.release(&g, &id("c"), Timestamp(6)).await.unwrap();
+    store
+        .release(&g, &id("c"), false, Timestamp(6))
+        .await
+        .unwrap();
     assert_eq!(take(&store, &g, "d", 1, 7).await, Acquire::Granted);
 }
 
@@ -224,7 +236,7 @@ async fn every_protocol_decision_is_exactly_one_request() {
         format!("{:?}", decided.outcome)
     };
     let release = |g, id, at| async move {
-        let decided = store.release(g, id, Timestamp(at)).await.unwrap();
+        let decided = store.release(g, id, false, Timestamp(at)).await.unwrap();
         format!("{:?}", decided.outcome)
     };
     store
@@ -334,7 +346,7 @@ async fn a_race_of_many_nodes_never_over_grants() {
                 tokio::spawn(async move {
                     let node = id(&format!("node-{round}-{n:03}"));
                     store
-                        .release(&g, &node, Timestamp::now())
+                        .release(&g, &node, false, Timestamp::now())
                         .await
                         .unwrap()
                         .outcome
@@ -419,7 +431,10 @@ async fn pauses_and_settle_times_racing_grants_never_over_grant() {
                     // Rebooting: a while, then steady-state.
                     tokio::time::sleep(Duration::from_millis(20 + 15 * worker)).await;
                     let asked = now();
-                    let released = store.release(&g, &node, Timestamp(asked)).await.unwrap();
+                    let released = store
+                        .release(&g, &node, false, Timestamp(asked))
+                        .await
+                        .unwrap();
                     assert_eq!(released.outcome, Release::Released);
                     let answered = now();
                     log.lock().unwrap().push(Call::Release { asked, answered });
@@ -590,7 +605,7 @@ async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second()
     );
 
     let released = store
-        .release(&g, &id("old-node"), Timestamp(10_000))
+        .release(&g, &id("old-node"), false, Timestamp(10_000))
         .await
         .unwrap();
     assert_eq!(released.outcome, Release::Released);
@@ -736,7 +751,7 @@ async fn the_item_a_grant_a_release_and_a_pause_write_is_exactly_this() {
         ])
     );
     store
-        .release(&g, &id("node-a"), Timestamp(2_000))
+        .release(&g, &id("node-a"), false, Timestamp(2_000))
         .await
         .unwrap();
     let pause = fleetlock::domain::lock::PersonPause {

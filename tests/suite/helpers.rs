@@ -31,6 +31,7 @@ pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
         wildcard_limit: None,
         lease: None,
         drain: None,
+        return_timeout: None,
     }
 }
 

@@ -36,7 +36,7 @@ async fn take<S: LockStore>(store: &S, node: &str, settle: Duration, at: u64) ->
 
 async fn give_back<S: LockStore>(store: &S, node: &str, at: u64) -> Release {
     let (group, node) = (group(), id(node));
-    let decided = store.release(&group, &node, Timestamp(at));
+    let decided = store.release(&group, &node, false, Timestamp(at));
     decided.await.unwrap().outcome
 }
 

@@ -32,6 +32,7 @@ fn leased(slots: u32) -> GroupRules {
         wildcard_limit: None,
         lease: Some(LEASE),
         drain: None,
+        return_timeout: None,
     }
 }
 
@@ -95,7 +96,7 @@ async fn a_slot_past_its_lease_goes_to_the_next_asker<S: LockStore>(store: &S) {
         take(store, &g, "asker", two, at).await,
         Acquire::AlreadyHeld
     );
-    let released = store.release(&g, &id("gone"), at).await.unwrap();
+    let released = store.release(&g, &id("gone"), false, at).await.unwrap();
     assert_eq!(released.outcome, Release::NotHeld);
     assert_eq!(take(store, &g, "gone", two, at).await, Acquire::Full);
     assert_eq!(held_by(&stored(store, &g).await).len(), 2);
@@ -128,7 +129,7 @@ async fn other_refusals_win_over_an_expired_slot<S: LockStore>(store: &S) {
         ..leased(3)
     };
     assert_eq!(take(store, &g, "extra", three, T0).await, Acquire::Granted);
-    let released = store.release(&g, &id("extra"), at).await.unwrap();
+    let released = store.release(&g, &id("extra"), false, at).await.unwrap();
     assert_eq!(released.outcome, Release::Released);
     let settling = GroupRules {
         settle: Duration::from_secs(600),
@@ -164,7 +165,7 @@ async fn a_lowered_count_is_never_taken_over<S: LockStore>(store: &S) {
     let at = T0.plus(LEASE * 2);
     assert_eq!(take(store, &g, "d", leased(2), at).await, Acquire::Full);
     assert_eq!(held_by(&stored(store, &g).await).len(), 3);
-    store.release(&g, &id("c"), T0).await.unwrap();
+    store.release(&g, &id("c"), false, T0).await.unwrap();
     // Two of two: one expired slot changes hands, two holders stay.
     assert_eq!(take(store, &g, "d", leased(2), at).await, expired("a", T0));
     assert_eq!(held_by(&stored(store, &g).await).len(), 2);
@@ -205,11 +206,19 @@ async fn a_holder_that_asks_again_keeps_its_slot<S: LockStore>(store: &S) {
     // Its steady-state frees nothing; b's release frees the slot, and a
     // takes it afresh: its mark goes.
     assert_eq!(
-        store.release(&g, &id("a"), expiry).await.unwrap().outcome,
+        store
+            .release(&g, &id("a"), false, expiry)
+            .await
+            .unwrap()
+            .outcome,
         Release::NotHeld
     );
     assert_eq!(
-        store.release(&g, &id("b"), expiry).await.unwrap().outcome,
+        store
+            .release(&g, &id("b"), false, expiry)
+            .await
+            .unwrap()
+            .outcome,
         Release::Released
     );
     assert_eq!(take(store, &g, "a", one, expiry).await, Acquire::Granted);
@@ -509,7 +518,7 @@ async fn a_late_take_over_never_undoes_a_newer_write() {
         expired("gone", T0)
     );
     let back = quick.plus(Duration::from_secs(60));
-    let released = direct.release(&g, &id("quick"), back).await.unwrap();
+    let released = direct.release(&g, &id("quick"), false, back).await.unwrap();
     assert_eq!(released.outcome, Release::Released);
     let regrant = back.plus(Duration::from_secs(1));
     assert_eq!(

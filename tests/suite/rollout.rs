@@ -94,7 +94,7 @@ async fn pauses_keep_holders_and_stop_newcomers<S: LockStore>(store: &S) {
     assert_eq!(store.resume(&g).await.unwrap().outcome, Changed::AlreadySo);
 
     // Steady-state releases while paused; nobody is evicted.
-    let released = store.release(&g, &id("holder"), T0).await.unwrap();
+    let released = store.release(&g, &id("holder"), false, T0).await.unwrap();
     assert_eq!(released.outcome, Release::Released);
     assert!(released.group.pause.is_paused());
 
@@ -130,7 +130,7 @@ async fn the_group_settles_after_every_release<S: LockStore>(store: &S) {
     assert_eq!(take(store, &g, "a", settling, T0).await, Acquire::Granted);
     assert_eq!(take(store, &g, "b", settling, T0).await, Acquire::Granted);
     let at = T0.plus(Duration::from_secs(60));
-    store.release(&g, &id("a"), at).await.unwrap();
+    store.release(&g, &id("a"), false, at).await.unwrap();
     let until = at.plus(SETTLE);
     assert_eq!(
         take(store, &g, "c", settling, at).await,
@@ -150,7 +150,7 @@ async fn the_group_settles_after_every_release<S: LockStore>(store: &S) {
         Acquire::Granted
     );
     // A release by someone else (an operator's release) starts it again.
-    store.release(&g, &id("b"), until).await.unwrap();
+    store.release(&g, &id("b"), false, until).await.unwrap();
     assert!(matches!(
         take(store, &g, "d", settling, until.plus(Duration::from_secs(1))).await,
         Acquire::Settling { .. }
@@ -218,7 +218,11 @@ async fn an_excluded_node_sits_out_while_the_group_goes_on<S: LockStore>(store: 
         Acquire::AlreadyHeld
     );
     assert_eq!(
-        store.release(&g, &id("holder"), T0).await.unwrap().outcome,
+        store
+            .release(&g, &id("holder"), false, T0)
+            .await
+            .unwrap()
+            .outcome,
         Release::Released
     );
     assert_eq!(take(store, &g, "holder", open, T0).await, Acquire::Excluded);
@@ -235,7 +239,7 @@ async fn an_excluded_node_sits_out_while_the_group_goes_on<S: LockStore>(store: 
         Changed::AlreadySo
     );
     assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Full);
-    store.release(&g, &id("well"), T0).await.unwrap();
+    store.release(&g, &id("well"), false, T0).await.unwrap();
     assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Granted);
     // The limit: at most MAX_EXCLUSIONS a group, the first refused changes nothing.
     let crowded = group("crowded");
@@ -372,7 +376,7 @@ async fn paused_and_settling_refusals_are_still_one_request() {
     let settling = rules(3, SETTLE);
     take(&store, &g, "a", settling, T0).await;
     take(&store, &g, "b", settling, T0).await;
-    store.release(&g, &id("a"), T0).await.unwrap();
+    store.release(&g, &id("a"), false, T0).await.unwrap();
     let count = |before: u64| requests.get() - before;
     let before = requests.get();
     assert!(matches!(
@@ -392,7 +396,11 @@ async fn paused_and_settling_refusals_are_still_one_request() {
     assert_eq!(count(before), 1, "paused");
     let before = requests.get();
     assert_eq!(
-        store.release(&g, &id("b"), T0).await.unwrap().outcome,
+        store
+            .release(&g, &id("b"), false, T0)
+            .await
+            .unwrap()
+            .outcome,
         Release::Released
     );
     assert_eq!(count(before), 1, "a release while paused");

@@ -227,7 +227,7 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
     operator.resume(&workers).await.unwrap();
     let b = NodeId::parse("node-b").unwrap();
     operator
-        .release(&workers, &b, Timestamp::now())
+        .release(&workers, &b, false, Timestamp::now())
         .await
         .unwrap();
     // Answers that change nothing write nothing, so they make no event.

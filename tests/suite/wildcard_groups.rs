@@ -27,6 +27,7 @@ fn wildcard(limit: u32) -> GroupRules {
         wildcard_limit: Some(limit),
         lease: None,
         drain: None,
+        return_timeout: None,
     }
 }
 
@@ -37,6 +38,7 @@ const LISTED: GroupRules = GroupRules {
     wildcard_limit: None,
     lease: None,
     drain: None,
+    return_timeout: None,
 };
 
 async fn names<S: LockStore>(store: &S) -> Vec<String> {
@@ -75,7 +77,10 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
         Forgot::Kept(record) => assert!(record.holders.holds(&id("n1"))),
         other => panic!("forgot a group holding a slot: {other:?}"),
     }
-    store.release(&group("b"), &id("n1"), at).await.unwrap();
+    store
+        .release(&group("b"), &id("n1"), false, at)
+        .await
+        .unwrap();
     let pause = PersonPause {
         reason: fleetlock::domain::input::PauseReason::parse("hold on").unwrap(),
         since: at,
@@ -95,7 +100,10 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
         store.forget(&group("b")).await.unwrap(),
         Forgot::NothingStored
     );
-    store.release(&group("named"), &id("n1"), at).await.unwrap();
+    store
+        .release(&group("named"), &id("n1"), false, at)
+        .await
+        .unwrap();
     assert_eq!(
         store.forget(&group("named")).await.unwrap(),
         Forgot::Removed { counted: false }

@@ -136,7 +136,10 @@ async fn a_closed_window_outranks_paused_settling_and_full() {
             .await
             .unwrap();
     }
-    store.release(&workers, &node("w3"), inside).await.unwrap();
+    store
+        .release(&workers, &node("w3"), false, inside)
+        .await
+        .unwrap();
     store
         .pause(
             &workers,

@@ -30,6 +30,7 @@ fn leased() -> GroupRules {
         wildcard_limit: None,
         lease: Some(LEASE),
         drain: None,
+        return_timeout: None,
     }
 }
 
@@ -97,7 +98,7 @@ impl Write {
             Write::Grant => shown(store.acquire(g, &id("a"), leased(), T0).await),
             Write::Renewal => shown(store.acquire(g, &id("a"), leased(), later).await),
             Write::TakeOver => shown(store.acquire(g, &id("b"), leased(), past_lease).await),
-            Write::Release => shown(store.release(g, &id("b"), past_lease).await),
+            Write::Release => shown(store.release(g, &id("b"), false, past_lease).await),
             Write::PersonPause => shown(store.pause(g, pause).await),
             Write::AlarmPause => shown(store.pause_for_alarm(g, "api-5xx").await),
             Write::Reservation => shown(store.acquire(g, &id("c"), gated(), T0).await),

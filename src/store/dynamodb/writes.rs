@@ -61,7 +61,7 @@ const FREED: &str = "#holder, #legacy, #drain, #renewed, #returning, #failed";
 /// node that has since released it.
 pub(super) const GRANT_CHECKS: &str = "attribute_not_exists(#holder) AND attribute_not_exists(#legacy) \
      AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
-     AND attribute_not_exists(#excluded) \
+     AND attribute_not_exists(#stopped) AND attribute_not_exists(#excluded) \
      AND (attribute_not_exists(#released) OR #released <= :settled)";
 
 /// The part of a grant's `SET` that makes it a reservation, in a group with
@@ -165,6 +165,7 @@ impl DynamoStore {
             .expression_attribute_names("#slots", SLOTS_ATTRIBUTE)
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
             .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_names("#stopped", STOPPED_ATTRIBUTE)
             .expression_attribute_names("#released", RELEASED_ATTRIBUTE)
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":slots", number(rules.slots.into()))
@@ -200,13 +201,15 @@ impl DynamoStore {
             // hand) must not become a holder the count does not know.
             .condition_expression(format!(
                 "{reservation} AND attribute_exists(#holder) AND attribute_not_exists(#paused) \
-                 AND attribute_not_exists(#alarms) AND attribute_not_exists(#excluded)"
+                 AND attribute_not_exists(#alarms) AND attribute_not_exists(#stopped) \
+                 AND attribute_not_exists(#excluded)"
             ))
             .expression_attribute_names("#holder", holder_attribute(id))
             .expression_attribute_names("#drain", drain_attribute(id))
             .expression_attribute_names("#excluded", excluded_attribute(id))
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
             .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
+            .expression_attribute_names("#stopped", STOPPED_ATTRIBUTE)
             .expression_attribute_values(":now", number(now.0));
         match since {
             Some(since) => request.expression_attribute_values(":since", number(since.0)),
