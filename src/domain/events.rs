@@ -21,7 +21,9 @@ pub const SOURCE: &str = "fleetlock";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
     SlotReleased,
+    SlotReturned,
     SlotExpired,
+    SlotReturnOverdue,
     GroupResumed,
     NodeIncluded,
     GroupPaused,
@@ -31,10 +33,12 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::SlotGranted,
         Kind::SlotDrainRequested,
         Kind::SlotReleased,
+        Kind::SlotReturned,
+        Kind::SlotReturnOverdue,
         Kind::SlotExpired,
         Kind::GroupPaused,
         Kind::GroupResumed,
@@ -47,6 +51,8 @@ impl Kind {
             Kind::SlotGranted => "Slot Granted",
             Kind::SlotDrainRequested => "Slot Drain Requested",
             Kind::SlotReleased => "Slot Released",
+            Kind::SlotReturned => "Slot Returned",
+            Kind::SlotReturnOverdue => "Slot Return Overdue",
             Kind::SlotExpired => "Slot Expired",
             Kind::GroupPaused => "Group Paused",
             Kind::GroupResumed => "Group Resumed",
@@ -78,7 +84,8 @@ pub struct SlotEvent {
 }
 
 /// Every change from `old` to `new` (an absent item is `Group::default()`),
-/// releases (or the one expiry) and resumes first, then pauses, then inclusions and exclusions,
+/// releases, returns (or the one expiry), slots that began returning and
+/// returns overdue first, then resumes, then pauses, then inclusions and exclusions,
 /// then grants, then drain requests; within a kind by node id or alarm name, so that a
 /// redelivery produces the same list.
 pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) -> Vec<SlotEvent> {
@@ -124,7 +131,51 @@ pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) 
             if old.draining.contains_key(*id) {
                 fields["reserved"] = true.into();
             }
-            events.push(after.event(Kind::SlotReleased, id.as_str(), at, fields));
+            // A returning slot that left: its return was confirmed (or a
+            // person released it).
+            let kind = match old.returning.get(*id) {
+                Some(since) => {
+                    fields["released_at"] = since.to_rfc3339_millis().into();
+                    fields["returning_seconds"] = since.age_at(at).as_secs().into();
+                    Kind::SlotReturned
+                }
+                None => Kind::SlotReleased,
+            };
+            events.push(after.event(kind, id.as_str(), at, fields));
+        }
+    }
+    // A steady-state behind a return gate: the slot is given back but
+    // still counts, returning, until the node is confirmed back in service.
+    for (id, since) in &new.returning {
+        if old.returning.contains_key(id) || !old.holders.holds(id) {
+            continue;
+        }
+        let held_since = new.holders.held_since(id).unwrap_or(*since);
+        let mut fields = json!({
+            "id": id.as_str(),
+            "held_since": held_since.to_rfc3339_millis(),
+            "held_seconds": held_since.age_at(*since).as_secs(),
+            "returning": true,
+        });
+        if old.draining.contains_key(id) {
+            fields["reserved"] = true.into();
+        }
+        events.push(after.event(Kind::SlotReleased, id.as_str(), *since, fields));
+    }
+    // Returns that passed their timeout, as the sweep judged them.
+    for (id, since) in &new.returns_failed {
+        if old.returns_failed.get(id) != Some(since) {
+            let fields = json!({
+                "id": id.as_str(),
+                "released_at": since.to_rfc3339_millis(),
+                "returning_seconds": since.age_at(origin.written_at).as_secs(),
+            });
+            events.push(after.event(
+                Kind::SlotReturnOverdue,
+                id.as_str(),
+                origin.written_at,
+                fields,
+            ));
         }
     }
     // Resumes (a pause in `old` gone from `new`), then pauses (the reverse).
@@ -145,6 +196,18 @@ pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) 
         for alarm in has.alarms.difference(&lacks.alarms) {
             let fields = json!({ "cause": "alarm", "alarm": alarm });
             events.push(after.event(kind, &format!("alarm:{alarm}"), origin.written_at, fields));
+        }
+        if let Some(stop) = has.stop.as_ref().filter(|_| lacks.stop.is_none()) {
+            let at = match kind {
+                Kind::GroupPaused => stop.at,
+                _ => origin.written_at,
+            };
+            let fields = json!({
+                "cause": "return_overdue",
+                "id": stop.id.as_str(),
+                "released_at": stop.returning_since.to_rfc3339_millis(),
+            });
+            events.push(after.event(kind, "return_overdue", at, fields));
         }
     }
     // Inclusions (an exclusion in `old` gone from `new`), then exclusions.
@@ -468,6 +531,51 @@ mod tests {
         assert_eq!(events[0].detail["reserved"], true, "the undrain signal");
         let released = changes(&workers(), &confirmed, &ended, ORIGIN);
         assert_eq!(released[0].detail.get("reserved"), None);
+    }
+
+    #[test]
+    fn a_return_is_a_release_that_says_returning_then_a_returned_or_an_overdue_stop() {
+        let held = group(&[("a", 1_000)]);
+        let mut back = held.clone();
+        back.returning
+            .insert(NodeId::parse("a").unwrap(), Timestamp(61_000));
+        let events = changes(&workers(), &held, &back, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::SlotReleased, "a".to_owned())]);
+        assert_eq!(events[0].detail["returning"], true);
+        assert_eq!(events[0].detail["held_seconds"], 60);
+        assert_eq!(events[0].detail["holders"], 1, "the returning slot counts");
+        assert_eq!(events[0].at, Timestamp(61_000));
+        // A repeated steady-state writes nothing new: no event.
+        assert!(changes(&workers(), &back, &back.clone(), ORIGIN).is_empty());
+
+        let mut stopped = back.clone();
+        stopped
+            .returns_failed
+            .insert(NodeId::parse("a").unwrap(), Timestamp(61_000));
+        stopped.pause.stop = Some(crate::domain::lock::RolloutStop {
+            id: NodeId::parse("a").unwrap(),
+            returning_since: Timestamp(61_000),
+            at: Timestamp(1_261_000),
+        });
+        let events = changes(&workers(), &back, &stopped, ORIGIN);
+        assert_eq!(
+            kinds(&events),
+            [
+                (Kind::SlotReturnOverdue, "a".to_owned()),
+                (Kind::GroupPaused, "a".to_owned())
+            ]
+        );
+        assert_eq!(events[1].detail["cause"], "return_overdue");
+        assert_eq!(events[1].detail["paused"], true);
+        assert_eq!(events[1].at, Timestamp(1_261_000));
+
+        let mut freed = group(&[]);
+        freed.last_release = Some(Timestamp(121_000));
+        let events = changes(&workers(), &back, &freed, ORIGIN);
+        assert_eq!(kinds(&events), [(Kind::SlotReturned, "a".to_owned())]);
+        assert_eq!(events[0].detail["returning_seconds"], 60);
+        assert_eq!(events[0].detail["released_at"], "1970-01-01T00:01:01.000Z");
+        assert_eq!(Kind::SlotReturned.detail_type(), "Slot Returned");
     }
 
     #[test]
