@@ -24,14 +24,19 @@ pub fn render(
             let rules = rules_of(name, deployed);
             let lease = rules.and_then(|rules| rules.lease);
             let drain = rules.and_then(|rules| rules.drain);
+            let return_timeout = rules.and_then(|rules| rules.return_timeout);
             let holders: Vec<_> = record
                 .holders
                 .holders()
                 .map(|(id, at)| {
                     let reserved = record.draining.get(id).copied();
+                    let returning = record.returning.get(id).copied();
                     let ends = lease
-                        .filter(|_| reserved.is_none())
+                        .filter(|_| reserved.is_none() && returning.is_none())
                         .map(|lease| at.plus(lease));
+                    let return_until = returning
+                        .zip(return_timeout)
+                        .map(|(since, timeout)| since.plus(timeout));
                     let drain_until = reserved
                         .zip(drain)
                         .map(|(since, drain)| since.plus(drain.timeout));
@@ -47,6 +52,11 @@ pub fn render(
                         "reserved_at": reserved.map(Timestamp::to_rfc3339_millis),
                         "drain_until": drain_until.map(rfc3339),
                         "drain_overdue": drain_until.map(|until| until <= now),
+                        "returning": returning.is_some(),
+                        "released_at": returning.map(Timestamp::to_rfc3339_millis),
+                        "returning_for_seconds": returning.map(|since| since.age_at(now).as_secs()),
+                        "return_until": return_until.map(rfc3339),
+                        "return_overdue": return_until.map(|until| until <= now),
                     });
                     if let Some(hosts) = hosts {
                         holder["host"] = host_value(hosts.get(id.as_str()));
@@ -105,11 +115,19 @@ pub fn render(
                 "paused_by_person": person,
                 "excluded": excluded,
                 "paused_by_alarms": record.pause.alarms,
+                "stopped": record.pause.stop.as_ref().map(|stop| serde_json::json!({
+                    "id": stop.id.as_str(),
+                    "id_shown": stop.id.shown(),
+                    "released_at": stop.returning_since.to_rfc3339_millis(),
+                    "since": rfc3339(stop.at),
+                    "since_ms": stop.at.0,
+                })),
                 "last_release_at": record.last_release.map(rfc3339),
                 "settle_seconds": rules.map(|r| r.settle.as_secs()),
                 "lease_seconds": lease.map(|l| l.as_secs()),
                 "drain_timeout_seconds": drain.map(|d| d.timeout.as_secs()),
                 "drain_on_timeout": drain.map(|d| d.on_timeout.as_str()),
+                "return_timeout_seconds": return_timeout.map(|t| t.as_secs()),
                 "settles_until": settles_until(name, record, deployed, now).map(rfc3339),
                 "maintenance_windows": windows,
             })

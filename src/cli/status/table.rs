@@ -76,9 +76,12 @@ pub fn render(
             ]);
         }
         for (id, at) in record.holders.holders() {
-            // A reservation holds its slot but its node waits for its drain.
+            // A reservation holds its slot but its node waits for its drain;
+            // a returning slot still counts, its node not confirmed back.
             let state = if record.draining.contains_key(id) {
                 "draining".to_string()
+            } else if record.returning.contains_key(id) {
+                "returning".to_string()
             } else {
                 state.clone()
             };
@@ -172,9 +175,35 @@ pub fn render(
                 since.to_rfc3339_millis()
             ));
         }
+        let return_timeout = rules_of(name, deployed).and_then(|rules| rules.return_timeout);
+        for (id, since) in &record.returning {
+            let host = hosts
+                .and_then(|hosts| hosts.get(id.as_str()))
+                .map_or(String::new(), |host| format!(" ({host})"));
+            let until = match return_timeout {
+                Some(timeout) if since.plus(timeout) <= now => format!(
+                    ", past its return timeout since {}",
+                    rfc3339(since.plus(timeout))
+                ),
+                Some(timeout) => format!(", due by {}", rfc3339(since.plus(timeout))),
+                None if deployed.is_some() => {
+                    ", and the group has no return gate now: nobody confirms it by itself".into()
+                }
+                None => String::new(),
+            };
+            out.push_str(&format!(
+                "{name}: '{}'{host} is returning since {} ({}){until}: confirm with \
+                 'fleetlock returned --group {name} --id {} --released-at {}'\n",
+                id.shown(),
+                rfc3339(*since),
+                human_duration(since.age_at(now).as_secs()),
+                crate::cli::config_check::shell_word(&id.shown()),
+                since.to_rfc3339_millis()
+            ));
+        }
         if let Some(lease) = rules_of(name, deployed).and_then(|rules| rules.lease) {
             for (id, at) in record.holders.holders() {
-                if record.draining.contains_key(id) {
+                if record.draining.contains_key(id) || record.returning.contains_key(id) {
                     continue;
                 }
                 let ends = at.plus(lease);
@@ -242,6 +271,80 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_shows_each_return_for_how_long_until_when_how_to_confirm_it_and_a_stop() {
+        use crate::domain::input::NodeId;
+        use crate::domain::lock::{RolloutStop, Semaphore};
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
+            "FLEETLOCK_RETURN" => Some("workers=20m".into()),
+            _ => None,
+        })
+        .unwrap();
+        let t0 = Timestamp(1_764_480_000_042);
+        let minute = std::time::Duration::from_secs(60);
+        let back = NodeId::parse("back").unwrap();
+        let gone = NodeId::parse("gone").unwrap();
+        let record = GroupRecord {
+            holders: Semaphore::from_holders([(back.clone(), t0), (gone.clone(), t0)]),
+            returning: [(back, t0.plus(minute * 15)), (gone.clone(), t0)].into(),
+            slots: Some(2),
+            pause: crate::domain::lock::Pause {
+                stop: Some(RolloutStop {
+                    id: gone,
+                    returning_since: t0,
+                    at: t0.plus(minute * 21),
+                }),
+                ..Default::default()
+            },
+            ..GroupRecord::default()
+        };
+        let groups = [(GroupName::parse("workers").unwrap(), record)];
+        let now = t0.plus(minute * 25);
+        let wildcard = Wildcard {
+            counted: 0,
+            limit: None,
+        };
+        let text = render(&groups, Some(&config), now, None, wildcard, &[], None);
+        assert!(
+            text.contains(
+                "workers: 'back' is returning since 2025-11-30T05:35:00Z (10m 0s), due by \
+                 2025-11-30T05:55:00Z: confirm with 'fleetlock returned --group workers --id \
+                 back --released-at 2025-11-30T05:35:00.042Z'"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("'gone' is returning since 2025-11-30T05:20:00Z (25m 0s), past its return timeout since 2025-11-30T05:40:00Z"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "workers is paused by the server since 2025-11-30T05:41:00Z: node 'gone'"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("returning  ").count(), 2, "{text}");
+        let json = super::super::json::render(&groups, Some(&config), now, wildcard, &[], None);
+        let group = &json["groups"][0];
+        assert_eq!(group["stopped"]["id"], "gone");
+        assert_eq!(group["return_timeout_seconds"], 1200);
+        let gone = group["holders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == "gone")
+            .unwrap();
+        assert_eq!(
+            (
+                &gone["returning"],
+                &gone["return_overdue"],
+                &gone["returning_for_seconds"]
+            ),
+            (&true.into(), &true.into(), &1500.into())
+        );
+    }
 
     #[test]
     fn status_shows_each_reservation_since_when_until_when_and_how_to_confirm_it() {
