@@ -26,6 +26,7 @@ locals {
   settle_env  = join(",", [for group, time in var.settle : "${group}=${time}"])
   lease_env   = join(",", [for group, time in var.lease : "${group}=${time}"])
   drain_env   = join(",", [for group, gate in var.drain : "${group}=${gate}"])
+  return_env  = join(",", [for group, timeout in var.return_gate : "${group}=${timeout}"])
   windows_env = join(";", flatten([for group, windows in var.maintenance_windows : [for w in windows : "${group}: days=${join(",", w.days)} start_time=${w.start_time} length_minutes=${w.length_minutes}"]]))
   clients_env = join(" ", var.clients)
 
@@ -160,6 +161,7 @@ resource "aws_lambda_function" "this" {
       FLEETLOCK_SETTLE              = local.settle_env
       FLEETLOCK_LEASE               = local.lease_env
       FLEETLOCK_DRAIN               = local.drain_env
+      FLEETLOCK_RETURN              = local.return_env
       FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
       FLEETLOCK_WINDOWS             = local.windows_env
       FLEETLOCK_TIME_ZONE           = var.time_zone

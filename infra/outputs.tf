@@ -59,7 +59,7 @@ output "alarm_topic_arn" {
 }
 
 output "drained_function_arn" {
-  description = "The function drain hooks invoke to confirm a drain ({\"action\": \"drained\", ...}); `fleetlock iam-policy --for drain-hook --function-arn ARN` prints a hook's policy (null unless drain)."
+  description = "The function hooks invoke to confirm a drain ({\"action\": \"drained\", ...}) or a return ({\"action\": \"returned\", ...}); `fleetlock iam-policy --for drain-hook --function-arn ARN` prints a hook's policy (null unless drain or return_gate)."
   value       = one(aws_lambda_function.drained[*].arn)
 }
 

@@ -19,6 +19,7 @@ locals {
     settle              = keys(var.settle)
     lease               = keys(var.lease)
     drain               = keys(var.drain)
+    return_gate         = keys(var.return_gate)
     maintenance_windows = keys(var.maintenance_windows)
     alarm_pauses        = [for group in distinct(flatten(values(var.alarm_pauses))) : group if group != "*"]
   }

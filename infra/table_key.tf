@@ -9,7 +9,7 @@ locals {
     { function = aws_iam_role.function.id },
     var.slot_events ? { slot_events = aws_iam_role.slot_events[0].id } : {},
     local.alarm_pauses == 1 ? { alarm_pauses = aws_iam_role.alarm_pauses[0].id } : {},
-    local.drain == 1 ? { drained = aws_iam_role.drained[0].id } : {},
+    local.drained == 1 ? { drained = aws_iam_role.drained[0].id } : {},
   )
   table_key_policy = var.table_kms_key_arn == null ? null : jsonencode({
     Version = "2012-10-17"

@@ -106,6 +106,22 @@ variable "drain" {
   }
 }
 
+variable "return_gate" {
+  description = "FLEETLOCK_RETURN: per group, a return gate: a return timeout from 1m to 24h, e.g. { workers = \"20m\" }. A node's steady-state leaves its slot counted as returning until a hook or a person confirms the node is back in service (the drained function's returned action, or fleetlock returned); past the timeout the group's rollout stops until a person resumes it. Needs slot_events and a hook that knows the returning state (contrib/drain-hook from 0.2). Empty: no gate."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    # The timeout in seconds, from its h, m and s parts, from 1m to 24h.
+    condition = alltrue([for group, timeout in var.return_gate : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && try(alltrue([
+      for seconds in [sum([for i, part in regex("^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?$", timeout) : tonumber(coalesce(part, "0")) * [3600, 60, 1][i]])] :
+      seconds >= 60 && seconds <= 86400
+    ]), false)])
+    error_message = "return_gate maps group names or \"*\" to a return timeout such as \"20m\", from 1m to 24h."
+  }
+}
+
 variable "max_wildcard_groups" {
   description = "FLEETLOCK_MAX_WILDCARD_GROUPS: how many groups that only \"*=N\" covers may come into existence; past it a new one is refused (too_many_groups), so a credential scoped to \"*\" cannot fill the table."
   type        = number

@@ -22,6 +22,8 @@ ENVIRONMENT:
                       oldest slot, e.g. 'workers=6h' (default: none, held until given back)
     FLEETLOCK_DRAIN   per group, a drain gate: a drain timeout from 1m to 24h, then hold (default)
                       or grant: 'workers=15m,db=30m:grant' (default: none, granted at once)
+    FLEETLOCK_RETURN  per group, a return gate: a return timeout from 1m to 24h, e.g. 'workers=20m';
+                      a released slot counts until the node's return is confirmed (default: none)
     FLEETLOCK_MAX_WILDCARD_GROUPS  how many groups only '*' covers may come into existence
                       (default: 100, at most 2000); past it a new one is refused (too_many_groups)
     FLEETLOCK_WINDOWS maintenance windows per group, in Zincati's words, ';'-separated:
@@ -34,7 +36,7 @@ ENVIRONMENT:
     FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
                       in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
     FLEETLOCK_METRICS_SERVICE  the drained entry point's sweep: the API function whose
-                      DrainsOverdue metric it feeds (needed with FLEETLOCK_DRAIN)
+                      DrainsOverdue and ReturnsOverdue metrics it feeds (needed with a gate)
     FLEETLOCK_HOSTS   status and hosts: 'tags' or a host file, as --hosts
     FLEETLOCK_URL     lock/unlock: the server, as Zincati's base_url: https://NAME:SECRET@host/
     FLEETLOCK_MACHINE_ID_FILE  lock/unlock --app: the machine id (default: /etc/machine-id)

@@ -3,3 +3,4 @@
 slot_events  = true
 alarm_pauses = { "api-5xx" = ["*"] }
 drain        = { workers = "15m" }
+return_gate  = { workers = "20m" }

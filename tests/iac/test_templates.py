@@ -815,7 +815,7 @@ class TableKey(unittest.TestCase):
         conditional = {r["Fn::If"][1]["Ref"]: r["Fn::If"][0] for r in roles[1:]}
         self.assertEqual(conditional, {"SlotEventsFunctionRole": "HasSlotEvents",
                                        "AlarmPausesFunctionRole": "HasAlarmPauses",
-                                       "DrainedFunctionRole": "HasDrain"})
+                                       "DrainedFunctionRole": "HasDrainedFunction"})
         # Every role that reads or writes the table is among them.
         for function in ["FleetLockFunction", "SlotEventsFunction", "AlarmPausesFunction", "DrainedFunction"]:
             touches = any(str(s.get("Resource", "")).find("LocksTable") >= 0 for s in sam_role_statements(function))
@@ -1359,7 +1359,7 @@ class AlarmsReachAPerson(unittest.TestCase):
             self.assertEqual(alarm["ok_actions"], "${local.alarm_actions}", name)
         self.assertIn("aws_sns_topic.alarms[0].arn", TF_LOCALS["alarm_actions"])
         self.assertEqual(len(sam_alarms()), len(tf_alarms()))
-        self.assertEqual(len(sam_alarms()), 10)
+        self.assertEqual(len(sam_alarms()), 11)
 
 
 class AlarmPauses(unittest.TestCase):
@@ -1452,14 +1452,96 @@ SAM_DRAINED = SAM_RESOURCES["DrainedFunction"]
 TF_DRAINED = TF[("aws_lambda_function", "drained")]
 
 
+@functools.cache
+def returned_run():
+    """The API function with a return gate grants a node its slot, hears its
+    steady-state (the slot returning) and refuses the next node; the drained
+    function, under its template's handler, reads the slot as returning and
+    confirms the return; the next node asks again: (the API's first answers
+    and lines, the drained function's answers, the next node's answer)."""
+    table = "iac-returned-" + os.urandom(4).hex()
+    endpoint = lambda_run.table(table)
+    api_env = {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table, "FLEETLOCK_AUTH": "disabled",
+               "FLEETLOCK_GROUPS": "default=1", "FLEETLOCK_RETURN": "default=20m"}
+    handler = SAM["Globals"]["Function"]["Handler"]
+    first = lambda_run.invoke(handler, [lambda_run.api_gateway_event("pre-reboot", "iac-node"),
+                                        lambda_run.api_gateway_event("steady-state", "iac-node"),
+                                        lambda_run.api_gateway_event("pre-reboot", "iac-next")], api_env)
+    slot = {"action": "slot", "group": "default", "id": "iac-node"}
+    answers, _ = lambda_run.invoke(SAM_DRAINED["Properties"]["Handler"],
+                                   [slot, {**slot, "action": "returned"}, {**slot, "action": "returned"},
+                                    json.loads(SAM_DRAINED["Properties"]["Events"]["Sweep"]["Properties"]["Input"])],
+                                   {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table,
+                                    "FLEETLOCK_GROUPS": "default=1", "FLEETLOCK_RETURN": "default=20m",
+                                    "FLEETLOCK_METRICS_SERVICE": "iac-api"})
+    after = lambda_run.invoke(handler, [lambda_run.api_gateway_event("pre-reboot", "iac-next")], api_env)
+    return first, answers, after
+
+
+class Return(unittest.TestCase):
+    def test_the_drained_function_and_an_alarm_only_with_a_gate_refused_without_slot_events(self):
+        self.assertEqual(sam_param_default("Return"), "")
+        self.assertEqual(TF_VARS["return_gate"]["default"], {})
+        self.assertEqual(SAM["Conditions"]["HasReturn"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Return"}, ""]}]})
+        self.assertEqual(TF_LOCALS["return_gated"], "${length(var.return_gate) == 0 ? 0 : 1}")
+        self.assertEqual(sam_condition("ReturnsOverdueAlarm"), "HasReturn")
+        self.assertEqual(TF[("aws_cloudwatch_metric_alarm", "returns_overdue")]["count"], "${local.return_gated}")
+        rule = SAM["Rules"]["ReturnNeedsSlotEvents"]
+        self.assertEqual(rule["RuleCondition"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Return"}, ""]}]})
+        self.assertEqual(rule["Assertions"][0]["Assert"], {"Fn::Equals": [{"Ref": "SlotEvents"}, "true"]})
+        self.assertIn("return_gate", TF_DRAINED["lifecycle"]["precondition"]["error_message"])
+        # The API function, the check and the drained function read it alike.
+        for function in ["FleetLockFunction", "ConfigCheckFunction", "DrainedFunction"]:
+            self.assertEqual(SAM_RESOURCES[function]["Properties"]["Environment"]["Variables"]["FLEETLOCK_RETURN"],
+                             {"Ref": "Return"}, function)
+        self.assertEqual(TF_FUNCTION["environment"]["variables"]["FLEETLOCK_RETURN"], "${local.return_env}")
+        self.assertEqual(re.sub(r"\s", "", TF_LOCALS["return_env"]),
+                         '${join(",",[forgroup,timeoutinvar.return_gate:"${group}=${timeout}"])}')
+
+    def test_a_steady_state_returns_the_slot_until_the_drained_function_confirms_it(self):
+        first, answers, after = returned_run()
+        (granted, steady, refused), lines = first
+        self.assertEqual(granted[1]["statusCode"], 200)
+        self.assertEqual(steady[1]["statusCode"], 200, "Zincati's steady-state answers 200 as ever")
+        self.assertEqual(refused[1]["statusCode"], 423)
+        self.assertEqual(json.loads(refused[1]["body"])["kind"], "semaphore_full")
+        outcomes = [line["Outcome"] for line in lambda_run.metric_lines(lines)]
+        self.assertEqual(outcomes, ["granted", "returning", "full"])
+        slot, confirmed, again, sweep = answers
+        self.assertEqual((slot[1]["state"], slot[1]["returning"]), ("returning", True))
+        self.assertEqual((confirmed[1]["outcome"], confirmed[1]["done"]), ("returned", True))
+        self.assertEqual((again[1]["outcome"], again[1]["done"]), ("not_returning", False))
+        self.assertEqual(sweep[1], {"drains_overdue": 0, "returns_overdue": 0, "stopped": 0, "groups": 1})
+        (next_node, ), _ = after
+        self.assertEqual(next_node[1]["statusCode"], 200)
+
+    def test_the_overdue_alarm_watches_the_metric_the_code_emits(self):
+        (_, lines), _, _ = returned_run()
+        emitted = lambda_run.emitted_metrics(lines)
+        self.assertIn(("FleetLock", "ReturnsOverdue"), emitted)
+        alarm = SAM_RESOURCES["ReturnsOverdueAlarm"]["Properties"]
+        tf = TF[("aws_cloudwatch_metric_alarm", "returns_overdue")]
+        self.assertEqual((alarm["Namespace"], alarm["MetricName"]), ("FleetLock", "ReturnsOverdue"))
+        self.assertEqual((tf["namespace"], tf["metric_name"]), ("FleetLock", "ReturnsOverdue"))
+        self.assertEqual(alarm["Dimensions"][0]["Value"], {"Ref": "FleetLockFunction"})
+        self.assertEqual(tf["dimensions"]["Service"], "${aws_lambda_function.this.function_name}")
+        for key, tf_key in [("Threshold", "threshold"), ("Period", "period"), ("ComparisonOperator", "comparison_operator")]:
+            self.assertEqual(alarm[key], tf[tf_key], key)
+
+
 class Drain(unittest.TestCase):
     def test_created_only_with_a_gate_and_refused_without_slot_events(self):
         self.assertEqual(sam_param_default("Drain"), "")
         self.assertEqual(TF_VARS["drain"]["default"], {})
         self.assertEqual(SAM["Conditions"]["HasDrain"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Drain"}, ""]}]})
         self.assertEqual(TF_LOCALS["drain"], "${length(var.drain) == 0 ? 0 : 1}")
-        for name in ["DrainedLogGroup", "DrainedFunctionRole", "DrainedFunction", "DrainsOverdueAlarm"]:
-            self.assertEqual(sam_condition(name), "HasDrain", name)
+        # The drained function serves both gates; the drain's alarm, this one.
+        self.assertEqual(SAM["Conditions"]["HasDrainedFunction"],
+                         {"Fn::Or": [{"Condition": "HasDrain"}, {"Condition": "HasReturn"}]})
+        self.assertEqual(TF_LOCALS["drained"], "${local.drain == 1 || local.return_gated == 1 ? 1 : 0}")
+        for name in ["DrainedLogGroup", "DrainedFunctionRole", "DrainedFunction"]:
+            self.assertEqual(sam_condition(name), "HasDrainedFunction", name)
+        self.assertEqual(sam_condition("DrainsOverdueAlarm"), "HasDrain")
         rule = SAM["Rules"]["DrainNeedsSlotEvents"]
         self.assertEqual(rule["RuleCondition"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Drain"}, ""]}]})
         self.assertEqual(rule["Assertions"][0]["Assert"], {"Fn::Equals": [{"Ref": "SlotEvents"}, "true"]})
@@ -1490,7 +1572,7 @@ class Drain(unittest.TestCase):
         sam = SAM_DRAINED["Properties"]["Environment"]["Variables"]
         tf = TF_DRAINED["environment"]["variables"]
         self.assertEqual(set(sam), {"FLEETLOCK_TABLE", "FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN",
-                                    "FLEETLOCK_METRICS_SERVICE", "RUST_LOG"})
+                                    "FLEETLOCK_RETURN", "FLEETLOCK_METRICS_SERVICE", "RUST_LOG"})
         self.assertEqual(set(sam), set(tf))
         api = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
         tf_api = TF_FUNCTION["environment"]["variables"]
@@ -1498,7 +1580,7 @@ class Drain(unittest.TestCase):
         self.assertEqual(tf_api["FLEETLOCK_DRAIN"], "${local.drain_env}")
         # The sweep reads the gates as the API function does, and feeds the
         # metric on the API function's dimension, which the alarm watches.
-        for name in ["FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN"]:
+        for name in ["FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN", "FLEETLOCK_RETURN"]:
             self.assertEqual(sam[name], api[name], name)
             self.assertEqual(tf[name], tf_api[name], name)
         self.assertEqual(sam["FLEETLOCK_METRICS_SERVICE"], {"Ref": "FleetLockFunction"})
@@ -1526,11 +1608,11 @@ class Drain(unittest.TestCase):
         self.assertEqual(permission["principal"], "events.amazonaws.com")
         self.assertEqual(permission["source_arn"], "${aws_cloudwatch_event_rule.drain_sweep[0].arn}")
         for name in ["aws_cloudwatch_event_rule", "aws_cloudwatch_event_target", "aws_lambda_permission"]:
-            self.assertEqual(TF[(name, "drain_sweep")]["count"], "${local.drain}", name)
+            self.assertEqual(TF[(name, "drain_sweep")]["count"], "${local.drained}", name)
         # And the binary, under the template's handler, answers the sweep.
         (_, _), confirmed, _ = drained_run()
         self.assertEqual(confirmed[2][0], "response")
-        self.assertEqual(confirmed[2][1], {"drains_overdue": 0, "groups": 1})
+        self.assertEqual(confirmed[2][1], {"drains_overdue": 0, "returns_overdue": 0, "stopped": 0, "groups": 1})
 
     def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
         expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "drained")["Statement"]}

@@ -24,6 +24,7 @@ const SAM_PARAMETERS: &[(&str, &str)] = &[
     ("Settle", "FLEETLOCK_SETTLE"),
     ("Lease", "FLEETLOCK_LEASE"),
     ("Drain", "FLEETLOCK_DRAIN"),
+    ("Return", "FLEETLOCK_RETURN"),
     ("MaxWildcardGroups", "FLEETLOCK_MAX_WILDCARD_GROUPS"),
     ("MaintenanceWindows", "FLEETLOCK_WINDOWS"),
     ("TimeZone", "FLEETLOCK_TIME_ZONE"),
@@ -38,6 +39,7 @@ const TF_VARIABLES: &[(&str, &str)] = &[
     ("settle", "FLEETLOCK_SETTLE"),
     ("lease", "FLEETLOCK_LEASE"),
     ("drain", "FLEETLOCK_DRAIN"),
+    ("return_gate", "FLEETLOCK_RETURN"),
     ("max_wildcard_groups", "FLEETLOCK_MAX_WILDCARD_GROUPS"),
     ("maintenance_windows", "FLEETLOCK_WINDOWS"),
     ("time_zone", "FLEETLOCK_TIME_ZONE"),
@@ -265,14 +267,21 @@ pub fn from_samconfig(text: &str, config_env: &str, file: &str) -> Result<Deploy
             .names
             .insert((*var).into(), format!("parameter {parameter}"));
     }
-    let drains = values
-        .get("Drain")
-        .is_some_and(|drain| !drain.trim().is_empty());
-    if drains && values.get("SlotEvents").map(String::as_str) != Some("true") {
+    let events = values.get("SlotEvents").map(String::as_str) == Some("true");
+    let set = |name: &str| values.get(name).is_some_and(|v| !v.trim().is_empty());
+    if set("Drain") && !events {
         inputs.refused.push(
             "parameter Drain needs SlotEvents=true (the template's rule DrainNeedsSlotEvents \
              refuses the deploy): the Slot Drain Requested event is what tells a hook to drain \
              a node"
+                .into(),
+        );
+    }
+    if set("Return") && !events {
+        inputs.refused.push(
+            "parameter Return needs SlotEvents=true (the template's rule ReturnNeedsSlotEvents \
+             refuses the deploy): the Slot Released event (returning) is what tells a hook to \
+             bring a node back and confirm its return"
                 .into(),
         );
     }
@@ -390,13 +399,21 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
             .names
             .insert((*var).into(), format!("variable {variable}"));
     }
-    let drains = matches!(value("drain"), Value::Object(map) if !map.is_empty());
+    let gated = |name: &str| matches!(value(name), Value::Object(map) if !map.is_empty());
     let events = matches!(value("slot_events"), Value::Bool(true))
         || value("slot_events") == Value::String("true".into());
-    if drains && !events {
+    if gated("drain") && !events {
         inputs.refused.push(
             "variable drain needs slot_events = true (the module's precondition refuses the \
              plan): the Slot Drain Requested event is what tells a hook to drain a node"
+                .into(),
+        );
+    }
+    if gated("return_gate") && !events {
+        inputs.refused.push(
+            "variable return_gate needs slot_events = true (the module's precondition refuses \
+             the plan): the Slot Released event (returning) is what tells a hook to bring a \
+             node back and confirm its return"
                 .into(),
         );
     }
@@ -462,11 +479,12 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
         entries
     };
     Ok(match variable {
-        "groups" | "settle" | "lease" | "drain" => {
+        "groups" | "settle" | "lease" | "drain" | "return_gate" => {
             let shape = match variable {
                 "groups" => "{ default = 1, workers = 3 }",
                 "settle" => "{ workers = \"10m\" }",
                 "drain" => "{ workers = \"15m\" }",
+                "return_gate" => "{ workers = \"20m\" }",
                 _ => "{ workers = \"6h\" }",
             };
             let map = map_of(value, shape)?;
@@ -584,6 +602,28 @@ mod tests {
         assert!(
             refused[0].starts_with("parameter Drain needs SlotEvents=true"),
             "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_return_gate_without_slot_events_is_what_the_deploy_refuses() {
+        let tf = "groups = { workers = 2 }\nreturn_gate = { workers = \"20m\" }\n";
+        let without = from_tfvars(tf, "a.tfvars").unwrap();
+        assert_eq!(without.vars["FLEETLOCK_RETURN"], "workers=20m");
+        assert!(
+            without.refused[0].starts_with("variable return_gate needs slot_events = true"),
+            "{:?}",
+            without.refused
+        );
+        let with = from_tfvars(&format!("{tf}slot_events = true\n"), "a.tfvars").unwrap();
+        assert!(with.refused.is_empty(), "{:?}", with.refused);
+        let sam = "[default.deploy.parameters]\nparameter_overrides = [\"Return=workers=20m\"]\n";
+        let inputs = from_samconfig(sam, "default", "samconfig.toml").unwrap();
+        assert_eq!(inputs.vars["FLEETLOCK_RETURN"], "workers=20m");
+        assert!(
+            inputs.refused[0].starts_with("parameter Return needs SlotEvents=true"),
+            "{:?}",
+            inputs.refused
         );
     }
 

@@ -54,9 +54,10 @@ pub fn config_summary(
             format!("; paused while in ALARM: {}", alarms.join(", "))
         }
     };
-    let rule_text = |rules: GroupRules| {
-        format!(
-            "{} slot{}, settle {}{}{}",
+    let rule_text =
+        |rules: GroupRules| {
+            format!(
+            "{} slot{}, settle {}{}{}{}",
             rules.slots,
             if rules.slots == 1 { "" } else { "s" },
             format_duration(rules.settle),
@@ -68,9 +69,14 @@ pub fn config_summary(
                 ", drain gate {} then {} (a slot is granted once its node's drain is confirmed)",
                 format_duration(drain.timeout),
                 drain.on_timeout.as_str()
+            )),
+            rules.return_timeout.map_or(String::new(), |timeout| format!(
+                ", return gate {timeout} (a released slot is free once its node's return is \
+                 confirmed; past the timeout the group stops)",
+                timeout = format_duration(timeout)
             ))
         )
-    };
+        };
     for (name, _) in config.groups.listed() {
         if let Ok(rules) = config.groups.rules_for(name) {
             out.push_str(&format!(

@@ -22,6 +22,7 @@ run "good_every_per_group_input_on_configured_groups" {
     lease           = { workers = "6h", db = "30m" }
     slot_events     = true
     drain           = { workers = "15m", db = "24h:grant" }
+    return_gate     = { workers = "20m", db = "1m" }
     maintenance_windows = {
       workers = [{ days = ["Saturday", "sun"], start_time = "22:00", length_minutes = 120 }]
       db      = [{ days = ["Mon"], start_time = "00:00", length_minutes = 10080 }]
@@ -84,6 +85,29 @@ run "bad_drain_of_a_group_not_configured" {
     drain           = { workers = "15m" }
   }
   expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_return_gate_of_a_group_not_configured" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 2 }
+    slot_events     = true
+    return_gate     = { wrokers = "20m" }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_return_timeout_under_a_minute" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    slot_events     = true
+    return_gate     = { default = "30s" }
+  }
+  expect_failures = [var.return_gate]
 }
 
 run "bad_lease_of_a_group_not_configured" {

@@ -308,6 +308,7 @@ run "everything_on" {
     settle       = { default = "10m", "*" = "2m" }
     lease        = { workers = "6h", "*" = "1h30m" }
     drain        = { workers = "15m", "*" = "1h:grant" }
+    return_gate  = { workers = "20m" }
     maintenance_windows = {
       workers = [
         { days = ["Sat", "Sun"], start_time = "22:00", length_minutes = 120 },
@@ -363,6 +364,14 @@ run "everything_on" {
   assert {
     condition     = aws_lambda_function.drained[0].environment[0].variables["FLEETLOCK_DRAIN"] == aws_lambda_function.this.environment[0].variables["FLEETLOCK_DRAIN"] && aws_lambda_function.drained[0].environment[0].variables["FLEETLOCK_GROUPS"] == aws_lambda_function.this.environment[0].variables["FLEETLOCK_GROUPS"]
     error_message = "the sweep reads the gates the API function reads"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_RETURN"] == "workers=20m" && aws_lambda_function.drained[0].environment[0].variables["FLEETLOCK_RETURN"] == "workers=20m" && aws_lambda_function.config_check.environment[0].variables["FLEETLOCK_RETURN"] == "workers=20m"
+    error_message = "the return gate joined as the binary reads it, on the API, the drained and the check function"
+  }
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.returns_overdue) == 1 && aws_cloudwatch_metric_alarm.returns_overdue[0].metric_name == "ReturnsOverdue"
+    error_message = "the alarm on returns overdue"
   }
   assert {
     condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_WINDOWS"] == "workers: days=Sat,Sun start_time=22:00 length_minutes=120;workers: days=Wed start_time=03:00 length_minutes=60;workers: days=Saturday,sun start_time=05:00 length_minutes=30"
@@ -506,11 +515,12 @@ run "typed_inputs_are_checked" {
     settle               = { default = "ten minutes" }
     lease                = { default = "10m" }
     drain                = { default = "30s:grant" }
+    return_gate          = { default = "25h" }
     reserved_concurrency = -2
     log_retention_days   = 10
   }
 
-  expect_failures = [var.groups, var.settle, var.lease, var.drain, var.reserved_concurrency, var.log_retention_days]
+  expect_failures = [var.groups, var.settle, var.lease, var.drain, var.return_gate, var.reserved_concurrency, var.log_retention_days]
 }
 
 run "a_drain_gate_without_slot_events_is_refused" {
@@ -518,6 +528,30 @@ run "a_drain_gate_without_slot_events_is_refused" {
 
   variables {
     drain = { default = "15m" }
+  }
+
+  expect_failures = [aws_lambda_function.drained]
+}
+
+run "a_return_gate_alone_makes_the_drained_function_and_needs_slot_events" {
+  command = plan
+
+  variables {
+    slot_events = true
+    return_gate = { default = "20m" }
+  }
+
+  assert {
+    condition     = length(aws_lambda_function.drained) == 1 && length(aws_cloudwatch_metric_alarm.drains_overdue) == 0 && length(aws_cloudwatch_metric_alarm.returns_overdue) == 1 && length(aws_cloudwatch_event_rule.drain_sweep) == 1
+    error_message = "the drained function, its sweep and the returns alarm, without the drain alarm"
+  }
+}
+
+run "a_return_gate_without_slot_events_is_refused" {
+  command = plan
+
+  variables {
+    return_gate = { default = "20m" }
   }
 
   expect_failures = [aws_lambda_function.drained]
