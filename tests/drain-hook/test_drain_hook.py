@@ -9,7 +9,9 @@ the drain, the confirmation, the grant, the reboot's release and the undrain.
 
 moto holds no lock state here: the table is DynamoDB Local's. moto's
 interpreter calls the services through its own endpoint (MOTO_PORT), which is
-this file's proxy: it forwards every call to moto but Lambda's Invoke.
+this file's proxy: it forwards every call to moto but Lambda's Invoke, and,
+when a test sets a stand-in, ELB's DescribeTargetHealth of named targets (moto
+cannot make a target unhealthy, then healthy).
 """
 
 import gzip
@@ -23,6 +25,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -68,6 +71,9 @@ class Invocations(ThreadingHTTPServer):
     def __init__(self, moto_url, table):
         self.moto_url, self.table = moto_url, table
         self.invoked = []
+        # A test's stand-in for target health: (instance, port) -> state.
+        self.health = None
+        self.health_reads = []
         super().__init__(("127.0.0.1", 0), _Forward)
 
 
@@ -96,8 +102,30 @@ class _Forward(BaseHTTPRequestHandler):
         except urllib.error.HTTPError as error:
             self._answer(error.code, error.headers.items(), error.read())
 
+    def _target_health(self, form):
+        """DescribeTargetHealth of one named target, as ELB answers it, in
+        the state the test's stand-in gives."""
+        instance = form["Targets.member.1.Id"][0]
+        port = form.get("Targets.member.1.Port", [None])[0]
+        state = self.server.health(instance, port)
+        self.server.health_reads.append((instance, port, state))
+        port_xml = f"<Port>{port}</Port>" if port else "<Port>80</Port>"
+        body = ("<DescribeTargetHealthResponse xmlns=\"http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/\">"
+                "<DescribeTargetHealthResult><TargetHealthDescriptions><member>"
+                f"<Target><Id>{instance}</Id>{port_xml}</Target>"
+                f"<TargetHealth><State>{state}</State></TargetHealth>"
+                "</member></TargetHealthDescriptions></DescribeTargetHealthResult>"
+                "<ResponseMetadata><RequestId>stand-in</RequestId></ResponseMetadata>"
+                "</DescribeTargetHealthResponse>").encode()
+        self._answer(200, [("content-type", "text/xml")], body)
+
     def do_POST(self):
         body = self._body()
+        form = urllib.parse.parse_qs(body.decode(errors="replace")) if body else {}
+        if (self.server.health and form.get("Action") == ["DescribeTargetHealth"]
+                and "Targets.member.1.Id" in form):
+            self._target_health(form)
+            return
         if self.path.startswith("/2015-03-31/functions/") and self.path.endswith("/invocations"):
             action = json.loads(body)
             self.server.invoked.append(action)
@@ -176,7 +204,7 @@ class Scene:
     """Two nodes behind two target groups: `asg-node` in an Auto Scaling
     group, `lone-node` on its own; and the hook's state machine."""
 
-    def __init__(self, moto, delay=1, retry=1):
+    def __init__(self, moto, delay=1, retry=1, health_seconds=1, health_attempts=30):
         self.moto = moto
         ec2, asg, elb = moto.client("ec2"), moto.client("autoscaling"), moto.client("elbv2")
         vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -213,15 +241,18 @@ class Scene:
         elb.register_targets(TargetGroupArn=self.target_groups[1],
                              Targets=[{"Id": self.lone_instance, "Port": LONE_NODE_API_PORT}])
         self.retry = retry
+        self.health_seconds, self.health_attempts = health_seconds, health_attempts
         self.machine = self.state_machine(delay)
 
-    def state_machine(self, delay):
+    def state_machine(self, delay, health_attempts=None):
         """The hook's state machine over this scene, waiting `delay` seconds
         for the deregistration delay."""
         definition = substituted((HOOK / "state-machine.asl.json").read_text(),
                                  drained_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:drained",
                                  target_group_arns=",".join(self.target_groups),
-                                 deregistration_delay_seconds=delay, confirm_retry_seconds=self.retry)
+                                 deregistration_delay_seconds=delay, confirm_retry_seconds=self.retry,
+                                 health_check_seconds=self.health_seconds,
+                                 health_check_attempts=health_attempts or self.health_attempts)
         sfn = self.moto.client("stepfunctions")
         return sfn.create_state_machine(name="drain-hook-" + os.urandom(3).hex(), definition=definition,
                                         roleArn="arn:aws:iam::123456789012:role/drain-hook")["stateMachineArn"]
@@ -297,14 +328,15 @@ def event(kind, detail):
             "detail": detail}
 
 
-def api(table, *calls):
-    """The API function (handler bootstrap) with a drain gate on `default`,
-    answering Zincati's calls [(endpoint, node)]: their bodies."""
+def api(table, *calls, returns=False):
+    """The API function (handler bootstrap) with a drain gate on `default`
+    (and a return gate, with `returns`), answering Zincati's calls
+    [(endpoint, node)]: their bodies."""
     endpoint = lambda_run.dynamodb_endpoint()
+    gates = {"FLEETLOCK_DRAIN": "default=15m", **({"FLEETLOCK_RETURN": "default=20m"} if returns else {})}
     answers, _ = lambda_run.invoke(
         "bootstrap", [lambda_run.api_gateway_event(e, node) for e, node in calls],
-        {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table, "FLEETLOCK_AUTH": "disabled",
-         "FLEETLOCK_DRAIN": "default=15m"})
+        {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table, "FLEETLOCK_AUTH": "disabled", **gates})
     return [(a["statusCode"], json.loads(a["body"])) for _, a in answers]
 
 
@@ -541,6 +573,68 @@ class Steps(unittest.TestCase):
         [(status, body)] = api(self.table, ("pre-reboot", "elb-checked-node"))
         self.assertEqual((status, body["kind"]), (423, "waiting_for_drain"), "the reservation waits")
         api(self.table, ("steady-state", "elb-checked-node"))
+
+
+    def returning(self, node):
+        """`node` drained, confirmed, rebooted: its steady-state leaves its
+        slot returning (the return gate)."""
+        [(status, body)] = api(self.table, ("pre-reboot", node), returns=True)
+        self.assertEqual((status, body["kind"]), (423, "waiting_for_drain"))
+        self.assertEqual(self.scene.run(self.drain_request(node)), ("SUCCEEDED", None))
+        answers = api(self.table, ("pre-reboot", node), ("steady-state", node), ("pre-reboot", "other-node"),
+                      returns=True)
+        self.assertEqual([(s, b.get("outcome") or b["kind"]) for s, b in answers],
+                         [(200, "already_held"), (200, "returning"), (423, "semaphore_full")])
+
+    def test_9_a_returning_node_is_confirmed_once_healthy_in_every_group_and_then_the_next_may_go(self):
+        instance = self.scene.asg_instance
+        self.returning("asg-node")
+        # Unhealthy for its first three reads (initial, then failing checks),
+        # healthy after: the hook waits, then takes it out of Standby.
+        reads = []
+
+        def health(target, port):
+            reads.append(target)
+            return "healthy" if len(reads) > 6 else ("initial" if len(reads) <= 2 else "unhealthy")
+        self.moto.proxy.health = health
+        self.addCleanup(setattr, self.moto.proxy, "health", None)
+        status, error = self.scene.run(event("Slot Released", {"group": "default", "id": "asg-node",
+                                                               "returning": True}))
+        self.assertEqual(status, "SUCCEEDED", error)
+        # For the costs in contrib/drain-hook/README.md: states entered.
+        print(f"\nstate transitions of a return with 2 target groups and {len(reads) // 2} health reads: "
+              f"{self.scene.last_transitions}")
+        self.assertEqual(set(reads), {instance}, "only the node's health is read")
+        self.assertGreaterEqual(len(reads), 8, "two groups read four times: three waits")
+        self.assertEqual(self.scene.registered(instance), [True, True])
+        self.assertEqual(self.scene.lifecycle(instance), ["InService"])
+        confirmation = self.moto.proxy.invoked[-1]
+        self.assertEqual((confirmation["action"], confirmation["id"]), ("returned", "asg-node"))
+        self.assertTrue(confirmation["released_at"].endswith("Z"), confirmation)
+        [(status, body)] = api(self.table, ("pre-reboot", "other-node"), returns=True)
+        self.assertEqual((status, body["kind"]), (423, "waiting_for_drain"), "the slot is free: reserved")
+        api(self.table, ("steady-state", "other-node"))
+
+    def test_9b_a_returning_node_that_never_turns_healthy_fails_the_execution_and_keeps_its_slot(self):
+        instance = self.scene.asg_instance
+        self.returning("asg-node")
+        self.moto.proxy.health = lambda target, port: "unhealthy"
+        self.addCleanup(setattr, self.moto.proxy, "health", None)
+        impatient = self.scene.state_machine(delay=1, health_attempts=3)
+        execution = self.scene.start(event("Slot Released", {"group": "default", "id": "asg-node"}),
+                                     machine=impatient)
+        self.assertEqual(self.scene.end(execution), ("FAILED", "NeverHealthy"))
+        self.assertEqual(self.scene.lifecycle(instance), ["Standby"], "not put back in service")
+        self.assertNotEqual(self.moto.proxy.invoked[-1]["action"], "returned", "no confirmation")
+        [(status, body)] = api(self.table, ("pre-reboot", "other-node"), returns=True)
+        self.assertEqual((status, body["kind"]), (423, "semaphore_full"), "the slot stays returning")
+        # A person looked: the release frees it, and the node goes back in
+        # service by hand (here: the hook's undrain, the gate off).
+        api(self.table, ("steady-state", "asg-node"))
+        self.moto.proxy.health = None
+        self.assertEqual(self.scene.run(event("Slot Released", {"group": "default", "id": "asg-node"})),
+                         ("SUCCEEDED", None))
+        self.assertEqual(self.scene.lifecycle(instance), ["InService"])
 
 
 class WholeLoop(unittest.TestCase):
