@@ -155,6 +155,13 @@ impl<S: LockStore> Api<S> {
                 .map(|age| age.as_secs()),
             // Only in a group with a drain gate.
             drains_overdue = answer.and_then(|a| a.drains_overdue),
+            // Only in a group with a return gate.
+            returning = answer.and_then(|a| a.returns).map(|r| r.returning),
+            returns_overdue = answer.and_then(|a| a.returns).map(|r| r.overdue),
+            oldest_return_s = answer
+                .and_then(|a| a.returns)
+                .and_then(|r| r.oldest)
+                .map(|age| age.as_secs()),
             latency_ms = round_to_micros(started.elapsed()),
             "{}",
             if answer.is_some() {
