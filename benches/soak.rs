@@ -37,6 +37,16 @@
 //!   confirmation that grants a reservation other than the one it named is
 //!   a violation too. Its nodes sometimes send steady-state while they wait
 //!   (Zincati restarted), which ends the reservation;
+//! - returns: `RETURN_GROUP` has a return gate, so a node's steady-state
+//!   leaves its slot counted as returning; a return hook task confirms each
+//!   return it sees after a random delay (sometimes again, late, which must
+//!   free nothing twice), but never the first return of `LOST_NODE`: past
+//!   the return timeout a sweeper task (the drained function's rule) stops
+//!   the group, and an operator task sees the stop and runs the real CLI,
+//!   `fleetlock returned` then `fleetlock resume`, whose line must say it
+//!   cleared the server's stop. The reader counts the group's nodes out of
+//!   service (reserved, holding and returning: every `h:` attribute) and
+//!   checks them against the slots like every other group's;
 //! - the nodes count themselves: one that heard it was granted counts as down
 //!   until it sends steady-state, and more nodes down in a group than its
 //!   slots is a violation, although the table may never have held more.
@@ -71,7 +81,13 @@ use fault_proxy::{Fault, FaultProxy};
 
 use support::{call, connect, memory_kib, spawn_serve};
 
-const GROUPS: &[(&str, u32)] = &[("default", 2), ("workers", 5), ("db", 1), ("drained", 2)];
+const GROUPS: &[(&str, u32)] = &[
+    ("default", 2),
+    ("workers", 5),
+    ("db", 1),
+    ("drained", 2),
+    ("returning", 2),
+];
 const NODES: usize = 300;
 const PAUSED_GROUP: &str = "workers";
 const SETTLE_GROUP: &str = "db";
@@ -91,6 +107,11 @@ const GHOST_PREFIX: &str = "soak-ghost-";
 /// hook's delays: every grant there is a confirmed one).
 const DRAIN_GROUP: &str = "drained";
 const DRAIN: &str = "1m";
+/// The group behind a return gate, and its timeout (the shortest allowed).
+const RETURN_GROUP: &str = "returning";
+const RETURN_TIMEOUT: Duration = Duration::from_secs(60);
+/// The node of `RETURN_GROUP` whose first return the hook never confirms.
+const LOST_NODE: &str = "soak-node-0004";
 
 /// The reservations the hook set out to confirm: (node, reserved at), noted
 /// before each confirmation is sent.
@@ -208,6 +229,24 @@ struct Tally {
     /// A repeated confirmation that granted the reservation its first
     /// attempt had granted already.
     late_confirmations_granted: AtomicU64,
+    /// In `RETURN_GROUP`: steady-states answered `returning`, pre-reboots
+    /// refused `waiting_for_return`, returns the hook confirmed, late
+    /// repeats refused / that freed a slot a second time (a violation),
+    /// stops written by the sweeper, stops the operator cleared through the
+    /// CLI / CLI runs that failed or did not say so (a violation), returns
+    /// confirmed after the run, the most returning slots and nodes out of
+    /// service (reserved + holding + returning) the reader saw at once.
+    returns_started: AtomicU64,
+    waiting_for_return: AtomicU64,
+    returns_confirmed: AtomicU64,
+    late_returns_refused: AtomicU64,
+    late_returns_freed: AtomicU64,
+    stops: AtomicU64,
+    stops_cleared_by_cli: AtomicU64,
+    cli_failures: AtomicU64,
+    returns_confirmed_after: AtomicU64,
+    most_returning: AtomicU64,
+    most_out_of_service: AtomicU64,
 }
 
 /// How many nodes of each group are down (heard granted, not yet back).
@@ -297,6 +336,14 @@ async fn node(
                 (200, Some("not_held")) => {
                     tally.not_held.fetch_add(1, Ordering::Relaxed);
                 }
+                // Zincati's steady-state at every start, while its slot returns.
+                (200, Some("still_returning")) if group == RETURN_GROUP => {
+                    tally.not_held.fetch_add(1, Ordering::Relaxed);
+                }
+                (200, Some("returning")) if maybe_holding && group == RETURN_GROUP => {
+                    tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
+                    maybe_holding = false;
+                }
                 (200, Some("released")) if maybe_holding => {
                     tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
                     maybe_holding = false;
@@ -358,6 +405,15 @@ async fn node(
                 if id == EXCLUDED_NODE && exclusions.read().await.certainly_paused(sent, answered) {
                     tally.grants_while_excluded.fetch_add(1, Ordering::Relaxed);
                 }
+            }
+            (423, _, Some("waiting_for_return")) if group == RETURN_GROUP => {
+                tally.waiting_for_return.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            // The sweeper stopped the group: a return passed its timeout.
+            (423, _, Some("group_paused")) if group == RETURN_GROUP => {
+                tally.paused.fetch_add(1, Ordering::Relaxed);
+                continue;
             }
             (423, _, Some("node_excluded")) if id == EXCLUDED_NODE => {
                 tally.excluded.fetch_add(1, Ordering::Relaxed);
@@ -425,8 +481,17 @@ async fn node(
             let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
             match (status, json["outcome"].as_str()) {
-                (200, Some("released")) => {
+                (200, Some("released")) if group != RETURN_GROUP => {
                     tally.released.fetch_add(1, Ordering::Relaxed);
+                }
+                (200, Some("returning")) if group == RETURN_GROUP => {
+                    tally.released.fetch_add(1, Ordering::Relaxed);
+                    tally.returns_started.fetch_add(1, Ordering::Relaxed);
+                }
+                // A retry whose first attempt had started the return.
+                (200, Some("still_returning")) if group == RETURN_GROUP => {
+                    tally.released.fetch_add(1, Ordering::Relaxed);
+                    tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
                 }
                 (200, Some("not_held")) if timed_out => {
                     tally.released.fetch_add(1, Ordering::Relaxed);
@@ -460,10 +525,10 @@ async fn node(
             let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
             match (status, json["outcome"].as_str()) {
-                (200, Some("released")) => {
+                (200, Some("released" | "returning")) => {
                     tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
                 }
-                (200, Some("not_held")) => {}
+                (200, Some("not_held" | "still_returning")) => {}
                 _ if unavailable(status, &json) => {
                     tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
                     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -473,6 +538,63 @@ async fn node(
             }
             break;
         }
+    }
+}
+
+/// The person on call clears a stop with the command line: `fleetlock
+/// returned` for the node the stop names (its return, as status shows it),
+/// then `fleetlock resume`, whose line must say it cleared the server's
+/// stop. `false` when either fails or the line does not say so.
+async fn clear_stop(
+    binary: &str,
+    table: &str,
+    stop: &fleetlock::domain::lock::RolloutStop,
+) -> bool {
+    let run = |args: Vec<String>| {
+        tokio::process::Command::new(binary)
+            .args(args)
+            .env("FLEETLOCK_TABLE", table)
+            .env("RUST_LOG", "warn")
+            .output()
+    };
+    let released_at = stop.returning_since.to_rfc3339_millis();
+    let returned = run(vec![
+        "returned".into(),
+        "--group".into(),
+        RETURN_GROUP.into(),
+        "--id".into(),
+        stop.id.to_string(),
+        "--released-at".into(),
+        released_at,
+    ])
+    .await;
+    // Refused is fine: the node came back on its own meanwhile.
+    let Ok(returned) = returned else {
+        return false;
+    };
+    if !returned.status.success() && returned.status.code() != Some(1) {
+        eprintln!(
+            "fleetlock returned: {}",
+            String::from_utf8_lossy(&returned.stderr)
+        );
+        return false;
+    }
+    let resume = run(vec!["resume".into(), "--group".into(), RETURN_GROUP.into()]).await;
+    match resume {
+        Ok(out) if out.status.success() => {
+            let line = String::from_utf8_lossy(&out.stdout);
+            let said = line.contains("cleared the server's stop")
+                || line.contains("was not paused by a person");
+            if !said {
+                eprintln!("fleetlock resume said: {line}");
+            }
+            said
+        }
+        Ok(out) => {
+            eprintln!("fleetlock resume: {}", String::from_utf8_lossy(&out.stderr));
+            false
+        }
+        Err(_) => false,
     }
 }
 
@@ -509,6 +631,7 @@ async fn main() {
     let settle_spec = format!("{SETTLE_GROUP}={}s", SETTLE.as_secs());
     let lease_spec = format!("{LEASED_GROUP}={LEASE},{RENEW_GROUP}={LEASE}");
     let drain_spec = format!("{DRAIN_GROUP}={DRAIN}");
+    let return_spec = format!("{RETURN_GROUP}={}s", RETURN_TIMEOUT.as_secs());
     let faults = std::env::var("SOAK_FAULTS").is_ok_and(|v| v == "1");
     // A global table in multi-Region strong consistency: one write in four
     // meets a write of another Region and is refused, not applied.
@@ -548,6 +671,7 @@ async fn main() {
             ("FLEETLOCK_SETTLE", settle_spec.as_str()),
             ("FLEETLOCK_LEASE", lease_spec.as_str()),
             ("FLEETLOCK_DRAIN", drain_spec.as_str()),
+            ("FLEETLOCK_RETURN", return_spec.as_str()),
         ],
         endpoint.as_deref(),
     )
@@ -881,6 +1005,135 @@ async fn main() {
         })
     };
 
+    // The return hook: reads the table and confirms each return of
+    // `RETURN_GROUP` after a random delay (0 to 1.5 s), naming it; one in
+    // four is confirmed again 2 s later, as an event delivered again. The
+    // first return of `LOST_NODE` is never confirmed: that node "never
+    // came back".
+    let return_store = Arc::new(DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&load_config().await),
+        &table,
+    ));
+    let return_hook = {
+        let (tally, store) = (Arc::clone(&tally), Arc::clone(&return_store));
+        tokio::spawn(async move {
+            use fleetlock::domain::lock::Returned;
+            let group = GroupName::parse(RETURN_GROUP).unwrap();
+            let mut handled = std::collections::BTreeSet::new();
+            let mut lost_once = false;
+            let mut rng = Rng(0x8E7B_12A9);
+            let mut confirmations = Vec::new();
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let Ok(groups) = store.groups(Some(&group)).await else {
+                    continue;
+                };
+                for (_, record) in groups {
+                    for (id, since) in record.returning {
+                        if !handled.insert((id.to_string(), since.0)) {
+                            continue;
+                        }
+                        if id.as_str() == LOST_NODE && !lost_once {
+                            lost_once = true;
+                            continue;
+                        }
+                        let (delay, again) = (rng.below(1_500), rng.below(4) == 0);
+                        let (store, group, tally) =
+                            (Arc::clone(&store), group.clone(), Arc::clone(&tally));
+                        confirmations.push(tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(delay)).await;
+                            let first = store
+                                .returned(&group, &id, Some(since), Timestamp::now())
+                                .await
+                                .map(|d| d.outcome);
+                            let freed = first == Ok(Returned::Freed);
+                            if freed {
+                                tally.returns_confirmed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            if again {
+                                tokio::time::sleep(Duration::from_secs(2)).await;
+                                let late = store
+                                    .returned(&group, &id, Some(since), Timestamp::now())
+                                    .await
+                                    .map(|d| d.outcome);
+                                match late {
+                                    Ok(Returned::Freed) if freed => {
+                                        tally.late_returns_freed.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Ok(Returned::Freed) => {
+                                        tally.returns_confirmed.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Ok(_) => {
+                                        tally.late_returns_refused.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    Err(_) => {}
+                                }
+                            }
+                        }));
+                    }
+                }
+            }
+            for confirmation in confirmations {
+                let _ = confirmation.await;
+            }
+        })
+    };
+
+    // The sweeper: what the drained function's schedule does, every 2 s
+    // here instead of 5 minutes: each return past the timeout stops the
+    // group, once.
+    let sweeper = {
+        let (tally, store) = (Arc::clone(&tally), Arc::clone(&return_store));
+        tokio::spawn(async move {
+            let group = GroupName::parse(RETURN_GROUP).unwrap();
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let Ok(groups) = store.groups(Some(&group)).await else {
+                    continue;
+                };
+                let now = Timestamp::now();
+                for (_, record) in groups {
+                    for (id, since) in record.returns_overdue(RETURN_TIMEOUT, now) {
+                        let stopped = store.stop_for_return(&group, &id, since, now).await;
+                        if stopped.map(|d| d.outcome)
+                            == Ok(fleetlock::domain::lock::Stopping::Stopped)
+                        {
+                            tally.stops.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        })
+    };
+
+    // The person on call: sees the stop in the table, and clears it with
+    // the real command line, as the docs say (the node is back: confirm its
+    // return, then resume).
+    let on_call = {
+        let (tally, store) = (Arc::clone(&tally), Arc::clone(&return_store));
+        let (binary, table) = (binary.clone(), table.clone());
+        tokio::spawn(async move {
+            let group = GroupName::parse(RETURN_GROUP).unwrap();
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let Ok(mut groups) = store.groups(Some(&group)).await else {
+                    continue;
+                };
+                let Some((_, record)) = groups.pop() else {
+                    continue;
+                };
+                let Some(stop) = record.pause.stop else {
+                    continue;
+                };
+                if clear_stop(&binary, &table, &stop).await {
+                    tally.stops_cleared_by_cli.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    tally.cli_failures.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+
     // The independent reader: strongly consistent scans, all the time.
     let stop = Arc::new(AtomicBool::new(false));
     let reading = {
@@ -969,6 +1222,14 @@ async fn main() {
                     let held = record.holders.len();
                     let entry = most.entry(name.clone()).or_default();
                     *entry = (*entry).max(held);
+                    if name == RETURN_GROUP {
+                        // Out of service: reserved, holding and returning,
+                        // every one an `h:` attribute of the item.
+                        let out = record.holders.len() as u64;
+                        tally.most_out_of_service.fetch_max(out, Ordering::Relaxed);
+                        let returning = record.returning.len() as u64;
+                        tally.most_returning.fetch_max(returning, Ordering::Relaxed);
+                    }
                     if held > slots[name.as_str()] as usize {
                         tally.reads_over_slots.fetch_add(1, Ordering::Relaxed);
                     }
@@ -992,8 +1253,37 @@ async fn main() {
     planter.await.unwrap();
     renewer.await.unwrap();
     hook.await.unwrap();
+    return_hook.await.unwrap();
+    sweeper.await.unwrap();
+    on_call.await.unwrap();
     for task in nodes {
         task.await.unwrap();
+    }
+    // Nodes that gave their slot back after the return hook stopped: their
+    // returns are confirmed now, and a stop left is cleared by the CLI, so
+    // that every slot is free at the end.
+    {
+        let group = GroupName::parse(RETURN_GROUP).unwrap();
+        let stored = return_store.groups(Some(&group)).await.unwrap();
+        for (_, record) in stored {
+            if let Some(stop) = &record.pause.stop {
+                if clear_stop(&binary, &table, stop).await {
+                    tally.stops_cleared_by_cli.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    tally.cli_failures.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            for (id, since) in record.returning {
+                let done = return_store
+                    .returned(&group, &id, Some(since), Timestamp::now())
+                    .await;
+                if done.is_ok_and(|d| d.outcome == fleetlock::domain::lock::Returned::Freed) {
+                    tally
+                        .returns_confirmed_after
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
     }
     rss.push((
         started.elapsed().as_secs(),
@@ -1150,6 +1440,34 @@ async fn main() {
         get(&t.reader_undrained_grants),
         get(&t.late_confirmations_granted)
     );
+    println!(
+        "| returns started in `{RETURN_GROUP}` (return timeout {}s) / `waiting_for_return` answers / confirmed by the hook / late repeats refused / confirmed after the run | {} / {} / {} / {} / {} |",
+        RETURN_TIMEOUT.as_secs(),
+        get(&t.returns_started),
+        get(&t.waiting_for_return),
+        get(&t.returns_confirmed),
+        get(&t.late_returns_refused),
+        get(&t.returns_confirmed_after)
+    );
+    println!(
+        "| most nodes of `{RETURN_GROUP}` out of service at once in a scan (reserved + holding + returning) / of them returning | {} of {} slots / {} |",
+        get(&t.most_out_of_service),
+        GROUPS
+            .iter()
+            .find(|(g, _)| *g == RETURN_GROUP)
+            .map_or(0, |(_, n)| *n),
+        get(&t.most_returning)
+    );
+    println!(
+        "| rollouts stopped by a return past its timeout / cleared with `fleetlock returned` and `fleetlock resume` | {} / {} |",
+        get(&t.stops),
+        get(&t.stops_cleared_by_cli)
+    );
+    println!(
+        "| **a return freed twice / CLI runs that failed or did not say what they cleared** | **{} / {}** |",
+        get(&t.late_returns_freed),
+        get(&t.cli_failures)
+    );
     println!("| unexpected answers | {} |", get(&t.unexpected));
     println!(
         "| holders left after every node stopped (expired holders not taken over apart) | {} ({ghosts_left}) {left:?} |",
@@ -1174,6 +1492,8 @@ async fn main() {
         + get(&t.reader_undrained_grants)
         + get(&t.late_confirmations_granted)
         + get(&t.renewal_rounds_wrong)
+        + get(&t.late_returns_freed)
+        + get(&t.cli_failures)
         + take_overs_of_the_living
         + left.len() as u64;
     if violations > 0 {
