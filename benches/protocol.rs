@@ -644,6 +644,82 @@ async fn drain_write_units() {
     println!();
 }
 
+/// Every write of the return gate (`FLEETLOCK_RETURN`), by holders in the
+/// group (32-hex ids, every slot taken): the steady-state that starts a
+/// return, a repeated one, the returning node's own pre-reboot, a
+/// newcomer's refused pre-reboot, the sweep's stop and the confirmation:
+/// the DynamoDB requests each makes, and the write units DynamoDB reports
+/// for those that write.
+async fn return_write_units() {
+    let (client, counter) = counted_client().await;
+    let table = format!("bench-return-{}", std::process::id());
+    let store = DynamoStore::new(client, table).reporting_write_units();
+    store.create_table().await.expect("create the table");
+    println!("### The return gate: requests and write units per answer (32-hex ids)\n");
+    println!(
+        "| holders (all slots) | steady-state, starts the return | steady-state again (`still_returning`) | its own pre-reboot (`waiting_for_return`) | a newcomer (`semaphore_full`) | the sweep's stop | the confirmation |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    let units = |u: Option<f64>| u.map_or("refused".into(), |u| format!("{u:.1} WU"));
+    for slots in [1u32, 10, 24, 100] {
+        let group = GroupName::parse(&format!("returning-{slots}")).unwrap();
+        let rules = GroupRules {
+            slots,
+            settle: Duration::ZERO,
+            wildcard_limit: None,
+            lease: None,
+            drain: None,
+            return_timeout: Some(Duration::from_secs(1200)),
+        };
+        let mut id = NodeId::parse("0").unwrap();
+        for n in 0..slots {
+            id = NodeId::parse(&format!("{n:032x}")).unwrap();
+            store
+                .acquire(&group, &id, rules, Timestamp::now())
+                .await
+                .expect("grant");
+        }
+        let mut cells = Vec::new();
+        let mut measured = |requests: u64, write_units: Option<f64>| {
+            cells.push(format!("{requests} req, {}", units(write_units)));
+        };
+        let started = Timestamp::now();
+        let before = counter.get();
+        let first = store.release(&group, &id, true, started).await.expect("return");
+        assert_eq!(first.outcome, fleetlock::domain::lock::Release::Returning);
+        measured(counter.get() - before, first.write_units);
+        let before = counter.get();
+        let again = store.release(&group, &id, true, Timestamp::now()).await.expect("again");
+        assert_eq!(again.outcome, fleetlock::domain::lock::Release::StillReturning);
+        measured(counter.get() - before, again.write_units);
+        let before = counter.get();
+        let own = store.acquire(&group, &id, rules, Timestamp::now()).await.expect("own");
+        assert!(matches!(own.outcome, Acquire::Returning { .. }));
+        measured(counter.get() - before, own.write_units);
+        let before = counter.get();
+        let newcomer = NodeId::parse("new").unwrap();
+        let refused = store.acquire(&group, &newcomer, rules, Timestamp::now()).await.expect("new");
+        assert_eq!(refused.outcome, Acquire::Full);
+        measured(counter.get() - before, refused.write_units);
+        let before = counter.get();
+        let stop = store
+            .stop_for_return(&group, &id, started, Timestamp::now())
+            .await
+            .expect("stop");
+        assert_eq!(stop.outcome, fleetlock::domain::lock::Stopping::Stopped);
+        measured(counter.get() - before, stop.write_units);
+        let before = counter.get();
+        let confirmed = store
+            .returned(&group, &id, Some(started), Timestamp::now())
+            .await
+            .expect("confirm");
+        assert_eq!(confirmed.outcome, fleetlock::domain::lock::Returned::Freed);
+        measured(counter.get() - before, confirmed.write_units);
+        println!("| {slots} | {} |", cells.join(" | "));
+    }
+    println!();
+}
+
 async fn release_binary() {
     let binary =
         std::env::var("FLEETLOCK_BIN").unwrap_or_else(|_| "target/release/fleetlock".into());
@@ -734,12 +810,18 @@ async fn main() {
         eprintln!("AWS_ENDPOINT_URL is unset: run ./scripts/bench, which starts DynamoDB Local");
         std::process::exit(2);
     }
+    // `BENCH_ONLY=returns`: the return gate's table alone.
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "returns") {
+        return_write_units().await;
+        return;
+    }
     // One at a time shows the latency of a call; 32 at a time, throughput.
     in_process(1, 2_000).await;
     in_process(CONCURRENCY, 20_000).await;
     requests_per_answer_kind().await;
     take_over_write_units().await;
     drain_write_units().await;
+    return_write_units().await;
     cpu_per_call().await;
     write_units_by_group_size(
         "Write units per call by holders in the group (32-hex ids, as Zincati's)",

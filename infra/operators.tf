@@ -1,5 +1,5 @@
 # For the people on call: exactly what `fleetlock status`, `release`,
-# `drained`, `forget`, `pause`, `resume`, `exclude`, `include` and `hosts`
+# `drained`, `returned`, `forget`, `pause`, `resume`, `exclude`, `include` and `hosts`
 # call (`fleetlock iam-policy`). Attach it to their role.
 data "aws_iam_policy_document" "operator" {
   statement {
@@ -29,7 +29,7 @@ data "aws_iam_policy_document" "operator" {
 resource "aws_iam_policy" "operator" {
   name_prefix = "${local.iam_prefix}-operator-"
   path        = var.role_path
-  description = "Lets the people on call run fleetlock status, release, drained, forget, pause, resume, exclude, include and hosts on the lock table, and read the function's configuration."
+  description = "Lets the people on call run fleetlock status, release, drained, returned, forget, pause, resume, exclude, include and hosts on the lock table, and read the function's configuration."
   policy      = data.aws_iam_policy_document.operator.json
   tags        = var.tags
 }

@@ -471,7 +471,7 @@ class Permissions(unittest.TestCase):
         self.assertEqual(TF_OUTPUTS["operator_policy_arn"]["value"], "${aws_iam_policy.operator.arn}")
 
     def test_the_description_names_every_command_the_policy_allows(self):
-        commands = ["status", "release", "drained", "forget", "pause", "resume", "exclude", "include", "hosts"]
+        commands = ["status", "release", "drained", "returned", "forget", "pause", "resume", "exclude", "include", "hosts"]
         for description in [SAM_RESOURCES["OperatorPolicy"]["Properties"]["Description"],
                             TF[("aws_iam_policy", "operator")]["description"]]:
             for command in commands:
