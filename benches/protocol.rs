@@ -685,20 +685,35 @@ async fn return_write_units() {
         };
         let started = Timestamp::now();
         let before = counter.get();
-        let first = store.release(&group, &id, true, started).await.expect("return");
+        let first = store
+            .release(&group, &id, true, started)
+            .await
+            .expect("return");
         assert_eq!(first.outcome, fleetlock::domain::lock::Release::Returning);
         measured(counter.get() - before, first.write_units);
         let before = counter.get();
-        let again = store.release(&group, &id, true, Timestamp::now()).await.expect("again");
-        assert_eq!(again.outcome, fleetlock::domain::lock::Release::StillReturning);
+        let again = store
+            .release(&group, &id, true, Timestamp::now())
+            .await
+            .expect("again");
+        assert_eq!(
+            again.outcome,
+            fleetlock::domain::lock::Release::StillReturning
+        );
         measured(counter.get() - before, again.write_units);
         let before = counter.get();
-        let own = store.acquire(&group, &id, rules, Timestamp::now()).await.expect("own");
+        let own = store
+            .acquire(&group, &id, rules, Timestamp::now())
+            .await
+            .expect("own");
         assert!(matches!(own.outcome, Acquire::Returning { .. }));
         measured(counter.get() - before, own.write_units);
         let before = counter.get();
         let newcomer = NodeId::parse("new").unwrap();
-        let refused = store.acquire(&group, &newcomer, rules, Timestamp::now()).await.expect("new");
+        let refused = store
+            .acquire(&group, &newcomer, rules, Timestamp::now())
+            .await
+            .expect("new");
         assert_eq!(refused.outcome, Acquire::Full);
         measured(counter.get() - before, refused.write_units);
         let before = counter.get();
