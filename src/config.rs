@@ -76,6 +76,7 @@ pub enum ConfigError {
     Auth(String),
     MaxWildcardGroups(String),
     AlarmPauses(String),
+    Region(String),
     /// A setting this entry point or command needs is unset: the sentence
     /// says which and what for.
     Missing(String),
@@ -98,6 +99,7 @@ impl fmt::Display for ConfigError {
                 write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
             }
             ConfigError::AlarmPauses(why) => write!(f, "FLEETLOCK_ALARM_PAUSES: {why}"),
+            ConfigError::Region(why) => write!(f, "FLEETLOCK_REGION: {why}"),
             ConfigError::Missing(sentence) => f.write_str(sentence),
         }
     }
@@ -129,6 +131,10 @@ pub struct Config {
     pub auth: Option<Auth>,
     /// Maintenance windows (`FLEETLOCK_WINDOWS`, `FLEETLOCK_TIME_ZONE`).
     pub windows: Schedule,
+    /// `FLEETLOCK_REGION`: on a global table, the region this function
+    /// records its settings under, and compares them with the others'.
+    /// `None`: one region, nothing compared.
+    pub region: Option<String>,
 }
 
 impl Config {
@@ -218,6 +224,19 @@ impl Config {
             fault(err);
             None
         });
+        let region = var("FLEETLOCK_REGION")
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty());
+        if let Some(name) = &region
+            && !(name.len() <= 32
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+        {
+            fault(ConfigError::Region(format!(
+                "'{name}' is not a region name like eu-west-1"
+            )));
+        }
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -226,6 +245,7 @@ impl Config {
             table,
             auth,
             windows,
+            region,
         })
     }
 
@@ -434,6 +454,9 @@ pub struct AlarmPausesSettings {
     pub table: String,
     pub gates: AlarmGates,
     pub configured: Vec<GroupName>,
+    /// `FLEETLOCK_REGION`: on a global table, the region whose pauses this
+    /// function owns.
+    pub region: Option<String>,
 }
 
 impl AlarmPausesSettings {
@@ -459,6 +482,7 @@ impl AlarmPausesSettings {
             table,
             gates,
             configured,
+            region: config.region,
         })
     }
 }

@@ -89,6 +89,12 @@ impl Serve {
                     .await
                     .map_err(Failure::Refused)?;
                 let service = FleetLock::new(config.groups, store).with_windows(config.windows);
+                let service = match config.region {
+                    Some(region) => crate::entry::agreeing(service, region)
+                        .await
+                        .map_err(Failure::Refused)?,
+                    None => service,
+                };
                 serve(listen, Api::new(service, auth), limits).await?;
             }
             None => {

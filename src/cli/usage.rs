@@ -30,6 +30,8 @@ ENVIRONMENT:
                       'workers: days=Sat,Sun start_time=22:00 length_minutes=120' (default: always open)
     FLEETLOCK_TIME_ZONE  the windows' zone: UTC (default) or an IANA name; never 'localtime'
     FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
+    FLEETLOCK_REGION  on a global table: the region this function records its settings under; a
+                      group another region serves with other settings is refused (settings_differ)
     FLEETLOCK_FUNCTION  the deployed function whose configuration status, forget, pause, resume
                       and windows read (as --function)
     FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)

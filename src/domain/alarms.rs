@@ -239,6 +239,30 @@ pub fn reconcile(
     changes
 }
 
+/// On a global table each region's alarm-pauses function follows its own
+/// region's alarms, and writes and clears only its own pauses: stored as
+/// `REGION/ALARM` (`FLEETLOCK_REGION`), so that one region's reconcile never
+/// clears another's. Without a region, the alarm's own name.
+pub fn stored_name(region: Option<&str>, alarm: &str) -> String {
+    match region {
+        Some(region) => format!("{region}/{alarm}"),
+        None => alarm.to_owned(),
+    }
+}
+
+/// The pauses of `stored` this function owns, by their alarm's own name:
+/// with a region, those stored under it; without, all.
+pub fn own_pauses(region: Option<&str>, stored: &BTreeSet<String>) -> BTreeSet<String> {
+    match region {
+        Some(region) => stored
+            .iter()
+            .filter_map(|name| name.strip_prefix(region)?.strip_prefix('/'))
+            .map(str::to_owned)
+            .collect(),
+        None => stored.clone(),
+    }
+}
+
 /// Where alarm states come from: CloudWatch in production. Every name asked
 /// for is in the answer; one CloudWatch did not return is `Missing`.
 pub trait AlarmStates: Send + Sync + 'static {
@@ -279,6 +303,29 @@ mod tests {
             group: group(g),
             alarm: alarm.into(),
         }
+    }
+
+    #[test]
+    fn a_region_owns_only_the_pauses_stored_under_its_name() {
+        let stored: BTreeSet<String> = [
+            "eu-west-1/api-5xx",
+            "eu-west-10/api-5xx",
+            "eu-central-1/api-5xx",
+            "plain",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            own_pauses(Some("eu-west-1"), &stored),
+            BTreeSet::from(["api-5xx".to_owned()])
+        );
+        assert_eq!(own_pauses(None, &stored), stored);
+        assert_eq!(
+            stored_name(Some("eu-west-1"), "api-5xx"),
+            "eu-west-1/api-5xx"
+        );
+        assert_eq!(stored_name(None, "api-5xx"), "api-5xx");
     }
 
     #[test]

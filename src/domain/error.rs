@@ -115,6 +115,13 @@ pub enum Error {
         group: String,
         opens: Option<(String, Option<String>)>,
     },
+    /// On a global table, another region recorded other deciding settings
+    /// for this group (`FLEETLOCK_REGION`): no slot is granted or given
+    /// back here until every region serves the same.
+    SettingsDiffer {
+        group: String,
+        region: String,
+    },
     /// The lock store did not answer in time or failed: someone should look.
     StoreUnavailable,
     /// Stored data cannot be read or broke an invariant; no slot was granted.
@@ -175,6 +182,7 @@ impl Error {
         "waiting_for_return",
         "settling",
         "outside_maintenance_window",
+        "settings_differ",
         "store_unavailable",
         "internal",
     ];
@@ -202,6 +210,7 @@ impl Error {
             Error::WindowClosesBeforeDrain { .. } => "outside_maintenance_window",
             Error::Settling { .. } => "settling",
             Error::OutsideMaintenanceWindow { .. } => "outside_maintenance_window",
+            Error::SettingsDiffer { .. } => "settings_differ",
             Error::StoreUnavailable => "store_unavailable",
             Error::Internal => "internal",
         }
@@ -233,7 +242,8 @@ impl Error {
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. } => 423,
             Error::StoreUnavailable => 503,
-            Error::Internal => 500,
+            // A deploy's mistake an operator must mend: the 5xx alarm fires.
+            Error::SettingsDiffer { .. } | Error::Internal => 500,
         }
     }
 
@@ -418,6 +428,12 @@ impl Error {
                      them can happen (each falls in an hour a daylight-saving change skips)"
                 ),
             },
+            Error::SettingsDiffer { group, region } => format!(
+                "group '{group}' is configured differently in region {region} (its slots, \
+                 settle time, lease, drain, return gate or windows) than in this one, on the \
+                 same lock table; nothing was decided, and no region grants or gives back a \
+                 slot of it until an operator deploys the same settings everywhere"
+            ),
             Error::StoreUnavailable => {
                 "the lock store is unavailable; nothing was decided, try again later".into()
             }
@@ -507,6 +523,10 @@ mod tests {
                 group: "g".into(),
                 opens: None,
             },
+            Error::SettingsDiffer {
+                group: "g".into(),
+                region: "eu-central-1".into(),
+            },
             Error::StoreUnavailable,
             Error::Internal,
         ]
@@ -537,6 +557,7 @@ mod tests {
             | Error::WindowClosesBeforeDrain { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. }
+            | Error::SettingsDiffer { .. }
             | Error::StoreUnavailable
             | Error::Internal => {}
         }
@@ -627,7 +648,10 @@ mod tests {
             let status = err.status();
             assert!((400..600).contains(&status), "{err:?}");
             assert_ne!(status, 429, "{err:?}");
-            let server_fault = matches!(err, Error::StoreUnavailable | Error::Internal);
+            let server_fault = matches!(
+                err,
+                Error::StoreUnavailable | Error::Internal | Error::SettingsDiffer { .. }
+            );
             assert_eq!(status >= 500, server_fault, "{err:?}");
         }
     }

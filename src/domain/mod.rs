@@ -15,8 +15,10 @@
 //! - [`events`]: slot events from two states of a group, and the sink they go
 //!   to; [`alarms`]: pauses that follow alarms, and where their states come
 //!   from; [`drain`]: a hook's confirmation that a node was drained, and
-//!   what each outcome says.
+//!   what each outcome says; [`agreement`]: settings that agree across
+//!   the regions of a global table.
 
+pub mod agreement;
 pub mod alarms;
 pub mod auth;
 pub mod drain;

@@ -5,10 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::domain::agreement::{Recorded, SettingsDigests};
 use crate::domain::error::Error;
 use crate::domain::groups::{GroupSlots, format_duration};
+use crate::domain::input::GroupName;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::lock::{Acquire, Clock, GroupRules, Pause, Release, SystemClock, Timestamp};
+use crate::domain::store::StoreError;
 use crate::domain::store::{Decided, GroupRecord, LockStore};
 use crate::domain::windows::{Schedule, WindowState};
 
@@ -148,7 +151,22 @@ pub struct FleetLock<S> {
     store: S,
     clock: Arc<dyn Clock>,
     windows: Schedule,
+    agreement: Option<Agreement>,
 }
+
+/// On a global table: the region this function serves, the digests of its
+/// settings, and the regions' records as last read (at most `refresh` ago).
+struct Agreement {
+    region: String,
+    ours: SettingsDigests,
+    refresh: Duration,
+    seen: std::sync::Mutex<Option<(std::time::Instant, Arc<Recorded>)>>,
+}
+
+/// How long a function trusts the regions' records it read: a region that
+/// changes its settings is refused here within this long (and refuses
+/// itself at once, from its own start).
+pub const AGREEMENT_REFRESH: Duration = Duration::from_secs(30);
 
 impl<S: LockStore> FleetLock<S> {
     pub fn new(groups: GroupSlots, store: S) -> Self {
@@ -157,6 +175,96 @@ impl<S: LockStore> FleetLock<S> {
             store,
             clock: Arc::new(SystemClock),
             windows: Schedule::default(),
+            agreement: None,
+        }
+    }
+
+    /// The same service on a global table: it serves a group only while no
+    /// other region recorded other deciding settings for it, read again at
+    /// most every `refresh`. [`Self::record_settings`] records this
+    /// region's.
+    pub fn agreeing(mut self, region: impl Into<String>, refresh: Duration) -> Self {
+        self.agreement = Some(Agreement {
+            region: region.into(),
+            ours: SettingsDigests::of(&self.groups, &self.windows),
+            refresh,
+            seen: std::sync::Mutex::new(None),
+        });
+        self
+    }
+
+    /// Records this region's settings in the table (one write, at start)
+    /// and keeps every region's record as it read it back; the regions
+    /// whose settings differ from these, by group, for the start's log.
+    pub async fn record_settings(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let Some(agreement) = &self.agreement else {
+            return Ok(Vec::new());
+        };
+        let recorded = self
+            .store
+            .record_settings(&agreement.region, agreement.ours.as_map())
+            .await?;
+        let differing = recorded
+            .iter()
+            .filter(|(region, _)| **region != agreement.region)
+            .flat_map(|(region, theirs)| {
+                agreement
+                    .ours
+                    .as_map()
+                    .iter()
+                    .filter(move |(group, digest)| theirs.get(*group).is_some_and(|d| d != *digest))
+                    .map(move |(group, _)| (region.clone(), group.clone()))
+            })
+            .collect();
+        *agreement.seen.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((std::time::Instant::now(), Arc::new(recorded)));
+        Ok(differing)
+    }
+
+    /// On a global table: refused when another region recorded other
+    /// deciding settings for `group`. The records are read again (one
+    /// consistent read) when older than the refresh period.
+    async fn check_agreement(&self, group: &GroupName) -> Result<(), Error> {
+        let Some(agreement) = &self.agreement else {
+            return Ok(());
+        };
+        let fresh = agreement
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < agreement.refresh)
+            .map(|(_, recorded)| Arc::clone(recorded));
+        let recorded = match fresh {
+            Some(recorded) => recorded,
+            None => {
+                let read = self.store.recorded_settings().await.map_err(|err| {
+                    tracing::error!(group = %group, error = %err, "lock store failed on the regions' settings");
+                    Error::from(&err)
+                })?;
+                let read = Arc::new(read);
+                *agreement.seen.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((std::time::Instant::now(), Arc::clone(&read)));
+                read
+            }
+        };
+        match agreement
+            .ours
+            .disagreeing(&agreement.region, &recorded, group)
+        {
+            Some(region) => {
+                tracing::error!(
+                    group = %group,
+                    region,
+                    "settings differ: another region serves this group with other settings on \
+                     the same table; deploy the same settings in every region"
+                );
+                Err(Error::SettingsDiffer {
+                    group: group.to_string(),
+                    region: region.to_owned(),
+                })
+            }
+            None => Ok(()),
         }
     }
 
@@ -181,6 +289,7 @@ impl<S: LockStore> FleetLock<S> {
     /// keep their slot and reboot in the next window), without asking the store.
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
         let mut rules = self.groups.rules_for(&params.group)?;
+        self.check_agreement(&params.group).await?;
         let now = self.clock.now();
         match self.windows.state(&params.group, now) {
             WindowState::Closed { opens } => {
@@ -363,6 +472,7 @@ impl<S: LockStore> FleetLock<S> {
     /// Allowed in a paused or settling group: nobody is ever kept holding.
     pub async fn steady_state(&self, params: &ClientParams) -> Result<Answer, Error> {
         let rules = self.groups.rules_for(&params.group)?;
+        self.check_agreement(&params.group).await?;
         let now = self.clock.now();
         let Decided { outcome, group, .. } = self
             .store

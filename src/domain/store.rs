@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 
+use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
@@ -235,6 +236,18 @@ pub trait LockStore: Send + Sync + 'static {
     /// The groups only `*` covers that are counted toward
     /// `FLEETLOCK_MAX_WILDCARD_GROUPS`, sorted.
     fn wildcard_groups(&self) -> impl Future<Output = Result<Vec<GroupName>, StoreError>> + Send;
+
+    /// Records the digests of the settings `region` serves (replacing its
+    /// earlier record) and answers every region's record as it stands after
+    /// the write: one write, at a function's start.
+    fn record_settings(
+        &self,
+        region: &str,
+        digests: &Digests,
+    ) -> impl Future<Output = Result<Recorded, StoreError>> + Send;
+
+    /// Every region's recorded settings, read consistently.
+    fn recorded_settings(&self) -> impl Future<Output = Result<Recorded, StoreError>> + Send;
 }
 
 #[cfg(test)]

@@ -293,6 +293,11 @@ impl Schedule {
         &self.zone_name
     }
 
+    /// The windows of every group only `*` covers.
+    pub fn others_calendar(&self) -> Option<&Calendar> {
+        self.others.as_ref()
+    }
+
     /// The group's windows; `None`: it may reboot at any time.
     pub fn calendar_for(&self, group: &GroupName) -> Option<&Calendar> {
         self.groups.get(group).or(self.others.as_ref())

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 
 use crate::aws::{self, cloudwatch::CloudWatch};
 use crate::config::{self, AlarmPausesSettings};
-use crate::domain::alarms::{AlarmGates, AlarmState, AlarmStates, Change, reconcile};
+use crate::domain::alarms::{
+    AlarmGates, AlarmState, AlarmStates, Change, own_pauses, reconcile, stored_name,
+};
 use crate::domain::input::GroupName;
 use crate::domain::store::LockStore;
 
@@ -72,6 +74,9 @@ pub struct AlarmPauses<S, A> {
     /// Groups named in `FLEETLOCK_GROUPS`, which `*` covers before their
     /// first request.
     configured: Vec<GroupName>,
+    /// On a global table, this function's region: its pauses are stored
+    /// as `REGION/ALARM` and it touches no other region's.
+    region: Option<String>,
 }
 
 impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
@@ -81,7 +86,19 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
             alarms,
             gates,
             configured,
+            region: None,
         }
+    }
+
+    /// The same, on a global table: this region's pauses only.
+    pub fn in_region(mut self, region: Option<String>) -> Self {
+        self.region = region;
+        self
+    }
+
+    /// The pauses of a stored group this function owns.
+    fn own(&self, stored: std::collections::BTreeSet<String>) -> BTreeSet<String> {
+        own_pauses(self.region.as_deref(), &stored)
     }
 
     /// Writes each change, one conditional write each; a failed one is
@@ -89,18 +106,23 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
     async fn apply(&self, changes: &[Change], states: &BTreeMap<String, AlarmState>) -> Written {
         let mut written = Written::default();
         for change in changes {
+            let region = self.region.as_deref();
             let (group, alarm, action, result) = match change {
                 Change::Pause { group, alarm } => (
                     group,
                     alarm,
                     "paused",
-                    self.store.pause_for_alarm(group, alarm).await,
+                    self.store
+                        .pause_for_alarm(group, &stored_name(region, alarm))
+                        .await,
                 ),
                 Change::Clear { group, alarm } => (
                     group,
                     alarm,
                     "cleared",
-                    self.store.clear_alarm(group, alarm).await,
+                    self.store
+                        .clear_alarm(group, &stored_name(region, alarm))
+                        .await,
                 ),
             };
             let state = states.get(alarm).map_or("not configured", |s| s.as_str());
@@ -157,7 +179,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
                 .map_err(|e| e.to_string())?;
             stored_known.extend(
                 read.into_iter()
-                    .map(|(name, record)| (name, record.pause.alarms)),
+                    .map(|(name, record)| (name, self.own(record.pause.alarms))),
             );
         }
         let first = reconcile(&self.gates, &states, &stored_known, &self.configured);
@@ -171,7 +193,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
             .map_err(|e| e.to_string())?
             .into_iter()
             .filter(|(name, _)| !known.contains(name))
-            .map(|(name, record)| (name, record.pause.alarms))
+            .map(|(name, record)| (name, self.own(record.pause.alarms)))
             .collect();
         let rest: Vec<Change> = reconcile(&self.gates, &states, &others, &[])
             .into_iter()
@@ -204,12 +226,15 @@ pub async fn run() -> ExitCode {
         let aws = aws::load_config().await;
         let store = super::checked_store(&aws, settings.table).await?;
         tracing::info!(alarms = ?settings.gates.alarm_names().collect::<Vec<_>>(), "following these alarms");
-        Ok::<_, String>(AlarmPauses::new(
-            store,
-            CloudWatch::new(aws::cloudwatch_client(&aws)),
-            settings.gates,
-            settings.configured,
-        ))
+        Ok::<_, String>(
+            AlarmPauses::new(
+                store,
+                CloudWatch::new(aws::cloudwatch_client(&aws)),
+                settings.gates,
+                settings.configured,
+            )
+            .in_region(settings.region),
+        )
     };
     let pauses = match setup.await {
         Ok(pauses) => Arc::new(pauses),

@@ -19,6 +19,33 @@ use crate::config;
 use crate::logging;
 use crate::store::dynamodb::{DynamoStore, TableProblem};
 
+/// The service on a global table (`FLEETLOCK_REGION`): it records this
+/// region's settings (one write) and says which regions differ, which it
+/// refuses to serve those groups with.
+pub async fn agreeing<S: crate::domain::store::LockStore>(
+    service: crate::domain::service::FleetLock<S>,
+    region: String,
+) -> Result<crate::domain::service::FleetLock<S>, String> {
+    let service = service.agreeing(region.clone(), crate::domain::service::AGREEMENT_REFRESH);
+    let differing = service
+        .record_settings()
+        .await
+        .map_err(|err| format!("the settings could not be recorded for region {region}: {err}"))?;
+    for (other, group) in differing {
+        tracing::error!(
+            group,
+            region = other,
+            "settings differ: region {other} serves group '{group}' with other settings on the \
+             same table; neither grants it until both serve the same"
+        );
+    }
+    tracing::info!(
+        region,
+        "settings recorded; every region's are compared before each call"
+    );
+    Ok(service)
+}
+
 /// Runs the entry point the handler names, until the runtime stops.
 pub async fn run() -> ExitCode {
     logging::init(true);

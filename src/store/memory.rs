@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
+use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
     Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Returned, Stopping, Timestamp,
@@ -25,6 +26,8 @@ struct State {
     /// Groups only `*` covers that were given a record, as the DynamoDB
     /// store counts them.
     wildcard: BTreeSet<GroupName>,
+    /// Each region's recorded settings.
+    settings: Recorded,
 }
 
 impl MemoryStore {
@@ -243,5 +246,20 @@ impl LockStore for MemoryStore {
 
     async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
         self.with_state(|state| state.wildcard.iter().cloned().collect())
+    }
+
+    async fn record_settings(
+        &self,
+        region: &str,
+        digests: &Digests,
+    ) -> Result<Recorded, StoreError> {
+        self.with_state(|state| {
+            state.settings.insert(region.to_owned(), digests.clone());
+            state.settings.clone()
+        })
+    }
+
+    async fn recorded_settings(&self) -> Result<Recorded, StoreError> {
+        self.with_state(|state| state.settings.clone())
     }
 }

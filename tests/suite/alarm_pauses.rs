@@ -201,15 +201,24 @@ impl Function {
 
     /// The function following the alarms `gates` names (FLEETLOCK_ALARM_PAUSES).
     async fn following(table: &str, alarms_url: &str, gates: &str) -> Self {
+        Self::in_region(table, alarms_url, gates, None).await
+    }
+
+    /// The same, on a global table: the function of `region`
+    /// (FLEETLOCK_REGION), following that region's alarms.
+    async fn in_region(table: &str, alarms_url: &str, gates: &str, region: Option<&str>) -> Self {
         let runtime = runtime_api().await;
-        let process = lambda_command(&runtime, "fleetlock-alarm-pauses", "alarm-pauses")
+        let mut command = lambda_command(&runtime, "fleetlock-alarm-pauses", "alarm-pauses");
+        command
             .env("AWS_ENDPOINT_URL_CLOUDWATCH", alarms_url)
             .env("FLEETLOCK_TABLE", table)
             .env("FLEETLOCK_GROUPS", "default=1,workers=2,db=1,*=1")
             .env("FLEETLOCK_ALARM_PAUSES", gates)
-            .env("RUST_LOG", "info,fleetlock=debug")
-            .spawn()
-            .unwrap();
+            .env("RUST_LOG", "info,fleetlock=debug");
+        if let Some(region) = region {
+            command.env("FLEETLOCK_REGION", region);
+        }
+        let process = command.spawn().unwrap();
         Self { runtime, process }
     }
 
@@ -475,4 +484,63 @@ async fn more_alarms_than_one_call_can_name_are_all_read() {
         vec!["alarm-060", "alarm-149"]
     );
     assert_eq!(cloudwatch.calls.load(Ordering::Relaxed), 3);
+}
+
+/// Three regions' alarm-pauses functions on one global table, each following
+/// its own region's alarms: each writes and clears only its own pauses
+/// (stored as `REGION/ALARM`), so a region whose alarm is OK never clears
+/// the pause of a region whose alarm fires, and a group is paused while any
+/// region's gating alarm is in ALARM.
+#[tokio::test]
+async fn each_regions_function_clears_only_its_own_pauses_on_one_table() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("alarms-regions");
+    let store = DynamoStore::new(client(&load_config().await), &table);
+    assert!(store.create_table().await.unwrap());
+    let mut regions = Vec::new();
+    for region in ["eu-west-1", "eu-central-1", "eu-north-1"] {
+        let cloudwatch = Alarms::default();
+        cloudwatch.set("api-5xx", "OK");
+        let url = cloudwatch.start().await;
+        let function = Function::in_region(&table, &url, "api-5xx=db", Some(region)).await;
+        regions.push((region, cloudwatch, function));
+    }
+    let db = |stored: &BTreeMap<String, (BTreeSet<String>, bool)>| alarms_of(stored, "db");
+    // The west's alarm fires: its function pauses db under its name.
+    regions[0].1.set("api-5xx", "ALARM");
+    let answer = regions[0]
+        .2
+        .invoke(state_change("api-5xx", "OK", "ALARM"))
+        .await
+        .unwrap();
+    assert_eq!(answer["paused"], 1, "{answer}");
+    assert_eq!(db(&pauses(&store).await), ["eu-west-1/api-5xx"]);
+    // The other regions' schedules, their alarms OK: nothing of the west's
+    // is cleared.
+    for (region, _, function) in regions.iter_mut().skip(1) {
+        let answer = function.invoke(scheduled()).await.unwrap();
+        assert_eq!(
+            (answer["paused"].clone(), answer["cleared"].clone()),
+            (json!(0), json!(0)),
+            "{region}"
+        );
+    }
+    assert_eq!(db(&pauses(&store).await), ["eu-west-1/api-5xx"]);
+    // The central alarm fires too, then the west's clears: db stays paused
+    // by the central one alone.
+    regions[1].1.set("api-5xx", "ALARM");
+    regions[1].2.invoke(scheduled()).await.unwrap();
+    regions[0].1.set("api-5xx", "OK");
+    let answer = regions[0]
+        .2
+        .invoke(state_change("api-5xx", "ALARM", "OK"))
+        .await
+        .unwrap();
+    assert_eq!(answer["cleared"], 1, "{answer}");
+    assert_eq!(db(&pauses(&store).await), ["eu-central-1/api-5xx"]);
+    let record = store
+        .groups(Some(&GroupName::parse("db").unwrap()))
+        .await
+        .unwrap();
+    assert!(record[0].1.pause.is_paused());
 }

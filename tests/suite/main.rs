@@ -23,6 +23,7 @@ mod late_writes;
 mod leases;
 mod local_server;
 mod lock_retries;
+mod regions;
 mod returns;
 mod rollout;
 mod serve_limits;

@@ -212,16 +212,46 @@ pub fn record_from_image(image: Option<&serde_json::Value>) -> Result<GroupRecor
 /// A person's pause or resume writes only on the pause version it read.
 pub(super) const VERSION_AS_READ: &str = "(attribute_not_exists(#version) OR #version = :seen)";
 
-/// The item that lists the groups only `*` covers: not a group.
+/// The item that lists the groups only `*` covers, and the regions'
+/// settings: not groups (their keys start with `~`, which no group name
+/// holds).
 pub(super) fn is_wildcard_list(item: &HashMap<String, AttributeValue>) -> bool {
-    matches!(item.get(KEY_ATTRIBUTE), Some(AttributeValue::S(key)) if key == WILDCARD_KEY)
+    matches!(item.get(KEY_ATTRIBUTE), Some(AttributeValue::S(key)) if key.starts_with('~'))
+}
+
+/// Every region's record on the settings item (none: an empty record).
+pub(super) fn recorded_of(
+    item: Option<&HashMap<String, AttributeValue>>,
+) -> Result<crate::domain::agreement::Recorded, StoreError> {
+    let mut recorded = crate::domain::agreement::Recorded::new();
+    for (name, value) in item.into_iter().flatten() {
+        let Some(region) = name.strip_prefix(SETTINGS_PREFIX) else {
+            continue;
+        };
+        let AttributeValue::M(digests) = value else {
+            return Err(StoreError::Corrupt(format!(
+                "{SETTINGS_KEY}.{name} is not a map"
+            )));
+        };
+        let digests = digests
+            .iter()
+            .map(|(group, digest)| match digest {
+                AttributeValue::S(digest) => Ok((group.clone(), digest.clone())),
+                _ => Err(StoreError::Corrupt(format!(
+                    "{SETTINGS_KEY}.{name}.{group} is not a string"
+                ))),
+            })
+            .collect::<Result<_, _>>()?;
+        recorded.insert(region.to_owned(), digests);
+    }
+    Ok(recorded)
 }
 
 /// The group an image's keys (or the image itself) names; `None` for the
 /// item that lists the groups only `*` covers, which is no group.
 pub fn group_from_keys(keys: &serde_json::Value) -> Result<Option<GroupName>, StoreError> {
     match item_from_json(keys)?.get(KEY_ATTRIBUTE) {
-        Some(AttributeValue::S(name)) if name == WILDCARD_KEY => Ok(None),
+        Some(AttributeValue::S(name)) if name.starts_with('~') => Ok(None),
         Some(AttributeValue::S(name)) => GroupName::parse(name)
             .map(Some)
             .map_err(|_| StoreError::Corrupt(format!("invalid group name {name:?}"))),

@@ -491,4 +491,32 @@ impl LockStore for DynamoStore {
     async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
         self.counted_wildcard_groups().await
     }
+
+    async fn record_settings(
+        &self,
+        region: &str,
+        digests: &crate::domain::agreement::Digests,
+    ) -> Result<crate::domain::agreement::Recorded, StoreError> {
+        let map = digests
+            .iter()
+            .map(|(group, digest)| (group.clone(), AttributeValue::S(digest.clone())))
+            .collect();
+        let written = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(SETTINGS_KEY.into()))
+            .update_expression("SET #mine = :digests")
+            .expression_attribute_names("#mine", format!("{SETTINGS_PREFIX}{region}"))
+            .expression_attribute_values(":digests", AttributeValue::M(map))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        recorded_of(written.attributes())
+    }
+
+    async fn recorded_settings(&self) -> Result<crate::domain::agreement::Recorded, StoreError> {
+        recorded_of(self.read_item(SETTINGS_KEY).await?.as_ref())
+    }
 }

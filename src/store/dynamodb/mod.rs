@@ -55,6 +55,11 @@
 //! return it judged and no `o:<id>` is there. A version without the gate
 //! answers a returning node as a holder, and its release frees the slot.
 //!
+//! Items whose key starts with `~` are not groups (no group name may hold
+//! it): `~wildcard-groups` above, and `~settings`, where each region of a
+//! global table records the digests of the settings it serves
+//! (`s:<region>`, a map of group to digest): see [`crate::domain::agreement`].
+//!
 //! Versions up to 0.1 named holders `holder:<id>`. The shorter prefix keeps an
 //! item of 32-hex ids 5 bytes a holder smaller (a write unit is 1 KB of the
 //! item); such holders are still read, kept, counted and released, and every
@@ -110,6 +115,11 @@ pub(super) const RENEWED_PREFIX: &str = "r:";
 pub(super) const TAKEN_PREFIX: &str = "t:";
 /// The key of the item that lists the groups only `*` covers.
 pub const WILDCARD_KEY: &str = "~wildcard-groups";
+/// The key of the item where each region records the digests of the
+/// settings it serves (a global table's regions must agree).
+pub const SETTINGS_KEY: &str = "~settings";
+/// A region's record on that item: `s:<region>`, a map of group to digest.
+pub(super) const SETTINGS_PREFIX: &str = "s:";
 pub(super) const WILDCARD_NAMES_ATTRIBUTE: &str = "names";
 /// The holder prefix of version 0.1 items: read and released, never written.
 pub(super) const LEGACY_HOLDER_PREFIX: &str = "holder:";

@@ -1,0 +1,210 @@
+//! Settings that agree across regions. On a global table each region's
+//! function decides grants with its own settings in the write's condition:
+//! a group given 3 slots in one region and 1 in another would be granted 3
+//! by the first while the second believes in 1. So each region records a
+//! digest of every group's deciding settings (slots, settle, lease, drain,
+//! return, windows) in the table, and refuses to serve a group whose digest
+//! another region recorded differently. Pure: the store keeps the records,
+//! the service compares.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use sha2::{Digest, Sha256};
+
+use crate::domain::groups::{GroupSlots, format_duration};
+use crate::domain::input::GroupName;
+use crate::domain::lock::GroupRules;
+use crate::domain::windows::{Calendar, Schedule};
+
+/// The key of every group only `*` covers, in a region's record.
+pub const OTHERS: &str = "*";
+
+/// A region's digests: group (or [`OTHERS`]) to the digest of its deciding
+/// settings.
+pub type Digests = BTreeMap<String, String>;
+
+/// What every region recorded: region to its digests.
+pub type Recorded = BTreeMap<String, Digests>;
+
+/// The digests of the settings this function serves, by group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingsDigests(Digests);
+
+impl SettingsDigests {
+    /// Every group the settings list, and `*` if they have one.
+    pub fn of(groups: &GroupSlots, windows: &Schedule) -> Self {
+        let mut digests = Digests::new();
+        for (name, _) in groups.listed() {
+            if let Ok(rules) = groups.rules_for(name) {
+                digests.insert(
+                    name.to_string(),
+                    digest(rules, windows.calendar_for(name), windows),
+                );
+            }
+        }
+        if let Some(rules) = groups.others_rules() {
+            digests.insert(
+                OTHERS.to_owned(),
+                digest(rules, windows.others_calendar(), windows),
+            );
+        }
+        Self(digests)
+    }
+
+    pub fn as_map(&self) -> &Digests {
+        &self.0
+    }
+
+    /// The digest this function decides `group` with; `None` for a group
+    /// it does not serve.
+    pub fn for_group(&self, group: &GroupName) -> Option<&str> {
+        digest_in(&self.0, group)
+    }
+
+    /// The first other region that recorded `group` with other settings
+    /// than these. A region that never recorded, or that does not serve the
+    /// group (it refuses every node of it), agrees.
+    pub fn disagreeing<'a>(
+        &self,
+        region: &str,
+        recorded: &'a Recorded,
+        group: &GroupName,
+    ) -> Option<&'a str> {
+        let ours = self.for_group(group)?;
+        recorded
+            .iter()
+            .filter(|(other, _)| other.as_str() != region)
+            .find(|(_, theirs)| digest_in(theirs, group).is_some_and(|d| d != ours))
+            .map(|(other, _)| other.as_str())
+    }
+}
+
+fn digest_in<'a>(digests: &'a Digests, group: &GroupName) -> Option<&'a str> {
+    digests
+        .get(group.as_str())
+        .or_else(|| digests.get(OTHERS))
+        .map(String::as_str)
+}
+
+/// The digest of the settings that decide a group's grants: its rules and
+/// its windows in their zone. 16 bytes of SHA-256, as hex.
+fn digest(rules: GroupRules, calendar: Option<&Calendar>, windows: &Schedule) -> String {
+    let mut text = format!(
+        "slots={};settle={};lease={};drain={};return={}",
+        rules.slots,
+        format_duration(rules.settle),
+        rules.lease.map_or("-".into(), format_duration),
+        rules.drain.map_or("-".into(), |drain| format!(
+            "{}:{}",
+            format_duration(drain.timeout),
+            drain.on_timeout.as_str()
+        )),
+        rules.return_timeout.map_or("-".into(), format_duration),
+    );
+    if let Some(calendar) = calendar {
+        let _ = write!(text, ";zone={};windows=", windows.zone_name());
+        for window in calendar.windows() {
+            let _ = write!(text, "[{window}]");
+        }
+    }
+    Sha256::digest(text.as_bytes())[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digests(groups: &str, extra: &[(&str, &str)]) -> SettingsDigests {
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some(groups.to_owned()),
+            _ => extra
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned()),
+        })
+        .unwrap();
+        SettingsDigests::of(&config.groups, &config.windows)
+    }
+
+    fn group(name: &str) -> GroupName {
+        GroupName::parse(name).unwrap()
+    }
+
+    #[test]
+    fn every_deciding_setting_changes_a_groups_digest_and_nothing_else_does() {
+        let base = digests("workers=3,db=1,*=1", &[]);
+        let workers = base.for_group(&group("workers")).unwrap().to_owned();
+        assert_eq!(workers.len(), 32);
+        for (name, value) in [
+            ("FLEETLOCK_SETTLE", "workers=10m"),
+            ("FLEETLOCK_LEASE", "workers=6h"),
+            ("FLEETLOCK_DRAIN", "workers=15m"),
+            ("FLEETLOCK_RETURN", "workers=20m"),
+            (
+                "FLEETLOCK_WINDOWS",
+                "workers: days=Sat start_time=22:00 length_minutes=60",
+            ),
+        ] {
+            let changed = digests("workers=3,db=1,*=1", &[(name, value)]);
+            assert_ne!(
+                changed.for_group(&group("workers")),
+                Some(workers.as_str()),
+                "{name}"
+            );
+            assert_eq!(
+                changed.for_group(&group("db")),
+                base.for_group(&group("db")),
+                "{name} of workers leaves db alone"
+            );
+        }
+        assert_ne!(
+            digests("workers=4,db=1,*=1", &[]).for_group(&group("workers")),
+            Some(workers.as_str())
+        );
+        // Who may call and the order of the list decide no grant.
+        let reordered = digests("db=1,*=1,workers=3", &[("FLEETLOCK_AUTH", "disabled")]);
+        assert_eq!(reordered, base);
+        // A group only `*` covers is decided by `*`'s settings.
+        assert_eq!(
+            base.for_group(&group("anything")),
+            base.as_map().get(OTHERS).map(String::as_str)
+        );
+        assert_eq!(digests("workers=3", &[]).for_group(&group("other")), None);
+    }
+
+    #[test]
+    fn a_region_that_recorded_other_settings_for_the_group_disagrees() {
+        let here = digests("workers=3,db=1", &[]);
+        let there = digests("workers=1,db=1", &[]);
+        let recorded = Recorded::from([
+            ("eu-west-1".to_owned(), here.as_map().clone()),
+            ("eu-central-1".to_owned(), there.as_map().clone()),
+            // A region that serves only `*`: its `*` decides workers there.
+            ("eu-west-2".to_owned(), digests("*=3", &[]).as_map().clone()),
+        ]);
+        assert_eq!(
+            here.disagreeing("eu-west-1", &recorded, &group("workers")),
+            Some("eu-central-1")
+        );
+        assert_eq!(
+            here.disagreeing("eu-west-1", &recorded, &group("db")),
+            Some("eu-west-2"),
+            "db=1 here, '*=3' there"
+        );
+        let alone = Recorded::from([("eu-west-1".to_owned(), here.as_map().clone())]);
+        assert_eq!(
+            here.disagreeing("eu-west-1", &alone, &group("workers")),
+            None
+        );
+        // A region that does not serve the group refuses it: no conflict.
+        let narrow = Recorded::from([("x".to_owned(), digests("db=1", &[]).as_map().clone())]);
+        assert_eq!(
+            here.disagreeing("eu-west-1", &narrow, &group("workers")),
+            None
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! One lock table, the functions of three regions (`FLEETLOCK_REGION`): each
+//! records the digests of its deciding settings at start, and refuses a
+//! group another region serves with other settings. On DynamoDB Local, as
+//! Zincati calls each region's API, and through `fleetlock serve` started
+//! with the variable.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fleetlock::domain::auth::Auth;
+use fleetlock::domain::groups::GroupSlots;
+use fleetlock::domain::service::FleetLock;
+use fleetlock::domain::store::LockStore;
+use fleetlock::http::Api;
+use fleetlock::store::dynamodb::DynamoStore;
+
+use crate::helpers::{dynamo_store, send, spawn_server, zincati_body};
+
+/// A region's function over the shared table: its settings recorded, the
+/// others' read again every `refresh`.
+async fn region(
+    table: &str,
+    name: &str,
+    groups: &str,
+    returns: Option<&str>,
+    refresh: Duration,
+) -> Arc<Api<DynamoStore>> {
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let mut slots = GroupSlots::parse(groups).unwrap();
+    if let Some(spec) = returns {
+        slots = slots.with_return(spec).unwrap();
+    }
+    let service = FleetLock::new(slots, DynamoStore::new(client, table)).agreeing(name, refresh);
+    service
+        .record_settings()
+        .await
+        .expect("record the settings");
+    Arc::new(Api::new(service, Auth::Disabled))
+}
+
+async fn ask(
+    api: &Arc<Api<DynamoStore>>,
+    endpoint: &str,
+    id: &str,
+    group: &str,
+) -> (u16, serde_json::Value) {
+    let server = spawn_server(Arc::clone(api)).await;
+    let answer = send(
+        server.addr,
+        "POST",
+        &format!("/v1/{endpoint}"),
+        &[("fleet-lock-protocol", "true")],
+        zincati_body(id, group),
+    )
+    .await;
+    (answer.status, answer.json())
+}
+
+#[tokio::test]
+async fn a_group_configured_differently_in_another_region_is_refused_in_both_until_they_agree() {
+    let (store, _) = dynamo_store("regions").await;
+    let table = store.table().to_owned();
+    let fresh = Duration::ZERO;
+    let west = region(&table, "eu-west-1", "workers=3,db=1", None, fresh).await;
+    let central = region(&table, "eu-central-1", "workers=1,db=1", None, fresh).await;
+    // The same settings for db: both regions serve it, on one semaphore.
+    assert_eq!(ask(&west, "pre-reboot", "a", "db").await.0, 200);
+    let (status, body) = ask(&central, "pre-reboot", "b", "db").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (423, Some("semaphore_full"))
+    );
+    // workers: 3 slots in one, 1 in the other: neither decides anything.
+    for (api, other) in [(&west, "eu-central-1"), (&central, "eu-west-1")] {
+        for endpoint in ["pre-reboot", "steady-state"] {
+            let (status, body) = ask(api, endpoint, "n", "workers").await;
+            assert_eq!(
+                (status, body["kind"].as_str()),
+                (500, Some("settings_differ")),
+                "{endpoint}"
+            );
+            let value = body["value"].as_str().unwrap();
+            assert!(
+                value.contains(&format!(
+                    "group 'workers' is configured differently in region {other}"
+                )),
+                "{value}"
+            );
+        }
+    }
+    let stored = store.groups(None).await.unwrap();
+    assert!(
+        stored.iter().all(|(g, _)| g.as_str() != "workers"),
+        "nothing stored for workers"
+    );
+    // A third region that serves workers like the west one still meets the
+    // central one's record: refused too.
+    let north = region(&table, "eu-north-1", "workers=3,db=1", None, fresh).await;
+    let (status, body) = ask(&north, "pre-reboot", "n", "workers").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (500, Some("settings_differ"))
+    );
+    assert!(body["value"].as_str().unwrap().contains("eu-central-1"));
+    // The central region is deployed again with the same settings: every
+    // region serves workers again, on one semaphore of 3 slots.
+    let central = region(&table, "eu-central-1", "workers=3,db=1", None, fresh).await;
+    let mut granted = 0;
+    for (api, id) in [
+        (&west, "w1"),
+        (&central, "c1"),
+        (&north, "n1"),
+        (&central, "c2"),
+    ] {
+        let (status, body) = ask(api, "pre-reboot", id, "workers").await;
+        match status {
+            200 => granted += 1,
+            _ => assert_eq!(body["kind"], "semaphore_full", "{id}: {body}"),
+        }
+    }
+    assert_eq!(granted, 3, "one semaphore across the regions");
+    // A return gate in one region only is a deciding setting as well.
+    let gated = region(
+        &table,
+        "eu-west-1",
+        "workers=3,db=1",
+        Some("workers=20m"),
+        fresh,
+    )
+    .await;
+    let (status, body) = ask(&gated, "steady-state", "w1", "workers").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (500, Some("settings_differ"))
+    );
+}
+
+#[tokio::test]
+async fn a_region_that_changes_its_settings_is_refused_elsewhere_within_the_refresh() {
+    let (store, _) = dynamo_store("regions-refresh").await;
+    let table = store.table().to_owned();
+    let (client, requests) = fleetlock::test_support::counted_client().await;
+    let service = FleetLock::new(
+        GroupSlots::parse("workers=2").unwrap(),
+        DynamoStore::new(client, &table),
+    )
+    .agreeing("eu-west-1", Duration::from_secs(3600));
+    service.record_settings().await.unwrap();
+    let west = Arc::new(Api::new(service, Auth::Disabled));
+    // While the records it read are fresh, a call is one request: the
+    // settings' read is not on every call.
+    let before = requests.get();
+    assert_eq!(ask(&west, "pre-reboot", "a", "workers").await.0, 200);
+    assert_eq!(ask(&west, "steady-state", "a", "workers").await.0, 200);
+    assert_eq!(requests.get() - before, 2, "one request per call");
+    // Another region starts with other settings: it refuses at once (its
+    // own start read the west's record); the west, whose read is an hour
+    // fresh, goes on until its refresh.
+    let east = region(
+        &table,
+        "eu-central-1",
+        "workers=5",
+        None,
+        Duration::from_secs(3600),
+    )
+    .await;
+    let (status, body) = ask(&east, "pre-reboot", "e", "workers").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (500, Some("settings_differ"))
+    );
+    let west_again = region(&table, "eu-west-1", "workers=2", None, Duration::ZERO).await;
+    let (status, body) = ask(&west_again, "pre-reboot", "b", "workers").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (500, Some("settings_differ")),
+        "after a read"
+    );
+}
+
+#[tokio::test]
+async fn fleetlock_serve_records_its_region_and_refuses_a_bad_region_name() {
+    let (store, _) = dynamo_store("regions-serve").await;
+    let table = store.table().to_owned();
+    let other = region(&table, "eu-central-1", "workers=1", None, Duration::ZERO).await;
+    let binary = env!("CARGO_BIN_EXE_fleetlock");
+    let mut serve = tokio::process::Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", "workers=3")
+        .env("FLEETLOCK_REGION", "eu-west-1")
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+    let line = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("serve prints its address");
+    let addr = line
+        .trim_start_matches("fleetlock listening on http://")
+        .trim_end_matches('/');
+    let answer = send(
+        addr.parse().unwrap(),
+        "POST",
+        "/v1/pre-reboot",
+        &[("fleet-lock-protocol", "true")],
+        zincati_body("a", "workers"),
+    )
+    .await;
+    assert_eq!(
+        (answer.status, answer.kind()),
+        (500, "settings_differ".to_owned())
+    );
+    let (status, _) = ask(&other, "pre-reboot", "b", "workers").await;
+    assert_eq!(
+        status, 500,
+        "the other region refuses too, having read the new record"
+    );
+    serve.kill().await.ok();
+    let refused = tokio::process::Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_REGION", "EU West")
+        .output()
+        .await
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("FLEETLOCK_REGION: 'EU West' is not a region name like eu-west-1"),
+        "{stderr}"
+    );
+}
