@@ -787,7 +787,7 @@ async fn operators_pause_and_resume_groups_live() {
     assert!(r.ok, "{}", r.stderr);
     assert_eq!(
         r.stdout,
-        "resumed 'db'; still paused while alarm(s) api-5xx are in ALARM\n"
+        "resumed 'db' (cleared the pause by alice); still paused while alarm(s) api-5xx are in ALARM\n"
     );
     child.kill().await.unwrap();
 }

@@ -111,6 +111,8 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
         .env_remove("FLEETLOCK_SETTLE")
         .env_remove("FLEETLOCK_LEASE")
         .env_remove("FLEETLOCK_DRAIN")
+        .env_remove("FLEETLOCK_RETURN")
+        .env_remove("FLEETLOCK_REGION")
         .env_remove("FLEETLOCK_WINDOWS")
         .env_remove("FLEETLOCK_TIME_ZONE")
         .env_remove("FLEETLOCK_ALARM_PAUSES")
@@ -315,8 +317,20 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
     // below checks them on the line that has them.
     let missing: Vec<&String> = read
         .difference(&emitted)
-        // The drain widgets' field, only with a drain gate: the drain test.
-        .filter(|field| !["expired", "held_s", "lease", "drains_overdue"].contains(&field.as_str()))
+        // The drain widgets' field, only with a drain gate: the drain test;
+        // the return widgets', only with a return gate: the return test.
+        .filter(|field| {
+            ![
+                "expired",
+                "held_s",
+                "lease",
+                "drains_overdue",
+                "returning",
+                "returns_overdue",
+                "oldest_return_s",
+            ]
+            .contains(&field.as_str())
+        })
         .collect();
     assert!(
         missing.is_empty(),
@@ -738,4 +752,157 @@ async fn no_log_level_puts_a_nodes_secret_in_the_logs() {
             );
         }
     }
+}
+
+/// The return gate under the Lambda runtime: the API function's steady-state
+/// leaves the slot returning (its decision line and metric line say so, with
+/// the fields the dashboard reads), and the drained function, from JSON
+/// actions, reads the slot as returning, confirms the return, and its sweep
+/// stops a group whose return is overdue, once.
+#[tokio::test]
+async fn the_binary_keeps_a_returning_slot_and_the_drained_function_confirms_it_or_stops_the_group()
+{
+    let (table, credential, authorization) = table_and_credential("lambda-return").await;
+    let call = |endpoint: &str| {
+        let mut event: Value = serde_json::from_str(&event(
+            zincati_body("node-a", "workers"),
+            Some(authorization.as_str()),
+        ))
+        .unwrap();
+        event["rawPath"] = format!("/v1/{endpoint}").into();
+        event["requestContext"]["http"]["path"] = format!("/v1/{endpoint}").into();
+        event.to_string()
+    };
+    let mut runtime = runtime_api().await;
+    let function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", "workers=1,db=1")
+        .env("FLEETLOCK_RETURN", "workers=20m,db=20m")
+        .env("FLEETLOCK_CLIENTS", &credential.entry)
+        .spawn()
+        .unwrap();
+    let mut outcomes = Vec::new();
+    for endpoint in ["pre-reboot", "steady-state", "pre-reboot"] {
+        runtime.events.send(call(endpoint)).unwrap();
+        let (_, answer) = answered(&mut runtime).await;
+        let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+        outcomes.push((answer["statusCode"].clone(), body));
+    }
+    assert_eq!(outcomes[0].0, 200);
+    assert_eq!(
+        (&outcomes[1].0, &outcomes[1].1["outcome"]),
+        (&Value::from(200), &Value::from("returning"))
+    );
+    assert_eq!(
+        (&outcomes[2].0, &outcomes[2].1["kind"]),
+        (&Value::from(423), &Value::from("waiting_for_return"))
+    );
+    let output = stopped(function).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let returning_line = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["message"] == "decision" && l["outcome"] == "returning")
+        .unwrap_or_else(|| panic!("no returning decision: {stderr}"));
+    assert_eq!(
+        (
+            &returning_line["returning"],
+            &returning_line["returns_overdue"]
+        ),
+        (&Value::from(1), &Value::from(0))
+    );
+    assert!(
+        returning_line["oldest_return_s"].is_u64(),
+        "{returning_line}"
+    );
+    let read = crate::helpers::dashboard_fields("function_log_group");
+    for field in ["returning", "returns_overdue", "oldest_return_s"] {
+        assert!(
+            read.contains(field),
+            "the dashboard reads {field}: {read:?}"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let metric = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["Outcome"] == "returning")
+        .unwrap_or_else(|| panic!("no metric line of the return: {stdout}"));
+    assert_eq!(
+        (&metric["ReturnsOverdue"], &metric["Returning"]),
+        (&Value::from(0), &Value::from(1))
+    );
+
+    // A return in db, begun 25 minutes ago by a node that never came back.
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let store = fleetlock::store::dynamodb::DynamoStore::new(client, table.clone());
+    let db = GroupName::parse("db").unwrap();
+    let gone = NodeId::parse("gone").unwrap();
+    let rules = fleetlock::domain::groups::GroupSlots::parse("workers=1,db=1")
+        .unwrap()
+        .with_return("workers=20m,db=20m")
+        .unwrap()
+        .rules_for(&db)
+        .unwrap();
+    let long_ago = Timestamp(Timestamp::now().0 - 25 * 60 * 1000);
+    store.acquire(&db, &gone, rules, long_ago).await.unwrap();
+    store.release(&db, &gone, true, long_ago).await.unwrap();
+    let mut confirmer = runtime_api().await;
+    let drained = lambda_command(&confirmer, "fleetlock-drained", "drained")
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", "workers=1,db=1")
+        .env("FLEETLOCK_RETURN", "workers=20m,db=20m")
+        .env("FLEETLOCK_METRICS_SERVICE", "fleetlock-test")
+        .spawn()
+        .unwrap();
+    let slot = serde_json::json!({"action": "slot", "group": "workers", "id": "node-a"});
+    let sweep = serde_json::json!({"action": "sweep"});
+    for action in [slot.clone(), sweep.clone(), sweep] {
+        confirmer.events.send(action.to_string()).unwrap();
+    }
+    let (_, read_slot) = answered(&mut confirmer).await;
+    assert_eq!(
+        (&read_slot["state"], &read_slot["holds"]),
+        (&Value::from("returning"), &Value::from(false))
+    );
+    let (_, first) = answered(&mut confirmer).await;
+    let (_, second) = answered(&mut confirmer).await;
+    assert_eq!(
+        (&first["returns_overdue"], &first["stopped"]),
+        (&Value::from(1), &Value::from(1)),
+        "{first}"
+    );
+    assert_eq!(
+        (&second["returns_overdue"], &second["stopped"]),
+        (&Value::from(1), &Value::from(0)),
+        "once: {second}"
+    );
+    let returned = serde_json::json!({
+        "action": "returned", "group": "workers", "id": "node-a",
+        "released_at": read_slot["released_at"],
+    });
+    confirmer.events.send(returned.to_string()).unwrap();
+    confirmer.events.send(returned.to_string()).unwrap();
+    let (_, confirmed) = answered(&mut confirmer).await;
+    let (_, again) = answered(&mut confirmer).await;
+    assert_eq!(
+        (&confirmed["outcome"], &confirmed["done"]),
+        (&Value::from("returned"), &Value::from(true))
+    );
+    assert_eq!(
+        (&again["outcome"], &again["done"]),
+        (&Value::from("not_returning"), &Value::from(false))
+    );
+    stopped(drained).await;
+    let stored = store.groups(Some(&db)).await.unwrap();
+    let stop = stored[0].1.pause.stop.clone().expect("db stopped");
+    assert_eq!((stop.id.as_str(), stop.returning_since), ("gone", long_ago));
+    let workers = store
+        .groups(Some(&GroupName::parse("workers").unwrap()))
+        .await
+        .unwrap();
+    assert!(
+        workers[0].1.holders.is_empty(),
+        "the confirmed slot is free"
+    );
 }
