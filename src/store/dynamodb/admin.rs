@@ -120,8 +120,36 @@ impl DynamoStore {
                  key '{KEY_ATTRIBUTE}' (string) alone"
             )));
         }
-        Ok(())
+        let description = described.table();
+        let replicas = description.map_or(0, |t| t.replicas().len());
+        let consistency = description
+            .and_then(|t| t.multi_region_consistency())
+            .map(|mode| mode.as_str());
+        match global_table_problem(table, replicas, consistency) {
+            Some(why) => Err(TableProblem::Unusable(why)),
+            None => Ok(()),
+        }
     }
+}
+
+/// Why a global table cannot hold the locks: in multi-Region eventual
+/// consistency (the default mode) a conditional write is checked against
+/// this region's replica only, so two regions could each grant the last
+/// slot. A table with no replica, or in strong consistency, is fine.
+pub fn global_table_problem(
+    table: &str,
+    replicas: usize,
+    consistency: Option<&str>,
+) -> Option<String> {
+    (replicas > 0 && consistency != Some("STRONG")).then(|| {
+        format!(
+            "table '{table}' is a global table in multi-Region eventual consistency: a \
+             conditional write there is checked against this region's replica only, so two \
+             regions could each grant the last slot; the locks need multi-Region strong \
+             consistency (MRSC), which is chosen when the table is made empty \
+             (docs/deploy.md, One lock across regions)"
+        )
+    })
 }
 
 /// The table `create_table` makes, in CloudFormation's property names: the
@@ -134,4 +162,28 @@ pub fn table_definition() -> serde_json::Value {
         "KeySchema": [{ "AttributeName": KEY_ATTRIBUTE, "KeyType": KeyType::Hash.as_str() }],
         "BillingMode": BILLING_MODE.as_str(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_global_table_in_eventual_consistency_is_refused_with_why() {
+        assert_eq!(global_table_problem("locks", 0, None), None, "one region");
+        assert_eq!(
+            global_table_problem("locks", 2, Some("STRONG")),
+            None,
+            "MRSC"
+        );
+        for mode in [None, Some("EVENTUAL")] {
+            let why = global_table_problem("locks", 2, mode).unwrap();
+            assert!(
+                why.starts_with(
+                    "table 'locks' is a global table in multi-Region eventual consistency"
+                ) && why.contains("could each grant the last slot"),
+                "{why}"
+            );
+        }
+    }
 }
