@@ -8,6 +8,7 @@ use std::io::Write;
 
 use clap::Args;
 
+use crate::domain::drain::{Confirmation, Confirmed, confirmed_return};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{Release as Released, Timestamp};
 use crate::domain::store::LockStore;
@@ -53,14 +54,38 @@ pub struct Drained {
 
 impl Drained {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
-        let (group, id, store) = stored_node(&self.group, &self.id, "drained").await?;
-        let confirmation = crate::domain::drain::Confirmation {
-            group,
-            id,
-            reserved_at: self.reserved_at,
-        };
-        let now = written_now(&store).await?;
+        let (confirmation, store, now) =
+            confirming(&self.group, &self.id, self.reserved_at, "drained").await?;
         drained(&store, &confirmation, now, out).await
+    }
+}
+
+/// What a person's confirmation names (a node of a stored group, and the
+/// reservation or return confirmed, if given), the table, and the time to
+/// write it at (DynamoDB's).
+async fn confirming(
+    group: &str,
+    id: &str,
+    at: Option<Timestamp>,
+    command: &str,
+) -> Result<(Confirmation, crate::store::dynamodb::DynamoStore, Timestamp), Failure> {
+    let (group, id, store) = stored_node(group, id, command).await?;
+    let now = written_now(&store).await?;
+    let confirmation = Confirmation {
+        group,
+        id,
+        reserved_at: at,
+    };
+    Ok((confirmation, store, now))
+}
+
+/// A confirmation's sentence: printed when it is done, else the refusal.
+fn said(confirmed: Confirmed, out: &mut impl Write) -> Result<(), Failure> {
+    if confirmed.done {
+        say!(out, "{}", confirmed.value);
+        Ok(())
+    } else {
+        Err(Failure::Refused(confirmed.value))
     }
 }
 
@@ -140,13 +165,8 @@ pub struct Returned {
 
 impl Returned {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
-        let (group, id, store) = stored_node(&self.group, &self.id, "returned").await?;
-        let confirmation = crate::domain::drain::Confirmation {
-            group,
-            id,
-            reserved_at: self.released_at,
-        };
-        let now = written_now(&store).await?;
+        let (confirmation, store, now) =
+            confirming(&self.group, &self.id, self.released_at, "returned").await?;
         returned(&store, &confirmation, now, out).await
     }
 }
@@ -156,7 +176,7 @@ impl Returned {
 /// such return.
 pub async fn returned<S: LockStore>(
     store: &S,
-    confirmation: &crate::domain::drain::Confirmation,
+    confirmation: &Confirmation,
     now: Timestamp,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
@@ -168,30 +188,25 @@ pub async fn returned<S: LockStore>(
             now,
         )
         .await?;
-    let confirmed = crate::domain::drain::confirmed_return(decided.outcome, confirmation);
-    if confirmed.done {
-        say!(out, "{}", confirmed.value);
-        if let Some(stop) = &decided.group.pause.stop {
-            say!(
-                out,
-                "group '{}' is still stopped (node '{}' did not come back in time); \
-                 'fleetlock resume --group {}' lets the rollout go on",
-                confirmation.group,
-                stop.id.shown(),
-                confirmation.group
-            );
-        }
-        Ok(())
-    } else {
-        Err(Failure::Refused(confirmed.value))
+    said(confirmed_return(decided.outcome, confirmation), out)?;
+    if let Some(stop) = &decided.group.pause.stop {
+        say!(
+            out,
+            "group '{}' is still stopped (node '{}' did not come back in time); \
+             'fleetlock resume --group {}' lets the rollout go on",
+            confirmation.group,
+            stop.id.shown(),
+            confirmation.group
+        );
     }
+    Ok(())
 }
 
 /// `drained`: a person confirms that a node was drained; its reservation
 /// becomes its slot. Refused (nothing changed) when there is none to grant.
 pub async fn drained<S: LockStore>(
     store: &S,
-    confirmation: &crate::domain::drain::Confirmation,
+    confirmation: &Confirmation,
     now: Timestamp,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
@@ -203,13 +218,7 @@ pub async fn drained<S: LockStore>(
             now,
         )
         .await?;
-    let confirmed = crate::domain::drain::Confirmed::of(decided.outcome, confirmation);
-    if confirmed.done {
-        say!(out, "{}", confirmed.value);
-        Ok(())
-    } else {
-        Err(Failure::Refused(confirmed.value))
-    }
+    said(Confirmed::of(decided.outcome, confirmation), out)
 }
 
 #[cfg(test)]

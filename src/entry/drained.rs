@@ -75,10 +75,35 @@ impl<S: LockStore> DrainConfirmer<S> {
             tracing::error!(error = %why, "refused a malformed action");
             format!("invalid action: {why}")
         })?;
-        let confirmation = match action {
-            Action::Drained(confirmation) => confirmation,
-            Action::Returned(confirmation) => return self.returned(&confirmation).await,
-            Action::Sweep => return self.sweep().await,
+        let now = self.clock.now();
+        match action {
+            Action::Drained(confirmation) => {
+                let decided = self
+                    .store
+                    .drained(
+                        &confirmation.group,
+                        &confirmation.id,
+                        confirmation.reserved_at,
+                        now,
+                    )
+                    .await
+                    .map(|d| Confirmed::of(d.outcome, &confirmation));
+                answered(&confirmation, decided, "a drain confirmation")
+            }
+            Action::Returned(confirmation) => {
+                let decided = self
+                    .store
+                    .returned(
+                        &confirmation.group,
+                        &confirmation.id,
+                        confirmation.reserved_at,
+                        now,
+                    )
+                    .await
+                    .map(|d| confirmed_return(d.outcome, &confirmation));
+                answered(&confirmation, decided, "a return confirmation")
+            }
+            Action::Sweep => self.sweep().await,
             Action::Slot { group, id } => {
                 let stored = self.store.groups(Some(&group)).await.map_err(|err| {
                     tracing::error!(group = %group, error = %err, "lock store failed on a slot read");
@@ -89,57 +114,9 @@ impl<S: LockStore> DrainConfirmer<S> {
                     .next()
                     .map(|(_, r)| r)
                     .unwrap_or_default();
-                return Ok(slot_state(&record, &group, &id));
+                Ok(slot_state(&record, &group, &id))
             }
-        };
-        let decided = self
-            .store
-            .drained(
-                &confirmation.group,
-                &confirmation.id,
-                confirmation.reserved_at,
-                self.clock.now(),
-            )
-            .await
-            .map_err(|err| {
-                tracing::error!(group = %confirmation.group, error = %err, "lock store failed on a drain confirmation");
-                format!("nothing was confirmed: {err}")
-            })?;
-        let confirmed = Confirmed::of(decided.outcome, &confirmation);
-        tracing::info!(
-            group = %confirmation.group,
-            id = %confirmation.id.shown(),
-            outcome = confirmed.outcome,
-            "{}",
-            confirmed.value
-        );
-        Ok(confirmed.to_json(&confirmation))
-    }
-
-    /// A return confirmed: the returning slot freed, or why not.
-    async fn returned(&self, confirmation: &Confirmation) -> Result<Value, String> {
-        let decided = self
-            .store
-            .returned(
-                &confirmation.group,
-                &confirmation.id,
-                confirmation.reserved_at,
-                self.clock.now(),
-            )
-            .await
-            .map_err(|err| {
-                tracing::error!(group = %confirmation.group, error = %err, "lock store failed on a return confirmation");
-                format!("nothing was confirmed: {err}")
-            })?;
-        let confirmed = confirmed_return(decided.outcome, confirmation);
-        tracing::info!(
-            group = %confirmation.group,
-            id = %confirmation.id.shown(),
-            outcome = confirmed.outcome,
-            "{}",
-            confirmed.value
-        );
-        Ok(confirmed.to_json(confirmation))
+        }
     }
 
     /// Every group read once (one consistent scan): its reservations past
@@ -225,6 +202,27 @@ impl<S: LockStore> DrainConfirmer<S> {
             "groups": groups,
         }))
     }
+}
+
+/// A confirmation's answer to a hook, logged: what it came to, or why
+/// nothing was confirmed (`what`: which confirmation, for the log).
+fn answered(
+    confirmation: &Confirmation,
+    decided: Result<Confirmed, crate::domain::store::StoreError>,
+    what: &str,
+) -> Result<Value, String> {
+    let confirmed = decided.map_err(|err| {
+        tracing::error!(group = %confirmation.group, error = %err, "lock store failed on {what}");
+        format!("nothing was confirmed: {err}")
+    })?;
+    tracing::info!(
+        group = %confirmation.group,
+        id = %confirmation.id.shown(),
+        outcome = confirmed.outcome,
+        "{}",
+        confirmed.value
+    );
+    Ok(confirmed.to_json(confirmation))
 }
 
 pub async fn run() -> ExitCode {
