@@ -203,6 +203,10 @@ struct Tally {
     renewals_won: AtomicU64,
     take_overs_won: AtomicU64,
     renewal_rounds_wrong: AtomicU64,
+    /// Rounds where a call heard 503 (the store stalled under faults) and
+    /// no two 200s: nothing to judge; each node gives back what it may
+    /// hold, as at its next boot.
+    renewal_rounds_undecided: AtomicU64,
     take_overs: AtomicU64,
     pause_flips: AtomicU64,
     exclusion_flips: AtomicU64,
@@ -862,6 +866,16 @@ async fn main() {
                         tally.take_overs_won.fetch_add(1, Ordering::Relaxed);
                         Some((&mut b, &asker))
                     }
+                    // With faults, a 503 (nothing known: the store stalled)
+                    // leaves the round undecided, unless both were told 200.
+                    (false, false) | (true, false) | (false, true)
+                        if renewal.0 == 503 || take_over.0 == 503 =>
+                    {
+                        tally
+                            .renewal_rounds_undecided
+                            .fetch_add(1, Ordering::Relaxed);
+                        None
+                    }
                     _ => {
                         tally.renewal_rounds_wrong.fetch_add(1, Ordering::Relaxed);
                         eprintln!("renewal round {round}: {renewal:?} / {take_over:?}");
@@ -890,6 +904,29 @@ async fn main() {
                             status,
                             &json,
                         );
+                    }
+                }
+                // A node whose call had no answer (503) may hold the slot
+                // all the same: it gives back whatever it holds at its next
+                // boot, as Zincati does, asking again while the store stalls.
+                for (answer, sender, node) in
+                    [(&renewal, &mut a, &holder), (&take_over, &mut b, &asker)]
+                {
+                    if answer.0 != 503 {
+                        continue;
+                    }
+                    for _ in 0..10 {
+                        let (status, json) =
+                            call(sender, &addr, "steady-state", node, RENEW_GROUP).await;
+                        tally.calls.fetch_add(1, Ordering::Relaxed);
+                        match (status, json["outcome"].as_str()) {
+                            (200, Some("released" | "not_held")) => break,
+                            (503, _) => tokio::time::sleep(Duration::from_millis(100)).await,
+                            _ => {
+                                unexpected(&tally, "an undecided round's boot", status, &json);
+                                break;
+                            }
+                        }
                     }
                 }
             }
@@ -1412,9 +1449,10 @@ async fn main() {
         "| **take-overs answered beyond the expired holders taken** | **{take_overs_of_the_living}** |"
     );
     println!(
-        "| holders granted a day ago in `{RENEW_GROUP}` (1 slot, lease {LEASE}) renewing while a newcomer asks: renewal won / take-over won / **both or neither told 200** | {} / {} / **{}** |",
+        "| holders granted a day ago in `{RENEW_GROUP}` (1 slot, lease {LEASE}) renewing while a newcomer asks: renewal won / take-over won / undecided, a 503 / **both or neither told 200** | {} / {} / {} / **{}** |",
         get(&t.renewals_won),
         get(&t.take_overs_won),
+        get(&t.renewal_rounds_undecided),
         get(&t.renewal_rounds_wrong)
     );
     println!(
