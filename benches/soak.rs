@@ -897,7 +897,12 @@ async fn main() {
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     };
-                    if (status, json["outcome"].as_str()) != (200, Some("released")) {
+                    // After a 503 the release may have landed: `not_held` then.
+                    let landed_before =
+                        tries > 1 && (status, json["outcome"].as_str()) == (200, Some("not_held"));
+                    if landed_before {
+                        tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
+                    } else if (status, json["outcome"].as_str()) != (200, Some("released")) {
                         unexpected(
                             &tally,
                             "a renewal round's winner giving back",

@@ -153,7 +153,8 @@ pub fn drained_policy(table_arn: &str) -> serde_json::Value {
     })
 }
 
-/// A drain hook's policy: invoke the drained function (`function_arn`).
+/// A drain hook's policy: invoke the drained function (`function_arn`),
+/// whose `drained` and `returned` actions confirm a drain and a return.
 pub fn drain_hook_policy(function_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
