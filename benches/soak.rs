@@ -812,6 +812,7 @@ async fn main() {
         let (tally, down) = (Arc::clone(&tally), Arc::clone(&down));
         let client = aws_sdk_dynamodb::Client::new(&load_config().await);
         let (table, addr) = (table.clone(), addr.clone());
+        let store = DynamoStore::new(client.clone(), &table);
         tokio::spawn(async move {
             use aws_sdk_dynamodb::types::AttributeValue;
             let n = |v: u64| AttributeValue::N(v.to_string());
@@ -897,9 +898,12 @@ async fn main() {
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     };
-                    // After a 503 the release may have landed: `not_held` then.
-                    let landed_before =
-                        tries > 1 && (status, json["outcome"].as_str()) == (200, Some("not_held"));
+                    // After a 503, or the SDK's own retry inside the server
+                    // after an answer lost on its way back, the release had
+                    // landed: `not_held`, and the slot is free.
+                    let landed_before = (status, json["outcome"].as_str())
+                        == (200, Some("not_held"))
+                        && (tries > 1 || !holds(&store, RENEW_GROUP, node).await);
                     if landed_before {
                         tally.answers_found_on_retry.fetch_add(1, Ordering::Relaxed);
                     } else if (status, json["outcome"].as_str()) != (200, Some("released")) {

@@ -1394,7 +1394,11 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
              [undrained.deploy.parameters]\n\
              parameter_overrides = [\"Groups=db=1\", \"Drain=db=15m\", \"Clients={client}\"]\n\
              [drained.deploy.parameters]\n\
-             parameter_overrides = [\"Groups=db=1\", \"Drain=db=15m:grant\", \"SlotEvents=true\", \"Clients={client}\"]\n"
+             parameter_overrides = [\"Groups=db=1\", \"Drain=db=15m:grant\", \"SlotEvents=true\", \"Clients={client}\"]\n\
+             [returning.deploy.parameters]\n\
+             parameter_overrides = [\"Groups=db=1\", \"Return=db=20m\", \"SlotEvents=true\", \"Clients={client}\"]\n\
+             [unreturned.deploy.parameters]\n\
+             parameter_overrides = [\"Groups=db=1\", \"Return=db=20m\", \"Clients={client}\"]\n"
         ),
     )
     .unwrap();
@@ -1515,6 +1519,26 @@ async fn config_check_reads_a_samconfig_as_sam_deploy_would() {
         ),
         "{}",
         drained.stdout
+    );
+    // A return gate: the same rule, and the summary says what it does.
+    let unreturned = run(&mut config_env("unreturned")).await;
+    assert!(
+        !unreturned.ok
+            && unreturned
+                .stderr
+                .contains("parameter Return needs SlotEvents=true"),
+        "{}",
+        unreturned.stderr
+    );
+    let returning = run(&mut config_env("returning")).await;
+    assert!(returning.ok, "{}", returning.stderr);
+    assert!(
+        returning.stdout.contains(
+            "db: 1 slot, settle 0s, return gate 20m (a released slot is free once its node's \
+             return is confirmed; past the timeout the group stops)"
+        ),
+        "{}",
+        returning.stdout
     );
     // Nothing of it touched AWS: no region, no credentials were needed.
     let mixed = run(fleetlock().args(["config", "check", "--config-env", "typo"])).await;
