@@ -183,8 +183,8 @@ pub trait LockStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
 
     /// Clears a person's pause and the server's stop (a person looked);
-    /// alarms' pauses stay. Like `pause`, it never undoes a pause that
-    /// landed after this call read the group.
+    /// alarms' pauses stay. Like `pause`, it never undoes a pause or a stop
+    /// that landed after this call read the group.
     fn resume(
         &self,
         group: &GroupName,

@@ -469,3 +469,47 @@ async fn a_late_confirmation_never_ends_a_newer_return() {
         "still returning"
     );
 }
+
+/// A resume that read the group before the sweep stopped it (its write held
+/// back by the proxy) clears the person's pause it read, never the stop it
+/// did not see.
+#[tokio::test]
+async fn a_resume_never_clears_a_stop_written_after_it_read_the_group() {
+    use crate::fault_proxy::Fault;
+    let (proxy, store) = crate::helpers::proxied_store("return-resume").await;
+    let store = Arc::new(store);
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, store.table());
+    let g = group("workers");
+    take(&direct, &g, "a", returning(2), at(0)).await;
+    steady(&direct, &g, "a", at(1)).await;
+    let pause = PersonPause {
+        reason: PauseReason::parse("kernel regression").unwrap(),
+        since: at(2),
+        by: "ana".into(),
+    };
+    direct.pause(&g, pause).await.unwrap();
+    proxy.next_writes(Fault::Hold, 1);
+    let resume = tokio::spawn({
+        let (store, g) = (Arc::clone(&store), g.clone());
+        async move { store.resume(&g).await.unwrap() }
+    });
+    proxy.until_held().await;
+    let late = at(1).plus(TIMEOUT);
+    let stop = direct.stop_for_return(&g, &id("a"), at(1), late).await;
+    assert_eq!(stop.unwrap().outcome, Stopping::Stopped);
+    proxy.release();
+    let resumed = resume.await.unwrap();
+    assert_eq!(
+        resumed.outcome,
+        Changed::Yes,
+        "the pause it read is cleared"
+    );
+    let record = stored(&direct, &g).await;
+    assert_eq!(record.pause.person, None);
+    assert!(record.pause.stop.is_some(), "the stop it never saw stays");
+    assert_eq!(
+        take(&direct, &g, "b", returning(2), late).await,
+        Acquire::Paused
+    );
+}

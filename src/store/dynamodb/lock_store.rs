@@ -320,15 +320,27 @@ impl LockStore for DynamoStore {
         if resumed(&current) {
             return Ok(decided(Changed::AlreadySo, current));
         }
-        let request = self
+        // Only what this call read: a stop the sweep writes after the read
+        // (it moves no pause version) stays, for a person to see.
+        let mut cleared = Vec::new();
+        if current.pause.person.is_some() {
+            cleared.push(("#paused", PAUSED_ATTRIBUTE));
+        }
+        if current.pause.stop.is_some() {
+            cleared.push(("#stopped", STOPPED_ATTRIBUTE));
+        }
+        let names: Vec<&str> = cleared.iter().map(|(name, _)| *name).collect();
+        let mut request = self
             .client
             .update_item()
-            .update_expression("REMOVE #paused, #stopped SET #version = :next")
+            .update_expression(format!("REMOVE {} SET #version = :next", names.join(", ")))
             .condition_expression(format!(
-                "(attribute_exists(#paused) OR attribute_exists(#stopped)) AND {VERSION_AS_READ}"
-            ))
-            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
-            .expression_attribute_names("#stopped", STOPPED_ATTRIBUTE);
+                "attribute_exists({}) AND {VERSION_AS_READ}",
+                names.join(") AND attribute_exists(")
+            ));
+        for (name, attribute) in cleared {
+            request = request.expression_attribute_names(name, attribute);
+        }
         self.person_pause_write(group, request, seen, resumed).await
     }
 
