@@ -59,7 +59,7 @@ impl SettingsDigests {
     /// The digest this function decides `group` with; `None` for a group
     /// it does not serve.
     pub fn for_group(&self, group: &GroupName) -> Option<&str> {
-        digest_in(&self.0, group)
+        digest_in(&self.0, group.as_str())
     }
 
     /// The first other region that recorded `group` with other settings
@@ -72,17 +72,41 @@ impl SettingsDigests {
         group: &GroupName,
     ) -> Option<&'a str> {
         let ours = self.for_group(group)?;
-        recorded
+        differs(region, recorded, group.as_str(), ours)
+            .first()
+            .copied()
+    }
+
+    /// Every (other region, group or [`OTHERS`]) whose settings differ from
+    /// these, by the same rule as [`Self::disagreeing`]: what a function
+    /// says at its start.
+    pub fn disagreements(&self, region: &str, recorded: &Recorded) -> Vec<(String, String)> {
+        self.0
             .iter()
-            .filter(|(other, _)| other.as_str() != region)
-            .find(|(_, theirs)| digest_in(theirs, group).is_some_and(|d| d != ours))
-            .map(|(other, _)| other.as_str())
+            .flat_map(|(key, ours)| {
+                differs(region, recorded, key, ours)
+                    .into_iter()
+                    .map(move |other| (other.to_owned(), key.clone()))
+            })
+            .collect()
     }
 }
 
-fn digest_in<'a>(digests: &'a Digests, group: &GroupName) -> Option<&'a str> {
+/// The regions other than `region` whose digest for `key` differs from
+/// `ours`.
+fn differs<'r>(region: &str, recorded: &'r Recorded, key: &str, ours: &str) -> Vec<&'r str> {
+    recorded
+        .iter()
+        .filter(|(other, _)| other.as_str() != region)
+        .filter(|(_, theirs)| digest_in(theirs, key).is_some_and(|d| d != ours))
+        .map(|(other, _)| other.as_str())
+        .collect()
+}
+
+/// The digest that decides `key` in a record: its own, else `*`'s.
+fn digest_in<'a>(digests: &'a Digests, key: &str) -> Option<&'a str> {
     digests
-        .get(group.as_str())
+        .get(key)
         .or_else(|| digests.get(OTHERS))
         .map(String::as_str)
 }
@@ -199,6 +223,14 @@ mod tests {
         assert_eq!(
             here.disagreeing("eu-west-1", &alone, &group("workers")),
             None
+        );
+        assert_eq!(
+            here.disagreements("eu-west-1", &recorded),
+            [
+                ("eu-west-2".to_owned(), "db".to_owned()),
+                ("eu-central-1".to_owned(), "workers".to_owned()),
+            ],
+            "workers=3 here and '*=3' there agree"
         );
         // A region that does not serve the group refuses it: no conflict.
         let narrow = Recorded::from([("x".to_owned(), digests("db=1", &[]).as_map().clone())]);

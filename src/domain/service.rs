@@ -163,6 +163,14 @@ struct Agreement {
     seen: std::sync::Mutex<Option<(std::time::Instant, Arc<Recorded>)>>,
 }
 
+impl Agreement {
+    /// Keeps the regions' records as read now.
+    fn remember(&self, recorded: Arc<Recorded>) {
+        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((std::time::Instant::now(), recorded));
+    }
+}
+
 /// How long a function trusts the regions' records it read: a region that
 /// changes its settings is refused here within this long (and refuses
 /// itself at once, from its own start).
@@ -204,20 +212,8 @@ impl<S: LockStore> FleetLock<S> {
             .store
             .record_settings(&agreement.region, agreement.ours.as_map())
             .await?;
-        let differing = recorded
-            .iter()
-            .filter(|(region, _)| **region != agreement.region)
-            .flat_map(|(region, theirs)| {
-                agreement
-                    .ours
-                    .as_map()
-                    .iter()
-                    .filter(move |(group, digest)| theirs.get(*group).is_some_and(|d| d != *digest))
-                    .map(move |(group, _)| (region.clone(), group.clone()))
-            })
-            .collect();
-        *agreement.seen.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((std::time::Instant::now(), Arc::new(recorded)));
+        let differing = agreement.ours.disagreements(&agreement.region, &recorded);
+        agreement.remember(Arc::new(recorded));
         Ok(differing)
     }
 
@@ -243,8 +239,7 @@ impl<S: LockStore> FleetLock<S> {
                     Error::from(&err)
                 })?;
                 let read = Arc::new(read);
-                *agreement.seen.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((std::time::Instant::now(), Arc::clone(&read)));
+                agreement.remember(Arc::clone(&read));
                 read
             }
         };
@@ -289,7 +284,6 @@ impl<S: LockStore> FleetLock<S> {
     /// keep their slot and reboot in the next window), without asking the store.
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
         let mut rules = self.groups.rules_for(&params.group)?;
-        self.check_agreement(&params.group).await?;
         let now = self.clock.now();
         match self.windows.state(&params.group, now) {
             WindowState::Closed { opens } => {
@@ -315,6 +309,7 @@ impl<S: LockStore> FleetLock<S> {
             }
             _ => {}
         }
+        self.check_agreement(&params.group).await?;
         let Decided { outcome, group, .. } = self
             .store
             .acquire(&params.group, &params.id, rules, now)

@@ -26,6 +26,7 @@ use crate::domain::drain::{
 };
 use crate::domain::groups::GroupSlots;
 use crate::domain::lock::{Clock, Stopping, SystemClock};
+use crate::domain::service::returns;
 use crate::domain::store::LockStore;
 use crate::metrics::{DRAINS_OVERDUE, RETURNS_OVERDUE, emf_line};
 
@@ -137,19 +138,15 @@ impl<S: LockStore> DrainConfirmer<S> {
         let mut returns_overdue = 0;
         let mut stopped = 0;
         for (group, record) in &stored {
-            let Some(timeout) = sweep
-                .groups
-                .rules_for(group)
-                .ok()
-                .and_then(|rules| rules.return_timeout)
+            let Ok(rules) = sweep.groups.rules_for(group) else {
+                continue;
+            };
+            let (Some(timeout), Some(returns)) =
+                (rules.return_timeout, returns(record, rules, now))
             else {
                 continue;
             };
-            returns_overdue += record
-                .returning
-                .values()
-                .filter(|since| since.plus(timeout) <= now)
-                .count();
+            returns_overdue += returns.overdue;
             for (id, since) in record.returns_overdue(timeout, now) {
                 let decided = self
                     .store
