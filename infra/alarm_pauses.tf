@@ -41,7 +41,7 @@ data "aws_iam_policy_document" "alarm_pauses" {
   statement {
     sid       = "LockTable"
     actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.locks.arn]
+    resources = [local.table_arn]
   }
 
   statement {
@@ -85,7 +85,8 @@ resource "aws_lambda_function" "alarm_pauses" {
 
   environment {
     variables = {
-      FLEETLOCK_TABLE        = aws_dynamodb_table.locks.name
+      FLEETLOCK_TABLE        = local.table_name
+      FLEETLOCK_REGION       = local.region_env
       FLEETLOCK_GROUPS       = local.groups_env
       FLEETLOCK_ALARM_PAUSES = local.alarm_pauses_env
       RUST_LOG               = var.log_level

@@ -28,7 +28,7 @@ data "aws_iam_policy_document" "config_check" {
   statement {
     sid       = "LockTable"
     actions   = ["dynamodb:DescribeTable"]
-    resources = [aws_dynamodb_table.locks.arn]
+    resources = [local.table_arn]
   }
 
   statement {
@@ -69,7 +69,8 @@ resource "aws_lambda_function" "config_check" {
   # The API function's settings, and the alarm pauses' (tests/iac keeps them equal).
   environment {
     variables = {
-      FLEETLOCK_TABLE               = aws_dynamodb_table.locks.name
+      FLEETLOCK_TABLE               = local.table_name
+      FLEETLOCK_REGION              = local.region_env
       FLEETLOCK_GROUPS              = local.groups_env
       FLEETLOCK_SETTLE              = local.settle_env
       FLEETLOCK_LEASE               = local.lease_env

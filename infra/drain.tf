@@ -45,7 +45,7 @@ data "aws_iam_policy_document" "drained" {
   statement {
     sid       = "FleetLockTable"
     actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.locks.arn]
+    resources = [local.table_arn]
   }
 
   statement {
@@ -83,7 +83,7 @@ resource "aws_lambda_function" "drained" {
 
   environment {
     variables = {
-      FLEETLOCK_TABLE = aws_dynamodb_table.locks.name
+      FLEETLOCK_TABLE = local.table_name
       # The gates, as the API function reads them, for the sweep; and the
       # API function, whose DrainsOverdue and ReturnsOverdue metrics the
       # sweep feeds.
@@ -108,8 +108,10 @@ resource "aws_lambda_function" "drained" {
   lifecycle {
     # The module supports Terraform 1.5, whose variable validations cannot
     # read another variable: the gate checks its events here, at plan time.
+    # On a replica of a global table the events come from the region that
+    # made the table (its stream carries every region's writes).
     precondition {
-      condition     = var.slot_events
+      condition     = var.slot_events || !local.makes_table
       error_message = "drain and return_gate need slot_events = true: the Slot Drain Requested event is what tells a hook to drain a node, and the Slot Released event (returning) what tells it to bring one back; without them every reservation and return waits out its timeout."
     }
   }

@@ -46,12 +46,37 @@ locals {
     integrationError = "$context.integrationErrorMessage"
   }
 
+  # The lock table: made here, or this region's replica of a global table.
+  makes_table          = var.existing_table_name == null
+  table_name           = local.makes_table ? aws_dynamodb_table.locks[0].name : data.aws_dynamodb_table.existing[0].name
+  table_arn            = local.makes_table ? aws_dynamodb_table.locks[0].arn : data.aws_dynamodb_table.existing[0].arn
+  table_stream_arn     = local.makes_table ? aws_dynamodb_table.locks[0].stream_arn : data.aws_dynamodb_table.existing[0].stream_arn
+  replica_regions      = var.global_table == null ? [] : var.global_table.replica_regions
+  witness_regions      = var.global_table == null ? [] : compact([var.global_table.witness_region])
+  global_table_regions = concat(local.replica_regions, local.witness_regions)
+  # On a global table, made here or elsewhere, each region's functions record
+  # their settings under its name and compare them (FLEETLOCK_REGION).
+  on_global_table = var.global_table != null || !local.makes_table
+  region          = data.aws_region.current.region
+  region_env      = local.on_global_table ? local.region : ""
+  # MRSC's Region sets: the three regions are one set's.
+  mrsc_region_sets = {
+    US = ["us-east-1", "us-east-2", "us-west-2"]
+    EU = ["eu-west-1", "eu-west-2", "eu-west-3", "eu-central-1"]
+    AP = ["ap-northeast-1", "ap-northeast-2", "ap-northeast-3"]
+  }
+  mrsc_region_set = [for set, regions in local.mrsc_region_sets : set if length(setsubtract(concat([local.region], local.global_table_regions), regions)) == 0 && !contains(local.global_table_regions, local.region)]
+
   # IAM names are account-wide: a prefix, so that a second region or a second
   # copy of the module never collides (IAM allows 38 characters of prefix).
   iam_prefix = substr(var.name, 0, 24)
 }
 
+# One region's table, or the global table's first replica (global_table), or
+# none: a replica made by the module in another region (existing_table_name).
 resource "aws_dynamodb_table" "locks" {
+  count = local.makes_table ? 1 : 0
+
   name                        = "${var.name}-locks"
   billing_mode                = "PAY_PER_REQUEST"
   hash_key                    = "group"
@@ -71,13 +96,60 @@ resource "aws_dynamodb_table" "locks" {
     kms_key_arn = var.table_kms_key_arn
   }
 
-  # Read by the slot-events function only (slot_events.tf).
+  # Read by the slot-events function only (slot_events.tf). On a global
+  # table every replica's stream carries every region's writes: it is read
+  # here, in the region that makes the table, and nowhere else.
   stream_enabled   = var.slot_events
   stream_view_type = var.slot_events ? "NEW_AND_OLD_IMAGES" : null
 
+  # Multi-Region strong consistency: a conditional write is decided against
+  # every region's latest version of the item, so the one-write decisions
+  # hold across regions. Eventual consistency would check the local replica
+  # only and over-grant: this module never makes it.
+  dynamic "replica" {
+    for_each = local.replica_regions
+    content {
+      region_name            = replica.value
+      consistency_mode       = "STRONG"
+      point_in_time_recovery = true
+      propagate_tags         = true
+    }
+  }
+
+  dynamic "global_table_witness" {
+    for_each = local.witness_regions
+    content {
+      region_name = global_table_witness.value
+    }
+  }
+
   tags = var.tags
 
+  lifecycle {
+    precondition {
+      condition     = var.global_table == null || length(local.mrsc_region_set) == 1
+      error_message = "global_table: ${local.region} and ${join(", ", local.global_table_regions)} are not three regions of one MRSC Region set (US: us-east-1, us-east-2, us-west-2; EU: eu-west-1, eu-west-2, eu-west-3, eu-central-1; AP: ap-northeast-1, ap-northeast-2, ap-northeast-3), and a global table in strong consistency spans one set."
+    }
+
+    precondition {
+      condition     = var.global_table == null || var.table_kms_key_arn == null
+      error_message = "table_kms_key_arn is a key of one region, and a global table's replicas in the other regions need keys of their own: leave it null (the AWS managed key) with global_table."
+    }
+  }
+
   # checkov:skip=CKV_AWS_119: encrypted with the AWS managed key; a customer managed key adds cost and a key policy for data that is only node ids and timestamps.
+}
+
+# Before global tables the table had no count: the same table, kept.
+moved {
+  from = aws_dynamodb_table.locks
+  to   = aws_dynamodb_table.locks[0]
+}
+
+# This region's replica of a global table made in another region.
+data "aws_dynamodb_table" "existing" {
+  count = local.makes_table ? 0 : 1
+  name  = var.existing_table_name
 }
 
 resource "aws_cloudwatch_log_group" "function" {
@@ -120,7 +192,7 @@ data "aws_iam_policy_document" "function" {
   statement {
     sid       = "LockTable"
     actions   = ["dynamodb:DescribeTable", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.locks.arn]
+    resources = [local.table_arn]
   }
 
   statement {
@@ -156,7 +228,8 @@ resource "aws_lambda_function" "this" {
 
   environment {
     variables = {
-      FLEETLOCK_TABLE               = aws_dynamodb_table.locks.name
+      FLEETLOCK_TABLE               = local.table_name
+      FLEETLOCK_REGION              = local.region_env
       FLEETLOCK_GROUPS              = local.groups_env
       FLEETLOCK_SETTLE              = local.settle_env
       FLEETLOCK_LEASE               = local.lease_env

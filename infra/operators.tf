@@ -5,7 +5,7 @@ data "aws_iam_policy_document" "operator" {
   statement {
     sid       = "FleetLockTable"
     actions   = ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem"]
-    resources = [aws_dynamodb_table.locks.arn]
+    resources = [local.table_arn]
   }
 
   statement {

@@ -24,8 +24,13 @@ output "zincati_config_command" {
 }
 
 output "table_name" {
-  description = "The lock table; set FLEETLOCK_TABLE to it for `fleetlock status` and `fleetlock release`."
-  value       = aws_dynamodb_table.locks.name
+  description = "The lock table; set FLEETLOCK_TABLE to it for `fleetlock status` and `fleetlock release`. With global_table: the other regions' existing_table_name."
+  value       = local.table_name
+}
+
+output "global_table_regions" {
+  description = "With global_table: the lock table's regions, this one first, then the replicas and the witness; with existing_table_name: this region; empty for one region."
+  value       = local.makes_table ? (var.global_table == null ? [] : concat([local.region], local.global_table_regions)) : [local.region]
 }
 
 output "function_name" {
@@ -75,12 +80,12 @@ output "dashboard_url" {
 
 output "table_arn" {
   description = "The lock table's ARN (for the operator's and other policies)."
-  value       = aws_dynamodb_table.locks.arn
+  value       = local.table_arn
 }
 
 output "table_stream_arn" {
   description = "The lock table's stream (null unless slot_events)."
-  value       = var.slot_events ? aws_dynamodb_table.locks.stream_arn : null
+  value       = var.slot_events ? local.table_stream_arn : null
 }
 
 output "function_arn" {

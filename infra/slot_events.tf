@@ -70,7 +70,7 @@ data "aws_iam_policy_document" "slot_events" {
       "dynamodb:GetShardIterator",
       "dynamodb:ListStreams",
     ]
-    resources = ["${aws_dynamodb_table.locks.arn}/stream/*"]
+    resources = ["${local.table_arn}/stream/*"]
   }
 
   statement {
@@ -135,6 +135,13 @@ resource "aws_lambda_function" "slot_events" {
     mode = var.tracing_mode
   }
 
+  lifecycle {
+    precondition {
+      condition     = local.makes_table
+      error_message = "slot_events runs where the global table is made (the module with global_table): every replica's stream carries every region's writes, so a second slot-events function would send each change twice. Set slot_events = false here; the drain and return gates here still work."
+    }
+  }
+
   depends_on = [aws_iam_role_policy.slot_events, aws_lambda_invocation.config_check]
 
   # checkov:skip=CKV_AWS_116: invoked by an event source mapping, whose on-failure destination receives what fails; a function DLQ only serves asynchronous invocations.
@@ -160,7 +167,7 @@ resource "aws_sqs_queue" "slot_events_failures" {
 
 resource "aws_lambda_event_source_mapping" "slot_events" {
   count            = local.slot_events
-  event_source_arn = aws_dynamodb_table.locks.stream_arn
+  event_source_arn = local.table_stream_arn
   function_name    = aws_lambda_function.slot_events[0].arn
   # From the oldest record kept: the stream and the mapping are created
   # together, so nothing written in between is missed.

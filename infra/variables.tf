@@ -289,6 +289,36 @@ variable "table_deletion_protection" {
   nullable    = false
 }
 
+variable "global_table" {
+  description = "Make the lock table a global table in multi-Region strong consistency (MRSC), the one shared by this region and two others of its Region set (US: us-east-1, us-east-2, us-west-2; EU: eu-west-1, eu-west-2, eu-west-3, eu-central-1; AP: ap-northeast-1, ap-northeast-2, ap-northeast-3): two replica_regions, or one and a witness_region. A conditional write is then decided against every region's latest version, so one semaphore holds across the three. Deploy the module in each replica region with existing_table_name (examples/three-regions). Only a new, empty table can be made MRSC: an existing deployment moves as docs/deploy.md says. null: one region."
+  type = object({
+    replica_regions = list(string)
+    witness_region  = optional(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.global_table == null || try(length(var.global_table.replica_regions) + (var.global_table.witness_region == null ? 0 : 1) == 2, false)
+    error_message = "global_table needs exactly three regions with this one: two replica_regions, or one replica_region and a witness_region (MRSC's only shapes)."
+  }
+
+  validation {
+    condition     = var.global_table == null || try(length(distinct(concat(var.global_table.replica_regions, compact([var.global_table.witness_region])))) == length(var.global_table.replica_regions) + (var.global_table.witness_region == null ? 0 : 1), false)
+    error_message = "global_table names each region once: a replica region is never the witness too."
+  }
+}
+
+variable "existing_table_name" {
+  description = "Serve this region from its replica of a global table made by the module in another region (global_table there; its table_name output), instead of making a table. The functions compare their settings with the other regions' (FLEETLOCK_REGION) and refuse a group served differently elsewhere. Slot events run where the table is made, not here; the drain and return gates still work here, their events coming from there. null: this module makes the table."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.existing_table_name == null || can(regex("^[A-Za-z0-9_.-]{3,255}$", var.existing_table_name))
+    error_message = "existing_table_name is a DynamoDB table name: 3 to 255 letters, digits, '_', '-' or '.'."
+  }
+}
+
 variable "throttling_rate_limit" {
   description = "Steady requests per second the API accepts. Each node sends about one request per 300 s while it waits for a slot."
   type        = number

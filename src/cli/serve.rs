@@ -85,7 +85,8 @@ impl Serve {
                     region = aws.region().map(|r| r.to_string()),
                     "locks live in DynamoDB"
                 );
-                let store = crate::entry::checked_store(&aws, table)
+                let regional = crate::store::dynamodb::Regional::Yes(config.region.as_deref());
+                let store = crate::entry::checked_store(&aws, table, regional)
                     .await
                     .map_err(Failure::Refused)?;
                 let service = FleetLock::new(config.groups, store).with_windows(config.windows);

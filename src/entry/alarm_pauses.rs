@@ -20,6 +20,7 @@ use crate::domain::alarms::{
 };
 use crate::domain::input::GroupName;
 use crate::domain::store::LockStore;
+use crate::store::dynamodb::Regional;
 
 /// What started a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -224,7 +225,8 @@ pub async fn run() -> ExitCode {
             AlarmPausesSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;
         // One configuration for both clients.
         let aws = aws::load_config().await;
-        let store = super::checked_store(&aws, settings.table).await?;
+        let regional = Regional::Yes(settings.region.as_deref());
+        let store = super::checked_store(&aws, settings.table, regional).await?;
         tracing::info!(alarms = ?settings.gates.alarm_names().collect::<Vec<_>>(), "following these alarms");
         Ok::<_, String>(
             AlarmPauses::new(

@@ -10,6 +10,7 @@ use crate::domain::auth::Auth;
 use crate::domain::service::FleetLock;
 use crate::http::{Api, lambda};
 use crate::metrics::EmbeddedMetrics;
+use crate::store::dynamodb::Regional;
 
 pub async fn run() -> ExitCode {
     let settings = match ApiSettings::from_vars(config::process_env) {
@@ -28,13 +29,15 @@ pub async fn run() -> ExitCode {
             "FLEETLOCK_AUTH=disabled: anyone who reaches this endpoint can take and release slots"
         );
     }
-    let store = match super::checked_store(&aws::load_config().await, settings.table).await {
-        Ok(store) => store,
-        Err(why) => {
-            tracing::error!(error = %why, "the lock table cannot be used; not starting");
-            return ExitCode::FAILURE;
-        }
-    };
+    let regional = Regional::Yes(settings.config.region.as_deref());
+    let store =
+        match super::checked_store(&aws::load_config().await, settings.table, regional).await {
+            Ok(store) => store,
+            Err(why) => {
+                tracing::error!(error = %why, "the lock table cannot be used; not starting");
+                return ExitCode::FAILURE;
+            }
+        };
     let config = settings.config;
     let service = FleetLock::new(config.groups, store).with_windows(config.windows);
     let service = match config.region {

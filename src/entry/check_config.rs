@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::aws::{self, cloudwatch::CloudWatch};
 use crate::config::{self, ApiSettings, Config};
 use crate::domain::alarms::{AlarmState, AlarmStates};
-use crate::store::dynamodb::{DynamoStore, TableProblem};
+use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
 
 /// The one action this entry point answers.
 pub const ACTION: &str = "check-config";
@@ -64,7 +64,11 @@ impl<A: AlarmStates> ConfigChecker<A> {
             return Err(refusal(&problems));
         };
         let store = DynamoStore::new(self.dynamodb.clone(), settings.table.clone());
-        match store.check_table().await {
+        // As the API and alarm-pauses functions check it at their start.
+        match store
+            .check_table(Regional::Yes(settings.config.region.as_deref()))
+            .await
+        {
             Ok(()) => {}
             Err(TableProblem::Unusable(why)) => problems.push(why),
             Err(TableProblem::Unreachable(why)) => problems.push(format!(

@@ -29,6 +29,7 @@ use crate::domain::lock::{Clock, Stopping, SystemClock};
 use crate::domain::service::returns;
 use crate::domain::store::LockStore;
 use crate::metrics::{DRAINS_OVERDUE, RETURNS_OVERDUE, emf_line};
+use crate::store::dynamodb::Regional;
 
 /// Confirms drains in one store.
 pub struct DrainConfirmer<S> {
@@ -226,7 +227,8 @@ pub async fn run() -> ExitCode {
     let setup = async {
         let settings =
             config::DrainedSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;
-        let store = super::checked_store(&aws::load_config().await, settings.table).await?;
+        let store =
+            super::checked_store(&aws::load_config().await, settings.table, Regional::No).await?;
         let confirmer = DrainConfirmer::new(store);
         Ok::<_, String>(match settings.sweep {
             Some((groups, service)) => confirmer.with_sweep(groups, service),

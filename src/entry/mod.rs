@@ -17,7 +17,7 @@ use lambda_http::service_fn;
 use crate::aws;
 use crate::config;
 use crate::logging;
-use crate::store::dynamodb::{DynamoStore, TableProblem};
+use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
 
 /// The service on a global table (`FLEETLOCK_REGION`): it records this
 /// region's settings (one write) and says which regions differ, which it
@@ -154,10 +154,14 @@ fn runtime_stopped(result: Result<(), lambda_http::Error>) -> ExitCode {
 /// The store of a serving process, after one check of its table: a missing
 /// table or a wrong key stops the start; an unreachable DynamoDB does not (it
 /// is an outage, answered `store_unavailable` until it ends, with no restart).
-pub async fn checked_store(aws: &SdkConfig, table: String) -> Result<DynamoStore, String> {
+pub async fn checked_store(
+    aws: &SdkConfig,
+    table: String,
+    regional: Regional<'_>,
+) -> Result<DynamoStore, String> {
     let store = DynamoStore::new(aws::dynamodb_client(aws), table);
     let started = std::time::Instant::now();
-    let checked = store.check_table().await;
+    let checked = store.check_table(regional).await;
     // A cold start's one AWS call: its share of the init, in the log.
     let check_ms = started.elapsed().as_secs_f64() * 1000.0;
     match checked {

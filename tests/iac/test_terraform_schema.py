@@ -59,9 +59,11 @@ def nested_fqn(prop_type):
         return collection["elementtype"]["fqn"]
     union = prop_type.get("union")
     if union:
+        # A list block is typed "IResolvable | list of its interface": the
+        # interface, not cdktf's token type, is the block.
         for option in union["types"]:
             found = nested_fqn(option)
-            if found:
+            if found and not found.startswith("cdktf."):
                 return found
     return None
 

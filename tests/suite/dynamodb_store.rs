@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 use fleetlock::domain::input::{GroupName, NodeId};
 use fleetlock::domain::lock::{Acquire, GroupRules, Release, Timestamp};
 use fleetlock::domain::store::LockStore;
-use fleetlock::store::dynamodb::{DynamoStore, TableProblem};
+use fleetlock::store::dynamodb::{DynamoStore, Regional, TableProblem};
 use fleetlock::test_support::{RequestCounter, counted_client};
 
 use crate::helpers::{dynamo_store, raw_item, rules, unique_table_name};
@@ -663,11 +663,11 @@ async fn write_units_grow_with_the_holders_of_a_group() {
 #[tokio::test]
 async fn the_table_check_tells_a_mistake_from_an_outage() {
     let (store, _) = dynamo_store("check").await;
-    assert_eq!(store.check_table().await, Ok(()));
+    assert_eq!(store.check_table(Regional::Yes(None)).await, Ok(()));
 
     let (client, _) = counted_client().await;
     let missing = DynamoStore::new(client.clone(), unique_table_name("never-created"));
-    match missing.check_table().await {
+    match missing.check_table(Regional::Yes(None)).await {
         Err(TableProblem::Unusable(why)) => assert!(why.contains("does not exist"), "{why}"),
         other => panic!("{other:?}"),
     }
@@ -694,7 +694,10 @@ async fn the_table_check_tells_a_mistake_from_an_outage() {
         .send()
         .await
         .unwrap();
-    match DynamoStore::new(client, other_key).check_table().await {
+    match DynamoStore::new(client, other_key)
+        .check_table(Regional::Yes(None))
+        .await
+    {
         Err(TableProblem::Unusable(why)) => assert!(why.contains("'group'"), "{why}"),
         other => panic!("{other:?}"),
     }
@@ -705,7 +708,7 @@ async fn the_table_check_tells_a_mistake_from_an_outage() {
         .retry_partition(RetryPartition::new("unreachable"))
         .build();
     let unreachable = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "fleetlock");
-    match unreachable.check_table().await {
+    match unreachable.check_table(Regional::Yes(None)).await {
         Err(TableProblem::Unreachable(why)) => {
             assert!(why.contains("could not be reached"), "{why}");
             assert!(

@@ -40,6 +40,11 @@ pub enum Fault {
     /// a global table in multi-Region strong consistency answers a write
     /// that raced one from another Region: not applied.
     ReplicatedWriteConflict,
+    /// Answer a `DescribeTable` without forwarding, as DynamoDB describes a
+    /// global table of two more replicas in this consistency mode
+    /// (`STRONG`, or `EVENTUAL`), which DynamoDB Local cannot make.
+    #[allow(dead_code)] // the suite's regions tests; not the soak's chaos
+    DescribeGlobalTable(&'static str),
 }
 
 /// The longest a held request waits for its release: under the SDK's 2 s
@@ -284,6 +289,14 @@ async fn serve_connection(
                     .await
                     .is_err()
                 {
+                    return;
+                }
+            }
+            Fault::DescribeGlobalTable(consistency) => {
+                let body = format!(
+                    r#"{{"Table":{{"TableName":"locks","TableStatus":"ACTIVE","KeySchema":[{{"AttributeName":"group","KeyType":"HASH"}}],"AttributeDefinitions":[{{"AttributeName":"group","AttributeType":"S"}}],"Replicas":[{{"RegionName":"eu-west-2","ReplicaStatus":"ACTIVE"}},{{"RegionName":"eu-west-3","ReplicaStatus":"ACTIVE"}}],"MultiRegionConsistency":"{consistency}"}}}}"#
+                );
+                if write_canned(&mut client, 200, "OK", &body).await.is_err() {
                     return;
                 }
             }

@@ -14,7 +14,8 @@ use fleetlock::domain::store::LockStore;
 use fleetlock::http::Api;
 use fleetlock::store::dynamodb::DynamoStore;
 
-use crate::helpers::{dynamo_store, send, spawn_server, zincati_body};
+use crate::fault_proxy::Fault;
+use crate::helpers::{dynamo_store, proxied_store, send, spawn_server, zincati_body};
 
 /// A region's function over the shared table: its settings recorded, the
 /// others' read again every `refresh`.
@@ -234,6 +235,65 @@ async fn fleetlock_serve_records_its_region_and_refuses_a_bad_region_name() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
         stderr.contains("FLEETLOCK_REGION: 'EU West' is not a region name like eu-west-1"),
+        "{stderr}"
+    );
+}
+
+/// `fleetlock serve` on a table the proxy describes as a global table:
+/// (whether it started, its stderr).
+async fn serve_on_a_global_table(
+    consistency: &'static str,
+    region: Option<&str>,
+) -> (bool, String) {
+    let (proxy, store) = proxied_store("regions-global").await;
+    proxy.next(Fault::DescribeGlobalTable(consistency), 1);
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FLEETLOCK_TABLE", store.table())
+        .env("FLEETLOCK_GROUPS", "workers=1")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", proxy.url())
+        .env_remove("FLEETLOCK_REGION")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(region) = region {
+        command.env("FLEETLOCK_REGION", region);
+    }
+    let mut serve = command.spawn().unwrap();
+    let started = tokio::time::timeout(Duration::from_secs(30), async {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(serve.stdout.take().unwrap()).lines();
+        lines.next_line().await.unwrap().is_some()
+    })
+    .await
+    .expect("serve starts or stops within 30 s");
+    serve.kill().await.ok();
+    let output = serve.wait_with_output().await.unwrap();
+    (
+        started,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_global_table_is_served_only_in_strong_consistency_and_with_the_functions_region() {
+    let (started, stderr) = serve_on_a_global_table("STRONG", Some("eu-west-1")).await;
+    assert!(started, "MRSC with its region serves: {stderr}");
+
+    let (started, stderr) = serve_on_a_global_table("STRONG", None).await;
+    assert!(!started, "without FLEETLOCK_REGION it must not serve");
+    assert!(
+        stderr.contains("is a global table and FLEETLOCK_REGION is not set")
+            && stderr.contains("more slots than a group has"),
+        "{stderr}"
+    );
+
+    let (started, stderr) = serve_on_a_global_table("EVENTUAL", Some("eu-west-1")).await;
+    assert!(!started, "eventual consistency must not serve");
+    assert!(
+        stderr.contains("global table in multi-Region eventual consistency")
+            && stderr.contains("could each grant the last slot"),
         "{stderr}"
     );
 }

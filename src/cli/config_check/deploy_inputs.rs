@@ -269,6 +269,18 @@ pub fn from_samconfig(text: &str, config_env: &str, file: &str) -> Result<Deploy
     }
     let events = values.get("SlotEvents").map(String::as_str) == Some("true");
     let set = |name: &str| values.get(name).is_some_and(|v| !v.trim().is_empty());
+    // On a global table's replica the gates' events may come from the one
+    // region whose stack reads the stream (its ExistingTableStreamArn).
+    let replica = set("ExistingTableName");
+    if replica && events && !set("ExistingTableStreamArn") {
+        inputs.refused.push(
+            "parameter SlotEvents=true with ExistingTableName needs ExistingTableStreamArn (the \
+             template's rule SlotEventsOnAGlobalTableNeedTheStream refuses the deploy): this \
+             region's stream of the global table, global-table.yaml's StreamArn output"
+                .into(),
+        );
+    }
+    let events = events || replica;
     if set("Drain") && !events {
         inputs.refused.push(
             "parameter Drain needs SlotEvents=true (the template's rule DrainNeedsSlotEvents \
@@ -402,6 +414,20 @@ pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
     let gated = |name: &str| matches!(value(name), Value::Object(map) if !map.is_empty());
     let events = matches!(value("slot_events"), Value::Bool(true))
         || value("slot_events") == Value::String("true".into());
+    // On a replica of a global table the gates' events come from the region
+    // that made the table, and slot events run there only.
+    let replica = is_unread("existing_table_name")
+        || matches!(value("existing_table_name"), Value::String(name) if !name.is_empty());
+    if replica && events {
+        inputs.refused.push(
+            "variable slot_events runs where the global table is made, not with \
+             existing_table_name (the module's precondition refuses the plan): every replica's \
+             stream carries every region's writes, so a second slot-events function would send \
+             each change twice"
+                .into(),
+        );
+    }
+    let events = events || replica;
     if gated("drain") && !events {
         inputs.refused.push(
             "variable drain needs slot_events = true (the module's precondition refuses the \
@@ -576,6 +602,40 @@ mod tests {
         for (variable, _) in TF_VARIABLES {
             assert!(variables.contains_key(*variable), "{variable}");
         }
+    }
+
+    #[test]
+    fn a_replica_region_gates_without_slot_events_and_refuses_its_own() {
+        let tf = "groups = { workers = 2 }\ndrain = { workers = \"15m\" }\n";
+        let replica = format!("{tf}existing_table_name = \"fleetlock-locks\"\n");
+        let gated = from_tfvars(&replica, "a.tfvars").unwrap();
+        assert!(gated.refused.is_empty(), "{:?}", gated.refused);
+        let doubled = from_tfvars(&format!("{replica}slot_events = true\n"), "a.tfvars").unwrap();
+        assert_eq!(doubled.refused.len(), 1, "{:?}", doubled.refused);
+        assert!(doubled.refused[0].starts_with("variable slot_events runs where the global table"));
+        let alone = from_tfvars(tf, "a.tfvars").unwrap();
+        assert!(alone.refused[0].starts_with("variable drain needs slot_events = true"));
+    }
+
+    #[test]
+    fn a_sam_stack_on_a_global_table_gates_without_slot_events_and_needs_the_stream_for_them() {
+        let parameters = |extra: &str| {
+            format!(
+                "version = 0.1\n[default.deploy.parameters]\nparameter_overrides = [\n  \
+                 'Groups=\"default=1\"',\n  'Drain=\"default=15m\"',\n  \
+                 'ExistingTableName=\"fleetlock-locks\"',\n{extra}]\n"
+            )
+        };
+        let gated = from_samconfig(&parameters(""), "default", "samconfig.toml").unwrap();
+        assert!(gated.refused.is_empty(), "{:?}", gated.refused);
+        let streamless = from_samconfig(
+            &parameters("  'SlotEvents=\"true\"',\n"),
+            "default",
+            "samconfig.toml",
+        )
+        .unwrap();
+        assert_eq!(streamless.refused.len(), 1, "{:?}", streamless.refused);
+        assert!(streamless.refused[0].contains("needs ExistingTableStreamArn"));
     }
 
     #[test]
@@ -776,6 +836,7 @@ region       = "eu-west-1"
             include_str!("../../../infra/examples/complete/main.tf"),
             include_str!("../../../infra/examples/function-url/main.tf"),
             include_str!("../../../infra/examples/private/main.tf"),
+            include_str!("../../../infra/examples/three-regions/main.tf"),
         ];
         let listed = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/examples"))
             .unwrap()
@@ -792,7 +853,10 @@ region       = "eu-west-1"
                 let known = TF_VARIABLES
                     .iter()
                     .any(|(name, _)| *name == attribute.key());
-                if known && attribute.key() != "clients" {
+                // An expression (the three regions' shared locals) is left
+                // to the example's plan in tests/iac, which evaluates it.
+                let literal = !matches!(attribute.expr(), hcl::Expression::Traversal(_));
+                if known && literal && attribute.key() != "clients" {
                     let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()));
                     inputs.insert(attribute.key().to_owned(), value.unwrap());
                 }
@@ -832,8 +896,21 @@ region       = "eu-west-1"
             }
         }
         assert!(samconfigs.len() >= 2, "no samconfig in the docs");
-        for text in &samconfigs {
-            let inputs = from_samconfig(text, "default", "doc.toml")
+        // Every config-env of each (a global table's regions have one each).
+        let environments = samconfigs.iter().flat_map(|text| {
+            let parsed: toml::Table =
+                toml::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            let names: Vec<String> = parsed
+                .iter()
+                .filter(|(_, env)| env.get("deploy").is_some())
+                .map(|(name, _)| name.clone())
+                .collect();
+            names.into_iter().map(move |name| (text, name))
+        });
+        let mut checked = 0;
+        for (text, environment) in environments {
+            checked += 1;
+            let inputs = from_samconfig(text, &environment, "doc.toml")
                 .unwrap_or_else(|e| panic!("{e}: {text}"));
             assert!(inputs.given.contains(&"Groups".to_owned()), "{text}");
             let var = |name: &str| {
@@ -843,7 +920,16 @@ region       = "eu-west-1"
             };
             crate::config::Config::checked(var).unwrap_or_else(|e| panic!("{e:?}: {text}"));
             crate::config::alarm_gates(var).unwrap();
+            assert!(
+                inputs.refused.is_empty(),
+                "{environment}: {:?}",
+                inputs.refused
+            );
         }
+        assert!(
+            checked > samconfigs.len(),
+            "the regions' config-envs were not read"
+        );
         for (at, _) in docs.match_indices("sam deploy --parameter-overrides") {
             // Only where the docs say what such a deploy keeps and drops.
             let after: String = docs[at..].chars().take(120).collect();

@@ -78,11 +78,21 @@ impl std::fmt::Display for TableProblem {
     }
 }
 
+/// Whether a function keeps records of its own region on a global table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regional<'a> {
+    /// It writes nothing per region (the drained function): any table.
+    No,
+    /// It records its settings or its alarm pauses under its region: on a
+    /// global table it needs that region (`FLEETLOCK_REGION`, here if set).
+    Yes(Option<&'a str>),
+}
+
 impl DynamoStore {
     /// One `DescribeTable` at start-up: the table exists with this project's
     /// key. It also opens the connection to DynamoDB before the first request
     /// (on Lambda the init phase runs with more CPU).
-    pub async fn check_table(&self) -> Result<(), TableProblem> {
+    pub async fn check_table(&self, regional: Regional<'_>) -> Result<(), TableProblem> {
         let table = &self.table;
         let described = match self.client.describe_table().table_name(table).send().await {
             Ok(described) => described,
@@ -125,7 +135,7 @@ impl DynamoStore {
         let consistency = description
             .and_then(|t| t.multi_region_consistency())
             .map(|mode| mode.as_str());
-        match global_table_problem(table, replicas, consistency) {
+        match global_table_problem(table, replicas, consistency, regional) {
             Some(why) => Err(TableProblem::Unusable(why)),
             None => Ok(()),
         }
@@ -135,12 +145,22 @@ impl DynamoStore {
 /// Why a global table cannot hold the locks: in multi-Region eventual
 /// consistency (the default mode) a conditional write is checked against
 /// this region's replica only, so two regions could each grant the last
-/// slot. A table with no replica, or in strong consistency, is fine.
+/// slot. A table with no replica, or in strong consistency, is fine, unless
+/// the function should record under its region and does not know it.
 pub fn global_table_problem(
     table: &str,
     replicas: usize,
     consistency: Option<&str>,
+    regional: Regional<'_>,
 ) -> Option<String> {
+    if replicas > 0 && consistency == Some("STRONG") && regional == Regional::Yes(None) {
+        return Some(format!(
+            "table '{table}' is a global table and FLEETLOCK_REGION is not set: this function \
+             would neither record its settings nor compare them with the other regions', so \
+             regions configured differently could grant more slots than a group has; set \
+             FLEETLOCK_REGION to this function's region (the templates do on a global table)"
+        ));
+    }
     (replicas > 0 && consistency != Some("STRONG")).then(|| {
         format!(
             "table '{table}' is a global table in multi-Region eventual consistency: a \
@@ -170,14 +190,19 @@ mod tests {
 
     #[test]
     fn a_global_table_in_eventual_consistency_is_refused_with_why() {
-        assert_eq!(global_table_problem("locks", 0, None), None, "one region");
+        let serving = Regional::Yes(Some("eu-west-1"));
         assert_eq!(
-            global_table_problem("locks", 2, Some("STRONG")),
+            global_table_problem("locks", 0, None, Regional::Yes(None)),
+            None,
+            "one region"
+        );
+        assert_eq!(
+            global_table_problem("locks", 2, Some("STRONG"), serving),
             None,
             "MRSC"
         );
         for mode in [None, Some("EVENTUAL")] {
-            let why = global_table_problem("locks", 2, mode).unwrap();
+            let why = global_table_problem("locks", 2, mode, serving).unwrap();
             assert!(
                 why.starts_with(
                     "table 'locks' is a global table in multi-Region eventual consistency"
@@ -185,5 +210,20 @@ mod tests {
                 "{why}"
             );
         }
+    }
+
+    #[test]
+    fn a_function_that_records_per_region_needs_its_region_on_a_global_table() {
+        let why = global_table_problem("locks", 2, Some("STRONG"), Regional::Yes(None)).unwrap();
+        assert!(
+            why.starts_with("table 'locks' is a global table and FLEETLOCK_REGION is not set")
+                && why.contains("more slots than a group has"),
+            "{why}"
+        );
+        assert_eq!(
+            global_table_problem("locks", 2, Some("STRONG"), Regional::No),
+            None,
+            "the drained function records nothing per region"
+        );
     }
 }

@@ -72,7 +72,7 @@ mod lease_writes;
 mod lock_store;
 mod writes;
 
-pub use admin::{TableProblem, global_table_problem, table_definition};
+pub use admin::{Regional, TableProblem, global_table_problem, table_definition};
 pub use codec::{group_from_keys, record_from_image};
 
 use aws_sdk_dynamodb::Client;

@@ -237,3 +237,24 @@ run "bad_slots_past_the_most_a_group_holds" {
   }
   expect_failures = [var.groups]
 }
+
+run "a_drain_gate_in_a_replica_region" {
+  command = plan
+  variables {
+    lambda_zip_path     = "tests/fleetlock.zip"
+    clients             = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    existing_table_name = "fleetlock-locks"
+    drain               = { default = "15m" }
+  }
+}
+
+run "bad_slot_events_in_a_replica_region" {
+  command = plan
+  variables {
+    lambda_zip_path     = "tests/fleetlock.zip"
+    clients             = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    existing_table_name = "fleetlock-locks"
+    slot_events         = true
+  }
+  expect_failures = [aws_lambda_function.slot_events]
+}

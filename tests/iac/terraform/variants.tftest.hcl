@@ -5,6 +5,25 @@ mock_provider "aws" {
   source = "./tests/mocks"
 }
 
+# The three-regions example's other regions.
+mock_provider "aws" {
+  alias  = "london"
+  source = "./tests/mocks"
+
+  mock_data "aws_region" {
+    defaults = { name = "eu-west-2" }
+  }
+}
+
+mock_provider "aws" {
+  alias  = "paris"
+  source = "./tests/mocks"
+
+  mock_data "aws_region" {
+    defaults = { name = "eu-west-3" }
+  }
+}
+
 variables {
   lambda_zip_path = "tests/fleetlock.zip"
   clients         = ["fleet:default:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
@@ -270,7 +289,7 @@ run "slot_events_only" {
     error_message = "the slot-events function alone"
   }
   assert {
-    condition     = aws_dynamodb_table.locks.stream_enabled == true && aws_dynamodb_table.locks.stream_view_type == "NEW_AND_OLD_IMAGES"
+    condition     = aws_dynamodb_table.locks[0].stream_enabled == true && aws_dynamodb_table.locks[0].stream_view_type == "NEW_AND_OLD_IMAGES"
     error_message = "the table streams both images"
   }
 }
@@ -391,7 +410,7 @@ run "everything_on" {
     error_message = "the functions trace"
   }
   assert {
-    condition     = aws_dynamodb_table.locks.server_side_encryption[0].kms_key_arn == "arn:aws:kms:eu-west-1:123456789012:key/table"
+    condition     = aws_dynamodb_table.locks[0].server_side_encryption[0].kms_key_arn == "arn:aws:kms:eu-west-1:123456789012:key/table"
     error_message = "the table under its key"
   }
   assert {
@@ -557,6 +576,160 @@ run "a_return_gate_without_slot_events_is_refused" {
   expect_failures = [aws_lambda_function.drained]
 }
 
+run "a_global_table_with_two_replicas" {
+  command = plan
+
+  variables {
+    global_table = { replica_regions = ["eu-west-2", "eu-west-3"] }
+    slot_events  = true
+    drain        = { default = "15m" }
+  }
+
+  assert {
+    condition     = length(aws_dynamodb_table.locks) == 1 && toset([for r in aws_dynamodb_table.locks[0].replica : r.region_name]) == toset(["eu-west-2", "eu-west-3"])
+    error_message = "the table is made here with a replica in each other region"
+  }
+  assert {
+    condition     = alltrue([for r in aws_dynamodb_table.locks[0].replica : r.point_in_time_recovery])
+    error_message = "every replica keeps point-in-time recovery, as the table does"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_REGION"] == "eu-west-1" && aws_lambda_function.config_check.environment[0].variables["FLEETLOCK_REGION"] == "eu-west-1"
+    error_message = "the API and the deploy's check know their region, so settings are recorded and compared"
+  }
+  assert {
+    condition     = length(aws_lambda_function.slot_events) == 1 && length(aws_lambda_event_source_mapping.slot_events) == 1
+    error_message = "slot events are read where the table is made"
+  }
+  assert {
+    condition     = jsonencode(output.global_table_regions) == jsonencode(["eu-west-1", "eu-west-2", "eu-west-3"])
+    error_message = "the output names the three regions, this one first"
+  }
+}
+
+run "a_global_table_with_a_witness" {
+  command = plan
+
+  variables {
+    global_table = { replica_regions = ["eu-central-1"], witness_region = "eu-west-2" }
+  }
+
+  assert {
+    condition     = [for r in aws_dynamodb_table.locks[0].replica : r.region_name] == ["eu-central-1"]
+    error_message = "one replica; the witness holds no table to serve"
+  }
+  assert {
+    condition     = jsonencode(output.global_table_regions) == jsonencode(["eu-west-1", "eu-central-1", "eu-west-2"])
+    error_message = "this region, the replica, then the witness"
+  }
+}
+
+run "one_region_records_no_region" {
+  command = plan
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_REGION"] == "" && length(aws_dynamodb_table.locks[0].replica) == 0 && length(output.global_table_regions) == 0
+    error_message = "one region: no replica, and no settings compared"
+  }
+}
+
+run "a_replica_region_serves_from_the_existing_table" {
+  command = plan
+
+  variables {
+    existing_table_name = "fleetlock-locks"
+    drain               = { default = "15m" }
+    alarm_pauses        = { "api-5xx" = ["*"] }
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing[0]
+    values = {
+      name       = "fleetlock-locks"
+      arn        = "arn:aws:dynamodb:eu-west-1:123456789012:table/fleetlock-locks"
+      stream_arn = ""
+    }
+  }
+
+  assert {
+    condition     = length(aws_dynamodb_table.locks) == 0
+    error_message = "no table is made in a replica region"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_TABLE"] == "fleetlock-locks" && aws_lambda_function.drained[0].environment[0].variables["FLEETLOCK_TABLE"] == "fleetlock-locks"
+    error_message = "every function uses this region's replica"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_REGION"] == "eu-west-1" && aws_lambda_function.alarm_pauses[0].environment[0].variables["FLEETLOCK_REGION"] == "eu-west-1"
+    error_message = "the API records its settings, and the alarm pauses their names, under this region"
+  }
+  assert {
+    condition     = length(aws_lambda_function.drained) == 1 && length(aws_lambda_function.slot_events) == 0
+    error_message = "the drain gate works here without slot events of its own (they come from the table's region)"
+  }
+  assert {
+    condition     = output.table_name == "fleetlock-locks" && jsonencode(output.global_table_regions) == jsonencode(["eu-west-1"])
+    error_message = "the outputs name the replica"
+  }
+}
+
+run "slot_events_in_a_replica_region_are_refused" {
+  command = plan
+
+  variables {
+    existing_table_name = "fleetlock-locks"
+    slot_events         = true
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing[0]
+    values = { name = "fleetlock-locks", arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/fleetlock-locks" }
+  }
+
+  expect_failures = [aws_lambda_function.slot_events]
+}
+
+run "a_global_table_across_region_sets_is_refused" {
+  command = plan
+
+  variables {
+    global_table = { replica_regions = ["us-east-1", "eu-west-2"] }
+  }
+
+  expect_failures = [aws_dynamodb_table.locks]
+}
+
+run "a_global_table_that_names_this_region_is_refused" {
+  command = plan
+
+  variables {
+    global_table = { replica_regions = ["eu-west-1", "eu-west-2"] }
+  }
+
+  expect_failures = [aws_dynamodb_table.locks]
+}
+
+run "a_global_table_of_two_regions_is_refused" {
+  command = plan
+
+  variables {
+    global_table = { replica_regions = ["eu-west-2"] }
+  }
+
+  expect_failures = [var.global_table]
+}
+
+run "a_global_table_with_a_table_key_is_refused" {
+  command = plan
+
+  variables {
+    global_table      = { replica_regions = ["eu-west-2", "eu-west-3"] }
+    table_kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/0123"
+  }
+
+  expect_failures = [aws_dynamodb_table.locks]
+}
+
 run "example_basic" {
   command = plan
 
@@ -622,5 +795,26 @@ run "example_private" {
   assert {
     condition     = length(module.fleetlock.private_vpc_endpoint_ids) == 1
     error_message = "the example creates one endpoint for the API"
+  }
+}
+
+run "example_three_regions" {
+  command = plan
+
+  module {
+    source = "./examples/three-regions"
+  }
+
+  variables {
+    clients = ["fleet:default,workers,db:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+  }
+
+  assert {
+    condition     = length(module.ireland.global_table_regions) == 3 && length(module.london.global_table_regions) == 1 && length(module.paris.global_table_regions) == 1
+    error_message = "one table over three regions, made once"
+  }
+  assert {
+    condition     = length(keys(output.base_urls)) == 3
+    error_message = "a base_url per region"
   }
 }
