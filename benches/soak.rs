@@ -645,6 +645,8 @@ async fn main() {
         let proxy =
             FaultProxy::start(upstream.trim_start_matches("http://").parse().unwrap()).await;
         proxy.chaos_on_writes(0xC0FF, &[(250, Fault::ReplicatedWriteConflict)]);
+        // And every request waits for another Region, as an MRSC write does.
+        proxy.latency(Duration::from_millis(30));
         Some(proxy)
     } else if faults {
         let upstream = std::env::var("AWS_ENDPOINT_URL").unwrap();
@@ -1353,7 +1355,8 @@ async fn main() {
     let under = if faults {
         ", DynamoDB behind the fault proxy"
     } else if conflicts {
-        ", one write in four refused by the proxy as ReplicatedWriteConflictException"
+        ", every request 30 ms slower and one write in four refused by the proxy as \
+         ReplicatedWriteConflictException"
     } else {
         ""
     };

@@ -75,6 +75,9 @@ struct Plan {
     /// Seconds added to the `Date` of every answer passed on: a clock of
     /// AWS's that disagrees with this machine's.
     date_shift: i64,
+    /// Added to every request before it is forwarded or answered: the round
+    /// trip a global table's write waits for between two Regions.
+    latency: Duration,
 }
 
 /// Each fault with its chance in a thousand; `None` otherwise.
@@ -182,6 +185,12 @@ impl FaultProxy {
 
     /// Every answer's `Date` header from now on says `seconds` later than
     /// DynamoDB's (earlier when negative).
+    /// Every request from now on waits `each` before it is forwarded or
+    /// answered, as an MRSC write waits for another Region.
+    pub fn latency(&self, each: Duration) {
+        self.plan.lock().unwrap().latency = each;
+    }
+
     pub fn shift_dates(&self, seconds: i64) {
         self.plan.lock().unwrap().date_shift = seconds;
     }
@@ -263,7 +272,12 @@ async fn serve_connection(
         let Some(request) = read_message(&mut client, &mut client_buffer).await else {
             return;
         };
-        match take_fault(&plan, is_write(&request)) {
+        let fault = take_fault(&plan, is_write(&request));
+        let latency = plan.lock().unwrap().latency;
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        match fault {
             Fault::Reset => return,
             Fault::Throttle => {
                 let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;

@@ -368,20 +368,29 @@ pub async fn dynamodb_local_proxy() -> FaultProxy {
 pub async fn proxied_store(prefix: &str) -> (FaultProxy, DynamoStore) {
     let proxy = dynamodb_local_proxy().await;
     let table = unique_table_name(prefix);
-    // The functions' own client configuration, but for the retry quota's
-    // partition: the SDK shares one per partition in a process, and a store
-    // of its own keeps one test's faults from using up another's retries.
+    let store = store_through(&proxy, &table, &table).await;
+    store.create_table().await.unwrap();
+    (proxy, store)
+}
+
+/// A store of `table` whose client of its own talks through `proxy`: the
+/// functions' own client configuration, but for the retry quota's partition
+/// (`partition`): the SDK shares one per partition in a process, and a store
+/// of its own keeps one test's (or one region's) retries from using up
+/// another's.
+pub async fn store_through(proxy: &FaultProxy, table: &str, partition: &str) -> DynamoStore {
     let config = fleetlock::aws::dynamodb_config(&load_config().await)
         .endpoint_url(proxy.url())
         .retry_partition(
-            RetryPartition::custom(table.clone())
+            RetryPartition::custom(partition.to_owned())
                 .token_bucket(fleetlock::aws::dynamodb_retry_quota())
                 .build(),
         )
         .build();
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table);
-    store.create_table().await.unwrap();
-    (proxy, store)
+    DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        table.to_owned(),
+    )
 }
 
 /// The address `fleetlock serve` prints on its first line, and its stdout's

@@ -13,8 +13,10 @@ use fleetlock::domain::lock::{DrainRule, GroupRules, OnDrainTimeout, PersonPause
 use fleetlock::domain::store::{Decided, GroupRecord, LockStore, StoreError};
 use fleetlock::store::dynamodb::DynamoStore;
 
+use fleetlock::domain::auth::Auth;
+
 use crate::fault_proxy::Fault;
-use crate::helpers::proxied_store;
+use crate::helpers::{api, proxied_store, spawn_server, store_through, zincati};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const LEASE: Duration = Duration::from_secs(1800);
@@ -147,4 +149,111 @@ async fn a_conflict_on_any_kind_of_write_is_retried_and_the_caller_never_sees_it
             "{write:?}: the groups ended alike"
         );
     }
+}
+
+/// Two regions' services on one table, every request 30 ms slower and one
+/// write in four refused as a conflict: Zincati-shaped nodes of both regions
+/// race for a group's slots, round after round. Never more holders than
+/// slots, a 200 only to a holder, a 423 never to one, and a node that heard
+/// 503 learns the truth from its next call, as Zincati asks again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_regions_racing_through_conflicts_and_latency_never_over_grant() {
+    const SLOTS: usize = 2;
+    let (proxy, first) = proxied_store("conflict-race").await;
+    let table = first.table().to_owned();
+    let second = store_through(&proxy, &table, &format!("{table}-second")).await;
+    let regions = [
+        spawn_server(api(&format!("db={SLOTS}"), first, Auth::Disabled)).await,
+        spawn_server(api(&format!("db={SLOTS}"), second, Auth::Disabled)).await,
+    ];
+    let reader = store_through(&proxy, &table, &format!("{table}-reader")).await;
+    proxy.latency(Duration::from_millis(30));
+    proxy.chaos_on_writes(0x2E61, &[(250, Fault::ReplicatedWriteConflict)]);
+    let regions = std::sync::Arc::new(regions);
+    // Node n lives in region n % 2 and always calls its own region's URL.
+    let call = |n: usize, endpoint: &'static str, id: String| {
+        let regions = std::sync::Arc::clone(&regions);
+        async move {
+            let answer = zincati(regions[n % 2].addr, endpoint, &id, "db").await;
+            let json = answer.json();
+            let word = json["outcome"]
+                .as_str()
+                .or(json["kind"].as_str())
+                .unwrap_or("")
+                .to_owned();
+            (answer.status, word)
+        }
+    };
+    let (mut granted, mut unavailable) = (0, 0);
+    for round in 0..4 {
+        let tasks: Vec<_> = (0..24)
+            .map(|n| {
+                let id = format!("r{round}-node{n}");
+                let asked = call(n, "pre-reboot", id.clone());
+                tokio::spawn(async move { (n, id, asked.await) })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.unwrap());
+        }
+        let holders: Vec<String> = stored(&reader, &GroupName::parse("db").unwrap())
+            .await
+            .holders
+            .holders()
+            .map(|(id, _)| id.to_string())
+            .collect();
+        assert!(holders.len() <= SLOTS, "round {round}: {holders:?}");
+        for (n, id, (status, word)) in &answers {
+            match (*status, word.as_str()) {
+                (200, "granted" | "already_held") => {
+                    granted += 1;
+                    assert!(
+                        holders.contains(id),
+                        "round {round}: {id} heard 200 but holds nothing"
+                    );
+                }
+                (423, "semaphore_full") => {
+                    assert!(
+                        !holders.contains(id),
+                        "round {round}: {id} heard 423 but holds a slot"
+                    )
+                }
+                (503, "store_unavailable") => {
+                    // Zincati asks again; its answer is the truth (or 503
+                    // once more, if that call's writes conflicted too).
+                    unavailable += 1;
+                    let (status, _) = call(*n, "pre-reboot", id.clone()).await;
+                    let truth = if holders.contains(id) { 200 } else { 423 };
+                    assert!(
+                        status == truth || status == 503,
+                        "round {round}: {id} then heard {status}"
+                    );
+                }
+                other => panic!("round {round}: {id} heard {other:?}"),
+            }
+        }
+        // The holders report steady-state to their own regions, through the
+        // same conflicts, until their slots are free.
+        for (n, id, _) in answers.iter().filter(|(_, id, _)| holders.contains(id)) {
+            let mut told = call(*n, "steady-state", id.clone()).await;
+            while told.0 == 503 {
+                told = call(*n, "steady-state", id.clone()).await;
+            }
+            assert_eq!(told.0, 200, "round {round}: {id}'s steady-state");
+        }
+    }
+    let (requests, forwarded) = proxy.counts();
+    assert!(
+        granted >= 4 * SLOTS,
+        "each round fills the group: {granted} grants"
+    );
+    assert!(
+        requests > forwarded,
+        "conflicts were injected: {requests} requests, {forwarded} forwarded"
+    );
+    println!(
+        "{granted} grants, {unavailable} answers 503, {} conflicts in {requests} requests",
+        requests - forwarded
+    );
 }
