@@ -647,3 +647,74 @@ async fn a_drain_is_requested_confirmed_granted_and_released_through_the_stream(
     );
     assert_ne!(detail(&sent[2])["reserved_at"], request["reserved_at"]);
 }
+
+/// One lock over two regions (`FLEETLOCK_REGION`), one slot-events function
+/// reading the table's stream, as the templates deploy them: every change,
+/// whichever region made it, becomes one event, and the regions' settings
+/// records (the item `~settings`) become none.
+#[tokio::test]
+async fn two_regions_writes_reach_the_one_slot_events_reader_once_each() {
+    use fleetlock::domain::groups::GroupSlots;
+    use fleetlock::domain::service::FleetLock;
+    use fleetlock::http::Api;
+
+    let (table, stream_arn) = table_with_stream().await;
+    let aws = load_config().await;
+    let mut regions = Vec::new();
+    for region in ["eu-west-1", "eu-west-2"] {
+        let store = DynamoStore::new(client(&aws), &table);
+        let service = FleetLock::new(GroupSlots::parse("db=1").unwrap(), store)
+            .agreeing(region, Duration::from_secs(30));
+        service
+            .record_settings()
+            .await
+            .expect("record the settings");
+        regions.push(spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await);
+    }
+    let (ireland, london) = (&regions[0], &regions[1]);
+    let status = |answer: crate::helpers::HttpResponse| answer.status;
+    assert_eq!(
+        status(zincati(ireland.addr, "pre-reboot", "node-a", "db").await),
+        200
+    );
+    assert_eq!(
+        status(zincati(london.addr, "pre-reboot", "node-b", "db").await),
+        423
+    );
+    assert_eq!(
+        status(zincati(ireland.addr, "steady-state", "node-a", "db").await),
+        200
+    );
+    assert_eq!(
+        status(zincati(london.addr, "pre-reboot", "node-b", "db").await),
+        200
+    );
+    assert_eq!(
+        status(zincati(london.addr, "steady-state", "node-b", "db").await),
+        200
+    );
+
+    let records = stream_records(&stream_arn).await;
+    let events = put_by_the_slot_events_function(records.clone()).await;
+    let settings_records = records
+        .iter()
+        .filter(|r| r["dynamodb"]["Keys"]["group"]["S"] == "~settings")
+        .count();
+    assert_eq!(
+        settings_records, 2,
+        "each region recorded its settings: {records:#?}"
+    );
+    assert_eq!(
+        summary(&events),
+        [
+            ("Slot Granted", "db", "node-a"),
+            ("Slot Released", "db", "node-a"),
+            ("Slot Granted", "db", "node-b"),
+            ("Slot Released", "db", "node-b"),
+        ]
+        .map(|(kind, group, id)| (kind.to_owned(), group.to_owned(), id.to_owned())),
+        "one event per change, from either region; none for the settings"
+    );
+    let unique: HashSet<String> = keys(&events).into_iter().collect();
+    assert_eq!(unique.len(), events.len(), "no change twice");
+}
