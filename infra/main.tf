@@ -109,10 +109,11 @@ resource "aws_dynamodb_table" "locks" {
   dynamic "replica" {
     for_each = local.replica_regions
     content {
-      region_name            = replica.value
-      consistency_mode       = "STRONG"
-      point_in_time_recovery = true
-      propagate_tags         = true
+      region_name                 = replica.value
+      consistency_mode            = "STRONG"
+      deletion_protection_enabled = var.table_deletion_protection
+      point_in_time_recovery      = true
+      propagate_tags              = true
     }
   }
 

@@ -1534,6 +1534,14 @@ class GlobalTable(unittest.TestCase):
             self.assertEqual(replica["DeletionProtectionEnabled"], {"Ref": "TableDeletionProtection"})
         self.assertEqual(table["GlobalTableWitnesses"]["Fn::If"][0], "ThirdIsWitness")
 
+    def test_the_modules_replicas_are_strong_and_protected_as_the_table_is(self):
+        (replica,) = [block["replica"] for block in TF_TABLE["dynamic"] if "replica" in block]
+        content = unwrap(replica["content"])
+        self.assertEqual(content["consistency_mode"], "STRONG")
+        self.assertEqual(content["deletion_protection_enabled"], TF_TABLE["deletion_protection_enabled"])
+        self.assertIs(content["point_in_time_recovery"], True)
+        self.assertNotIn("EVENTUAL", (INFRA / "main.tf").read_text())
+
     def test_both_templates_know_the_same_region_sets(self):
         rule = load_global_table()["Rules"]["ThreeRegionsOfOneSet"]["Assertions"][1]["Assert"]["Fn::Or"]
         sam = sorted(sorted(each["Fn::And"][0]["Fn::Contains"][0]) for each in rule)
