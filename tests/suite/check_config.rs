@@ -130,3 +130,57 @@ async fn good_settings_check_out_and_each_kind_of_bad_one_fails_the_invocation()
         "{message}"
     );
 }
+
+/// The deploy's check on a table DynamoDB describes as a global table (the
+/// fault proxy answers its DescribeTable so): eventual consistency fails the
+/// deploy, and so does strong consistency without the function's region;
+/// strong consistency with it passes.
+#[tokio::test]
+async fn a_deploy_onto_a_global_table_needs_strong_consistency_and_the_region() {
+    use crate::fault_proxy::Fault;
+    let (proxy, store) = crate::helpers::proxied_store("check-config-global").await;
+    let alarms_url = Alarms::default().start().await;
+    let credential = fleetlock::domain::auth::new_credential("fleet", "*").unwrap();
+    let dynamodb = proxy.url();
+    for (consistency, region, refused) in [
+        (
+            "EVENTUAL",
+            Some("eu-west-1"),
+            Some("global table in multi-Region eventual consistency"),
+        ),
+        (
+            "STRONG",
+            None,
+            Some("is a global table and FLEETLOCK_REGION is not set"),
+        ),
+        ("STRONG", Some("eu-west-1"), None),
+    ] {
+        proxy.next(Fault::DescribeGlobalTable(consistency), 1);
+        let mut settings = vec![
+            ("FLEETLOCK_TABLE", store.table()),
+            ("FLEETLOCK_GROUPS", "default=1"),
+            ("FLEETLOCK_CLIENTS", credential.entry.as_str()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb.as_str()),
+        ];
+        if let Some(region) = region {
+            settings.push(("FLEETLOCK_REGION", region));
+        }
+        let mut runtime = runtime_api().await;
+        let _function = checker(&runtime, &settings, &alarms_url);
+        let answer = invoke(&mut runtime, CHECK).await;
+        match refused {
+            Some(says) => {
+                let error = answer.expect_err(&format!("{consistency} {region:?} must fail"));
+                let message = error["errorMessage"].as_str().unwrap();
+                assert!(
+                    message.contains(says),
+                    "{consistency} {region:?}: {message}"
+                );
+            }
+            None => {
+                let answer = answer.expect("MRSC with the region passes");
+                assert_eq!(answer["ok"], true, "{answer}");
+            }
+        }
+    }
+}
