@@ -281,6 +281,11 @@ resource "aws_lambda_function" "this" {
     }
 
     precondition {
+      condition     = var.global_table == null || var.existing_table_name == null
+      error_message = "global_table makes the lock table here and existing_table_name uses one made in another region: give one of them (global_table in the region that makes it, existing_table_name in the others)."
+    }
+
+    precondition {
       condition     = (var.domain_name == null) == (var.certificate_arn == null)
       error_message = "domain_name and certificate_arn go together: give both or neither."
     }

@@ -719,6 +719,22 @@ run "a_global_table_of_two_regions_is_refused" {
   expect_failures = [var.global_table]
 }
 
+run "a_global_table_and_an_existing_table_are_refused_together" {
+  command = plan
+
+  variables {
+    global_table        = { replica_regions = ["eu-west-2", "eu-west-3"] }
+    existing_table_name = "fleetlock-locks"
+  }
+
+  override_data {
+    target = data.aws_dynamodb_table.existing[0]
+    values = { name = "fleetlock-locks", arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/fleetlock-locks" }
+  }
+
+  expect_failures = [aws_lambda_function.this]
+}
+
 run "a_global_table_with_a_table_key_is_refused" {
   command = plan
 
