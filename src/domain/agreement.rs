@@ -7,7 +7,7 @@
 //! another region recorded differently. Pure: the store keeps the records,
 //! the service compares.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
@@ -90,6 +90,24 @@ impl SettingsDigests {
             })
             .collect()
     }
+}
+
+/// For a person looking at the table: every group (or [`OTHERS`]) some
+/// regions serve with different settings, with those regions, by the rule
+/// each function applies ([`SettingsDigests::disagreeing`]).
+pub fn differing(recorded: &Recorded) -> BTreeMap<String, BTreeSet<String>> {
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (region, digests) in recorded {
+        for (key, ours) in digests {
+            let others = differs(region, recorded, key, ours);
+            if !others.is_empty() {
+                let regions = found.entry(key.clone()).or_default();
+                regions.insert(region.clone());
+                regions.extend(others.into_iter().map(str::to_owned));
+            }
+        }
+    }
+    found
 }
 
 /// The regions other than `region` whose digest for `key` differs from
@@ -238,5 +256,30 @@ mod tests {
             here.disagreeing("eu-west-1", &narrow, &group("workers")),
             None
         );
+    }
+
+    #[test]
+    fn a_person_sees_which_groups_differ_and_between_which_regions() {
+        let record = |digests: &SettingsDigests| digests.as_map().clone();
+        let one = digests("db=1,workers=3", &[]);
+        let three = digests("db=3,workers=3", &[]);
+        let wildcard = digests("*=1", &[]);
+        let mut recorded = Recorded::new();
+        recorded.insert("eu-west-1".into(), record(&one));
+        recorded.insert("eu-west-2".into(), record(&one));
+        assert!(differing(&recorded).is_empty(), "the same settings agree");
+        recorded.insert("eu-west-3".into(), record(&three));
+        let found = differing(&recorded);
+        assert_eq!(found.keys().collect::<Vec<_>>(), ["db"]);
+        assert_eq!(
+            found["db"].iter().collect::<Vec<_>>(),
+            ["eu-west-1", "eu-west-2", "eu-west-3"]
+        );
+        // A region serving the groups through '*' (1 slot each) agrees on
+        // db and differs on workers, as its function would find.
+        recorded.insert("eu-west-3".into(), record(&wildcard));
+        let found = differing(&recorded);
+        assert_eq!(found.keys().collect::<Vec<_>>(), ["workers"], "{found:?}");
+        assert_eq!(found["workers"].len(), 3);
     }
 }

@@ -297,3 +297,65 @@ async fn a_global_table_is_served_only_in_strong_consistency_and_with_the_functi
         "{stderr}"
     );
 }
+
+/// A person's `fleetlock status` from any region names the regions that
+/// serve the table and the groups they serve differently (text and JSON);
+/// on a table of one region it says nothing of regions.
+#[tokio::test]
+async fn status_names_the_regions_and_the_groups_they_serve_differently() {
+    let (store, _) = dynamo_store("regions-status").await;
+    let table = store.table().to_owned();
+    let status = |args: &'static [&'static str]| {
+        let table = table.clone();
+        async move {
+            let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock"))
+                .arg("status")
+                .args(args)
+                .env("FLEETLOCK_TABLE", &table)
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8(output.stdout).unwrap()
+        }
+    };
+    assert!(
+        !status(&[]).await.contains("Regions"),
+        "one region: no word of regions"
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&status(&["--json"]).await).unwrap()["regions"],
+        serde_json::Value::Null
+    );
+
+    region(&table, "eu-west-1", "db=1,workers=3", None, Duration::ZERO).await;
+    region(&table, "eu-west-2", "db=1,workers=3", None, Duration::ZERO).await;
+    let agreeing = status(&[]).await;
+    assert!(
+        agreeing.contains("Regions that serve this table: eu-west-1, eu-west-2")
+            && agreeing.contains("Their settings agree."),
+        "{agreeing}"
+    );
+
+    region(&table, "eu-west-3", "db=2,workers=3", None, Duration::ZERO).await;
+    let differing = status(&[]).await;
+    assert!(
+        differing.contains(
+            "Settings differ for group 'db' between eu-west-1, eu-west-2, eu-west-3: its nodes \
+             are refused (settings_differ)"
+        ) && !differing.contains("group 'workers' between"),
+        "{differing}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&status(&["--json"]).await).unwrap();
+    assert_eq!(
+        json["regions"],
+        serde_json::json!({
+            "recorded": ["eu-west-1", "eu-west-2", "eu-west-3"],
+            "settings_differ": {"db": ["eu-west-1", "eu-west-2", "eu-west-3"]},
+        })
+    );
+}

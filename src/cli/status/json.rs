@@ -2,6 +2,7 @@
 
 use crate::cli::hosts::host_value;
 use crate::config::Config;
+use crate::domain::agreement::{Recorded, differing};
 use crate::domain::hosts::HostMap;
 use crate::domain::input::GroupName;
 use crate::domain::lock::Timestamp;
@@ -136,5 +137,17 @@ pub fn render(
     serde_json::json!({
         "groups": groups,
         "wildcard_groups": { "counted": wildcard.counted, "limit": wildcard.limit },
+    })
+}
+
+/// The regions of a global table and the groups whose settings differ
+/// between them; `null` on a table of one region.
+pub fn regions(recorded: &Recorded) -> serde_json::Value {
+    if recorded.is_empty() {
+        return serde_json::Value::Null;
+    }
+    serde_json::json!({
+        "recorded": recorded.keys().collect::<Vec<_>>(),
+        "settings_differ": differing(recorded),
     })
 }

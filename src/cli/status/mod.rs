@@ -116,24 +116,24 @@ pub async fn status<S: LockStore>(
         }
         None => None,
     };
+    // On a global table: which regions serve it, and where they disagree.
+    let regions = store.recorded_settings().await?;
     let wildcard = store.wildcard_groups().await?;
     let wildcard = view::Wildcard {
         counted: wildcard.len(),
         limit: deployed.map(|config| config.groups.wildcard_limit()),
     };
     if view.json {
-        say!(
-            out,
-            "{:#}",
-            json::render(
-                &groups,
-                deployed,
-                now,
-                wildcard,
-                &never_used,
-                hosts.as_ref()
-            )
+        let mut rendered = json::render(
+            &groups,
+            deployed,
+            now,
+            wildcard,
+            &never_used,
+            hosts.as_ref(),
         );
+        rendered["regions"] = json::regions(&regions);
+        say!(out, "{rendered:#}");
         return Ok(());
     }
     let idle_shown = (!view.all).then_some(view::IDLE_SHOWN);
@@ -154,6 +154,9 @@ pub async fn status<S: LockStore>(
         (_, false) => {}
         (None, true) => say!(out, "(no group has been used yet)"),
         (Some(group), true) => say!(out, "{}", view::unused_group(group, deployed)),
+    }
+    for line in view::regions(&regions) {
+        say!(out, "{line}");
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! in one word, its windows, its slots, and durations as people read them.
 
 use crate::config::Config;
+use crate::domain::agreement::{Recorded, differing};
 use crate::domain::input::GroupName;
 use crate::domain::lock::{GroupRules, Timestamp};
 use crate::domain::store::GroupRecord;
@@ -24,6 +25,37 @@ pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
         },
     };
     format!("group '{group}' has no holders and has never been used; {configured}")
+}
+
+/// The lines that say which regions serve a global table and where their
+/// settings differ; none on a table of one region.
+pub fn regions(recorded: &Recorded) -> Vec<String> {
+    if recorded.is_empty() {
+        return Vec::new();
+    }
+    let names: Vec<&str> = recorded.keys().map(String::as_str).collect();
+    let mut lines = vec![format!(
+        "Regions that serve this table: {} (each recorded its settings at start).",
+        names.join(", ")
+    )];
+    let differ = differing(recorded);
+    if differ.is_empty() {
+        lines.push("Their settings agree.".into());
+    }
+    for (group, regions) in differ {
+        let group = if group == crate::domain::agreement::OTHERS {
+            "the groups only '*' covers".to_owned()
+        } else {
+            format!("group '{group}'")
+        };
+        let regions: Vec<&str> = regions.iter().map(String::as_str).collect();
+        lines.push(format!(
+            "Settings differ for {group} between {}: its nodes are refused (settings_differ) \
+             until the same settings are deployed in every region.",
+            regions.join(", ")
+        ));
+    }
+    lines
 }
 
 pub fn slots_text(record: &GroupRecord) -> String {
