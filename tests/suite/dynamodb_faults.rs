@@ -45,13 +45,7 @@ impl Rig {
 
     async fn call(&self, endpoint: &str, id: &str) -> (u16, String) {
         let r = zincati(self.server.addr, endpoint, id, "default").await;
-        let json = r.json();
-        let word = json["outcome"]
-            .as_str()
-            .or(json["kind"].as_str())
-            .unwrap_or("")
-            .to_owned();
-        (r.status, word)
+        (r.status, r.word())
     }
 }
 

@@ -175,6 +175,13 @@ impl HttpResponse {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
     }
 
+    /// What a 2xx answer's `outcome`, or a refusal's `kind`, says.
+    pub fn word(&self) -> String {
+        self.json()["outcome"]
+            .as_str()
+            .map_or_else(|| self.kind(), str::to_owned)
+    }
+
     /// The answer's kind, which must be one of the closed set.
     pub fn kind(&self) -> String {
         let kind = self.json()["kind"].as_str().unwrap_or("").to_owned();

@@ -671,28 +671,17 @@ async fn two_regions_writes_reach_the_one_slot_events_reader_once_each() {
             .expect("record the settings");
         regions.push(spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await);
     }
-    let (ireland, london) = (&regions[0], &regions[1]);
-    let status = |answer: crate::helpers::HttpResponse| answer.status;
-    assert_eq!(
-        status(zincati(ireland.addr, "pre-reboot", "node-a", "db").await),
-        200
-    );
-    assert_eq!(
-        status(zincati(london.addr, "pre-reboot", "node-b", "db").await),
-        423
-    );
-    assert_eq!(
-        status(zincati(ireland.addr, "steady-state", "node-a", "db").await),
-        200
-    );
-    assert_eq!(
-        status(zincati(london.addr, "pre-reboot", "node-b", "db").await),
-        200
-    );
-    assert_eq!(
-        status(zincati(london.addr, "steady-state", "node-b", "db").await),
-        200
-    );
+    let (ireland, london) = (regions[0].addr, regions[1].addr);
+    for (region, endpoint, node, status) in [
+        (ireland, "pre-reboot", "node-a", 200),
+        (london, "pre-reboot", "node-b", 423),
+        (ireland, "steady-state", "node-a", 200),
+        (london, "pre-reboot", "node-b", 200),
+        (london, "steady-state", "node-b", 200),
+    ] {
+        let answer = zincati(region, endpoint, node, "db").await;
+        assert_eq!(answer.status, status, "{endpoint} {node}");
+    }
 
     let records = stream_records(&stream_arn).await;
     let events = put_by_the_slot_events_function(records.clone()).await;

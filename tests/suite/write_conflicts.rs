@@ -175,13 +175,7 @@ async fn two_regions_racing_through_conflicts_and_latency_never_over_grant() {
         let regions = std::sync::Arc::clone(&regions);
         async move {
             let answer = zincati(regions[n % 2].addr, endpoint, &id, "db").await;
-            let json = answer.json();
-            let word = json["outcome"]
-                .as_str()
-                .or(json["kind"].as_str())
-                .unwrap_or("")
-                .to_owned();
-            (answer.status, word)
+            (answer.status, answer.word())
         }
     };
     let (mut granted, mut unavailable) = (0, 0);
