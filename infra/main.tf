@@ -142,6 +142,8 @@ resource "aws_dynamodb_table" "locks" {
 }
 
 # Before global tables the table had no count: the same table, kept.
+# Terraform infers this move when a count is added; written down so that
+# the upgrade does not depend on it (tests/iac/terraform/upgrade.tftest.hcl).
 moved {
   from = aws_dynamodb_table.locks
   to   = aws_dynamodb_table.locks[0]
