@@ -110,19 +110,42 @@ mod tests {
     use super::*;
     use crate::domain::service::Outcome;
 
-    #[test]
-    fn a_line_is_valid_emf_with_the_oldest_holder_age() {
-        let answer = Answer {
-            outcome: Outcome::Full,
-            holders: 2,
-            slots: 2,
-            oldest_holder_age: Some(Duration::from_millis(7_200_900)),
+    /// An answer with nothing beside its holders: no refusal, expiry, drain,
+    /// lease or return.
+    fn quiet_answer(
+        outcome: Outcome,
+        holders: usize,
+        slots: u32,
+        oldest: Option<Duration>,
+    ) -> Answer {
+        Answer {
+            outcome,
+            holders,
+            slots,
+            oldest_holder_age: oldest,
             refusal: None,
             expired: None,
             drains_overdue: None,
             lease: None,
             returns: None,
-        };
+        }
+    }
+
+    /// A line as JSON, and the names of the metrics its directive declares.
+    fn declared(line: &str) -> (serde_json::Value, Vec<String>) {
+        let json: serde_json::Value = serde_json::from_str(line).unwrap();
+        let names = json["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["Name"].as_str().unwrap().to_owned())
+            .collect();
+        (json, names)
+    }
+
+    #[test]
+    fn a_line_is_valid_emf_with_the_oldest_holder_age() {
+        let answer = quiet_answer(Outcome::Full, 2, 2, Some(Duration::from_millis(7_200_900)));
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -152,29 +175,15 @@ mod tests {
         use crate::domain::input::NodeId;
         use crate::domain::service::ExpiredSlot;
         let mut answer = Answer {
-            outcome: Outcome::GrantedExpired,
-            holders: 1,
-            slots: 1,
-            oldest_holder_age: Some(Duration::ZERO),
-            refusal: None,
-            drains_overdue: None,
-            lease: None,
-            returns: None,
             expired: Some(ExpiredSlot {
                 holder: NodeId::parse("gone").unwrap(),
                 held: Duration::from_secs(21_600),
             }),
+            ..quiet_answer(Outcome::GrantedExpired, 1, 1, Some(Duration::ZERO))
         };
         let group = GroupName::parse("workers").unwrap();
         let metrics = EmbeddedMetrics::new("f");
-        let json: serde_json::Value =
-            serde_json::from_str(&metrics.line(&group, &answer, Timestamp(1))).unwrap();
-        let names: Vec<&str> = json["_aws"]["CloudWatchMetrics"][0]["Metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["Name"].as_str().unwrap())
-            .collect();
+        let (json, names) = declared(&metrics.line(&group, &answer, Timestamp(1)));
         assert_eq!(names, [OLDEST_HOLDER_AGE, SLOTS_EXPIRED]);
         assert_eq!(json[SLOTS_EXPIRED], 1);
         assert_eq!(json["ExpiredHolder"], "gone");
@@ -187,17 +196,7 @@ mod tests {
 
     #[test]
     fn an_empty_group_reports_zero_age() {
-        let answer = Answer {
-            outcome: Outcome::NotHeld,
-            holders: 0,
-            slots: 1,
-            oldest_holder_age: None,
-            refusal: None,
-            expired: None,
-            drains_overdue: None,
-            lease: None,
-            returns: None,
-        };
+        let answer = quiet_answer(Outcome::NotHeld, 0, 1, None);
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -208,30 +207,16 @@ mod tests {
     fn a_return_gated_group_reports_its_returns_and_only_it() {
         use crate::domain::service::Returns;
         let mut answer = Answer {
-            outcome: Outcome::Returning,
-            holders: 1,
-            slots: 1,
-            oldest_holder_age: Some(Duration::from_secs(900)),
-            refusal: None,
-            expired: None,
-            drains_overdue: None,
-            lease: None,
             returns: Some(Returns {
                 returning: 1,
                 oldest: Some(Duration::from_secs(1_500)),
                 overdue: 1,
             }),
+            ..quiet_answer(Outcome::Returning, 1, 1, Some(Duration::from_secs(900)))
         };
         let group = GroupName::parse("workers").unwrap();
         let metrics = EmbeddedMetrics::new("f");
-        let json: serde_json::Value =
-            serde_json::from_str(&metrics.line(&group, &answer, Timestamp(1))).unwrap();
-        let names: Vec<&str> = json["_aws"]["CloudWatchMetrics"][0]["Metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["Name"].as_str().unwrap())
-            .collect();
+        let (json, names) = declared(&metrics.line(&group, &answer, Timestamp(1)));
         assert_eq!(
             names,
             [OLDEST_HOLDER_AGE, RETURNS_OVERDUE, OLDEST_RETURN_AGE]

@@ -272,16 +272,38 @@ pub fn render(
 mod tests {
     use super::*;
 
+    /// The settings of the group `workers` with two slots and one more.
+    fn workers_with(variable: &'static str, value: &'static str) -> Config {
+        Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
+            _ if name == variable => Some(value.into()),
+            _ => None,
+        })
+        .unwrap()
+    }
+
+    /// What status shows of `workers` at `now`: its text, and its group in
+    /// `--json`.
+    fn shown(
+        record: &GroupRecord,
+        deployed: Option<&Config>,
+        now: Timestamp,
+    ) -> (String, serde_json::Value) {
+        let groups = [(GroupName::parse("workers").unwrap(), record.clone())];
+        let wildcard = Wildcard {
+            counted: 0,
+            limit: None,
+        };
+        let text = render(&groups, deployed, now, None, wildcard, &[], None);
+        let json = super::super::json::render(&groups, deployed, now, wildcard, &[], None);
+        (text, json["groups"][0].clone())
+    }
+
     #[test]
     fn status_shows_each_return_for_how_long_until_when_how_to_confirm_it_and_a_stop() {
         use crate::domain::input::NodeId;
         use crate::domain::lock::{RolloutStop, Semaphore};
-        let config = crate::config::Config::from_vars(|name| match name {
-            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
-            "FLEETLOCK_RETURN" => Some("workers=20m".into()),
-            _ => None,
-        })
-        .unwrap();
+        let config = workers_with("FLEETLOCK_RETURN", "workers=20m");
         let t0 = Timestamp(1_764_480_000_042);
         let minute = std::time::Duration::from_secs(60);
         let back = NodeId::parse("back").unwrap();
@@ -300,13 +322,8 @@ mod tests {
             },
             ..GroupRecord::default()
         };
-        let groups = [(GroupName::parse("workers").unwrap(), record)];
         let now = t0.plus(minute * 25);
-        let wildcard = Wildcard {
-            counted: 0,
-            limit: None,
-        };
-        let text = render(&groups, Some(&config), now, None, wildcard, &[], None);
+        let (text, group) = shown(&record, Some(&config), now);
         assert!(
             text.contains(
                 "workers: 'back' is returning since 2025-11-30T05:35:00Z (10m 0s), due by \
@@ -326,8 +343,6 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("returning  ").count(), 2, "{text}");
-        let json = super::super::json::render(&groups, Some(&config), now, wildcard, &[], None);
-        let group = &json["groups"][0];
         assert_eq!(group["stopped"]["id"], "gone");
         assert_eq!(group["return_timeout_seconds"], 1200);
         let gone = group["holders"]
@@ -350,12 +365,7 @@ mod tests {
     fn status_shows_each_reservation_since_when_until_when_and_how_to_confirm_it() {
         use crate::domain::input::NodeId;
         use crate::domain::lock::Semaphore;
-        let config = crate::config::Config::from_vars(|name| match name {
-            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
-            "FLEETLOCK_DRAIN" => Some("workers=15m".into()),
-            _ => None,
-        })
-        .unwrap();
+        let config = workers_with("FLEETLOCK_DRAIN", "workers=15m");
         let t0 = Timestamp(1_764_480_000_042);
         let minute = std::time::Duration::from_secs(60);
         let waits = NodeId::parse("waits").unwrap();
@@ -369,13 +379,8 @@ mod tests {
             slots: Some(2),
             ..GroupRecord::default()
         };
-        let groups = [(GroupName::parse("workers").unwrap(), record)];
         let now = t0.plus(minute * 20);
-        let wildcard = Wildcard {
-            counted: 0,
-            limit: None,
-        };
-        let text = render(&groups, Some(&config), now, None, wildcard, &[], None);
+        let (text, group) = shown(&record, Some(&config), now);
         assert!(
             text.contains(
                 "workers: 'waits' waits for its drain since 2025-11-30T05:30:00Z, until \
@@ -392,8 +397,6 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("draining").count(), 2, "{text}");
-        let json = super::super::json::render(&groups, Some(&config), now, wildcard, &[], None);
-        let group = &json["groups"][0];
         assert_eq!(group["drain_timeout_seconds"], 900);
         assert_eq!(group["drain_on_timeout"], "hold");
         assert_eq!(group["holders"][0]["id"], "overdue");
@@ -410,12 +413,7 @@ mod tests {
     fn status_names_a_holder_past_its_lease_once_the_configuration_is_known() {
         use crate::domain::input::NodeId;
         use crate::domain::lock::Semaphore;
-        let config = crate::config::Config::from_vars(|name| match name {
-            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
-            "FLEETLOCK_LEASE" => Some("workers=6h".into()),
-            _ => None,
-        })
-        .unwrap();
+        let config = workers_with("FLEETLOCK_LEASE", "workers=6h");
         let t0 = Timestamp(1_764_480_000_000);
         let hour = std::time::Duration::from_secs(3600);
         let record = GroupRecord {
@@ -426,13 +424,8 @@ mod tests {
             slots: Some(2),
             ..GroupRecord::default()
         };
-        let groups = [(GroupName::parse("workers").unwrap(), record)];
         let now = t0.plus(hour * 7);
-        let wildcard = Wildcard {
-            counted: 0,
-            limit: None,
-        };
-        let text = render(&groups, Some(&config), now, None, wildcard, &[], None);
+        let (text, group) = shown(&record, Some(&config), now);
         assert!(
             text.contains(
                 "workers: 'stuck' is past its 6h lease since 2025-11-30T11:20:00Z: the next \
@@ -441,10 +434,8 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("'fresh' is past"), "{text}");
-        let without = render(&groups, None, now, None, wildcard, &[], None);
+        let (without, _) = shown(&record, None, now);
         assert!(!without.contains("lease"), "no lease known: {without}");
-        let json = super::super::json::render(&groups, Some(&config), now, wildcard, &[], None);
-        let group = &json["groups"][0];
         assert_eq!(group["lease_seconds"], 6 * 3600);
         assert_eq!(group["holders"][0]["id"], "fresh");
         assert_eq!(group["holders"][0]["lease_expired"], false);
