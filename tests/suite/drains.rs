@@ -8,25 +8,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
     Acquire, DrainRule, Drained, GroupRules, OnDrainTimeout, PersonPause, Release, Timestamp,
 };
-use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::domain::store::LockStore;
 use fleetlock::store::memory::MemoryStore;
 
-use crate::helpers::{dynamo_store, raw_item, take};
+use crate::helpers::{dynamo_store, group, id, raw_item, stored, take};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const TIMEOUT: Duration = Duration::from_secs(15 * 60);
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
-}
-
-fn group(s: &str) -> GroupName {
-    GroupName::parse(s).unwrap()
-}
 
 fn gated(slots: u32, on_timeout: OnDrainTimeout) -> GroupRules {
     GroupRules {
@@ -45,11 +37,6 @@ fn gated(slots: u32, on_timeout: OnDrainTimeout) -> GroupRules {
 
 const HOLD: OnDrainTimeout = OnDrainTimeout::Hold;
 const GRANT: OnDrainTimeout = OnDrainTimeout::Grant;
-
-async fn stored<S: LockStore>(store: &S, g: &GroupName) -> GroupRecord {
-    let mut groups = store.groups(Some(g)).await.unwrap();
-    groups.pop().map(|(_, record)| record).unwrap_or_default()
-}
 
 async fn drained<S: LockStore>(
     store: &S,

@@ -9,21 +9,13 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ScalarAttributeType,
 };
-use fleetlock::domain::input::{GroupName, NodeId};
+use fleetlock::domain::input::GroupName;
 use fleetlock::domain::lock::{Acquire, GroupRules, Release, Timestamp};
 use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::{DynamoStore, Regional, TableProblem};
 use fleetlock::test_support::{RequestCounter, counted_client};
 
-use crate::helpers::{dynamo_store, raw_item, rules, unique_table_name};
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
-}
-
-fn group(s: &str) -> GroupName {
-    GroupName::parse(s).unwrap()
-}
+use crate::helpers::{dynamo_store, group, id, raw_item, rules, unique_table_name};
 
 /// A group with `count` slots and no settle time.
 fn slots(count: u32) -> GroupRules {

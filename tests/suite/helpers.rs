@@ -6,9 +6,10 @@ use aws_sdk_dynamodb::config::retry::RetryPartition;
 use fleetlock::aws::load_config;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
+use fleetlock::domain::input::{GroupName, NodeId};
 use fleetlock::domain::lock::GroupRules;
 use fleetlock::domain::service::FleetLock;
-use fleetlock::domain::store::LockStore;
+use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::http::Api;
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::store::memory::MemoryStore;
@@ -21,6 +22,23 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use crate::fault_proxy::FaultProxy;
+
+/// A node id the test knows to be valid.
+pub fn id(s: &str) -> NodeId {
+    NodeId::parse(s).unwrap()
+}
+
+/// A group name the test knows to be valid.
+pub fn group(s: &str) -> GroupName {
+    GroupName::parse(s).unwrap()
+}
+
+/// The group's record as the store reads it now; the empty record when
+/// nothing is stored.
+pub async fn stored<S: LockStore>(store: &S, g: &GroupName) -> GroupRecord {
+    let mut groups = store.groups(Some(g)).await.unwrap();
+    groups.pop().map(|(_, record)| record).unwrap_or_default()
+}
 
 /// The rules of a group the configuration names: `slots`, `settle`, not
 /// counted among the groups only `*` covers.
@@ -38,12 +56,12 @@ pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
 /// What a pre-reboot of `node` in `group` at `at` is answered, by any store.
 pub async fn take<S: LockStore>(
     store: &S,
-    group: &fleetlock::domain::input::GroupName,
+    group: &GroupName,
     node: &str,
     rules: GroupRules,
     at: fleetlock::domain::lock::Timestamp,
 ) -> fleetlock::domain::lock::Acquire {
-    let node = fleetlock::domain::input::NodeId::parse(node).unwrap();
+    let node = NodeId::parse(node).unwrap();
     store
         .acquire(group, &node, rules, at)
         .await

@@ -5,22 +5,18 @@
 
 use std::time::Duration;
 
-use fleetlock::domain::input::{GroupName, NodeId};
+use fleetlock::domain::input::GroupName;
 use fleetlock::domain::lock::{Acquire, Release, Timestamp};
 use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::store::memory::MemoryStore;
 
 use crate::fault_proxy::Fault;
-use crate::helpers::{proxied_store, rules};
+use crate::helpers::{id, proxied_store, rules};
 
 const SETTLE: Duration = Duration::from_secs(10);
 
 fn group() -> GroupName {
     GroupName::parse("workers").unwrap()
-}
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
 }
 
 async fn stored<S: LockStore>(store: &S) -> GroupRecord {

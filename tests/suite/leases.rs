@@ -7,23 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::input::PauseReason;
 use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
 use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::store::memory::MemoryStore;
 
-use crate::helpers::{dynamo_store, raw_item, take};
+use crate::helpers::{dynamo_store, group, id, raw_item, stored, take};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const LEASE: Duration = Duration::from_secs(6 * 3600);
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
-}
-
-fn group(s: &str) -> GroupName {
-    GroupName::parse(s).unwrap()
-}
 
 fn leased(slots: u32) -> GroupRules {
     GroupRules {
@@ -34,11 +26,6 @@ fn leased(slots: u32) -> GroupRules {
         drain: None,
         return_timeout: None,
     }
-}
-
-async fn stored<S: LockStore>(store: &S, g: &GroupName) -> GroupRecord {
-    let mut groups = store.groups(Some(g)).await.unwrap();
-    groups.pop().map(|(_, record)| record).unwrap_or_default()
 }
 
 fn held_by(record: &GroupRecord) -> Vec<(String, u64)> {

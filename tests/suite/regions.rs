@@ -15,7 +15,9 @@ use fleetlock::http::Api;
 use fleetlock::store::dynamodb::DynamoStore;
 
 use crate::fault_proxy::Fault;
-use crate::helpers::{dynamo_store, proxied_store, send, spawn_server, zincati_body};
+use crate::helpers::{
+    dynamo_store, proxied_store, send, served_address, spawn_server, zincati_body,
+};
 
 /// A region's function over the shared table: its settings recorded, the
 /// others' read again every `refresh`.
@@ -196,18 +198,9 @@ async fn fleetlock_serve_records_its_region_and_refuses_a_bad_region_name() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    use tokio::io::AsyncBufReadExt;
-    let mut lines = tokio::io::BufReader::new(serve.stdout.take().unwrap()).lines();
-    let line = lines
-        .next_line()
-        .await
-        .unwrap()
-        .expect("serve prints its address");
-    let addr = line
-        .trim_start_matches("fleetlock listening on http://")
-        .trim_end_matches('/');
+    let (_, addr) = served_address(serve.stdout.take().unwrap()).await;
     let answer = send(
-        addr.parse().unwrap(),
+        addr,
         "POST",
         "/v1/pre-reboot",
         &[("fleet-lock-protocol", "true")],

@@ -8,27 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
     Acquire, DrainRule, Drained, GroupRules, OnDrainTimeout, PersonPause, Release, Returned,
     Stopping, Timestamp,
 };
-use fleetlock::domain::store::{Changed, GroupRecord, LockStore};
+use fleetlock::domain::store::{Changed, LockStore};
 use fleetlock::store::memory::MemoryStore;
 
-use crate::helpers::{dynamo_store, raw_item, take};
+use crate::helpers::{dynamo_store, group, id, raw_item, stored, take};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const TIMEOUT: Duration = Duration::from_secs(20 * 60);
 const MINUTE: Duration = Duration::from_secs(60);
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
-}
-
-fn group(s: &str) -> GroupName {
-    GroupName::parse(s).unwrap()
-}
 
 fn returning(slots: u32) -> GroupRules {
     GroupRules {
@@ -43,11 +35,6 @@ fn returning(slots: u32) -> GroupRules {
 
 fn at(minutes: u64) -> Timestamp {
     T0.plus(MINUTE * minutes as u32)
-}
-
-async fn stored<S: LockStore>(store: &S, g: &GroupName) -> GroupRecord {
-    let mut groups = store.groups(Some(g)).await.unwrap();
-    groups.pop().map(|(_, record)| record).unwrap_or_default()
 }
 
 async fn steady<S: LockStore>(store: &S, g: &GroupName, node: &str, now: Timestamp) -> Release {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
-use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::input::PauseReason;
 use fleetlock::domain::lock::{Acquire, Clock, MAX_EXCLUSIONS, PersonPause, Release, Timestamp};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::{Changed, Excluding, LockStore};
@@ -15,18 +15,10 @@ use fleetlock::http::Api;
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::test_support::ManualClock;
 
-use crate::helpers::{dynamo_store, rules, spawn_server, take, zincati};
+use crate::helpers::{dynamo_store, group, id, rules, spawn_server, take, zincati};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const SETTLE: Duration = Duration::from_secs(600);
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
-}
-
-fn group(s: &str) -> GroupName {
-    GroupName::parse(s).unwrap()
-}
 
 fn person(reason: &str, since: Timestamp) -> PersonPause {
     PersonPause {

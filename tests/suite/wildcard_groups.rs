@@ -4,20 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetlock::domain::input::{GroupName, NodeId};
 use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Timestamp};
 use fleetlock::domain::store::{Forgot, LockStore};
 use fleetlock::store::memory::MemoryStore;
 
-use crate::helpers::{dynamo_store, memory_api, spawn_server, zincati};
-
-fn group(s: &str) -> GroupName {
-    GroupName::parse(s).unwrap()
-}
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
-}
+use crate::helpers::{dynamo_store, group, id, memory_api, spawn_server, zincati};
 
 /// A group only `*` covers, with room for `limit` such groups.
 fn wildcard(limit: u32) -> GroupRules {

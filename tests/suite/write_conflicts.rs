@@ -8,22 +8,18 @@
 
 use std::time::Duration;
 
-use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{DrainRule, GroupRules, OnDrainTimeout, PersonPause, Timestamp};
-use fleetlock::domain::store::{Decided, GroupRecord, LockStore, StoreError};
+use fleetlock::domain::store::{Decided, LockStore, StoreError};
 use fleetlock::store::dynamodb::DynamoStore;
 
 use fleetlock::domain::auth::Auth;
 
 use crate::fault_proxy::Fault;
-use crate::helpers::{api, proxied_store, spawn_server, store_through, zincati};
+use crate::helpers::{api, group, id, proxied_store, spawn_server, store_through, stored, zincati};
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const LEASE: Duration = Duration::from_secs(1800);
-
-fn id(s: &str) -> NodeId {
-    NodeId::parse(s).unwrap()
-}
 
 fn leased() -> GroupRules {
     GroupRules {
@@ -46,11 +42,6 @@ fn gated() -> GroupRules {
         lease: None,
         ..leased()
     }
-}
-
-async fn stored(store: &DynamoStore, g: &GroupName) -> GroupRecord {
-    let mut groups = store.groups(Some(g)).await.unwrap();
-    groups.pop().map(|(_, record)| record).unwrap_or_default()
 }
 
 /// Each kind of write the store makes, as one call.
@@ -120,7 +111,6 @@ fn shown<T: std::fmt::Debug>(decided: Result<Decided<T>, StoreError>) -> String 
 #[tokio::test]
 async fn a_conflict_on_any_kind_of_write_is_retried_and_the_caller_never_sees_it() {
     let (proxy, store) = proxied_store("conflicts").await;
-    let group = |name: &str| GroupName::parse(name).unwrap();
     for write in Write::ALL {
         // The drain gate's writes on groups of their own.
         let gated = matches!(write, Write::Reservation | Write::Confirmation);
@@ -191,7 +181,7 @@ async fn two_regions_racing_through_conflicts_and_latency_never_over_grant() {
         for task in tasks {
             answers.push(task.await.unwrap());
         }
-        let holders: Vec<String> = stored(&reader, &GroupName::parse("db").unwrap())
+        let holders: Vec<String> = stored(&reader, &group("db"))
             .await
             .holders
             .holders()
