@@ -65,8 +65,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use fleetlock::aws::load_config;
-use fleetlock::domain::input::{GroupName, PauseReason};
-use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::{Drained, PersonPause, Returned, Timestamp};
 use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::DynamoStore;
 use tokio::sync::RwLock;
@@ -298,6 +298,93 @@ impl Rng {
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// A hook as slot events drive it, on the table instead of the stream:
+/// it reads `group` every 100 ms and confirms each entry `waiting` finds
+/// (a reservation, a return) once, after a random delay (0 to 1.5 s); one
+/// in four is confirmed again 2 s later, as an event delivered again.
+struct TableHook {
+    group: &'static str,
+    seed: u64,
+    /// A node whose first entry is never confirmed.
+    lost: Option<&'static str>,
+    waiting: fn(fleetlock::domain::store::GroupRecord) -> BTreeMap<NodeId, Timestamp>,
+    /// A confirmation that took effect; a repeat that took effect too (one
+    /// entry confirmed twice: a violation); a repeat refused.
+    confirmed: fn(&Tally) -> &AtomicU64,
+    twice: fn(&Tally) -> &AtomicU64,
+    late_refused: fn(&Tally) -> &AtomicU64,
+}
+
+impl TableHook {
+    /// Runs the hook until `deadline` and its confirmations to their end.
+    /// `confirm(id, since, first)` says whether its call took effect.
+    fn spawn<C, F>(
+        self,
+        store: Arc<DynamoStore>,
+        tally: Arc<Tally>,
+        deadline: Instant,
+        confirm: C,
+    ) -> tokio::task::JoinHandle<()>
+    where
+        C: Fn(NodeId, Timestamp, bool) -> F + Clone + Send + Sync + 'static,
+        F: std::future::Future<Output = Result<bool, fleetlock::domain::store::StoreError>>
+            + Send
+            + 'static,
+    {
+        tokio::spawn(async move {
+            let group = GroupName::parse(self.group).unwrap();
+            let mut handled = std::collections::BTreeSet::new();
+            let mut lost_once = false;
+            let mut rng = Rng(self.seed);
+            let mut confirmations = Vec::new();
+            while Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let Ok(groups) = store.groups(Some(&group)).await else {
+                    continue;
+                };
+                for (_, record) in groups {
+                    for (id, since) in (self.waiting)(record) {
+                        if !handled.insert((id.to_string(), since.0)) {
+                            continue;
+                        }
+                        if Some(id.as_str()) == self.lost && !lost_once {
+                            lost_once = true;
+                            continue;
+                        }
+                        let (delay, again) = (rng.below(1_500), rng.below(4) == 0);
+                        let (tally, confirm) = (Arc::clone(&tally), confirm.clone());
+                        let (confirmed, twice, late_refused) =
+                            (self.confirmed, self.twice, self.late_refused);
+                        confirmations.push(tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(delay)).await;
+                            let first = confirm(id.clone(), since, true).await == Ok(true);
+                            if first {
+                                confirmed(&tally).fetch_add(1, Ordering::Relaxed);
+                            }
+                            if !again {
+                                return;
+                            }
+                            tokio::time::sleep(Duration::from_secs(2)).await;
+                            let counter = match confirm(id, since, false).await {
+                                Ok(true) if first => twice,
+                                // The first one failed (a fault): this one
+                                // is the confirmation.
+                                Ok(true) => confirmed,
+                                Ok(false) => late_refused,
+                                Err(_) => return,
+                            };
+                            counter(&tally).fetch_add(1, Ordering::Relaxed);
+                        }));
+                    }
+                }
+            }
+            for confirmation in confirmations {
+                let _ = confirmation.await;
+            }
+        })
     }
 }
 
@@ -979,152 +1066,74 @@ async fn main() {
         })
     };
 
-    // The hook: reads the table and confirms each reservation of
-    // `DRAIN_GROUP` after a random delay (0 to 1.5 s), naming it; one in
-    // four is confirmed again 2 s later, as an event delivered again.
+    // The drain hook confirms each reservation of `DRAIN_GROUP`, noting it
+    // first for the reader (a grant it never set out to confirm is one
+    // that skipped the drain).
     let hook = {
-        let (tally, confirming) = (Arc::clone(&tally), Arc::clone(&confirming));
         let store = Arc::new(DynamoStore::new(
             aws_sdk_dynamodb::Client::new(&load_config().await),
             &table,
         ));
-        tokio::spawn(async move {
-            let group = GroupName::parse(DRAIN_GROUP).unwrap();
-            let mut handled = std::collections::BTreeSet::new();
-            let mut rng = Rng(0xD8A1_4E5D);
-            let mut confirmations = Vec::new();
-            while Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let Ok(groups) = store.groups(Some(&group)).await else {
-                    continue;
-                };
-                for (_, record) in groups {
-                    for (id, since) in record.draining {
-                        if !handled.insert((id.to_string(), since.0)) {
-                            continue;
-                        }
-                        let (delay, again) = (rng.below(1_500), rng.below(4) == 0);
-                        let (store, group) = (Arc::clone(&store), group.clone());
-                        let (tally, confirming) = (Arc::clone(&tally), Arc::clone(&confirming));
-                        confirmations.push(tokio::spawn(async move {
-                            use fleetlock::domain::lock::Drained;
-                            tokio::time::sleep(Duration::from_millis(delay)).await;
-                            confirming.note(id.as_str(), since);
-                            tally.confirmations_sent.fetch_add(1, Ordering::Relaxed);
-                            let first = store.drained(&group, &id, Some(since), Timestamp::now());
-                            let first_granted = match first.await {
-                                Ok(decided) => decided.outcome == Drained::Granted,
-                                Err(_) => false,
-                            };
-                            if first_granted {
-                                tally.confirmations_granted.fetch_add(1, Ordering::Relaxed);
-                            }
-                            if again {
-                                tokio::time::sleep(Duration::from_secs(2)).await;
-                                let late =
-                                    store.drained(&group, &id, Some(since), Timestamp::now());
-                                match late.await.map(|d| d.outcome) {
-                                    // The same reservation granted twice.
-                                    Ok(Drained::Granted) if first_granted => {
-                                        tally
-                                            .late_confirmations_granted
-                                            .fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    // The first one failed (a fault): this one
-                                    // is the confirmation.
-                                    Ok(Drained::Granted) => {
-                                        tally.confirmations_granted.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    Ok(_) => {
-                                        tally
-                                            .late_confirmations_refused
-                                            .fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    Err(_) => {}
-                                }
-                            }
-                        }));
-                    }
-                }
+        let (reader, group) = (Arc::clone(&store), GroupName::parse(DRAIN_GROUP).unwrap());
+        let (confirm_tally, confirming) = (Arc::clone(&tally), Arc::clone(&confirming));
+        let confirm = move |id: NodeId, since: Timestamp, first: bool| {
+            let (store, group) = (Arc::clone(&store), group.clone());
+            if first {
+                confirming.note(id.as_str(), since);
+                confirm_tally
+                    .confirmations_sent
+                    .fetch_add(1, Ordering::Relaxed);
             }
-            for confirmation in confirmations {
-                let _ = confirmation.await;
+            async move {
+                let decided = store.drained(&group, &id, Some(since), Timestamp::now());
+                decided.await.map(|d| d.outcome == Drained::Granted)
             }
-        })
+        };
+        let reservations = TableHook {
+            group: DRAIN_GROUP,
+            seed: 0xD8A1_4E5D,
+            lost: None,
+            waiting: |record| record.draining,
+            confirmed: |t| &t.confirmations_granted,
+            twice: |t| &t.late_confirmations_granted,
+            late_refused: |t| &t.late_confirmations_refused,
+        };
+        reservations.spawn(reader, Arc::clone(&tally), deadline, confirm)
     };
 
-    // The return hook: reads the table and confirms each return of
-    // `RETURN_GROUP` after a random delay (0 to 1.5 s), naming it; one in
-    // four is confirmed again 2 s later, as an event delivered again. The
-    // first return of `LOST_NODE` is never confirmed: that node "never
-    // came back".
+    // The return hook confirms each return of `RETURN_GROUP`, except the
+    // first of `LOST_NODE`: that node "never came back".
     let return_store = Arc::new(DynamoStore::new(
         aws_sdk_dynamodb::Client::new(&load_config().await),
         &table,
     ));
     let return_hook = {
-        let (tally, store) = (Arc::clone(&tally), Arc::clone(&return_store));
-        tokio::spawn(async move {
-            use fleetlock::domain::lock::Returned;
-            let group = GroupName::parse(RETURN_GROUP).unwrap();
-            let mut handled = std::collections::BTreeSet::new();
-            let mut lost_once = false;
-            let mut rng = Rng(0x8E7B_12A9);
-            let mut confirmations = Vec::new();
-            while Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                let Ok(groups) = store.groups(Some(&group)).await else {
-                    continue;
-                };
-                for (_, record) in groups {
-                    for (id, since) in record.returning {
-                        if !handled.insert((id.to_string(), since.0)) {
-                            continue;
-                        }
-                        if id.as_str() == LOST_NODE && !lost_once {
-                            lost_once = true;
-                            continue;
-                        }
-                        let (delay, again) = (rng.below(1_500), rng.below(4) == 0);
-                        let (store, group, tally) =
-                            (Arc::clone(&store), group.clone(), Arc::clone(&tally));
-                        confirmations.push(tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_millis(delay)).await;
-                            let first = store
-                                .returned(&group, &id, Some(since), Timestamp::now())
-                                .await
-                                .map(|d| d.outcome);
-                            let freed = first == Ok(Returned::Freed);
-                            if freed {
-                                tally.returns_confirmed.fetch_add(1, Ordering::Relaxed);
-                            }
-                            if again {
-                                tokio::time::sleep(Duration::from_secs(2)).await;
-                                let late = store
-                                    .returned(&group, &id, Some(since), Timestamp::now())
-                                    .await
-                                    .map(|d| d.outcome);
-                                match late {
-                                    Ok(Returned::Freed) if freed => {
-                                        tally.late_returns_freed.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    Ok(Returned::Freed) => {
-                                        tally.returns_confirmed.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    Ok(_) => {
-                                        tally.late_returns_refused.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    Err(_) => {}
-                                }
-                            }
-                        }));
-                    }
-                }
+        let (store, group) = (
+            Arc::clone(&return_store),
+            GroupName::parse(RETURN_GROUP).unwrap(),
+        );
+        let confirm = move |id: NodeId, since: Timestamp, _first: bool| {
+            let (store, group) = (Arc::clone(&store), group.clone());
+            async move {
+                let decided = store.returned(&group, &id, Some(since), Timestamp::now());
+                decided.await.map(|d| d.outcome == Returned::Freed)
             }
-            for confirmation in confirmations {
-                let _ = confirmation.await;
-            }
-        })
+        };
+        let returns = TableHook {
+            group: RETURN_GROUP,
+            seed: 0x8E7B_12A9,
+            lost: Some(LOST_NODE),
+            waiting: |record| record.returning,
+            confirmed: |t| &t.returns_confirmed,
+            twice: |t| &t.late_returns_freed,
+            late_refused: |t| &t.late_returns_refused,
+        };
+        returns.spawn(
+            Arc::clone(&return_store),
+            Arc::clone(&tally),
+            deadline,
+            confirm,
+        )
     };
 
     // The sweeper: what the drained function's schedule does, every 2 s
