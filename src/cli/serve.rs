@@ -90,12 +90,9 @@ impl Serve {
                     .await
                     .map_err(Failure::Refused)?;
                 let service = FleetLock::new(config.groups, store).with_windows(config.windows);
-                let service = match config.region {
-                    Some(region) => crate::entry::agreeing(service, region)
-                        .await
-                        .map_err(Failure::Refused)?,
-                    None => service,
-                };
+                let service = crate::entry::agreeing(service, config.region)
+                    .await
+                    .map_err(Failure::Refused)?;
                 serve(listen, Api::new(service, auth), limits).await?;
             }
             None => {

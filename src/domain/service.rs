@@ -263,9 +263,13 @@ impl<S: LockStore> FleetLock<S> {
         }
     }
 
-    /// The same service with maintenance windows.
+    /// The same service with maintenance windows (on a global table, in
+    /// the digests it compares too, whichever was set first).
     pub fn with_windows(mut self, windows: Schedule) -> Self {
         self.windows = windows;
+        if let Some(agreement) = &mut self.agreement {
+            agreement.ours = SettingsDigests::of(&self.groups, &self.windows);
+        }
         self
     }
 
@@ -616,6 +620,25 @@ mod tests {
 
     fn service(groups: &str) -> FleetLock<MemoryStore> {
         FleetLock::new(GroupSlots::parse(groups).unwrap(), MemoryStore::default())
+    }
+
+    #[test]
+    fn a_global_tables_service_compares_its_windows_whichever_was_set_first() {
+        let windows = || {
+            let spec = "workers: days=Sat start_time=22:00 length_minutes=120";
+            Schedule::parse(spec, Some("UTC"), |_| Ok(()), false).unwrap()
+        };
+        let digests = |svc: FleetLock<MemoryStore>| svc.agreement.unwrap().ours;
+        let windows_first = service("workers=2")
+            .with_windows(windows())
+            .agreeing("eu-west-1", AGREEMENT_REFRESH);
+        let windows_last = service("workers=2")
+            .agreeing("eu-west-1", AGREEMENT_REFRESH)
+            .with_windows(windows());
+        let none = service("workers=2").agreeing("eu-west-1", AGREEMENT_REFRESH);
+        let (first, last) = (digests(windows_first), digests(windows_last));
+        assert_eq!(first, last);
+        assert_ne!(first, digests(none), "the windows are in the digests");
     }
 
     #[tokio::test]

@@ -40,15 +40,12 @@ pub async fn run() -> ExitCode {
         };
     let config = settings.config;
     let service = FleetLock::new(config.groups, store).with_windows(config.windows);
-    let service = match config.region {
-        Some(region) => match super::agreeing(service, region).await {
-            Ok(service) => service,
-            Err(why) => {
-                tracing::error!(error = %why, "not starting");
-                return ExitCode::FAILURE;
-            }
-        },
-        None => service,
+    let service = match super::agreeing(service, config.region).await {
+        Ok(service) => service,
+        Err(why) => {
+            tracing::error!(error = %why, "not starting");
+            return ExitCode::FAILURE;
+        }
     };
     let api =
         Api::new(service, settings.auth).with_metrics(EmbeddedMetrics::new(settings.function));

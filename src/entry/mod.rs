@@ -21,11 +21,15 @@ use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
 
 /// The service on a global table (`FLEETLOCK_REGION`): it records this
 /// region's settings (one write) and says which regions differ, which it
-/// refuses to serve those groups with.
+/// refuses to serve those groups with. Without a region, the service as it
+/// is.
 pub async fn agreeing<S: crate::domain::store::LockStore>(
     service: crate::domain::service::FleetLock<S>,
-    region: String,
+    region: Option<String>,
 ) -> Result<crate::domain::service::FleetLock<S>, String> {
+    let Some(region) = region else {
+        return Ok(service);
+    };
     let service = service.agreeing(region.clone(), crate::domain::service::AGREEMENT_REFRESH);
     let differing = service
         .record_settings()
