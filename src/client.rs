@@ -83,7 +83,10 @@ pub enum Answer {
 pub enum ClientError {
     /// The URL cannot be used; nothing was sent.
     Url(String),
-    /// No connection, no TLS, no answer in time.
+    /// No connection or no TLS: nothing was sent, so nothing was taken.
+    NotSent(String),
+    /// Sent, but no answer came in time or the connection broke: the
+    /// server may have acted on it.
     Unreachable(String),
     /// A 5xx, or an answer that is not HTTP.
     Server { status: u16, detail: String },
@@ -93,7 +96,7 @@ impl fmt::Display for ClientError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClientError::Url(why) => write!(f, "the FleetLock URL cannot be used: {why}"),
-            ClientError::Unreachable(why) => {
+            ClientError::NotSent(why) | ClientError::Unreachable(why) => {
                 write!(f, "the FleetLock server cannot be reached: {why}")
             }
             ClientError::Server { status, detail } => {
@@ -230,7 +233,7 @@ impl Lock {
         let port = url.port_or_known_default().unwrap_or(443);
         let tcp = TcpStream::connect((host.trim_matches(['[', ']']), port))
             .await
-            .map_err(|e| ClientError::Unreachable(format!("{host}:{port}: {e}")))?;
+            .map_err(|e| ClientError::NotSent(format!("{host}:{port}: {e}")))?;
         let mut request = Request::builder()
             .method(probe.method.clone())
             .uri(url.as_str())
@@ -254,7 +257,7 @@ impl Lock {
             let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
                 .connect(name, tcp)
                 .await
-                .map_err(|e| ClientError::Unreachable(format!("TLS with {host}: {e}")))?;
+                .map_err(|e| ClientError::NotSent(format!("TLS with {host}: {e}")))?;
             send(TokioIo::new(tls), request).await
         } else {
             send(TokioIo::new(tcp), request).await

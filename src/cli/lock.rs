@@ -324,6 +324,9 @@ pub async fn run_for_lease(
         Call::SteadyState => "give back the slot",
     };
     let mut tries = 0u32;
+    // Whether a pre-reboot went out and its answer was never read: only
+    // then may a slot be held that nobody was told of.
+    let mut unheard = false;
     loop {
         tries += 1;
         let answer = tokio::select! {
@@ -365,12 +368,13 @@ pub async fn run_for_lease(
                 return (Ended::Usage, None);
             }
             Err(err) => {
+                unheard |= !matches!(err, ClientError::NotSent(_));
                 say(&err.to_string());
                 Ended::Unreachable
             }
         };
         if request.wait.is_none() {
-            if retry_ends == Ended::Unreachable && request.call == Call::PreReboot {
+            if unheard && request.call == Call::PreReboot {
                 // The request may have been granted with its answer lost.
                 give_back_unheard(checked, "no answer was heard", say).await;
             }
@@ -390,7 +394,7 @@ pub async fn run_for_lease(
                 shown_duration(started.elapsed())
             ));
             let ended = if retry_ends == Ended::Unreachable {
-                if request.call == Call::PreReboot {
+                if unheard && request.call == Call::PreReboot {
                     give_back_unheard(checked, "the last request was not answered", say).await;
                 }
                 Ended::Unreachable

@@ -17,6 +17,8 @@ pub mod check;
 pub mod config_check;
 pub mod context;
 pub mod credential;
+#[cfg(test)]
+mod doc_commands;
 pub mod exclude;
 pub mod failure;
 pub mod hold;
@@ -34,6 +36,7 @@ mod testing;
 pub mod usage;
 pub mod windows;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -147,7 +150,11 @@ impl Sub {
                 Ok(())
             }
             Sub::Completions(Completions { shell }) => {
-                clap_complete::generate(shell, &mut definition(), "fleetlock", out);
+                // Written whole, not through clap_complete's own writes,
+                // which panic on a closed pipe (`| head`).
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut definition(), "fleetlock", &mut script);
+                let _ = out.write_all(&script);
                 Ok(())
             }
             Sub::Serve(args) => args.run().await,

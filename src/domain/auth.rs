@@ -136,6 +136,14 @@ impl Clients {
             .split([';', ' ', '\n', '\t', '\r'])
             .filter(|e| !e.is_empty())
         {
+            if entry.contains("://") {
+                // Never echoed: the URL carries the secret.
+                return Err(bad(
+                    "an entry is a URL, the base_url line for a node's Zincati, not the \
+                     NAME:GROUPS:SALT:SHA256 entry `fleetlock credential` prints beside it"
+                        .into(),
+                ));
+            }
             let parts: Vec<&str> = entry.split(':').collect();
             let [name, groups, salt, hash] = parts[..] else {
                 return Err(bad(format!(
@@ -310,6 +318,16 @@ mod tests {
     /// '00112233445566778899aabbccddeeff') + b'correct-horse').hexdigest())"`.
     const PINNED_ENTRY: &str = "fleet:default:00112233445566778899aabbccddeeff:\
         fdae0294388af12970247300f82ead9b9152d3472045506bca5064c15729da5c";
+
+    #[test]
+    fn a_base_url_pasted_as_an_entry_is_named_as_such_and_not_echoed() {
+        let credential = new_credential("fleet", "default").unwrap();
+        let url = format!("https://fleet:{}@abc.execute-api.eu-west-1.amazonaws.com/", credential.secret);
+        let refused = Clients::parse(&format!("{} {url}", credential.entry)).unwrap_err();
+        assert!(refused.0.contains("base_url"), "{refused}");
+        assert!(!refused.0.contains(&credential.secret), "the secret is echoed: {refused}");
+        assert!(!refused.0.contains("fields"), "{refused}");
+    }
 
     #[test]
     fn an_entry_written_by_an_earlier_version_still_lets_its_client_in() {

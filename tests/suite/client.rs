@@ -914,6 +914,31 @@ async fn a_pre_reboot_never_heard_is_given_back_or_named() {
     }
 }
 
+/// A closed port: nothing was sent, so nothing can be held, and `lock`
+/// says so instead of advising an unlock.
+#[tokio::test]
+async fn a_closed_port_takes_nothing_and_lock_says_no_slot_can_be_held() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let machine = machine_id_file("closed-port");
+    let job = ran(&mut fleetlock(
+        &format!("http://{closed}/"),
+        &machine,
+        &["lock", "--group", "jobs", "--id", "job-1"],
+    ))
+    .await;
+    assert_eq!(job.code, 3, "{}", job.stderr);
+    assert!(
+        job.stderr.contains("the FleetLock server cannot be reached"),
+        "{}",
+        job.stderr
+    );
+    assert!(!job.stderr.contains("may be held"), "{}", job.stderr);
+    assert!(!job.stderr.contains("given back"), "{}", job.stderr);
+}
+
 /// A server that streams a chunked 423 without end: `lock` reads 64 KiB of
 /// it at most, and ends with a line, instead of filling its memory.
 #[tokio::test]
