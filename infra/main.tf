@@ -258,6 +258,11 @@ resource "aws_lambda_function" "this" {
     }
 
     precondition {
+      condition     = length(local.credential_typos) == 0
+      error_message = "The groups and the credentials disagree by a typo, so those nodes would hear 403 at every try: ${join("; ", local.credential_typos)}."
+    }
+
+    precondition {
       condition     = local.time_zone_known
       error_message = "time_zone '${var.time_zone}' is not a time zone of the IANA database the function bundles${length(local.closest_time_zone) > 0 ? " (did you mean '${local.closest_time_zone[0]}'?)" : ""} (UTC, or a name such as Europe/Berlin; time_zones.tf lists them)."
     }

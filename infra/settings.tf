@@ -54,6 +54,58 @@ locals {
     ]
   }
 
+  # The groups read against the credentials (src/domain/coverage.rs): a
+  # credential's group one typo from a configured one that nothing serves,
+  # or a configured group no credential reaches, one typo from a
+  # credential's. Names further apart are only warned of by `fleetlock
+  # config check`: they may be meant.
+  # Names and groups only: the entries are sensitive for their salted
+  # hashes, which none of this reads.
+  credential_groups = nonsensitive(flatten([
+    for entry in var.clients : [
+      for group in split(",", split(":", entry)[1]) : { client = split(":", entry)[0], group = trimspace(group) }
+    ] if length(split(":", entry)) == 4 && split(":", entry)[1] != "*"
+  ]))
+  credentials_reach_all = nonsensitive(anytrue([for entry in var.clients : length(split(":", entry)) == 4 && split(":", entry)[1] == "*"]))
+  # Every pair of a credential's group and another configured group, and
+  # whether the two are one typo apart: one letter changed, two swapped, one
+  # more or less, or only the case.
+  credential_pairs = flatten([
+    for c in local.credential_groups : [
+      for known in local.configured_groups : {
+        client = c.client
+        group  = c.group
+        known  = known
+        typo = (
+          lower(known) == lower(c.group) ||
+          (length(known) == length(c.group) && (
+            length([for i in range(length(c.group)) : i if substr(c.group, i, 1) != substr(known, i, 1)]) == 1 ||
+            (join("", sort(split("", c.group))) == join("", sort(split("", known))) &&
+            length([for i in range(length(c.group)) : i if substr(c.group, i, 1) != substr(known, i, 1)]) == 2)
+          )) ||
+          (length(known) == length(c.group) + 1 && anytrue([for i in range(length(known)) : "${substr(known, 0, i)}${substr(known, i + 1, -1)}" == c.group])) ||
+          (length(c.group) == length(known) + 1 && anytrue([for i in range(length(c.group)) : "${substr(c.group, 0, i)}${substr(c.group, i + 1, -1)}" == known]))
+        )
+      } if known != "*" && known != c.group
+    ]
+  ])
+  # A credential's group is served when groups lists it, or has a "*" and
+  # lists no group differing from it only in case.
+  credential_unserved = [
+    for c in local.credential_groups : c
+    if !contains(local.configured_groups, c.group) && (!local.wildcard_groups || anytrue([for known in local.configured_groups : known != "*" && lower(known) == lower(c.group)]))
+  ]
+  credential_typos = distinct(concat(
+    [
+      for p in local.credential_pairs : "credential '${p.client}' (clients) names group '${p.group}', which groups does not configure (did you mean '${p.known}'?)"
+      if p.typo && contains([for c in local.credential_unserved : "${c.client}:${c.group}"], "${p.client}:${p.group}")
+    ],
+    local.credentials_reach_all ? [] : [
+      for p in local.credential_pairs : "group '${p.known}' (groups) is reached by no credential of clients (did you mean '${p.group}' of credential '${p.client}'?)"
+      if p.typo && !contains([for c in local.credential_groups : c.group], p.known) && !contains([for c in local.credential_unserved : "${c.client}:${c.group}"], "${p.client}:${p.group}")
+    ]
+  ))
+
   # The binary's bundled time zone database (time_zones.tf), in any case as
   # the function reads a name.
   time_zone_known = contains([for zone in local.time_zones : lower(zone)], lower(trimspace(var.time_zone)))

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use crate::domain::alarms::AlarmGates;
 use crate::domain::auth::{Auth, BadClients, Clients};
+use crate::domain::coverage::{self, Mismatch};
 use crate::domain::groups::{GroupSlots, GroupsError};
 use crate::domain::input::GroupName;
 use crate::domain::names::did_you_mean;
@@ -251,6 +252,24 @@ impl Config {
 
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_vars(process_env)
+    }
+
+    /// The groups and the credentials read against each other
+    /// ([`coverage::mismatches`]); nothing without credentials.
+    pub fn mismatches(&self) -> Vec<Mismatch> {
+        match &self.auth {
+            Some(Auth::Required(clients)) => coverage::mismatches(&self.groups, clients),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Logs each mismatch at start. A start that failed would answer every
+    /// node 5xx: the checks before a deploy refuse the typos, and here they
+    /// only reach the log.
+    pub fn log_mismatches(&self) {
+        for mismatch in self.mismatches() {
+            tracing::warn!(typo = mismatch.typo, "{}", mismatch.text);
+        }
     }
 }
 
@@ -623,6 +642,35 @@ mod tests {
         assert_eq!(slots.slots_for(&group("workers")), Ok(3));
         assert_eq!(slots.slots_for(&group("frozen")), Ok(0));
         assert_eq!(slots.slots_for(&group("anything.else")), Ok(2));
+    }
+
+    #[test]
+    fn star_never_makes_a_group_that_differs_from_a_listed_one_only_in_case() {
+        let slots = GroupSlots::parse("workers=3,*=1").unwrap();
+        let refused = slots.slots_for(&group("Workers")).unwrap_err();
+        assert_eq!(refused.kind(), "unknown_group");
+        assert!(
+            refused
+                .value()
+                .contains("most likely belongs to group 'workers'"),
+            "{}",
+            refused.value()
+        );
+        assert_eq!(slots.slots_for(&group("workers")), Ok(3));
+        assert_eq!(
+            slots.slots_for(&group("workers2")),
+            Ok(1),
+            "not a case twin"
+        );
+        // Without '*' the plain refusal names the twin all the same.
+        let listed = GroupSlots::parse("workers=3").unwrap();
+        assert!(
+            listed
+                .slots_for(&group("WORKERS"))
+                .unwrap_err()
+                .value()
+                .contains("'workers'")
+        );
     }
 
     #[test]

@@ -55,6 +55,7 @@ impl Serve {
     pub async fn run(self) -> Result<(), Failure> {
         let (listen, limits) = (self.listen, self.limits());
         let config = Config::from_env()?;
+        config.log_mismatches();
         let auth = match config.auth {
             Some(auth) => auth,
             // Open on loopback only: nothing off this machine can reach it.

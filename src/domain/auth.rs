@@ -54,6 +54,11 @@ impl Clients {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.credentials.iter().map(|c| c.name.as_str())
     }
+
+    /// Each client's name and the groups it may use, in the order listed.
+    pub fn scopes(&self) -> impl Iterator<Item = (&str, &Scope)> {
+        self.credentials.iter().map(|c| (c.name.as_str(), &c.scope))
+    }
 }
 
 /// Whether requests must carry credentials.
@@ -322,10 +327,16 @@ mod tests {
     #[test]
     fn a_base_url_pasted_as_an_entry_is_named_as_such_and_not_echoed() {
         let credential = new_credential("fleet", "default").unwrap();
-        let url = format!("https://fleet:{}@abc.execute-api.eu-west-1.amazonaws.com/", credential.secret);
+        let url = format!(
+            "https://fleet:{}@abc.execute-api.eu-west-1.amazonaws.com/",
+            credential.secret
+        );
         let refused = Clients::parse(&format!("{} {url}", credential.entry)).unwrap_err();
         assert!(refused.0.contains("base_url"), "{refused}");
-        assert!(!refused.0.contains(&credential.secret), "the secret is echoed: {refused}");
+        assert!(
+            !refused.0.contains(&credential.secret),
+            "the secret is echoed: {refused}"
+        );
         assert!(!refused.0.contains("fields"), "{refused}");
     }
 

@@ -27,8 +27,13 @@ pub enum Error {
     InvalidBody(String),
     InvalidId(String),
     InvalidGroup(String),
-    /// A valid group name that this server is not configured to coordinate.
-    UnknownGroup(String),
+    /// A valid group name that this server is not configured to coordinate;
+    /// `meant` is the configured group it differs from only in case (group
+    /// names are case-sensitive, and `*` never makes such a group).
+    UnknownGroup {
+        group: String,
+        meant: Option<String>,
+    },
     /// The client's credential is not scoped to this group.
     ForbiddenGroup(String),
     /// A group only `*` covers, new, while as many such groups as allowed
@@ -198,7 +203,7 @@ impl Error {
             Error::InvalidBody(_) => "invalid_body",
             Error::InvalidId(_) => "invalid_id",
             Error::InvalidGroup(_) => "invalid_group",
-            Error::UnknownGroup(_) => "unknown_group",
+            Error::UnknownGroup { .. } => "unknown_group",
             Error::ForbiddenGroup(_) => "forbidden_group",
             Error::TooManyGroups { .. } => "too_many_groups",
             Error::SemaphoreFull { .. } => "semaphore_full",
@@ -227,7 +232,9 @@ impl Error {
             | Error::InvalidGroup(_) => 400,
             Error::BodyTooLarge { .. } => 413,
             Error::RequestTimeout { .. } => 408,
-            Error::UnknownGroup(_) | Error::ForbiddenGroup(_) | Error::TooManyGroups { .. } => 403,
+            Error::UnknownGroup { .. } | Error::ForbiddenGroup(_) | Error::TooManyGroups { .. } => {
+                403
+            }
             // 423 Locked: expected and retried by Zincati; not 429, which API
             // Gateway's own throttling uses without a FleetLock body.
             // Paused, settling and outside a window are refusals Zincati
@@ -280,9 +287,17 @@ impl Error {
             Error::InvalidBody(why) | Error::InvalidId(why) | Error::InvalidGroup(why) => {
                 why.clone()
             }
-            Error::UnknownGroup(group) => {
+            Error::UnknownGroup { group, meant: None } => {
                 format!("group '{group}' is not configured on this server")
             }
+            Error::UnknownGroup {
+                group,
+                meant: Some(meant),
+            } => format!(
+                "group '{group}' is not configured on this server, and group names are \
+                 case-sensitive: this node most likely belongs to group '{meant}'; set \
+                 that name as group in the [identity] section of its Zincati configuration"
+            ),
             Error::ForbiddenGroup(group) => {
                 format!("these credentials may not take or release slots of group '{group}'")
             }
@@ -472,7 +487,10 @@ mod tests {
             Error::InvalidBody("b".into()),
             Error::InvalidId("i".into()),
             Error::InvalidGroup("g".into()),
-            Error::UnknownGroup("g".into()),
+            Error::UnknownGroup {
+                group: "g".into(),
+                meant: None,
+            },
             Error::ForbiddenGroup("g".into()),
             Error::TooManyGroups {
                 group: "g".into(),
@@ -545,7 +563,7 @@ mod tests {
             | Error::InvalidBody(_)
             | Error::InvalidId(_)
             | Error::InvalidGroup(_)
-            | Error::UnknownGroup(_)
+            | Error::UnknownGroup { .. }
             | Error::ForbiddenGroup(_)
             | Error::TooManyGroups { .. }
             | Error::SemaphoreFull { .. }
@@ -670,7 +688,11 @@ mod tests {
 
     #[test]
     fn body_is_kind_and_value_only() {
-        let body = Error::UnknownGroup("db".into()).body();
+        let body = Error::UnknownGroup {
+            group: "db".into(),
+            meant: None,
+        }
+        .body();
         assert_eq!(body["kind"], "unknown_group");
         assert_eq!(body["value"], "group 'db' is not configured on this server");
         assert_eq!(body.as_object().unwrap().len(), 2);

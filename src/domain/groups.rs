@@ -314,12 +314,28 @@ impl GroupSlots {
 
     /// The slot count of a group, or `unknown_group` if this server does not
     /// coordinate it.
+    /// `*` never covers a group that differs from a listed one only in
+    /// case: `Workers` beside `workers=3` is a node's typo, and would
+    /// otherwise be a second group with slots of its own.
     pub fn slots_for(&self, group: &GroupName) -> Result<u32, Error> {
+        if let Some(slots) = self.listed.get(group) {
+            return Ok(*slots);
+        }
+        let meant = self.same_but_for_case(group);
+        match self.others {
+            Some(slots) if meant.is_none() => Ok(slots),
+            _ => Err(Error::UnknownGroup {
+                group: group.to_string(),
+                meant: meant.map(|g| g.to_string()),
+            }),
+        }
+    }
+
+    /// The listed group `group` differs from only in case, if any.
+    fn same_but_for_case(&self, group: &GroupName) -> Option<&GroupName> {
         self.listed
-            .get(group)
-            .copied()
-            .or(self.others)
-            .ok_or_else(|| Error::UnknownGroup(group.to_string()))
+            .keys()
+            .find(|listed| listed.as_str().eq_ignore_ascii_case(group.as_str()))
     }
 
     /// Why a setting may not name `group`: not configured, and the closest

@@ -7,7 +7,8 @@
 //!   ([`outcomes`]); [`groups`]: the slots and
 //!   settle times of each group; [`windows`]: maintenance windows.
 //! - [`auth`]: who may call: client credentials (HTTP Basic against salted
-//!   hashes) and the groups each may use.
+//!   hashes) and the groups each may use; [`coverage`]: those groups read
+//!   against the configured ones.
 //! - [`input`]: validated node ids, group names and reasons; [`error`]: the
 //!   one error type with its `kind` and status.
 //! - [`service`]: the two FleetLock operations over a [`store::LockStore`],
@@ -21,6 +22,7 @@
 pub mod agreement;
 pub mod alarms;
 pub mod auth;
+pub mod coverage;
 pub mod drain;
 pub mod error;
 pub mod events;

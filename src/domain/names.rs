@@ -32,6 +32,46 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// Whether `a` and `b` differ by one typo: a character added, dropped or
+/// changed, two characters swapped, or only in case. Such a pair in two
+/// settings that must agree is a mistake, not two names. infra/settings.tf
+/// applies the same rule at plan time (Terraform has no edit distance).
+pub fn one_typo_apart(a: &str, b: &str) -> bool {
+    if a == b {
+        return false;
+    }
+    if a.eq_ignore_ascii_case(b) {
+        return true;
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (short, long) = if a.len() <= b.len() {
+        (&a, &b)
+    } else {
+        (&b, &a)
+    };
+    match long.len() - short.len() {
+        // One added or dropped: the rest lines up one further on.
+        1 => {
+            let head = short
+                .iter()
+                .zip(long.iter())
+                .take_while(|(x, y)| x == y)
+                .count();
+            short[head..] == long[head + 1..]
+        }
+        // One changed, or two swapped.
+        0 => {
+            let differ: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+            match differ[..] {
+                [_] => true,
+                [i, j] => a[i] == b[j] && a[j] == b[i],
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +84,32 @@ mod tests {
         assert_eq!(did_you_mean("frontend", known), "");
         assert_eq!(did_you_mean("workers", known), "", "itself is no guess");
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn one_typo_is_one_edit_a_swap_or_case_and_nothing_further() {
+        for (a, b) in [
+            ("workers", "wrokers"),
+            ("workers", "worker"),
+            ("workers", "workerss"),
+            ("workers", "wOrkers"),
+            ("workers", "Workers"),
+            ("db", "dc"),
+            ("fleetlock-check", "fleetlock_check"),
+            ("workers", "wsrkero"),
+        ] {
+            assert!(one_typo_apart(a, b), "{a} {b}");
+            assert!(one_typo_apart(b, a), "{b} {a}");
+        }
+        for (a, b) in [
+            ("workers", "workers"),
+            ("workers", "wrokesr"),
+            ("db", "web"),
+            ("default", "workers"),
+            ("a", "abc"),
+            ("ab", "ba-"),
+        ] {
+            assert!(!one_typo_apart(a, b), "{a} {b}");
+        }
     }
 }

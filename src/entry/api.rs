@@ -24,6 +24,7 @@ pub async fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    settings.config.log_mismatches();
     if settings.auth == Auth::Disabled {
         tracing::warn!(
             "FLEETLOCK_AUTH=disabled: anyone who reaches this endpoint can take and release slots"

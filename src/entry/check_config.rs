@@ -63,6 +63,18 @@ impl<A: AlarmStates> ConfigChecker<A> {
         let Some(settings) = settings.filter(|_| problems.is_empty()) else {
             return Err(refusal(&problems));
         };
+        // A typo between the groups and the credentials fails the deploy;
+        // names far apart may be meant, and are only warned of.
+        let (typos, warnings): (Vec<_>, Vec<_>) = settings
+            .config
+            .mismatches()
+            .into_iter()
+            .partition(|mismatch| mismatch.typo);
+        problems.extend(typos.into_iter().map(|mismatch| mismatch.text));
+        let warnings: Vec<String> = warnings.into_iter().map(|mismatch| mismatch.text).collect();
+        for warning in &warnings {
+            tracing::warn!("{warning}");
+        }
         let store = DynamoStore::new(self.dynamodb.clone(), settings.table.clone());
         // As the API and alarm-pauses functions check it at their start.
         match store
@@ -115,6 +127,7 @@ impl<A: AlarmStates> ConfigChecker<A> {
             "table": settings.table,
             "groups": groups,
             "alarms": alarms,
+            "warnings": warnings,
         }))
     }
 }

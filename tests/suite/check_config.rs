@@ -45,7 +45,7 @@ async fn good_settings_check_out_and_each_kind_of_bad_one_fails_the_invocation()
         .expect("good settings pass");
     assert_eq!(
         answer,
-        json!({"ok": true, "table": table, "groups": ["default=1", "workers=3"], "alarms": ["api-5xx"]})
+        json!({"ok": true, "table": table, "groups": ["default=1", "workers=3"], "alarms": ["api-5xx"], "warnings": []})
     );
     // Anything else is refused: the function serves nothing.
     let other = invoke(&mut runtime, r#"{"action": "drained"}"#)
@@ -61,6 +61,8 @@ async fn good_settings_check_out_and_each_kind_of_bad_one_fails_the_invocation()
 
     // Each a setting that slips past an offline check, or that none can see.
     let missing_table = unique_table_name("check-config-none");
+    let typo_credential =
+        fleetlock::domain::auth::entry_for("fleet", "default,wrokers", "secret").unwrap();
     for (name, change, says) in [
         (
             "a typo'd group",
@@ -81,6 +83,12 @@ async fn good_settings_check_out_and_each_kind_of_bad_one_fails_the_invocation()
             "an alarm that does not exist",
             ("FLEETLOCK_ALARM_PAUSES", "api-5xx=workers;api-5xxx=default"),
             "alarm 'api-5xxx' (FLEETLOCK_ALARM_PAUSES) does not exist in this region",
+        ),
+        (
+            "a credential's group one typo from a configured one",
+            ("FLEETLOCK_CLIENTS", typo_credential.as_str()),
+            "credential 'fleet' (FLEETLOCK_CLIENTS) names group 'wrokers', which \
+             FLEETLOCK_GROUPS does not configure (did you mean 'workers'?)",
         ),
         (
             "an alarm pause of a group not configured",
@@ -110,6 +118,27 @@ async fn good_settings_check_out_and_each_kind_of_bad_one_fails_the_invocation()
             "{name}: {message}"
         );
     }
+    // A credential's group far from every configured one may be meant: a
+    // warning in the answer, and the deploy goes on.
+    let far =
+        fleetlock::domain::auth::entry_for("fleet", "default,workers,frontend", "secret").unwrap();
+    let mut runtime = runtime_api().await;
+    let _function = checker(
+        &runtime,
+        &[
+            ("FLEETLOCK_TABLE", table.as_str()),
+            ("FLEETLOCK_GROUPS", "default=1,workers=3"),
+            ("FLEETLOCK_CLIENTS", far.as_str()),
+        ],
+        &alarms_url,
+    );
+    let warned = invoke(&mut runtime, CHECK).await.expect("a warning passes");
+    let warnings = warned["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warned}");
+    assert!(
+        warnings[0].as_str().unwrap().contains("group 'frontend'"),
+        "{warned}"
+    );
     // Two problems at once are both listed.
     let mut runtime = runtime_api().await;
     let _function = checker(

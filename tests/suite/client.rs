@@ -931,7 +931,8 @@ async fn a_closed_port_takes_nothing_and_lock_says_no_slot_can_be_held() {
     .await;
     assert_eq!(job.code, 3, "{}", job.stderr);
     assert!(
-        job.stderr.contains("the FleetLock server cannot be reached"),
+        job.stderr
+            .contains("the FleetLock server cannot be reached"),
         "{}",
         job.stderr
     );

@@ -220,3 +220,41 @@ async fn zincati_hears_too_many_groups_with_a_sentence_for_its_journal() {
     let r = zincati(server.addr, "pre-reboot", "n", "default").await;
     assert_eq!(r.status, 200);
 }
+
+/// With `workers` full and `*=1`, a node asking for `Workers` is not a new
+/// group with a slot of its own: it hears which group it probably meant,
+/// and no fourth worker goes down.
+#[tokio::test]
+async fn a_case_twin_of_a_full_group_is_refused_not_granted_by_star() {
+    let server = spawn_server(memory_api("workers=3,*=1")).await;
+    let nodes = [
+        "0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d01",
+        "0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d02",
+        "0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d03",
+    ];
+    for node in nodes {
+        assert_eq!(
+            zincati(server.addr, "pre-reboot", node, "workers")
+                .await
+                .status,
+            200
+        );
+    }
+    let fourth = zincati(
+        server.addr,
+        "pre-reboot",
+        "0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d04",
+        "Workers",
+    )
+    .await;
+    assert_eq!(
+        (fourth.status, fourth.kind()),
+        (403, "unknown_group".into())
+    );
+    let value = fourth.json()["value"].as_str().unwrap().to_owned();
+    assert!(value.contains("group 'workers'"), "{value}");
+    assert!(value.contains("case-sensitive"), "{value}");
+    // A group only `*` covers, not a twin, is still served.
+    let other = zincati(server.addr, "pre-reboot", nodes[0], "batch").await;
+    assert_eq!(other.status, 200);
+}

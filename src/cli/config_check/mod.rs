@@ -105,7 +105,21 @@ pub fn config_check(
     let checked = Config::checked(&var);
     // The alarm-pauses function's own setting, when given.
     let gates = config::alarm_gates(&var);
-    let refused: &[String] = inputs.map_or(&[], |(_, inputs)| &inputs.refused);
+    let reword = |text: String| inputs.map_or(text.clone(), |(_, inputs)| inputs.reword(&text));
+    // The groups against the credentials: a typo is refused, names far
+    // apart are warned of below.
+    let (typos, warnings): (Vec<_>, Vec<_>) = checked
+        .as_ref()
+        .map(Config::mismatches)
+        .unwrap_or_default()
+        .into_iter()
+        .partition(|mismatch| mismatch.typo);
+    let refused: Vec<String> = inputs
+        .map_or(&[][..], |(_, inputs)| &inputs.refused)
+        .iter()
+        .cloned()
+        .chain(typos.into_iter().map(|mismatch| reword(mismatch.text)))
+        .collect();
     let (config, gates) = match (checked, gates) {
         (Ok(config), Ok(gates)) if refused.is_empty() => (config, gates),
         (checked, gates) => {
@@ -114,10 +128,7 @@ pub fn config_check(
                 .unwrap_or_default()
                 .into_iter()
                 .chain(gates.err())
-                .map(|err| {
-                    let text = err.to_string();
-                    inputs.map_or(text.clone(), |(_, inputs)| inputs.reword(&text))
-                })
+                .map(|err| reword(err.to_string()))
                 .chain(refused.iter().cloned())
                 .collect();
             return Err(Failure::InvalidConfiguration {
@@ -159,6 +170,9 @@ pub fn config_check(
                 );
             }
         }
+    }
+    for warning in warnings {
+        say!(out, "warning: {}", reword(warning.text));
     }
     let _ = write!(
         out,
@@ -225,6 +239,65 @@ mod tests {
         );
         assert!(
             text.ends_with("alarms that pause groups while in ALARM: db-errors\n"),
+            "{text}"
+        );
+    }
+
+    /// The two cases: a group spelt one way in the groups and
+    /// another in a credential is refused either way round; names far
+    /// apart are a warning beside "valid".
+    #[test]
+    fn config_check_reads_the_groups_against_the_credentials() {
+        use crate::domain::auth::entry_for;
+        let entry = |groups: &str| entry_for("fleet", groups, "secret").unwrap();
+        let check = entry_for("check", "fleetlock-check", "secret").unwrap();
+        for (groups, scoped, meant) in [
+            (
+                "default=1,wrokers=3,fleetlock-check=2",
+                "default,workers",
+                "wrokers",
+            ),
+            (
+                "default=1,workers=3,fleetlock-check=2",
+                "default,wrokers",
+                "workers",
+            ),
+        ] {
+            let clients = format!("{} {check}", entry(scoped));
+            let err = config_check(
+                vars(&[
+                    ("FLEETLOCK_GROUPS", groups),
+                    ("FLEETLOCK_CLIENTS", &clients),
+                ]),
+                None,
+                FRIDAY_NOON,
+                false,
+                &mut Vec::new(),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.starts_with("invalid configuration: "), "{err}");
+            assert!(err.contains(&format!("did you mean '{meant}'?")), "{err}");
+        }
+        let mut out = Vec::new();
+        config_check(
+            vars(&[
+                ("FLEETLOCK_GROUPS", "default=1,db=1,fleetlock-check=2"),
+                ("FLEETLOCK_CLIENTS", &entry("default,db")),
+            ]),
+            None,
+            FRIDAY_NOON,
+            false,
+            &mut out,
+        )
+        .unwrap();
+        let text = printed(out);
+        assert!(
+            text.starts_with("configuration in this shell: valid\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("warning: group 'fleetlock-check' is configured, but no credential"),
             "{text}"
         );
     }

@@ -258,3 +258,67 @@ run "bad_slot_events_in_a_replica_region" {
   }
   expect_failures = [aws_lambda_function.slot_events]
 }
+
+run "bad_a_credentials_group_one_typo_from_a_configured_one" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:default,wrokers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3 }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_a_configured_group_one_typo_from_a_credentials_one" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:default,workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, wrokers = 3, fleetlock-check = 2 }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_a_credentials_group_in_another_case_beside_a_wildcard" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:default,Workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3, "*" = 1 }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_a_wildcard_serves_the_typo_but_the_configured_group_is_unreached" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:default,wrokers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { default = 1, workers = 3, "*" = 1 }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "good_names_far_apart_are_only_warned_of" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients = [
+      "fleet:default,frontend:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000",
+      "ops:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000",
+    ]
+    groups = { default = 1, db = 1, "*" = 1 }
+  }
+}
+
+run "good_groups_and_credentials_agree" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients = [
+      "fleet:default,workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000",
+      "check:fleetlock-check:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000",
+    ]
+    groups = { default = 1, workers = 3, fleetlock-check = 2 }
+  }
+}
