@@ -314,6 +314,27 @@ resource "aws_lambda_function" "this" {
   # checkov:skip=CKV_AWS_50: X-Ray tracing is tracing_mode, PassThrough by default (optional cost); every decision is logged with its latency.
 }
 
+resource "aws_cloudwatch_metric_alarm" "unservable_requests" {
+  alarm_name        = "${var.name}-unservable-requests"
+  alarm_description = "Nodes keep asking with a group or credential the deployment never serves (unknown_group, forbidden_group, or a client's name with a wrong secret): asking again cannot mend it, and their updates stop. The function's log names the group and the client: fleetlock config check reads groups against clients; fix the node's group or the credential."
+  namespace         = "FleetLock"
+  metric_name       = "UnservableRequests"
+  dimensions        = { Service = aws_lambda_function.this.function_name }
+  statistic         = "Sum"
+  period            = 300
+  # Zincati asks every 5 minutes: three periods in a row are a node that
+  # keeps asking, not one stray call.
+  evaluation_periods  = 3
+  datapoints_to_alarm = 3
+  threshold           = 0
+  comparison_operator = "GreaterThanThreshold"
+  # The metric comes with such refusals only: none is no problem.
+  treat_missing_data = "notBreaching"
+  alarm_actions      = local.alarm_actions
+  ok_actions         = local.alarm_actions
+  tags               = var.tags
+}
+
 resource "aws_cloudwatch_metric_alarm" "oldest_holder" {
   alarm_name          = "${var.name}-oldest-holder"
   alarm_description   = "A node has held its reboot slot for too long: its update probably failed and its group has stopped updating. See who with `fleetlock status`; release by hand with `fleetlock release` once the node is fixed."

@@ -23,6 +23,15 @@ pub const DRAINS_OVERDUE: &str = "DrainsOverdue";
 pub const RETURNS_OVERDUE: &str = "ReturnsOverdue";
 pub const OLDEST_RETURN_AGE: &str = "OldestReturnAgeSeconds";
 
+/// On the line of a refusal that asking again cannot mend, and only there:
+/// a group no setting serves, a credential not scoped to the group, or
+/// credentials that name a client and are not accepted. A node that hears
+/// one asks again every 5 minutes for ever, and no other alarm sees it.
+pub const UNSERVABLE_REQUESTS: &str = "UnservableRequests";
+
+/// The kinds [`UNSERVABLE_REQUESTS`] counts.
+pub const UNSERVABLE_KINDS: &[&str] = &["unknown_group", "forbidden_group", "unauthorized"];
+
 /// Emits metrics for one service (its dimension value: the function name).
 #[derive(Clone, Debug)]
 pub struct EmbeddedMetrics {
@@ -67,6 +76,24 @@ impl EmbeddedMetrics {
             metrics.push((OLDEST_RETURN_AGE, "Seconds"));
         }
         emf_line(&self.service, now, &metrics, properties)
+    }
+
+    /// The line of a refusal no retry mends ([`UNSERVABLE_KINDS`]), with
+    /// what the operator needs to find the node's mistake: the group it
+    /// asked for and the client it presented (never a secret).
+    pub fn unservable_line(&self, kind: &str, group: &str, client: &str, now: Timestamp) -> String {
+        let properties = serde_json::json!({
+            UNSERVABLE_REQUESTS: 1,
+            "Kind": kind,
+            "Group": group,
+            "Client": client,
+        });
+        emf_line(
+            &self.service,
+            now,
+            &[(UNSERVABLE_REQUESTS, "Count")],
+            properties,
+        )
     }
 }
 
@@ -192,6 +219,24 @@ mod tests {
         answer.expired = None;
         let plain = metrics.line(&group, &answer, Timestamp(1));
         assert!(!plain.contains(SLOTS_EXPIRED), "{plain}");
+    }
+
+    #[test]
+    fn an_unservable_refusal_is_one_count_with_its_group_and_client() {
+        let metrics = EmbeddedMetrics::new("fleetlock");
+        let line = metrics.unservable_line("forbidden_group", "wrokers", "fleet", Timestamp(5));
+        let (json, names) = declared(&line);
+        assert_eq!(names, [UNSERVABLE_REQUESTS]);
+        assert_eq!(json[UNSERVABLE_REQUESTS], 1);
+        assert_eq!(
+            (&json["Kind"], &json["Group"], &json["Client"]),
+            (
+                &serde_json::json!("forbidden_group"),
+                &serde_json::json!("wrokers"),
+                &serde_json::json!("fleet")
+            )
+        );
+        assert_eq!(json["Service"], "fleetlock");
     }
 
     #[test]

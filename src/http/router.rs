@@ -12,7 +12,7 @@ use crate::domain::input::{ClientParams, IdRule};
 use crate::domain::lock::Timestamp;
 use crate::domain::service::{Answer, FleetLock};
 use crate::domain::store::LockStore;
-use crate::metrics::EmbeddedMetrics;
+use crate::metrics::{EmbeddedMetrics, UNSERVABLE_KINDS};
 
 /// Largest body read. Zincati's is about 100 bytes; an id is at most 256
 /// (the stored rule, which a steady-state is read under).
@@ -136,6 +136,22 @@ impl<S: LockStore> Api<S> {
                 .map(|name| printable(&name)),
             _ => None,
         };
+        // A refusal asking again cannot mend, counted for its alarm: a
+        // group or credential mistake on the node. An unauthorized call
+        // counts only when it presented Basic credentials, as every node
+        // does: a probe without them pages nobody.
+        if let (Some(metrics), Err(err)) = (&self.metrics, &verdict) {
+            let unauthorized = matches!(err, Error::Unauthorized(_));
+            if UNSERVABLE_KINDS.contains(&err.kind())
+                && (!unauthorized || presented_client.is_some())
+            {
+                let client = presented_client.as_deref().unwrap_or(client);
+                println!(
+                    "{}",
+                    metrics.unservable_line(err.kind(), group, client, Timestamp::now())
+                );
+            }
+        }
         tracing::info!(
             endpoint = endpoint.map_or("", Endpoint::as_str),
             // Only where no endpoint matched: a decision's line stays as short

@@ -357,6 +357,17 @@ def api_function_run():
 
 
 @functools.cache
+def unservable_run():
+    """The API function asked for a group it does not serve: (answers, stdout lines)."""
+    table = "iac-unservable-" + os.urandom(4).hex()
+    endpoint = lambda_run.table(table)
+    return lambda_run.invoke(
+        SAM["Globals"]["Function"]["Handler"],
+        [lambda_run.api_gateway_event("pre-reboot", "iac-node", "never-configured")],
+        {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table, "FLEETLOCK_AUTH": "disabled"})
+
+
+@functools.cache
 def slot_events_run():
     """The slot-events function, under its template's handler, given a record
     it cannot read (which needs no EventBridge): (answers, stdout lines)."""
@@ -410,6 +421,22 @@ class Alarms(unittest.TestCase):
         self.assertEqual(sam["Threshold"], {"Ref": "OldestHolderAlarmSeconds"})
         self.assertEqual(sam_param_default("OldestHolderAlarmSeconds"), TF_VARS["oldest_holder_alarm_seconds"]["default"])
         for key in ["Statistic", "Period", "ComparisonOperator", "TreatMissingData"]:
+            tf_key = re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+            self.assertEqual(sam[key], tf[tf_key], key)
+
+    def test_unservable_requests_alarm_watches_the_metric_an_unknown_group_emits(self):
+        answers, _ = unservable_run()
+        self.assertIn("unknown_group", json.dumps(answers))
+        (namespace, metric), (unit, dimensions, values) = the_one_metric(unservable_run)
+        self.assertEqual((unit, dimensions, values), ("Count", ["Service"], {"Service": "fleetlock-test"}))
+        sam = SAM_RESOURCES["UnservableRequestsAlarm"]["Properties"]
+        tf = TF[("aws_cloudwatch_metric_alarm", "unservable_requests")]
+        self.assertEqual((sam["Namespace"], sam["MetricName"]), (namespace, metric))
+        self.assertEqual((tf["namespace"], tf["metric_name"]), (namespace, metric))
+        self.assertEqual(sam["Dimensions"], [{"Name": "Service", "Value": {"Ref": "FleetLockFunction"}}])
+        self.assertEqual(tf["dimensions"], {"Service": "${aws_lambda_function.this.function_name}"})
+        for key in ["Statistic", "Period", "EvaluationPeriods", "DatapointsToAlarm", "Threshold",
+                    "ComparisonOperator", "TreatMissingData"]:
             tf_key = re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
             self.assertEqual(sam[key], tf[tf_key], key)
 

@@ -246,13 +246,33 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
 
-    // One embedded-metric line per decision (the 401 decided nothing).
-    let metrics: Vec<Value> = stdout
+    // One embedded-metric line per decision (the 401s decided nothing)...
+    let lines: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|j| j.get("_aws").is_some())
         .collect();
+    let (metrics, unservable): (Vec<Value>, Vec<Value>) = lines
+        .into_iter()
+        .partition(|line| line.get("Outcome").is_some());
     assert_eq!(metrics.len(), 2, "{stdout}");
+    // ...and one for the wrong secret under a client's name, which asking
+    // again cannot mend; the call without credentials at all is no node's.
+    assert_eq!(unservable.len(), 1, "{stdout}");
+    assert_eq!(
+        (
+            &unservable[0]["UnservableRequests"],
+            &unservable[0]["Kind"],
+            &unservable[0]["Client"],
+            &unservable[0]["Group"]
+        ),
+        (
+            &1.into(),
+            &"unauthorized".into(),
+            &"fleet".into(),
+            &"".into()
+        )
+    );
     assert_eq!(metrics[0]["Service"], "fleetlock-test");
     assert_eq!(metrics[1]["Outcome"], "full");
     assert!(metrics[1]["OldestHolderAgeSeconds"].is_u64());
@@ -904,5 +924,70 @@ async fn the_binary_keeps_a_returning_slot_and_the_drained_function_confirms_it_
     assert!(
         workers[0].1.holders.is_empty(),
         "the confirmed slot is free"
+    );
+}
+
+/// A credential whose group is one typo from the configured one: the
+/// function still starts (a failed start would answer every node 5xx) and
+/// logs the mismatch; each node of the group hears 403 forbidden_group and
+/// is counted for the unservable-requests alarm with its group and client.
+#[tokio::test]
+async fn a_node_that_can_never_be_served_is_logged_at_start_and_counted() {
+    let table = table_made_by_the_binary("unservable").await;
+    let credential = fleetlock::domain::auth::new_credential("fleet", "default,wrokers").unwrap();
+    let authorization = basic_auth("fleet", &credential.secret);
+    let mut runtime = runtime_api().await;
+    let function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", "default=1,workers=3")
+        .env("FLEETLOCK_CLIENTS", &credential.entry)
+        .spawn()
+        .unwrap();
+    for group in ["workers", "default"] {
+        runtime
+            .events
+            .send(event(
+                zincati_body("0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d0e", group),
+                Some(&authorization),
+            ))
+            .unwrap();
+        let (_, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
+            .await
+            .expect("the function answered")
+            .unwrap();
+        let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+        let expected = if group == "workers" {
+            (403, Value::from("forbidden_group"))
+        } else {
+            (200, Value::Null)
+        };
+        assert_eq!(
+            (answer["statusCode"].as_u64().unwrap(), body["kind"].clone()),
+            expected
+        );
+    }
+    let output = stopped(function).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let unservable: Vec<Value> = crate::helpers::json_lines(&stdout)
+        .into_iter()
+        .filter(|line| line.get("UnservableRequests").is_some())
+        .collect();
+    assert_eq!(unservable.len(), 1, "{stdout}");
+    assert_eq!(
+        (
+            &unservable[0]["Kind"],
+            &unservable[0]["Group"],
+            &unservable[0]["Client"]
+        ),
+        (
+            &"forbidden_group".into(),
+            &"workers".into(),
+            &"fleet".into()
+        )
+    );
+    assert!(
+        stderr.contains("names group 'wrokers', which FLEETLOCK_GROUPS does not configure (did you mean 'workers'?)"),
+        "{stderr}"
     );
 }
