@@ -73,7 +73,30 @@ pub async fn load_command_config() -> Result<SdkConfig, String> {
             "no AWS region: set AWS_REGION (e.g. AWS_REGION=eu-west-1), or use a profile that \
              has one (AWS_PROFILE)",
         )?;
-    Ok(bounded().region(region).load().await)
+    let config = bounded().region(region).load().await;
+    credentials_found(&config).await?;
+    Ok(config)
+}
+
+/// What a command says when the credential chain finds nothing.
+pub const NO_CREDENTIALS: &str = "no AWS credentials: run 'aws configure' (or 'aws configure \
+     sso' and set AWS_PROFILE), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY";
+
+/// Resolves the credentials once, before the command's first request: none
+/// found is one line saying what to do, instead of the SDK's dispatch
+/// failure at the first call.
+async fn credentials_found(config: &SdkConfig) -> Result<(), String> {
+    use aws_credential_types::provider::ProvideCredentials;
+    use aws_credential_types::provider::error::CredentialsError;
+    let provider = config.credentials_provider().ok_or(NO_CREDENTIALS)?;
+    match provider.provide_credentials().await {
+        Ok(_) => Ok(()),
+        Err(CredentialsError::CredentialsNotLoaded(_)) => Err(NO_CREDENTIALS.into()),
+        Err(other) => Err(format!(
+            "AWS credentials were found but could not be loaded: {}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(&other)
+        )),
+    }
 }
 
 /// Logs each AWS request's action at debug level (`RUST_LOG=debug`), named

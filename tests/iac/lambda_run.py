@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import subprocess
+import sys
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +42,14 @@ class RuntimeApi(ThreadingHTTPServer):
             self.events.put(event)
         self.answers = queue.Queue()
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request, client_address):
+        # The function is killed once its events are answered, while its
+        # next poll still waits here: a closed pipe then is the end of the
+        # run, not a failure worth a traceback.
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1997,6 +1997,72 @@ async fn a_command_without_a_region_says_so_in_one_line() {
     let _ = std::fs::remove_dir_all(&home);
 }
 
+/// With a region but no credentials anywhere, every command that calls AWS
+/// says so in one plain line, before any request, instead of the SDK's
+/// dispatch failure.
+#[tokio::test]
+async fn a_command_without_aws_credentials_says_so_in_one_line() {
+    let home = std::env::temp_dir().join(format!("fleetlock-no-creds-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    for args in [
+        &["status"][..],
+        &["create-table"],
+        &["release", "--group", "default", "--id", "a"],
+        &["pause", "--group", "default", "--reason", "x", "--create"],
+        &["hosts", "--hosts", "tags"],
+    ] {
+        let r = run(fleetlock()
+            .env("FLEETLOCK_TABLE", "locks")
+            .env("HOME", &home)
+            .env("AWS_REGION", "eu-west-1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", home.join("no-config"))
+            .env("AWS_SHARED_CREDENTIALS_FILE", home.join("no-credentials"))
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+            .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+            .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
+            .args(args))
+        .await;
+        assert!(!r.ok, "{args:?}");
+        assert_eq!(
+            r.stderr,
+            format!("fleetlock: {}\n", fleetlock::aws::NO_CREDENTIALS),
+            "{args:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// A CreateTable answered after 6 s, as a DynamoDB Local just started
+/// answers its first: longer than a lock decision may take, and still one
+/// call that says it created the table, not a timeout (or "already exists"
+/// from its retry).
+#[tokio::test]
+async fn a_slow_first_create_table_is_waited_for_and_reported_created() {
+    let upstream: std::net::SocketAddr = local_dynamodb_endpoint()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let proxy = crate::fault_proxy::FaultProxy::start(upstream).await;
+    proxy.next(
+        crate::fault_proxy::Fault::DelayAnswer(Duration::from_secs(6)),
+        1,
+    );
+    let table = unique_table_name("slow-create");
+    let r = run(fleetlock()
+        .env("FLEETLOCK_TABLE", &table)
+        .env("AWS_ENDPOINT_URL", proxy.url())
+        .arg("create-table"))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert_eq!(r.stdout, format!("table created {table} (active)\n"));
+}
+
 /// The operator's laptop two hours ahead of AWS (the proxy moves the Date of
 /// DynamoDB Local's answers two hours back): every command that writes a
 /// time stops with a line that says why, and nothing is written; with the

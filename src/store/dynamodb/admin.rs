@@ -11,6 +11,9 @@ use aws_sdk_dynamodb::types::{AttributeDefinition, KeySchemaElement, KeyType};
 use super::*;
 use crate::domain::store::StoreError;
 
+/// How long one CreateTable may take before it is tried again.
+const CREATE_TABLE_TIMEOUT: Duration = Duration::from_secs(30);
+
 impl DynamoStore {
     /// Creates the table with the project's key schema and on-demand billing,
     /// and waits until it is active. An existing table is left as it is.
@@ -35,6 +38,19 @@ impl DynamoStore {
                     .map_err(unavailable)?,
             )
             .billing_mode(BILLING_MODE)
+            // Not the 2 s a lock decision gets: a person runs this once, and
+            // a DynamoDB Local just started takes longer than that to make
+            // its first table (it made it all the same, and the retry then
+            // found it "in use").
+            .customize()
+            .config_override(
+                aws_sdk_dynamodb::config::Config::builder().timeout_config(
+                    aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
+                        .operation_attempt_timeout(CREATE_TABLE_TIMEOUT)
+                        .operation_timeout(CREATE_TABLE_TIMEOUT * 2)
+                        .build(),
+                ),
+            )
             .send()
             .await;
         let created = match created {
