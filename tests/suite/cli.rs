@@ -457,7 +457,7 @@ async fn a_credential_from_the_cli_opens_the_server_to_its_holder_only() {
     let logs = String::from_utf8_lossy(&output.stderr);
     let refusal = logs
         .lines()
-        .find(|l| l.contains("forbidden_group"))
+        .find(|l| l.contains("refusal") && l.contains("forbidden_group"))
         .unwrap();
     for field in [r#"group="default""#, r#"id="n1""#, r#"client="dbs""#] {
         assert!(refusal.contains(field), "{field} in {refusal}");
@@ -1965,36 +1965,54 @@ async fn serve_says_where_the_locks_live_and_warns_without_default() {
     }
 }
 
+/// Commands that call AWS, each of a different family.
+const AWS_COMMANDS: &[&[&str]] = &[
+    &["status"],
+    &["create-table"],
+    &["release", "--group", "default", "--id", "a"],
+    &["pause", "--group", "default", "--reason", "x", "--create"],
+    &["hosts", "--hosts", "tags", "0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d0e"],
+];
+
+/// Runs each of [`AWS_COMMANDS`] with a home of its own, no AWS profile and
+/// `environment` applied, and checks that it fails with `line` alone on
+/// stderr: one plain line before any request.
+async fn each_aws_command_says(name: &str, environment: impl Fn(&mut Command), line: &str) {
+    let home = std::env::temp_dir().join(format!("fleetlock-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    for args in AWS_COMMANDS {
+        let mut command = fleetlock();
+        command
+            .env("FLEETLOCK_TABLE", "locks")
+            .env("HOME", &home)
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+            .args(*args);
+        environment(&mut command);
+        let r = run(&mut command).await;
+        assert!(!r.ok, "{args:?}");
+        assert_eq!(r.stderr, format!("fleetlock: {line}\n"), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
+
 /// Without a region a command says so in one line: it never asks the
 /// instance metadata service, which on a laptop is seconds of retries and
 /// three long warnings before any answer (stderr holds the one line only).
 #[tokio::test]
 async fn a_command_without_a_region_says_so_in_one_line() {
-    let home = std::env::temp_dir().join(format!("fleetlock-no-region-{}", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
-    for args in [
-        &["status"][..],
-        &["release", "--group", "default", "--id", "a"],
-        &["pause", "--group", "default", "--reason", "x", "--create"],
-    ] {
-        let r = run(fleetlock()
-            .env("FLEETLOCK_TABLE", "locks")
-            .env("HOME", &home)
-            .env_remove("AWS_REGION")
-            .env_remove("AWS_DEFAULT_REGION")
-            .env_remove("AWS_PROFILE")
-            .env_remove("AWS_CONFIG_FILE")
-            .args(args))
-        .await;
-        assert!(!r.ok, "{args:?}");
-        assert_eq!(
-            r.stderr,
-            "fleetlock: no AWS region: set AWS_REGION (e.g. AWS_REGION=eu-west-1), or use a \
-             profile that has one (AWS_PROFILE)\n",
-            "{args:?}"
-        );
-    }
-    let _ = std::fs::remove_dir_all(&home);
+    each_aws_command_says(
+        "no-region",
+        |command| {
+            command
+                .env_remove("AWS_REGION")
+                .env_remove("AWS_DEFAULT_REGION");
+        },
+        "no AWS region: set AWS_REGION (e.g. AWS_REGION=eu-west-1), or use a profile that has \
+         one (AWS_PROFILE)",
+    )
+    .await;
 }
 
 /// With a region but no credentials anywhere, every command that calls AWS
@@ -2002,39 +2020,22 @@ async fn a_command_without_a_region_says_so_in_one_line() {
 /// dispatch failure.
 #[tokio::test]
 async fn a_command_without_aws_credentials_says_so_in_one_line() {
-    let home = std::env::temp_dir().join(format!("fleetlock-no-creds-{}", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
-    for args in [
-        &["status"][..],
-        &["create-table"],
-        &["release", "--group", "default", "--id", "a"],
-        &["pause", "--group", "default", "--reason", "x", "--create"],
-        &["hosts", "--hosts", "tags"],
-    ] {
-        let r = run(fleetlock()
-            .env("FLEETLOCK_TABLE", "locks")
-            .env("HOME", &home)
-            .env("AWS_REGION", "eu-west-1")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_CONFIG_FILE", home.join("no-config"))
-            .env("AWS_SHARED_CREDENTIALS_FILE", home.join("no-credentials"))
-            .env_remove("AWS_PROFILE")
-            .env_remove("AWS_ACCESS_KEY_ID")
-            .env_remove("AWS_SECRET_ACCESS_KEY")
-            .env_remove("AWS_SESSION_TOKEN")
-            .env_remove("AWS_CONTAINER_CREDENTIALS_FULL_URI")
-            .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-            .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
-            .args(args))
-        .await;
-        assert!(!r.ok, "{args:?}");
-        assert_eq!(
-            r.stderr,
-            format!("fleetlock: {}\n", fleetlock::aws::NO_CREDENTIALS),
-            "{args:?}"
-        );
-    }
-    let _ = std::fs::remove_dir_all(&home);
+    each_aws_command_says(
+        "no-credentials",
+        |command| {
+            command
+                .env("AWS_REGION", "eu-west-1")
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env_remove("AWS_ACCESS_KEY_ID")
+                .env_remove("AWS_SECRET_ACCESS_KEY")
+                .env_remove("AWS_SESSION_TOKEN")
+                .env_remove("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+                .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+                .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE");
+        },
+        fleetlock::aws::NO_CREDENTIALS,
+    )
+    .await;
 }
 
 /// A CreateTable answered after 6 s, as a DynamoDB Local just started
