@@ -1971,7 +1971,12 @@ const AWS_COMMANDS: &[&[&str]] = &[
     &["create-table"],
     &["release", "--group", "default", "--id", "a"],
     &["pause", "--group", "default", "--reason", "x", "--create"],
-    &["hosts", "--hosts", "tags", "0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d0e"],
+    &[
+        "hosts",
+        "--hosts",
+        "tags",
+        "0b5c2d9e7f1a4c3b8e6d5f4a3b2c1d0e",
+    ],
 ];
 
 /// Runs each of [`AWS_COMMANDS`] with a home of its own, no AWS profile and
@@ -2036,6 +2041,27 @@ async fn a_command_without_aws_credentials_says_so_in_one_line() {
         fleetlock::aws::NO_CREDENTIALS,
     )
     .await;
+}
+
+/// `fleetlock completions bash | head -3`: a reader that closed its end
+/// ends nothing badly; no panic, exit 0.
+#[tokio::test]
+async fn completions_into_a_closed_pipe_do_not_panic() {
+    let mut child = fleetlock()
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Closed before the script is written: every write meets a closed pipe.
+    drop(child.stdout.take());
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
 }
 
 /// A CreateTable answered after 6 s, as a DynamoDB Local just started
