@@ -174,14 +174,16 @@ class Moto:
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(100):
             try:
-                urllib.request.urlopen(self.url + "/moto-api/", timeout=1)
-                break
+                with urllib.request.urlopen(self.url + "/moto-api/", timeout=1):
+                    break
             except OSError:
                 time.sleep(0.1)
         else:
             raise AssertionError("moto_server did not start: " + self.process.stderr.read().decode())
         config = json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode()
-        urllib.request.urlopen(urllib.request.Request(self.url + "/moto-api/config", data=config, method="POST"))
+        with urllib.request.urlopen(urllib.request.Request(self.url + "/moto-api/config", data=config,
+                                                           method="POST")):
+            pass
 
     def client(self, service):
         return boto3.client(service, endpoint_url=self.url, region_name=REGION,
@@ -190,7 +192,9 @@ class Moto:
     def stop(self):
         self.process.kill()
         self.process.wait()
+        self.process.stderr.close()
         self.proxy.shutdown()
+        self.proxy.server_close()
 
 
 def substituted(definition_text, **values):
@@ -660,6 +664,8 @@ class WholeLoop(unittest.TestCase):
             env={**lambda_run.HERMETIC, **lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table,
                  "FLEETLOCK_GROUPS": "default=1", "FLEETLOCK_DRAIN": "default=15m"},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Cleanups run last first: killed, then waited for.
+        self.addCleanup(server.wait)
         self.addCleanup(server.kill)
 
         def zincati(call):
@@ -673,7 +679,8 @@ class WholeLoop(unittest.TestCase):
                     with urllib.request.urlopen(request, timeout=10) as answer:
                         return answer.status, json.loads(answer.read())
                 except urllib.error.HTTPError as refused:
-                    return refused.code, json.loads(refused.read())
+                    with refused:
+                        return refused.code, json.loads(refused.read())
                 except urllib.error.URLError:
                     time.sleep(0.1)
             raise AssertionError("fleetlock serve did not answer")
@@ -697,6 +704,7 @@ class WholeLoop(unittest.TestCase):
                 **lambda_run.aws_env("http://127.0.0.1:9"),
                 "AWS_ENDPOINT_URL_EVENTBRIDGE": f"http://127.0.0.1:{bus.server_address[1]}"})
             bus.shutdown()
+            bus.server_close()
             self.assertEqual(answers, [("response", {"batchItemFailures": []})])
             return [event(e["DetailType"], json.loads(e["Detail"])) for e in bus.entries]
 

@@ -1392,7 +1392,7 @@ class AlarmsReachAPerson(unittest.TestCase):
             self.assertEqual(alarm["ok_actions"], "${local.alarm_actions}", name)
         self.assertIn("aws_sns_topic.alarms[0].arn", TF_LOCALS["alarm_actions"])
         self.assertEqual(len(sam_alarms()), len(tf_alarms()))
-        self.assertEqual(len(sam_alarms()), 11)
+        self.assertEqual(len(sam_alarms()), 12)
 
 
 class AlarmPauses(unittest.TestCase):
@@ -1600,7 +1600,7 @@ class GlobalTable(unittest.TestCase):
         self.assertEqual(precondition["condition"], "${local.makes_table}")
 
     def test_the_module_keeps_an_existing_table_where_it_was(self):
-        moved = [block for path in INFRA.glob("*.tf") for block in hcl2.load(open(path)).get("moved", [])]
+        moved = [block for path in INFRA.glob("*.tf") for block in hcl2.loads(path.read_text()).get("moved", [])]
         # Before global tables the table had no count: without the move, an
         # upgrade would plan to destroy it (deletion protection stops that).
         self.assertEqual([unwrap(block) for block in moved],
