@@ -23,6 +23,14 @@ pub struct Mismatch {
     pub text: String,
 }
 
+/// The texts of `found`, split as the checks before a deploy treat them:
+/// the typos, which they refuse, and the rest, which they warn of.
+pub fn typos_and_warnings(found: Vec<Mismatch>) -> (Vec<String>, Vec<String>) {
+    let (typos, warnings): (Vec<_>, Vec<_>) = found.into_iter().partition(|m| m.typo);
+    let texts = |list: Vec<Mismatch>| list.into_iter().map(|m| m.text).collect();
+    (texts(typos), texts(warnings))
+}
+
 /// Every mismatch of `clients` against `groups`: a credential's group that
 /// no setting serves, and a configured group no credential reaches, with
 /// the closest name on the other side. A pair one typo apart is told once,

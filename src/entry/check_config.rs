@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::aws::{self, cloudwatch::CloudWatch};
 use crate::config::{self, ApiSettings, Config};
 use crate::domain::alarms::{AlarmState, AlarmStates};
+use crate::domain::coverage;
 use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
 
 /// The one action this entry point answers.
@@ -65,13 +66,8 @@ impl<A: AlarmStates> ConfigChecker<A> {
         };
         // A typo between the groups and the credentials fails the deploy;
         // names far apart may be meant, and are only warned of.
-        let (typos, warnings): (Vec<_>, Vec<_>) = settings
-            .config
-            .mismatches()
-            .into_iter()
-            .partition(|mismatch| mismatch.typo);
-        problems.extend(typos.into_iter().map(|mismatch| mismatch.text));
-        let warnings: Vec<String> = warnings.into_iter().map(|mismatch| mismatch.text).collect();
+        let (typos, warnings) = coverage::typos_and_warnings(settings.config.mismatches());
+        problems.extend(typos);
         for warning in &warnings {
             tracing::warn!("{warning}");
         }

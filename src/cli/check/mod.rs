@@ -25,7 +25,7 @@ pub use cases::{Check, nonce};
 pub use report::{Case, Report, Stop, Verdict};
 
 /// The group the check works in unless told otherwise.
-pub const DEFAULT_GROUP: &str = "fleetlock-check";
+pub const DEFAULT_GROUP: &str = crate::domain::coverage::CHECK_GROUP;
 
 /// Check a FleetLock server as Zincati calls it (the URL as base_url, default
 /// FLEETLOCK_URL), in a group kept for it (default fleetlock-check, 2 slots);

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 
 use crate::config::{self, Config, process_env};
+use crate::domain::coverage;
 use crate::domain::lock::Timestamp;
 
 use super::Failure;
@@ -108,17 +109,13 @@ pub fn config_check(
     let reword = |text: String| inputs.map_or(text.clone(), |(_, inputs)| inputs.reword(&text));
     // The groups against the credentials: a typo is refused, names far
     // apart are warned of below.
-    let (typos, warnings): (Vec<_>, Vec<_>) = checked
-        .as_ref()
-        .map(Config::mismatches)
-        .unwrap_or_default()
-        .into_iter()
-        .partition(|mismatch| mismatch.typo);
+    let (typos, warnings) =
+        coverage::typos_and_warnings(checked.as_ref().map(Config::mismatches).unwrap_or_default());
     let refused: Vec<String> = inputs
         .map_or(&[][..], |(_, inputs)| &inputs.refused)
         .iter()
         .cloned()
-        .chain(typos.into_iter().map(|mismatch| reword(mismatch.text)))
+        .chain(typos.into_iter().map(reword))
         .collect();
     let (config, gates) = match (checked, gates) {
         (Ok(config), Ok(gates)) if refused.is_empty() => (config, gates),
@@ -172,7 +169,7 @@ pub fn config_check(
         }
     }
     for warning in warnings {
-        say!(out, "warning: {}", reword(warning.text));
+        say!(out, "warning: {}", reword(warning));
     }
     let _ = write!(
         out,
