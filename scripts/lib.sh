@@ -84,7 +84,36 @@ start_dynamodb_local() {
   echo "DynamoDB Local (pid $DYNAMODB_LOCAL_PID) on $AWS_ENDPOINT_URL" >&2
 }
 
+# Puts the IAM-enforcing stand-in (tests/iac/iam_enforcer.py) between every
+# caller and DynamoDB Local: AWS_ENDPOINT_URL names it from here on, each
+# principal's calls are held to the policy template.yaml and infra/ ship for
+# it (read from them into $FLEETLOCK_SHIPPED_POLICIES), and the tests' own
+# access key is `fleetlock-tests`, the one that may do anything. Denied calls
+# are listed in $FLEETLOCK_IAM_DENIALS. The tests run under it; the
+# benchmarks do not (they measure DynamoDB Local, not a Python proxy).
+start_iam_enforcer() {
+  local python=.venv/bin/python port_file
+  [ -x "$python" ] || die "the enforcer needs the test tools: run ./scripts/test once"
+  FLEETLOCK_SHIPPED_POLICIES="$DYNAMODB_LOCAL_DIR/shipped-policies.json"
+  "$python" tests/iac/shipped_policies.py "$FLEETLOCK_SHIPPED_POLICIES" || die "the templates' policies could not be read"
+  FLEETLOCK_IAM_DENIALS="$DYNAMODB_LOCAL_DIR/iam-denials.jsonl"
+  port_file="$DYNAMODB_LOCAL_DIR/enforcer-port"
+  "$python" tests/iac/iam_enforcer.py --upstream "$AWS_ENDPOINT_URL" --policies "$FLEETLOCK_SHIPPED_POLICIES" \
+    --port-file "$port_file" --denials "$FLEETLOCK_IAM_DENIALS" 2>"$DYNAMODB_LOCAL_DIR/enforcer.log" &
+  IAM_ENFORCER_PID=$!
+  for _ in $(seq 1 100); do [ -s "$port_file" ] && break; sleep 0.1; done
+  [ -s "$port_file" ] || { cat "$DYNAMODB_LOCAL_DIR/enforcer.log" >&2; die "the IAM enforcer did not start"; }
+  export DYNAMODB_LOCAL_URL="$AWS_ENDPOINT_URL"
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$(cat "$port_file")"
+  export AWS_ACCESS_KEY_ID=fleetlock-tests FLEETLOCK_SHIPPED_POLICIES FLEETLOCK_IAM_DENIALS
+  echo "IAM enforcer (pid $IAM_ENFORCER_PID) on $AWS_ENDPOINT_URL, the templates' policies in $FLEETLOCK_SHIPPED_POLICIES" >&2
+}
+
 stop_dynamodb_local() {
+  if [ -n "${IAM_ENFORCER_PID:-}" ]; then
+    kill "$IAM_ENFORCER_PID" 2>/dev/null || true
+    wait "$IAM_ENFORCER_PID" 2>/dev/null || true
+  fi
   if [ -n "${DYNAMODB_LOCAL_PID:-}" ]; then
     kill "$DYNAMODB_LOCAL_PID" 2>/dev/null || true
     wait "$DYNAMODB_LOCAL_PID" 2>/dev/null || true

@@ -36,6 +36,16 @@ pub const FUNCTION_VARIABLES: [&str; 11] = [
 ];
 
 /// Every page of the docs, for the tests that read their examples.
+/// Whether `name` reads as an AWS region name (`eu-west-1`): lowercase
+/// letters, digits and dashes, at most 32.
+pub fn is_region_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 #[cfg(test)]
 pub(crate) fn docs_text() -> String {
     let pages = [
@@ -229,10 +239,7 @@ impl Config {
             .map(|r| r.trim().to_owned())
             .filter(|r| !r.is_empty());
         if let Some(name) = &region
-            && !(name.len() <= 32
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+            && !is_region_name(name)
         {
             fault(ConfigError::Region(format!(
                 "'{name}' is not a region name like eu-west-1"

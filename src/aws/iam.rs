@@ -3,8 +3,13 @@
 //! check that the code calls exactly these and no others.
 
 /// The function serving FleetLock, on its table: one `DescribeTable` at
-/// start-up, then one conditional `UpdateItem` per call.
-pub const FUNCTION_ACTIONS: &[&str] = &["dynamodb:DescribeTable", "dynamodb:UpdateItem"];
+/// start-up, then one conditional `UpdateItem` per call; on a global table
+/// (`FLEETLOCK_REGION`) one `GetItem` of the regions' records every 30 s.
+pub const FUNCTION_ACTIONS: &[&str] = &[
+    "dynamodb:DescribeTable",
+    "dynamodb:GetItem",
+    "dynamodb:UpdateItem",
+];
 
 /// An operator, on the table: `status` (`GetItem`, `Scan`), `release`,
 /// `pause`, `resume` (`UpdateItem`, and a `Scan` for `--all` or to say where

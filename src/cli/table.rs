@@ -35,12 +35,17 @@ impl CreateTable {
 }
 
 /// Remove a group that holds nothing, is not paused and is not named in the
-/// configuration
+/// configuration; or, on a global table, a region taken out of service
 #[derive(Args, Debug, PartialEq, Eq)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["group", "region"])))]
 pub struct Forget {
     /// The group to remove
     #[arg(long, value_name = "GROUP")]
-    pub group: String,
+    pub group: Option<String>,
+    /// The region whose settings record to remove (a region taken out of
+    /// service; one still running records again within 30 s)
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
     /// Refuse a group this deployed function's configuration names
     #[arg(long, value_name = "NAME")]
     pub function: Option<String>,
@@ -48,13 +53,69 @@ pub struct Forget {
 
 impl Forget {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
-        let group = group_named(&self.group)?;
+        if let Some(region) = self.region {
+            if self.function.is_some() {
+                return Err(Failure::Input(
+                    "--function goes with --group: a region's record names no group".into(),
+                ));
+            }
+            if !config::is_region_name(&region) {
+                return Err(Failure::Input(format!(
+                    "--region: '{region}' is not a region name like eu-west-1"
+                )));
+            }
+            let table = config::command_table(process_env, "forget")?;
+            let store = dynamo_store(&command_aws().await?, table);
+            return forget_region(&store, store.table(), &region, out).await;
+        }
+        let group = group_named(self.group.as_deref().unwrap_or_default())?;
         let table = config::command_table(process_env, "forget")?;
         let aws = command_aws().await?;
         let deployed = deployed_config(&aws, self.function).await?;
         let store = dynamo_store(&aws, table);
         forget(&store, store.table(), &group, deployed.as_ref(), out).await
     }
+}
+
+/// `forget --region`: removes a region's settings record, when it has one;
+/// names a recorded region one typo away from the one asked.
+pub async fn forget_region<S: LockStore>(
+    store: &S,
+    table: &str,
+    region: &str,
+    out: &mut impl Write,
+) -> Result<(), Failure> {
+    let recorded = store.recorded_settings().await?;
+    if !recorded.contains_key(region) {
+        let meant = recorded
+            .keys()
+            .find(|other| crate::domain::names::one_typo_apart(other, region));
+        let listed: Vec<&str> = recorded.keys().map(String::as_str).collect();
+        return Err(Failure::Refused(match meant {
+            Some(meant) => format!(
+                "region '{region}' has no settings record in table '{table}': did you mean \
+                 '{meant}'? (recorded: {})",
+                listed.join(", ")
+            ),
+            None if listed.is_empty() => {
+                format!("no region has a settings record in table '{table}': nothing to forget")
+            }
+            None => format!(
+                "region '{region}' has no settings record in table '{table}' (recorded: {})",
+                listed.join(", ")
+            ),
+        }));
+    }
+    if store.forget_region(region).await? {
+        say!(
+            out,
+            "forgot region {region}'s settings record: groups it served differently are \
+             served again; if {region} still runs, it records its settings again within 30 s"
+        );
+    } else {
+        say!(out, "region {region}'s settings record was already gone");
+    }
+    Ok(())
 }
 
 /// `forget`: removes a group nobody uses; never one the configuration names.

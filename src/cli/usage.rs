@@ -571,7 +571,8 @@ mod tests {
         assert_eq!(
             parsed("forget --group old.cluster"),
             Sub::Forget(table::Forget {
-                group: "old.cluster".into(),
+                group: Some("old.cluster".into()),
+                region: None,
                 function: None,
             })
         );

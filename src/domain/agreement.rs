@@ -20,6 +20,31 @@ use crate::domain::windows::{Calendar, Schedule};
 /// The key of every group only `*` covers, in a region's record.
 pub const OTHERS: &str = "*";
 
+/// The key, in a region's record, of who wrote it (the function's name):
+/// no group can have it (`~` is not in a group name). Two stacks in one
+/// region on one table write the same record; the one whose record was
+/// written over compares its settings with the other's.
+pub const BY: &str = "~by";
+
+/// What a record's digest reads as when the table holds something else
+/// there: it equals no digest, so only that group is refused.
+pub const UNREADABLE: &str = "(unreadable)";
+
+/// The records as this function compares them: as read, and where another
+/// writer (`BY`) recorded this region's settings over ours, that writer's
+/// record as one more region, named `REGION (WRITER)`.
+pub fn compared(region: &str, by: &str, recorded: &Recorded) -> Recorded {
+    let mut compared = recorded.clone();
+    if let Some(theirs) = recorded.get(region)
+        && let Some(writer) = theirs.get(BY)
+        && !by.is_empty()
+        && writer != by
+    {
+        compared.insert(format!("{region} ({writer})"), theirs.clone());
+    }
+    compared
+}
+
 /// A region's digests: group (or [`OTHERS`]) to the digest of its deciding
 /// settings.
 pub type Digests = BTreeMap<String, String>;
@@ -98,7 +123,7 @@ impl SettingsDigests {
 pub fn differing(recorded: &Recorded) -> BTreeMap<String, BTreeSet<String>> {
     let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (region, digests) in recorded {
-        for (key, ours) in digests {
+        for (key, ours) in digests.iter().filter(|(key, _)| !key.starts_with('~')) {
             let others = differs(region, recorded, key, ours);
             if !others.is_empty() {
                 let regions = found.entry(key.clone()).or_default();

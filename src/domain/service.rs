@@ -155,19 +155,43 @@ pub struct FleetLock<S> {
 }
 
 /// On a global table: the region this function serves, the digests of its
-/// settings, and the regions' records as last read (at most `refresh` ago).
+/// settings, who records them, and the regions' records as last read (at
+/// most `refresh` ago while reads succeed).
 struct Agreement {
     region: String,
     ours: SettingsDigests,
+    /// This function's name in its record ([`crate::domain::agreement::BY`]);
+    /// empty: none.
+    by: String,
     refresh: Duration,
-    seen: std::sync::Mutex<Option<(std::time::Instant, Arc<Recorded>)>>,
+    stale_limit: Duration,
+    seen: std::sync::Mutex<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    /// The records and when they were read.
+    read: Option<(std::time::Instant, Arc<Recorded>)>,
+    /// The last read tried, successful or not.
+    tried: Option<std::time::Instant>,
 }
 
 impl Agreement {
     /// Keeps the regions' records as read now.
     fn remember(&self, recorded: Arc<Recorded>) {
-        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((std::time::Instant::now(), recorded));
+        let now = std::time::Instant::now();
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.read = Some((now, recorded));
+        seen.tried = Some(now);
+    }
+
+    /// This region's record as written: the digests and who wrote them.
+    fn record(&self) -> crate::domain::agreement::Digests {
+        let mut record = self.ours.as_map().clone();
+        if !self.by.is_empty() {
+            record.insert(crate::domain::agreement::BY.to_owned(), self.by.clone());
+        }
+        record
     }
 }
 
@@ -175,6 +199,17 @@ impl Agreement {
 /// changes its settings is refused here within this long (and refuses
 /// itself at once, from its own start).
 pub const AGREEMENT_REFRESH: Duration = Duration::from_secs(30);
+
+/// How long a function serves on the last records it read while reading
+/// them again fails (a throttled or denied read, a region's outage); past
+/// it, every group is refused (503) until a read succeeds. Safe: a region
+/// that changes its settings refuses the group itself from its start, so
+/// records read late delay only this region's noticing it.
+pub const AGREEMENT_STALE_LIMIT: Duration = Duration::from_secs(300);
+
+/// After a failed read, the next is tried no sooner than this: a failing
+/// read does not add a request to every call.
+const AGREEMENT_RETRY: Duration = Duration::from_secs(5);
 
 impl<S: LockStore> FleetLock<S> {
     pub fn new(groups: GroupSlots, store: S) -> Self {
@@ -195,9 +230,30 @@ impl<S: LockStore> FleetLock<S> {
         self.agreement = Some(Agreement {
             region: region.into(),
             ours: SettingsDigests::of(&self.groups, &self.windows),
+            by: String::new(),
             refresh,
-            seen: std::sync::Mutex::new(None),
+            stale_limit: AGREEMENT_STALE_LIMIT,
+            seen: std::sync::Mutex::new(Seen::default()),
         });
+        self
+    }
+
+    /// Who this function is in its region's record (the function's name):
+    /// a second stack in the same region on the same table that records
+    /// over it is then compared with it, as another region is.
+    pub fn recorded_as(mut self, by: impl Into<String>) -> Self {
+        if let Some(agreement) = &mut self.agreement {
+            agreement.by = by.into();
+        }
+        self
+    }
+
+    /// How long the last records read serve while reading them again
+    /// fails ([`AGREEMENT_STALE_LIMIT`] unless set).
+    pub fn serving_stale_for(mut self, limit: Duration) -> Self {
+        if let Some(agreement) = &mut self.agreement {
+            agreement.stale_limit = limit;
+        }
         self
     }
 
@@ -210,7 +266,7 @@ impl<S: LockStore> FleetLock<S> {
         };
         let recorded = self
             .store
-            .record_settings(&agreement.region, agreement.ours.as_map())
+            .record_settings(&agreement.region, &agreement.record())
             .await?;
         let differing = agreement.ours.disagreements(&agreement.region, &recorded);
         agreement.remember(Arc::new(recorded));
@@ -224,25 +280,9 @@ impl<S: LockStore> FleetLock<S> {
         let Some(agreement) = &self.agreement else {
             return Ok(());
         };
-        let fresh = agreement
-            .seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .filter(|(at, _)| at.elapsed() < agreement.refresh)
-            .map(|(_, recorded)| Arc::clone(recorded));
-        let recorded = match fresh {
-            Some(recorded) => recorded,
-            None => {
-                let read = self.store.recorded_settings().await.map_err(|err| {
-                    tracing::error!(group = %group, error = %err, "lock store failed on the regions' settings");
-                    Error::from(&err)
-                })?;
-                let read = Arc::new(read);
-                agreement.remember(Arc::clone(&read));
-                read
-            }
-        };
+        let recorded = self.regions_records(agreement, group).await?;
+        let recorded =
+            crate::domain::agreement::compared(&agreement.region, &agreement.by, &recorded);
         match agreement
             .ours
             .disagreeing(&agreement.region, &recorded, group)
@@ -260,6 +300,80 @@ impl<S: LockStore> FleetLock<S> {
                 })
             }
             None => Ok(()),
+        }
+    }
+
+    /// The regions' records: as last read while younger than the refresh;
+    /// else read again (one consistent read), and this region's record
+    /// written again if it is missing (forgotten, or malformed and left
+    /// out). A failed read serves on the last records up to
+    /// [`AGREEMENT_STALE_LIMIT`], trying again every [`AGREEMENT_RETRY`].
+    async fn regions_records(
+        &self,
+        agreement: &Agreement,
+        group: &GroupName,
+    ) -> Result<Arc<Recorded>, Error> {
+        let (last, may_try) = {
+            let seen = agreement.seen.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((at, recorded)) = &seen.read
+                && at.elapsed() < agreement.refresh
+            {
+                return Ok(Arc::clone(recorded));
+            }
+            let retry = AGREEMENT_RETRY.min(agreement.refresh);
+            let may_try = seen.tried.is_none_or(|at| at.elapsed() >= retry);
+            (seen.read.clone(), may_try)
+        };
+        let usable = last
+            .filter(|(at, _)| at.elapsed() < agreement.stale_limit)
+            .map(|(_, recorded)| recorded);
+        if !may_try && let Some(recorded) = usable {
+            return Ok(recorded);
+        }
+        agreement
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .tried = Some(std::time::Instant::now());
+        let read = match self.store.recorded_settings().await {
+            Ok(read) if !read.contains_key(&agreement.region) => {
+                tracing::warn!(
+                    region = agreement.region,
+                    "this region's settings record is missing (forgotten, or unreadable): \
+                     recording it again"
+                );
+                self.store
+                    .record_settings(&agreement.region, &agreement.record())
+                    .await
+            }
+            other => other,
+        };
+        match read {
+            Ok(read) => {
+                let read = Arc::new(read);
+                agreement.remember(Arc::clone(&read));
+                Ok(read)
+            }
+            Err(err) => match usable {
+                Some(recorded) => {
+                    tracing::warn!(
+                        group = %group,
+                        error = %err,
+                        "the regions' settings could not be read again: serving on the last \
+                         read, for at most 5 minutes after it"
+                    );
+                    Ok(recorded)
+                }
+                None => {
+                    tracing::error!(
+                        group = %group,
+                        error = %err,
+                        "lock store failed on the regions' settings, and the last read is \
+                         over 5 minutes old: refusing until a read succeeds"
+                    );
+                    Err(Error::from(&err))
+                }
+            },
         }
     }
 
@@ -639,6 +753,51 @@ mod tests {
         let (first, last) = (digests(windows_first), digests(windows_last));
         assert_eq!(first, last);
         assert_ne!(first, digests(none), "the windows are in the digests");
+    }
+
+    #[tokio::test]
+    async fn a_failing_read_of_the_regions_records_serves_on_the_last_for_a_bounded_time() {
+        let svc = service("workers=1")
+            .agreeing("eu-west-1", Duration::from_millis(20))
+            .serving_stale_for(Duration::from_millis(200));
+        svc.record_settings().await.unwrap();
+        let node = params("a", "workers");
+        svc.steady_state(&node).await.unwrap();
+        // Denied from now on, as a role without GetItem is.
+        svc.store.refuse_settings_reads(true);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert!(
+            svc.steady_state(&node).await.is_ok(),
+            "served on the last read"
+        );
+        tokio::time::sleep(Duration::from_millis(220)).await;
+        assert_eq!(
+            svc.steady_state(&node).await.unwrap_err().kind(),
+            "store_unavailable",
+            "past the bound: refused"
+        );
+        // Not wedged: the first read that succeeds serves again.
+        svc.store.refuse_settings_reads(false);
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        assert!(svc.steady_state(&node).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_regions_record_is_written_again_at_its_next_refresh() {
+        let svc = service("workers=1")
+            .agreeing("eu-west-1", Duration::from_millis(10))
+            .recorded_as("fleetlock-api");
+        svc.record_settings().await.unwrap();
+        assert!(svc.store.forget_region("eu-west-1").await.unwrap());
+        assert!(svc.store.recorded_settings().await.unwrap().is_empty());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        svc.steady_state(&params("a", "workers")).await.unwrap();
+        let recorded = svc.store.recorded_settings().await.unwrap();
+        assert_eq!(
+            recorded["eu-west-1"].get(crate::domain::agreement::BY),
+            Some(&"fleetlock-api".to_owned())
+        );
+        assert!(recorded["eu-west-1"].contains_key("workers"));
     }
 
     #[tokio::test]

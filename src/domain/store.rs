@@ -248,6 +248,11 @@ pub trait LockStore: Send + Sync + 'static {
 
     /// Every region's recorded settings, read consistently.
     fn recorded_settings(&self) -> impl Future<Output = Result<Recorded, StoreError>> + Send;
+
+    /// Removes `region`'s record (a region taken out of service); false
+    /// when there was none. A region still running records again at its
+    /// next refresh.
+    fn forget_region(&self, region: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 #[cfg(test)]

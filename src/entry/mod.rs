@@ -30,7 +30,13 @@ pub async fn agreeing<S: crate::domain::store::LockStore>(
     let Some(region) = region else {
         return Ok(service);
     };
-    let service = service.agreeing(region.clone(), crate::domain::service::AGREEMENT_REFRESH);
+    // Who records: the function's name (a second stack in this region on
+    // this table is then compared with this one), or `fleetlock serve`.
+    let writer =
+        std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "fleetlock serve".to_owned());
+    let service = service
+        .agreeing(region.clone(), crate::domain::service::AGREEMENT_REFRESH)
+        .recorded_as(writer);
     let differing = service
         .record_settings()
         .await

@@ -28,9 +28,18 @@ struct State {
     wildcard: BTreeSet<GroupName>,
     /// Each region's recorded settings.
     settings: Recorded,
+    /// Reads of the regions' records fail, as a role without `GetItem`'s.
+    #[cfg(test)]
+    refuse_settings_reads: bool,
 }
 
 impl MemoryStore {
+    /// From now on (or no longer) every read of the regions' records fails.
+    #[cfg(test)]
+    pub fn refuse_settings_reads(&self, refuse: bool) {
+        self.state.lock().unwrap().refuse_settings_reads = refuse;
+    }
+
     /// Runs `f` on every group under the one lock. A poisoned lock means a
     /// panic mid-update: refuse rather than guess.
     fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> Result<T, StoreError> {
@@ -260,6 +269,14 @@ impl LockStore for MemoryStore {
     }
 
     async fn recorded_settings(&self) -> Result<Recorded, StoreError> {
+        #[cfg(test)]
+        if self.with_state(|state| state.refuse_settings_reads)? {
+            return Err(StoreError::Unavailable("AccessDeniedException".into()));
+        }
         self.with_state(|state| state.settings.clone())
+    }
+
+    async fn forget_region(&self, region: &str) -> Result<bool, StoreError> {
+        self.with_state(|state| state.settings.remove(region).is_some())
     }
 }

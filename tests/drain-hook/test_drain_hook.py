@@ -152,7 +152,7 @@ def dynamodb(target, body):
     request = urllib.request.Request(
         lambda_run.dynamodb_endpoint(), data=json.dumps(body).encode(), method="POST",
         headers={"content-type": "application/x-amz-json-1.0", "x-amz-target": target,
-                 "authorization": "AWS4-HMAC-SHA256 Credential=local/20261130/eu-west-1/dynamodb/aws4_request, "
+                 "authorization": f"AWS4-HMAC-SHA256 Credential={lambda_run.HARNESS_KEY}/20261130/eu-west-1/dynamodb/aws4_request, "
                                   "SignedHeaders=host, Signature=00"})
     with urllib.request.urlopen(request, timeout=30) as answer:
         return json.loads(answer.read())

@@ -21,7 +21,9 @@ import unittest
 from pathlib import Path
 
 import hcl2
+import iam_enforcer
 import lambda_run
+import shipped_policies
 from cfnlint.decode import decode
 from lambda_run import fleetlock
 
@@ -79,6 +81,7 @@ def iam_policy(*args):
 
 
 SAM = load_sam()
+SHIPPED_POLICIES = shipped_policies.shipped()
 TF, TF_DATA, TF_VARS, TF_OUTPUTS, TF_LOCALS = load_tf(INFRA)
 SAM_RESOURCES = SAM["Resources"]
 SAM_FUNCTION = SAM_RESOURCES["FleetLockFunction"]
@@ -791,6 +794,11 @@ class DeployCheck(unittest.TestCase):
                 self.error, self.payload, self.calls = error, payload, []
 
             def invoke(self, FunctionName, Payload):
+                # As IAM would, under the role the template gives the invoker.
+                arn = f"arn:aws:lambda:eu-west-1:{iam_enforcer.ACCOUNT}:function:{FunctionName}"
+                if not iam_enforcer.allowed(SHIPPED_POLICIES["check-config-invoker"], "lambda:InvokeFunction",
+                                            arn, {}):
+                    raise RuntimeError(f"AccessDenied: lambda:InvokeFunction on {arn}")
                 self.calls.append((FunctionName, json.loads(Payload)))
                 answer = {"Payload": io.BytesIO(json.dumps(self.payload).encode())}
                 if self.error:

@@ -389,6 +389,7 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
     // `fleetlock status` says which alarm holds which group.
     let status = Command::new(env!("CARGO_BIN_EXE_fleetlock"))
         .arg("status")
+        .env("AWS_ACCESS_KEY_ID", format!("operator.{table}"))
         .env("FLEETLOCK_TABLE", &table)
         .output()
         .await

@@ -69,7 +69,9 @@ async fn serve(table: Option<&str>) -> (tokio::process::Child, String) {
         .stderr(Stdio::null())
         .kill_on_drop(true);
     if let Some(table) = table {
-        command.env("FLEETLOCK_TABLE", table);
+        command
+            .env("FLEETLOCK_TABLE", table)
+            .env("AWS_ACCESS_KEY_ID", format!("function.{table}"));
     }
     let mut child = command.spawn().unwrap();
     let (_, addr) = served_address(child.stdout.take().unwrap()).await;
@@ -98,6 +100,7 @@ async fn every_case_passes_against_serve(table: Option<&str>) {
     if let Some(table) = table {
         let status = std::process::Command::new(env!("CARGO_BIN_EXE_fleetlock"))
             .args(["status", "--group", "fleetlock-check", "--json"])
+            .env("AWS_ACCESS_KEY_ID", format!("operator.{table}"))
             .env("FLEETLOCK_TABLE", table)
             .output()
             .unwrap();

@@ -43,6 +43,7 @@ struct Run {
 }
 
 async fn run(command: &mut Command) -> Run {
+    crate::helpers::under_cli_role(command);
     let output = tokio::time::timeout(Duration::from_secs(60), command.output())
         .await
         .expect("fleetlock finished within a minute")
@@ -57,6 +58,7 @@ async fn run(command: &mut Command) -> Run {
 
 /// Starts `fleetlock serve` on a port the OS picks and returns its address.
 async fn serve(command: &mut Command) -> (Child, std::net::SocketAddr) {
+    crate::helpers::under_cli_role(command);
     let mut child = command
         .args(["serve", "--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
@@ -2254,4 +2256,60 @@ async fn hosts_follows_every_page_and_splits_ids_twenty_a_call() {
         21 + 5,
         "a page for each mapping, every token followed"
     );
+}
+
+/// A region taken out of service: its settings record would refuse every
+/// group it served differently forever; `forget --region` removes it, as
+/// the operator's policy allows, and refuses a region one typo off.
+#[tokio::test]
+async fn operators_forget_a_region_taken_out_of_service() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("forget-region");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let client = crate::helpers::client_as(&format!("function.{table}")).await;
+    let store = fleetlock::store::dynamodb::DynamoStore::new(client, &table);
+    let mut digests = fleetlock::domain::agreement::Digests::new();
+    digests.insert("workers".into(), "0123".into());
+    store
+        .record_settings("eu-central-1", &digests)
+        .await
+        .unwrap();
+    store.record_settings("eu-west-1", &digests).await.unwrap();
+
+    let r = run(with_table().args(["forget", "--region", "eu-cental-1"])).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains(
+            "region 'eu-cental-1' has no settings record in table '{table}': did you mean \
+             'eu-central-1'? (recorded: eu-central-1, eu-west-1)"
+                .replace("{table}", &table)
+                .as_str()
+        ),
+        "{}",
+        r.stderr
+    );
+    let r = run(with_table().args(["forget", "--region", "EU-west-1"])).await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("is not a region name like eu-west-1"),
+        "{}",
+        r.stderr
+    );
+    let r = run(with_table().args(["forget", "--region", "eu-central-1"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("forgot region eu-central-1's settings record"),
+        "{}",
+        r.stdout
+    );
+    let left = store.recorded_settings().await.unwrap();
+    assert_eq!(left.keys().collect::<Vec<_>>(), ["eu-west-1"]);
+    let r = run(with_table().args(["forget", "--region", "eu-west-1", "--group", "g"])).await;
+    assert!(!r.ok, "one or the other");
 }

@@ -340,7 +340,10 @@ where
                         async move {
                             let (parts, body) = request.into_parts();
                             let body = body.collect().await.unwrap().to_bytes();
-                            let (status, content_type, body) = answer(&parts, body);
+                            // As IAM would: a call outside the caller's
+                            // shipped policy never reaches the stand-in.
+                            let (status, content_type, body) = crate::iam::judge(&parts, &body)
+                                .unwrap_or_else(|| answer(&parts, body));
                             let mut response = hyper::Response::builder()
                                 .status(status)
                                 .header("content-type", content_type);
@@ -458,4 +461,62 @@ pub async fn table_made_by_the_binary(prefix: &str) -> String {
         String::from_utf8_lossy(&created.stderr)
     );
     table
+}
+
+/// The access key the tests' own hand uses (tables made, items seeded and
+/// read back): the one the IAM enforcer lets do anything.
+pub const HARNESS_KEY: &str = "fleetlock-tests";
+
+/// The principal a `fleetlock` command runs as on AWS: the deployer makes
+/// the table, `serve` runs with the function's role (docs/security.md), and
+/// every other command is a person on call with the operator policy.
+pub fn cli_principal(args: &[String]) -> &'static str {
+    match args.first().map(String::as_str) {
+        Some("create-table") => HARNESS_KEY,
+        Some("serve") => "function",
+        _ => "operator",
+    }
+}
+
+/// Runs `command` under `principal`'s policy, as the IAM enforcer in front
+/// of DynamoDB Local and the stand-ins judge it (scripts/lib.sh): its access
+/// key is the principal's name, bound to its table when the command names
+/// one. A test that set or removed the key itself keeps its own.
+pub fn under_role(command: &mut tokio::process::Command, principal: &str) {
+    let std = command.as_std();
+    if std.get_envs().any(|(name, _)| name == "AWS_ACCESS_KEY_ID") {
+        return;
+    }
+    let table = std
+        .get_envs()
+        .find(|(name, _)| *name == "FLEETLOCK_TABLE")
+        .and_then(|(_, value)| value)
+        .map(|value| value.to_string_lossy().into_owned());
+    let key = match table {
+        Some(table) if principal != HARNESS_KEY => format!("{principal}.{table}"),
+        _ => principal.to_owned(),
+    };
+    command.env("AWS_ACCESS_KEY_ID", key);
+}
+
+/// Runs a `fleetlock` command under the role it has on AWS ([`cli_principal`]).
+pub fn under_cli_role(command: &mut tokio::process::Command) {
+    let args: Vec<String> = command
+        .as_std()
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    under_role(command, cli_principal(&args));
+}
+
+/// A DynamoDB client configured as the functions' own, signing as
+/// `principal` (`function.TABLE`, `drained.TABLE`, ...): what it may do is
+/// what the templates give that role, as the IAM enforcer judges it.
+pub async fn client_as(principal: &str) -> aws_sdk_dynamodb::Client {
+    let credentials =
+        aws_sdk_dynamodb::config::Credentials::new(principal, "x", None, None, "fleetlock-tests");
+    let config = fleetlock::aws::dynamodb_config(&load_config().await)
+        .credentials_provider(credentials)
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
 }

@@ -104,6 +104,8 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
         .env("_HANDLER", handler)
+        // The handler's own role, as the templates give it.
+        .env("AWS_ACCESS_KEY_ID", handler_principal(handler))
         .env_remove("FLEETLOCK_CLIENTS")
         .env_remove("FLEETLOCK_AUTH")
         // Hermetic: nothing of the developer's own settings.
@@ -123,6 +125,15 @@ pub(crate) fn lambda_command(runtime: &RuntimeApi, function: &str, handler: &str
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     command
+}
+
+/// The principal a handler runs as (tests/iac/shipped_policies.py): the API
+/// function is `function`, every other handler the role of its name.
+pub(crate) fn handler_principal(handler: &str) -> &str {
+    match handler {
+        "api" | "bootstrap" => "function",
+        other => other,
+    }
 }
 
 /// One invocation of the function polling `runtime`: its answer, or the

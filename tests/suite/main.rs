@@ -17,6 +17,7 @@ mod dynamodb_store;
 mod fault_proxy;
 mod function_binary;
 mod helpers;
+mod iam;
 mod lambda_events;
 mod lambda_runtime;
 mod late_writes;

@@ -28,7 +28,8 @@ async fn region(
     returns: Option<&str>,
     refresh: Duration,
 ) -> Arc<Api<DynamoStore>> {
-    let (client, _) = fleetlock::test_support::counted_client().await;
+    // The API function's role, as the templates give it.
+    let client = crate::helpers::client_as(&format!("function.{table}")).await;
     let mut slots = GroupSlots::parse(groups).unwrap();
     if let Some(spec) = returns {
         slots = slots.with_return(spec).unwrap();
@@ -189,6 +190,7 @@ async fn fleetlock_serve_records_its_region_and_refuses_a_bad_region_name() {
     let binary = env!("CARGO_BIN_EXE_fleetlock");
     let mut serve = tokio::process::Command::new(binary)
         .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("AWS_ACCESS_KEY_ID", format!("function.{table}"))
         .env("FLEETLOCK_TABLE", &table)
         .env("FLEETLOCK_GROUPS", "workers=3")
         .env("FLEETLOCK_REGION", "eu-west-1")
@@ -243,6 +245,7 @@ async fn serve_on_a_global_table(
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock"));
     command
         .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("AWS_ACCESS_KEY_ID", format!("function.{}", store.table()))
         .env("FLEETLOCK_TABLE", store.table())
         .env("FLEETLOCK_GROUPS", "workers=1")
         .env("AWS_ENDPOINT_URL_DYNAMODB", proxy.url())
@@ -304,6 +307,7 @@ async fn status_names_the_regions_and_the_groups_they_serve_differently() {
             let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock"))
                 .arg("status")
                 .args(args)
+                .env("AWS_ACCESS_KEY_ID", format!("operator.{table}"))
                 .env("FLEETLOCK_TABLE", &table)
                 .output()
                 .await
@@ -351,4 +355,108 @@ async fn status_names_the_regions_and_the_groups_they_serve_differently() {
             "settings_differ": {"db": ["eu-west-1", "eu-west-2", "eu-west-3"]},
         })
     );
+}
+
+/// `~settings` as written by hand (or by a bug): one region's record that
+/// is no map, and one digest that is no string.
+async fn corrupt_settings(
+    table: &str,
+    region: &str,
+    value: aws_sdk_dynamodb::types::AttributeValue,
+) {
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    client
+        .update_item()
+        .table_name(table)
+        .key(
+            "group",
+            aws_sdk_dynamodb::types::AttributeValue::S("~settings".into()),
+        )
+        .update_expression("SET #r = :v")
+        .expression_attribute_names("#r", format!("s:{region}"))
+        .expression_attribute_values(":v", value)
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_malformed_record_stops_only_what_it_concerns() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let (store, _) = dynamo_store("regions-malformed").await;
+    let table = store.table().to_owned();
+    let fresh = Duration::ZERO;
+    // A whole region's record of the wrong type: every region still starts
+    // and serves every group (that region is compared again once it
+    // records again).
+    corrupt_settings(&table, "eu-north-1", AttributeValue::N("7".into())).await;
+    let west = region(&table, "eu-west-1", "workers=1,db=1", None, fresh).await;
+    assert_eq!(ask(&west, "pre-reboot", "a", "workers").await.0, 200);
+    assert_eq!(ask(&west, "pre-reboot", "b", "db").await.0, 200);
+    // One digest of the wrong type refuses that group only, naming the
+    // region whose record it is.
+    let central_record = AttributeValue::M(
+        [("workers".to_owned(), AttributeValue::N("1".into()))]
+            .into_iter()
+            .collect(),
+    );
+    corrupt_settings(&table, "eu-central-1", central_record).await;
+    let (status, body) = ask(&west, "steady-state", "a", "workers").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (500, Some("settings_differ"))
+    );
+    assert!(
+        body["value"].as_str().unwrap().contains("eu-central-1"),
+        "{body}"
+    );
+    assert_eq!(ask(&west, "steady-state", "b", "db").await.0, 200);
+    // The region itself records again at its start: all is served.
+    let _central = region(&table, "eu-central-1", "workers=1,db=1", None, fresh).await;
+    assert_eq!(ask(&west, "steady-state", "a", "workers").await.0, 200);
+}
+
+#[tokio::test]
+async fn two_stacks_in_one_region_on_one_table_are_compared() {
+    let (store, _) = dynamo_store("regions-two-stacks").await;
+    let table = store.table().to_owned();
+    let stack = |slots: &'static str, name: &'static str| {
+        let table = table.clone();
+        async move {
+            let client = crate::helpers::client_as(&format!("function.{table}")).await;
+            let service = FleetLock::new(
+                GroupSlots::parse(slots).unwrap(),
+                DynamoStore::new(client, &table),
+            )
+            .agreeing("eu-west-1", Duration::ZERO)
+            .recorded_as(name);
+            service.record_settings().await.unwrap();
+            Arc::new(Api::new(service, Auth::Disabled))
+        }
+    };
+    // The same settings: both serve, one semaphore.
+    let first = stack("workers=1", "stack-a-Function").await;
+    let second = stack("workers=1", "stack-b-Function").await;
+    assert_eq!(ask(&first, "pre-reboot", "a", "workers").await.0, 200);
+    assert_eq!(ask(&second, "pre-reboot", "b", "workers").await.0, 423);
+    assert_eq!(ask(&first, "steady-state", "a", "workers").await.0, 200);
+    // A third stack records other settings over the region's record: the
+    // stacks whose record it wrote over refuse the group and name it.
+    let third = stack("workers=3", "stack-c-Function").await;
+    let (status, body) = ask(&first, "pre-reboot", "a", "workers").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (500, Some("settings_differ"))
+    );
+    assert!(
+        body["value"]
+            .as_str()
+            .unwrap()
+            .contains("eu-west-1 (stack-c-Function)"),
+        "{body}"
+    );
+    assert_eq!(ask(&second, "pre-reboot", "b", "workers").await.0, 500);
+    // The last one serves with its settings: at no moment do two stacks
+    // grant the group with different slots.
+    assert_eq!(ask(&third, "pre-reboot", "c", "workers").await.0, 200);
 }

@@ -43,7 +43,7 @@ async fn dynamodb(target: &str, body: Value) -> Value {
         .header("x-amz-target", target)
         .header(
             "authorization",
-            "AWS4-HMAC-SHA256 Credential=local/20261130/us-east-1/dynamodb/aws4_request, \
+            "AWS4-HMAC-SHA256 Credential=fleetlock-tests/20261130/us-east-1/dynamodb/aws4_request, \
              SignedHeaders=host, Signature=00",
         )
         .body(Full::new(Bytes::from(body.to_string())))

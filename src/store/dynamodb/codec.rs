@@ -228,20 +228,39 @@ pub(super) fn recorded_of(
         let Some(region) = name.strip_prefix(SETTINGS_PREFIX) else {
             continue;
         };
+        // One malformed record stops only what it concerns: a region's
+        // record that is no map is left out (that region records again at
+        // its next start or refresh), a digest that is no string refuses
+        // that group only; each named in a line.
         let AttributeValue::M(digests) = value else {
-            return Err(StoreError::Corrupt(format!(
-                "{SETTINGS_KEY}.{name} is not a map"
-            )));
+            tracing::error!(
+                record = format!("{SETTINGS_KEY}.{name}"),
+                region,
+                "a region's settings record is not a map of digests: region {region} is not \
+                 compared until it records its settings again (its next start or refresh)"
+            );
+            continue;
         };
         let digests = digests
             .iter()
             .map(|(group, digest)| match digest {
-                AttributeValue::S(digest) => Ok((group.clone(), digest.clone())),
-                _ => Err(StoreError::Corrupt(format!(
-                    "{SETTINGS_KEY}.{name}.{group} is not a string"
-                ))),
+                AttributeValue::S(digest) => (group.clone(), digest.clone()),
+                _ => {
+                    tracing::error!(
+                        record = format!("{SETTINGS_KEY}.{name}.{group}"),
+                        region,
+                        group,
+                        "a region's digest for a group is not a string: group '{group}' is \
+                         refused where region {region}'s settings are compared, until it \
+                         records them again"
+                    );
+                    (
+                        group.clone(),
+                        crate::domain::agreement::UNREADABLE.to_owned(),
+                    )
+                }
             })
-            .collect::<Result<_, _>>()?;
+            .collect();
         recorded.insert(region.to_owned(), digests);
     }
     Ok(recorded)

@@ -531,4 +531,25 @@ impl LockStore for DynamoStore {
     async fn recorded_settings(&self) -> Result<crate::domain::agreement::Recorded, StoreError> {
         recorded_of(self.read_item(SETTINGS_KEY).await?.as_ref())
     }
+
+    async fn forget_region(&self, region: &str) -> Result<bool, StoreError> {
+        let removed = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY_ATTRIBUTE, AttributeValue::S(SETTINGS_KEY.into()))
+            .update_expression("REMOVE #region")
+            .condition_expression("attribute_exists(#region)")
+            .expression_attribute_names("#region", format!("{SETTINGS_PREFIX}{region}"))
+            .send()
+            .await;
+        match removed {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(err)) => match err.into_err() {
+                UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
+                other => Err(unavailable(other)),
+            },
+            Err(err) => Err(unavailable(err)),
+        }
+    }
 }
