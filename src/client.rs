@@ -380,12 +380,13 @@ where
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// Server text made safe for a terminal: control characters (escape
-/// sequences, CR and LF that could forge a line) shown escaped, and at most
-/// 500 characters.
+/// sequences, CR and LF that could forge a line) and invisible or
+/// text-reordering ones (U+202E, U+2066) shown escaped, and at most 500
+/// characters.
 pub fn printable(text: &str) -> String {
     let mut shown = String::new();
     for c in text.chars().take(500) {
-        if c.is_control() {
+        if c.is_control() || crate::domain::input::is_deceptive(c) {
             shown.extend(c.escape_default());
         } else {
             shown.push(c);

@@ -110,7 +110,9 @@ pub fn next_renewal(lease: Option<Duration>, confirmed: Instant, failed: bool) -
     if failed {
         Instant::now() + RETRY_RENEWAL.min(every)
     } else {
-        confirmed + every
+        confirmed
+            .checked_add(every)
+            .unwrap_or(confirmed + MAX_RENEW_EVERY)
     }
 }
 
@@ -118,7 +120,9 @@ pub fn next_renewal(lease: Option<Duration>, confirmed: Instant, failed: bool) -
 /// lost: [`LEASE_MARGIN`] (or a third of a short lease) before its lease,
 /// counted from the sending of the last confirmed renewal, runs out.
 pub fn lost_after(lease: Option<Duration>, confirmed: Instant) -> Option<Instant> {
-    lease.map(|lease| confirmed + lease.saturating_sub(LEASE_MARGIN.min(lease / 3)))
+    // A lease too long to add to an instant (a server's u64::MAX seconds)
+    // is never lost by waiting.
+    lease.and_then(|lease| confirmed.checked_add(lease.saturating_sub(LEASE_MARGIN.min(lease / 3))))
 }
 
 /// How a run of the command ended.
@@ -138,8 +142,13 @@ pub async fn hold(
     say: &mut dyn FnMut(&str),
 ) -> u8 {
     let (id, group) = (checked.id.as_str(), checked.group.as_str());
+    // A process group of its own: SIGTERM and SIGKILL reach the whole job,
+    // grandchildren included. The node's secret stays out of its
+    // environment.
     let mut child = match tokio::process::Command::new(&command[0])
         .args(&command[1..])
+        .process_group(0)
+        .env_remove("FLEETLOCK_URL")
         .kill_on_drop(true)
         .spawn()
     {
@@ -154,6 +163,7 @@ pub async fn hold(
     let mut stopped = false;
     let mut confirmed = Instant::now();
     let mut failed = false;
+    let group_id = child.id().and_then(|pid| i32::try_from(pid).ok());
     let run = loop {
         let next = next_renewal(lease, confirmed, failed);
         tokio::select! {
@@ -198,6 +208,11 @@ pub async fn hold(
             }
         }
     };
+    // What the command left running in its group ends before the slot is
+    // given back.
+    if let Some(group_id) = group_id {
+        end_group(group_id, say).await;
+    }
     give_back(checked, say).await;
     match run {
         Run::Exited(code) => code,
@@ -220,11 +235,47 @@ fn exit_code(status: std::io::Result<std::process::ExitStatus>) -> u8 {
 
 fn terminate(child: &tokio::process::Child) {
     if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
-        // SAFETY: kill(2) with a pid this process spawned and has not yet
-        // reaped (`id` is `None` once it has), and a valid signal.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
+        signal_group(pid, libc::SIGTERM);
+    }
+}
+
+/// Sends `signal` to the process group `group_id` (the command's own);
+/// false when no process of it is left.
+fn signal_group(group_id: i32, signal: i32) -> bool {
+    // SAFETY: kill(2) on the negative id of a process group this process
+    // made for its command (process_group(0)), with a valid signal or 0.
+    unsafe { libc::kill(-group_id, signal) == 0 }
+}
+
+/// Ends what is left of the command's process group once the command
+/// itself has ended: SIGTERM, SIGKILL after [`KILL_AFTER`], and waits (at
+/// most a few seconds more) for the group to be gone.
+async fn end_group(group_id: i32, say: &mut dyn FnMut(&str)) {
+    if !signal_group(group_id, 0) {
+        return;
+    }
+    say("the command left processes running in its group: they hear SIGTERM");
+    signal_group(group_id, libc::SIGTERM);
+    let gone = |limit: Duration| async move {
+        let until = Instant::now() + limit;
+        while Instant::now() < until {
+            if !signal_group(group_id, 0) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        !signal_group(group_id, 0)
+    };
+    if gone(KILL_AFTER).await {
+        return;
+    }
+    say(&format!(
+        "processes of the command's group did not end within {} s of SIGTERM: SIGKILL",
+        KILL_AFTER.as_secs()
+    ));
+    signal_group(group_id, libc::SIGKILL);
+    if !gone(Duration::from_secs(5)).await {
+        say("processes of the command's group are still listed (not yet reaped by their parent)");
     }
 }
 
@@ -239,6 +290,9 @@ async fn stop_child(child: &mut tokio::process::Child, say: &mut dyn FnMut(&str)
             "the command did not end within {} s of SIGTERM: SIGKILL",
             KILL_AFTER.as_secs()
         ));
+        if let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) {
+            signal_group(pid, libc::SIGKILL);
+        }
         let _ = child.kill().await;
     }
 }
@@ -350,5 +404,14 @@ mod tests {
             Some(start + Duration::from_secs(2))
         );
         assert_eq!(lost_after(None, start), None);
+    }
+
+    #[test]
+    fn a_lease_of_any_size_never_panics() {
+        let now = Instant::now();
+        let huge = Some(Duration::from_secs(u64::MAX));
+        assert_eq!(lost_after(huge, now), None);
+        assert!(next_renewal(huge, now, false) <= now + MAX_RENEW_EVERY);
+        assert!(next_renewal(huge, now, true) <= Instant::now() + RETRY_RENEWAL);
     }
 }

@@ -134,7 +134,7 @@ impl NodeId {
 /// Characters that show as nothing, look like a plain space, or reorder the
 /// text around them: with one, an id can pass for another (`node\u{200b}-1`
 /// for `node-1`; U+202E reverses what follows).
-fn is_deceptive(c: char) -> bool {
+pub(crate) fn is_deceptive(c: char) -> bool {
     (c.is_whitespace() && c != ' ')
         || matches!(
             c,

@@ -974,3 +974,75 @@ async fn an_endless_answer_is_cut_off_with_a_line() {
     assert!(job.stderr.contains("larger than 64 KiB"), "{}", job.stderr);
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+/// `lock -- COMMAND` stops the whole job: the command runs in a process
+/// group of its own, SIGTERM reaches its grandchildren too, and the slot is
+/// given back only once none of them runs. The job never sees the node's
+/// secret in its environment.
+#[tokio::test]
+async fn lock_stops_the_whole_job_and_keeps_the_secret_out_of_it() {
+    let (_server, _, url, _) = server(None).await;
+    let machine = machine_id_file("whole-job");
+    let dir = std::env::temp_dir().join(format!("fleetlock-job-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let marker = dir.join("grandchild");
+    let seen_env = dir.join("env");
+    // A shell that runs a grandchild in the foreground, as a job would.
+    let script = format!(
+        "env > {env}; sh -c 'echo $$ > {marker}; exec sleep 23' ; echo finished",
+        env = seen_env.display(),
+        marker = marker.display()
+    );
+    let mut job = fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock", "--group", "jobs", "--id", "job", "--", "sh", "-c", &script,
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let said = collect_stderr(&mut job);
+    let grandchild: i32 = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Some(pid) = std::fs::read_to_string(&marker)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the job started");
+    let env = std::fs::read_to_string(&seen_env).unwrap();
+    assert!(!env.contains("FLEETLOCK_URL"), "{env}");
+    assert!(!env.contains(url.as_str()));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &job.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), job.wait())
+        .await
+        .expect("the job ends well before its sleep")
+        .unwrap();
+    // The grandchild is gone (or a zombie awaiting its reaper), not running
+    // on with the slot given back.
+    let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+    assert!(
+        state.is_empty() || state.split(' ').nth(2) == Some("Z"),
+        "sleep 23 still runs: {state}"
+    );
+    assert_ne!(status.code(), Some(0), "{:?}", said.lock().unwrap());
+    // The slot was given back: another node takes it at once.
+    let next = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "next"],
+    ))
+    .await;
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -501,6 +501,14 @@ pub fn under_role(command: &mut tokio::process::Command, principal: &str) {
 
 /// Runs a `fleetlock` command under the role it has on AWS ([`cli_principal`]).
 pub fn under_cli_role(command: &mut tokio::process::Command) {
+    // With a Lambda runtime to poll, the binary is the API function.
+    if command
+        .as_std()
+        .get_envs()
+        .any(|(name, value)| name == "AWS_LAMBDA_RUNTIME_API" && value.is_some())
+    {
+        return under_role(command, "function");
+    }
     let args: Vec<String> = command
         .as_std()
         .get_args()
