@@ -246,6 +246,16 @@ impl Confirmed {
                 true,
                 format!("'{id}' holds its slot in group '{group}' already; nothing changed"),
             ),
+            Drained::Returning { since } => (
+                "returning",
+                false,
+                format!(
+                    "'{id}' in group '{group}' rebooted already: the reservation confirmed{asked} \
+                     ended, and its slot is returning since {} until its return is confirmed; \
+                     nothing changed (bring the node back into service, then confirm its return)",
+                    since.to_rfc3339_millis()
+                ),
+            ),
             Drained::NoReservation => (
                 "no_reservation",
                 false,

@@ -133,30 +133,16 @@ impl NodeId {
 
 /// Characters that show as nothing, look like a plain space, or reorder the
 /// text around them: with one, an id can pass for another (`node\u{200b}-1`
-/// for `node-1`; U+202E reverses what follows).
+/// for `node-1`; U+202E reverses what follows). Unicode names them itself:
+/// Default_Ignorable_Code_Point (shown as nothing where unsupported), the
+/// format characters (Cf: bidi controls, joiners, shorthand and hieroglyph
+/// format controls), and any space but the plain one.
 pub(crate) fn is_deceptive(c: char) -> bool {
+    use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
+    use icu_properties::{CodePointMapData, CodePointSetData};
     (c.is_whitespace() && c != ' ')
-        || matches!(
-            c,
-            '\u{00AD}'
-                | '\u{034F}'
-                | '\u{061C}'
-                | '\u{115F}'
-                | '\u{1160}'
-                | '\u{17B4}'
-                | '\u{17B5}'
-                | '\u{180B}'..='\u{180F}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{206F}'
-                | '\u{3164}'
-                | '\u{FE00}'..='\u{FE0F}'
-                | '\u{FEFF}'
-                | '\u{FFA0}'
-                | '\u{FFF9}'..='\u{FFFB}'
-                | '\u{1D173}'..='\u{1D17A}'
-                | '\u{E0000}'..='\u{E0FFF}'
-        )
+        || CodePointSetData::new::<DefaultIgnorableCodePoint>().contains(c)
+        || CodePointMapData::<GeneralCategory>::new().get(c) == GeneralCategory::Format
 }
 
 impl fmt::Display for NodeId {
@@ -320,6 +306,12 @@ mod tests {
             ("\u{feff}node", "\\u{feff}node"),
             ("node\u{2066}x", "node\\u{2066}x"),
             ("tag\u{e0041}", "tag\\u{e0041}"),
+            // Format controls a hand list missed: shorthand and hieroglyph.
+            ("node-1\u{1bca0}", "node-1\\u{1bca0}"),
+            ("node-1\u{1bca3}", "node-1\\u{1bca3}"),
+            ("node-1\u{13430}", "node-1\\u{13430}"),
+            ("node\u{3164}1", "node\\u{3164}1"),
+            ("node\u{180e}1", "node\\u{180e}1"),
         ] {
             let err = NodeId::parse(bad).unwrap_err();
             assert_eq!(err.kind(), "invalid_id", "{bad:?}");
@@ -328,6 +320,37 @@ mod tests {
             let stored = NodeId::stored(bad).unwrap();
             assert_eq!(stored.shown(), shown);
             assert_eq!(NodeId::from_shown(shown).unwrap(), stored);
+        }
+    }
+
+    #[test]
+    fn every_character_unicode_calls_ignorable_or_format_is_refused() {
+        // Whole ranges, against the hand list this rule replaced.
+        for range in [
+            '\u{00AD}'..='\u{00AD}',
+            '\u{034F}'..='\u{034F}',
+            '\u{061C}'..='\u{061C}',
+            '\u{115F}'..='\u{1160}',
+            '\u{17B4}'..='\u{17B5}',
+            '\u{180B}'..='\u{180F}',
+            '\u{200B}'..='\u{200F}',
+            '\u{202A}'..='\u{202E}',
+            '\u{2060}'..='\u{206F}',
+            '\u{FE00}'..='\u{FE0F}',
+            '\u{FFA0}'..='\u{FFA0}',
+            '\u{FFF9}'..='\u{FFFB}',
+            '\u{1BCA0}'..='\u{1BCA3}',
+            '\u{13430}'..='\u{1343F}',
+            '\u{1D173}'..='\u{1D17A}',
+            '\u{E0000}'..='\u{E0FFF}',
+        ] {
+            for c in range {
+                assert!(is_deceptive(c), "U+{:04X}", u32::from(c));
+            }
+        }
+        // Letters, digits, marks and symbols of every script stay ids.
+        for c in "node-1.é中ñ日本語Ωж٣क्षि_@:/".chars() {
+            assert!(!is_deceptive(c), "U+{:04X}", u32::from(c));
         }
     }
 

@@ -376,6 +376,10 @@ impl Group {
     /// the node may not reboot now (excluded, or the group paused: the
     /// reservation stays, and a later confirmation grants it).
     pub fn decide_drained(&self, id: &NodeId, since: Option<Timestamp>) -> Drained {
+        if let Some(&since) = self.returning.get(id) {
+            // A returning slot is held too, but nothing is left to drain.
+            return Drained::Returning { since };
+        }
         match self.draining.get(id) {
             None if self.holders.holds(id) => Drained::AlreadyGranted,
             None => Drained::NoReservation,
@@ -1352,6 +1356,15 @@ mod tests {
         assert_eq!(
             group.release(&id("a"), true, Timestamp(300)),
             Release::StillReturning
+        );
+        assert_eq!(group.returning.get(&id("a")), Some(&Timestamp(100)));
+        // A drain confirmed late (a hook's retry, a person) is of a
+        // reservation that ended: the slot is returning, not granted.
+        assert_eq!(
+            group.drained(&id("a"), None, Timestamp(300)),
+            Drained::Returning {
+                since: Timestamp(100)
+            }
         );
         assert_eq!(group.returning.get(&id("a")), Some(&Timestamp(100)));
         // Its own pre-reboot (a new update right after) waits for the return.

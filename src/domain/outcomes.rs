@@ -61,6 +61,10 @@ pub enum Drained {
     /// The node holds its slot already (confirmed before, or granted on
     /// timeout): nothing changed.
     AlreadyGranted,
+    /// The node rebooted already and its slot is returning (since
+    /// `since`) until its return is confirmed: the drain confirmed is of a
+    /// reservation that ended. Nothing changed.
+    Returning { since: Timestamp },
     /// The node holds no reservation: it never asked, or its reservation
     /// ended (its steady-state, a release). Nothing changed.
     NoReservation,

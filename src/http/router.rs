@@ -118,10 +118,13 @@ impl<S: LockStore> Api<S> {
             },
             Err(err) => Err(err.clone()),
         };
-        let (group, id, client) = request.as_ref().map_or(("", "", ""), |r| {
-            let client = r.client.as_deref().unwrap_or("");
-            (r.params.group.as_str(), r.params.id.as_str(), client)
+        let (group, client) = request.as_ref().map_or(("", ""), |r| {
+            (r.params.group.as_str(), r.client.as_deref().unwrap_or(""))
         });
+        // As a person's screen shows it: a steady-state may still carry an
+        // id stored under 0.2's rule, bidi controls and all.
+        let id = request.as_ref().map(|r| r.params.id.shown());
+        let id = id.as_deref().unwrap_or("");
         if let (Some(metrics), Some(answer), Some(request)) = (&self.metrics, answer, &request) {
             // Stdout, where CloudWatch takes embedded metrics from.
             let line = metrics.line(&request.params.group, answer, Timestamp::now());

@@ -1189,7 +1189,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
             .unwrap();
     }
 
-    let (mut child, addr) = serve(&mut configured()).await;
+    let (mut child, addr) = serve(configured().stderr(Stdio::piped())).await;
     let answer = |r: crate::helpers::HttpResponse| (r.status, r.kind());
     assert_eq!(
         zincati(addr, "pre-reboot", "a1", "junk-a").await.status,
@@ -1291,7 +1291,16 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
         zincati(addr, "pre-reboot", "c1", "junk-c").await.status,
         200
     );
-    child.kill().await.unwrap();
+    // A steady-state still takes an id under 0.2's rule, bidi controls
+    // and all; its log line shows the id escaped, never reordering the
+    // text of the line around it.
+    let r = zincati(addr, "steady-state", "\u{202e}1-edon", "default").await;
+    assert_eq!(r.status, 200);
+    child.start_kill().unwrap();
+    let output = child.wait_with_output().await.unwrap();
+    let logs = String::from_utf8_lossy(&output.stderr);
+    assert!(logs.contains("\\u{202e}1-edon"), "{logs}");
+    assert!(!logs.contains('\u{202e}'), "{logs}");
 
     // Past 20 idle groups, status counts the rest; --all lists them.
     let store = fleetlock::store::dynamodb::DynamoStore::new(client, &table);

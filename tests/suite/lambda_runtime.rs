@@ -214,6 +214,11 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
             zincati_body("node-a", "default"),
             Some(authorization.as_str()),
         ),
+        // An id 0.2 stored may still give its slot back, bidi control and all.
+        (
+            zincati_body("\u{202e}1-edon", "default"),
+            Some(authorization.as_str()),
+        ),
     ];
     let mut answers = Vec::new();
     for (i, (body, auth)) in calls.into_iter().enumerate() {
@@ -221,6 +226,10 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         if i == 4 {
             event["rawPath"] = "/fleet/v1/pre-reboot".into();
             event["requestContext"]["http"]["path"] = "/fleet/v1/pre-reboot".into();
+        }
+        if i == 5 {
+            event["rawPath"] = "/v1/steady-state".into();
+            event["requestContext"]["http"]["path"] = "/v1/steady-state".into();
         }
         runtime.events.send(event.to_string()).unwrap();
         let (path, answer) = tokio::time::timeout(Duration::from_secs(30), runtime.answers.recv())
@@ -266,7 +275,7 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
     let (metrics, unservable): (Vec<Value>, Vec<Value>) = lines
         .into_iter()
         .partition(|line| line.get("Outcome").is_some());
-    assert_eq!(metrics.len(), 2, "{stdout}");
+    assert_eq!(metrics.len(), 3, "{stdout}");
     // ...and one for the wrong secret under a client's name, which asking
     // again cannot mend; the call without credentials at all is no node's.
     assert_eq!(unservable.len(), 1, "{stdout}");
@@ -299,7 +308,7 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
             .iter()
             .filter(|m| ["decision", "refusal"].contains(m))
             .count(),
-        5,
+        6,
         "{stderr}"
     );
     // A refused credential's log line names who it claimed to be; the
@@ -311,6 +320,16 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         "{stderr}"
     );
     assert!(!stderr.contains("not-the-secret"), "{stderr}");
+    // The bidi control reaches the log escaped, as status shows it.
+    assert_eq!(
+        (status(&answers[5]), body(&answers[5])["outcome"].clone()),
+        (200, "not_held".into())
+    );
+    assert!(
+        logs.iter().any(|l| l["id"] == "\\u{202e}1-edon"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{202e}'), "{stderr}");
     // A path under a prefix: the 404's line names the path, its value the
     // base_url mistake it shows.
     assert_eq!(
@@ -384,7 +403,7 @@ async fn the_binary_serves_lambda_events_with_json_logs_and_metrics() {
         .map(|l| l.len() + 1)
         .collect();
     println!("function log bytes: request lines {request_lines:?}, metric lines {metric_lines:?}");
-    assert_eq!(request_lines.len(), 5);
+    assert_eq!(request_lines.len(), 6);
     assert!(
         request_lines
             .iter()
@@ -888,9 +907,18 @@ async fn the_binary_keeps_a_returning_slot_and_the_drained_function_confirms_it_
         .unwrap();
     let slot = serde_json::json!({"action": "slot", "group": "workers", "id": "node-a"});
     let sweep = serde_json::json!({"action": "sweep"});
-    for action in [slot.clone(), sweep.clone(), sweep] {
+    // A drain confirmed after the node rebooted: the slot is returning, the
+    // reservation is over, and a hook must not take it for done.
+    let late = serde_json::json!({"action": "drained", "group": "workers", "id": "node-a"});
+    for action in [late, slot.clone(), sweep.clone(), sweep] {
         confirmer.events.send(action.to_string()).unwrap();
     }
+    let (_, late) = answered(&mut confirmer).await;
+    assert_eq!(
+        (&late["outcome"], &late["done"]),
+        (&Value::from("returning"), &Value::from(false)),
+        "{late}"
+    );
     let (_, read_slot) = answered(&mut confirmer).await;
     assert_eq!(
         (&read_slot["state"], &read_slot["holds"]),
