@@ -22,8 +22,9 @@ use super::context::command_aws;
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// Serve FleetLock over HTTP (default 127.0.0.1:8080); headers and body each
-/// within 10s (also the idle keep-alive time), at most 512 connections at once
+/// Serve FleetLock over HTTP (default 127.0.0.1:8080); headers, body and the
+/// taking of each answer within 10s (also the idle keep-alive time), at most
+/// 512 connections at once
 ///
 /// Without FLEETLOCK_TABLE the locks live in this process and end with it.
 /// Without FLEETLOCK_CLIENTS it listens on loopback only.
@@ -38,6 +39,9 @@ pub struct Serve {
     /// Time to send the body (1s to 10m)
     #[arg(long, value_name = "D", default_value = "10s", value_parser = serve_timeout)]
     pub body_timeout: Duration,
+    /// Time for the client to take an answer once it stops reading (1s to 10m)
+    #[arg(long, value_name = "D", default_value = "10s", value_parser = serve_timeout)]
+    pub write_timeout: Duration,
     /// Connections at once (1 to 65535)
     #[arg(long, value_name = "N", default_value = "512", value_parser = max_connections)]
     pub max_connections: usize,
@@ -48,6 +52,7 @@ impl Serve {
         Limits {
             header_timeout: self.header_timeout,
             body_timeout: self.body_timeout,
+            write_timeout: self.write_timeout,
             max_connections: self.max_connections,
         }
     }
@@ -153,9 +158,11 @@ async fn serve<S: LockStore>(
     }
     let _ = writeln!(
         stdout,
-        "limits: headers within {}, body within {}, at most {} connections at once",
+        "limits: headers within {}, body within {}, each answer taken within {}, at most {} \
+         connections at once",
         crate::domain::groups::format_duration(limits.header_timeout),
         crate::domain::groups::format_duration(limits.body_timeout),
+        crate::domain::groups::format_duration(limits.write_timeout),
         limits.max_connections
     );
     let _ = stdout.flush();

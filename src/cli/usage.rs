@@ -555,7 +555,7 @@ mod tests {
         assert_eq!(serve.limits(), Limits::default());
         let Sub::Serve(serve) = parsed(
             "serve --listen 0.0.0.0:9000 --header-timeout 2s --body-timeout 1m \
-             --max-connections 64",
+             --write-timeout 30s --max-connections 64",
         ) else {
             panic!()
         };
@@ -565,6 +565,7 @@ mod tests {
             Limits {
                 header_timeout: Duration::from_secs(2),
                 body_timeout: Duration::from_secs(60),
+                write_timeout: Duration::from_secs(30),
                 max_connections: 64,
             }
         );

@@ -4,7 +4,10 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
@@ -14,8 +17,10 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio::time::Sleep;
 
 use crate::domain::error::Error;
 use crate::domain::store::LockStore;
@@ -31,6 +36,10 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// How long the body may take once the headers are in.
     pub body_timeout: Duration,
+    /// How long an answer may wait for the client to take it: a client
+    /// that sends and never reads (its buffers full) loses its connection
+    /// rather than holding a place for ever.
+    pub write_timeout: Duration,
     /// Connections served at once; past it, new ones wait in the kernel's
     /// queue until one closes.
     pub max_connections: usize,
@@ -43,6 +52,7 @@ impl Default for Limits {
         Self {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
             max_connections: 512,
         }
     }
@@ -105,13 +115,109 @@ pub async fn serve<S: LockStore>(
                 .header_read_timeout(limits.header_timeout)
                 .max_buf_size(MAX_BUFFER_BYTES)
                 .max_headers(MAX_HEADERS)
-                .serve_connection(TokioIo::new(stream), answer)
+                .serve_connection(
+                    TokioIo::new(WriteDeadline::new(stream, limits.write_timeout)),
+                    answer,
+                )
                 .await;
             if let Err(err) = served {
                 tracing::debug!(error = %err, "connection ended with an error");
             }
             drop(place);
         });
+    }
+}
+
+/// A connection whose answers must be taken in time: once a write or a
+/// flush cannot go on (the client reads nothing and the buffers between are
+/// full), it has `limit` to finish, or the connection ends with `TimedOut`.
+/// Only a completed flush (the whole answer handed to the kernel) starts the
+/// count afresh, so a client that reads a byte now and then gains nothing.
+struct WriteDeadline<T> {
+    io: T,
+    limit: Duration,
+    deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(io: T, limit: Duration) -> Self {
+        Self {
+            io,
+            limit,
+            deadline: None,
+        }
+    }
+
+    /// A write that could not go on: pending until the deadline, an error
+    /// after it.
+    fn blocked<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        let limit = self.limit;
+        let deadline = self
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the client took no answer for {limit:?}"),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.io).poll_write(cx, buf) {
+            Poll::Pending => self.blocked(cx),
+            written => written,
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.io).poll_write_vectored(cx, bufs) {
+            Poll::Pending => self.blocked(cx),
+            written => written,
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.io).poll_flush(cx) {
+            Poll::Pending => self.blocked(cx),
+            Poll::Ready(Ok(())) => {
+                self.deadline = None;
+                Poll::Ready(Ok(()))
+            }
+            failed => failed,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.io).poll_shutdown(cx) {
+            Poll::Pending => self.blocked(cx),
+            done => done,
+        }
     }
 }
 

@@ -207,6 +207,51 @@ async fn past_the_connection_cap_a_request_waits_and_is_answered_once_one_closes
     let _ = std::fs::remove_file(&log);
 }
 
+#[tokio::test]
+async fn clients_that_send_and_never_read_lose_their_places_in_time() {
+    let log = log_path("never-reads");
+    let (_server, addr) = serve(
+        "",
+        &["--max-connections", "4", "--write-timeout", "1s"],
+        &log,
+    )
+    .await;
+    // Every place taken by a client that pipelines requests and reads no
+    // answer: a small receive buffer, so the answers fill it, and the
+    // server's own send buffer, within a few hundred of them.
+    let pipelined = "GET / HTTP/1.1\r\nhost: fleetlock\r\n\r\n".repeat(20_000);
+    let mut writers = Vec::new();
+    for _ in 0..4 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut stream = socket.connect(addr.parse().unwrap()).await.unwrap();
+        let requests = pipelined.clone();
+        writers.push(tokio::spawn(async move {
+            // Blocks once the server stops reading; fails only once the
+            // server has closed the connection.
+            while stream.write_all(requests.as_bytes()).await.is_ok() {}
+        }));
+    }
+    for writer in writers {
+        let abort = writer.abort_handle();
+        let closed = tokio::time::timeout(Duration::from_secs(30), writer).await;
+        abort.abort();
+        assert!(
+            closed.is_ok(),
+            "a client that reads nothing kept its connection for 30 s"
+        );
+    }
+    // And a fresh client is served: the places are free again.
+    let fresh = tokio::time::timeout(
+        Duration::from_secs(10),
+        zincati(addr.parse().unwrap(), "pre-reboot", "fresh-node", "default"),
+    )
+    .await
+    .expect("a fresh client was answered");
+    assert_eq!(fresh.status, 200);
+    let _ = std::fs::remove_file(&log);
+}
+
 /// Waits until the log at `path` has a line containing `text`.
 async fn wait_for_line(path: &std::path::Path, text: &str, limit: Duration) {
     let deadline = Instant::now() + limit;

@@ -132,11 +132,13 @@ pub fn config_summary(
          a group name: at most {MAX_GROUP_CHARS} characters of A-Z a-z 0-9 . -\n  \
          slots of a group: at most {MAX_SLOTS}\n  \
          a request body: at most {} bytes\n  \
-         serve (defaults): headers within {}, body within {}, at most {} connections, \
+         serve (defaults): headers within {}, body within {}, each answer taken within {}, \
+         at most {} connections, \
          {} KiB of buffer and {} header lines a connection\n",
         crate::http::MAX_BODY_BYTES,
         format_duration(limits.header_timeout),
         format_duration(limits.body_timeout),
+        format_duration(limits.write_timeout),
         limits.max_connections,
         crate::http::server::MAX_BUFFER_BYTES / 1024,
         crate::http::server::MAX_HEADERS,
