@@ -231,7 +231,30 @@ pub struct ClientParams {
 /// so that a newer client keeps working against this server.
 #[derive(serde::Deserialize)]
 struct WireBody {
-    client_params: WireClientParams,
+    client_params: Object<WireClientParams>,
+}
+
+/// `T` from a JSON object only. serde reads a struct from an array of its
+/// fields too (`[["id","group"]]`), a shape no FleetLock client sends: one
+/// body, one way to write it.
+struct Object<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<T, M::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Fields(std::marker::PhantomData))
+            .map(Object)
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -250,14 +273,14 @@ impl ClientParams {
         }
         let text = std::str::from_utf8(body)
             .map_err(|_| Error::InvalidBody("the request body is not UTF-8".into()))?;
-        let wire: WireBody = serde_json::from_str(text).map_err(|e| {
+        let Object(wire): Object<WireBody> = serde_json::from_str(text).map_err(|e| {
             Error::InvalidBody(format!(
                 "expected {{\"client_params\": {{\"id\": \"...\", \"group\": \"...\"}}}}: {e}"
             ))
         })?;
         Ok(Self {
-            id: NodeId::parse_as(&wire.client_params.id, rule)?,
-            group: GroupName::parse(&wire.client_params.group)?,
+            id: NodeId::parse_as(&wire.client_params.0.id, rule)?,
+            group: GroupName::parse(&wire.client_params.0.group)?,
         })
     }
 }
@@ -444,6 +467,10 @@ mod tests {
             br#"{"client_params":{"id":5,"group":"g"}}"#,
             br#"{"client_params":{"id":"a","group":null}}"#,
             br#"{"client_params":"a"}"#,
+            // A struct as serde would also read it, from its fields' array.
+            br#"[["a","g"]]"#,
+            br#"{"client_params":["a","g"]}"#,
+            br#"[{"id":"a","group":"g"}]"#,
         ] {
             let err = ClientParams::from_body(bad, IdRule::New).unwrap_err();
             assert_eq!(

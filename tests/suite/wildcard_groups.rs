@@ -258,3 +258,50 @@ async fn a_case_twin_of_a_full_group_is_refused_not_granted_by_star() {
     let other = zincati(server.addr, "pre-reboot", nodes[0], "batch").await;
     assert_eq!(other.status, 200);
 }
+
+#[tokio::test]
+async fn a_full_list_is_not_written_again_for_a_minute_after_a_refusal() {
+    // Each write to the list is billed by its whole size, refused or not:
+    // about 126 write units with 2,000 names of 64 characters.
+    let (store, requests) = dynamo_store("wildfull").await;
+    let at = Timestamp(1_000);
+    for name in ["a", "b"] {
+        let took = store
+            .acquire(&group(name), &id("n1"), wildcard(2), at)
+            .await;
+        assert_eq!(took.unwrap().outcome, Acquire::Granted, "{name}");
+    }
+    let requests_for = |name: &'static str, at: Timestamp| {
+        let (store, requests) = (&store, &requests);
+        async move {
+            let before = requests.get();
+            let refused = store
+                .acquire(&group(name), &id("n1"), wildcard(2), at)
+                .await
+                .unwrap();
+            assert_eq!(refused.outcome, Acquire::TooManyGroups { limit: 2 });
+            requests.get() - before
+        }
+    };
+    // The first refusal asks the list: the group's write, then the count.
+    assert_eq!(requests_for("c", at).await, 2);
+    // Within the minute, the group's own write only (an item it lacks).
+    let within = Timestamp(at.0 + 59_000);
+    assert_eq!(requests_for("d", within).await, 1);
+    // After it, the list is asked again.
+    let after = Timestamp(at.0 + 60_000);
+    assert_eq!(requests_for("e", after).await, 2);
+    // A group forgotten by this process frees a place at once.
+    store
+        .release(&group("b"), &id("n1"), false, after)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.forget(&group("b")).await.unwrap(),
+        Forgot::Removed { counted: true }
+    ));
+    let took = store
+        .acquire(&group("f"), &id("n1"), wildcard(2), after)
+        .await;
+    assert_eq!(took.unwrap().outcome, Acquire::Granted);
+}

@@ -127,7 +127,9 @@ impl LockStore for DynamoStore {
                 if !matches!(outcome, Acquire::Granted | Acquire::Reserves) {
                     return Ok(decided(outcome, GroupRecord::default()));
                 }
-                if !self.count_wildcard_group(group, limit).await? {
+                if self.wildcard_list_known_full(now)
+                    || !self.count_wildcard_group(group, limit, now).await?
+                {
                     return Ok(decided(
                         Acquire::TooManyGroups { limit },
                         GroupRecord::default(),
@@ -452,6 +454,11 @@ impl LockStore for DynamoStore {
             Err(err) => return Err(unavailable(err)),
         };
         let counted = self.uncount_wildcard_group(group).await?;
+        if counted {
+            // A place is free: the next new group asks the list again.
+            self.wildcard_full_at
+                .store(0, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(match (removed, counted) {
             (true, counted) => Forgot::Removed { counted },
             (false, true) => Forgot::Uncounted,

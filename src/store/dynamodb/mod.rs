@@ -124,10 +124,20 @@ pub(super) const WILDCARD_NAMES_ATTRIBUTE: &str = "names";
 /// The holder prefix of version 0.1 items: read and released, never written.
 pub(super) const LEGACY_HOLDER_PREFIX: &str = "holder:";
 
+/// How long a process takes the list of groups only `*` covers as full once
+/// a count was refused: a write to that item is billed by its whole size
+/// (about 126 write units with 2,000 names of 64 characters), refused or
+/// not, so each further new group in this time is refused without one. A
+/// group forgotten meanwhile is seen within this time; nothing is granted
+/// on it, so it can only delay a grant, never add one.
+pub const WILDCARD_FULL_REMEMBERED: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub struct DynamoStore {
     client: Client,
     table: String,
     consumed_capacity: ReturnConsumedCapacity,
+    /// When a count was last refused (epoch ms; 0: never).
+    wildcard_full_at: std::sync::atomic::AtomicU64,
 }
 
 impl DynamoStore {
@@ -136,6 +146,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             consumed_capacity: ReturnConsumedCapacity::None,
+            wildcard_full_at: std::sync::atomic::AtomicU64::new(0),
         }
     }
 

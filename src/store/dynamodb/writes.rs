@@ -472,6 +472,7 @@ impl DynamoStore {
         &self,
         group: &GroupName,
         limit: u32,
+        now: Timestamp,
     ) -> Result<bool, StoreError> {
         let request = self
             .wildcard_list_write(group, "ADD #names :group")
@@ -479,7 +480,21 @@ impl DynamoStore {
                 "contains(#names, :name) OR attribute_not_exists(#names) OR size(#names) < :limit",
             )
             .expression_attribute_values(":limit", number(limit.into()));
-        self.conditional(request).await
+        let counted = self.conditional(request).await?;
+        if !counted {
+            self.wildcard_full_at
+                .store(now.0, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(counted)
+    }
+
+    /// Whether a count was refused within [`super::WILDCARD_FULL_REMEMBERED`]
+    /// of `now`: a new group is then refused without a write to the list.
+    pub(super) fn wildcard_list_known_full(&self, now: Timestamp) -> bool {
+        let at = self
+            .wildcard_full_at
+            .load(std::sync::atomic::Ordering::Relaxed);
+        at != 0 && now.0 >= at && now.0 - at < super::WILDCARD_FULL_REMEMBERED.as_millis() as u64
     }
 
     /// No longer counts `group` among those only `*` covers; `false` when it
