@@ -39,6 +39,10 @@ pub struct LockCommand {
     /// was lost and the command stopped; 127: it could not be started)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// Leave FLEETLOCK_URL, the node's secret, in COMMAND's environment
+    /// (it is taken out otherwise)
+    #[arg(long, requires = "command")]
+    pub keep_url: bool,
 }
 
 impl LockCommand {
@@ -56,7 +60,11 @@ impl LockCommand {
         if ended != Ended::Done {
             return ExitCode::from(ended.code());
         }
-        ExitCode::from(hold(&checked, &self.command, lease, stop_signal(), &mut say).await)
+        let job = Job {
+            command: &self.command,
+            keep_url: self.keep_url,
+        };
+        ExitCode::from(hold(&checked, job, lease, stop_signal(), &mut say).await)
     }
 }
 
@@ -132,26 +140,36 @@ enum Run {
     Lost,
 }
 
+/// The command `lock` holds a slot for, and whether it sees the URL.
+#[derive(Clone, Copy, Debug)]
+pub struct Job<'a> {
+    pub command: &'a [String],
+    pub keep_url: bool,
+}
+
 /// Runs `command` while the slot `checked` names is held, renews it, gives
 /// it back at the end; the exit code to end with.
 pub async fn hold(
     checked: &Checked,
-    command: &[String],
+    job: Job<'_>,
     lease: Option<Duration>,
     stop: impl std::future::Future<Output = ()>,
     say: &mut dyn FnMut(&str),
 ) -> u8 {
     let (id, group) = (checked.id.as_str(), checked.group.as_str());
+    let command = job.command;
     // A process group of its own: SIGTERM and SIGKILL reach the whole job,
     // grandchildren included. The node's secret stays out of its
-    // environment.
-    let mut child = match tokio::process::Command::new(&command[0])
+    // environment unless asked for.
+    let mut spawned = tokio::process::Command::new(&command[0]);
+    spawned
         .args(&command[1..])
         .process_group(0)
-        .env_remove("FLEETLOCK_URL")
-        .kill_on_drop(true)
-        .spawn()
-    {
+        .kill_on_drop(true);
+    if !job.keep_url {
+        spawned.env_remove("FLEETLOCK_URL");
+    }
+    let mut child = match spawned.spawn() {
         Ok(child) => child,
         Err(err) => {
             say(&format!("cannot run {}: {err}", command[0]));

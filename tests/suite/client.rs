@@ -1046,3 +1046,40 @@ async fn lock_stops_the_whole_job_and_keeps_the_secret_out_of_it() {
     assert_eq!(next.code, 0, "{}", next.stderr);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `lock --keep-url -- COMMAND`: the job asked for the URL, and has it.
+#[tokio::test]
+async fn lock_keep_url_leaves_the_url_to_a_job_that_asks_for_it() {
+    let (_server, _, url, _) = server(None).await;
+    let machine = machine_id_file("keep-url");
+    let seen = std::env::temp_dir().join(format!("fleetlock-keep-url-{}", std::process::id()));
+    let script = format!("printf %s \"$FLEETLOCK_URL\" > {}", seen.display());
+    let job = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &[
+            "lock",
+            "--group",
+            "jobs",
+            "--id",
+            "keeps",
+            "--keep-url",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    ))
+    .await;
+    assert_eq!(job.code, 0, "{}", job.stderr);
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), url);
+    std::fs::remove_file(&seen).ok();
+    // Without a command there is nothing to keep it for.
+    let alone = ran(&mut fleetlock(
+        &url,
+        &machine,
+        &["lock", "--group", "jobs", "--id", "keeps", "--keep-url"],
+    ))
+    .await;
+    assert_eq!(alone.code, 2, "{}", alone.stderr);
+}
