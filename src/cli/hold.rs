@@ -34,15 +34,15 @@ pub const LEASE_MARGIN: Duration = Duration::from_secs(60);
 pub struct LockCommand {
     #[command(flatten)]
     pub args: LockArgs,
+    /// Leave FLEETLOCK_URL, the node's secret, in COMMAND's environment
+    /// (it is taken out otherwise)
+    #[arg(long, requires = "command")]
+    pub keep_url: bool,
     /// Run this command while holding the slot, renew the slot while it
     /// runs, give it back when it ends, and exit with its code (4: the slot
     /// was lost and the command stopped; 127: it could not be started)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
-    /// Leave FLEETLOCK_URL, the node's secret, in COMMAND's environment
-    /// (it is taken out otherwise)
-    #[arg(long, requires = "command")]
-    pub keep_url: bool,
 }
 
 impl LockCommand {

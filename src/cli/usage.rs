@@ -523,7 +523,7 @@ mod tests {
         assert_eq!(
             line("lock"),
             "fleetlock lock --group GROUP [--id ID | --app NAME] [--wait] [--timeout D] \
-             [--url-file F | --url URL] [-- COMMAND...]"
+             [--url-file F | --url URL] [--keep-url] [-- COMMAND...]"
         );
         assert_eq!(
             line("unlock"),
