@@ -227,6 +227,9 @@ impl Config {
                 }),
             None => schedule,
         };
+        if let Err(why) = crate::domain::windows::windows_fit_drains(&groups, &windows) {
+            fault(ConfigError::Windows(why));
+        }
         let table = table(&var).unwrap_or_else(|err| {
             fault(err);
             None
@@ -625,6 +628,39 @@ mod tests {
 
     fn group(s: &str) -> GroupName {
         GroupName::parse(s).unwrap()
+    }
+
+    /// Found by the model check (tests/model): a window no longer than the
+    /// drain timeout begins no drain, and the group never moves.
+    #[test]
+    fn a_drain_gate_longer_than_every_window_of_its_group_is_refused() {
+        let config = |windows: &'static str, drain: &'static str| {
+            Config::from_vars(move |name| match name {
+                "FLEETLOCK_GROUPS" => Some("workers=1,*=1".into()),
+                "FLEETLOCK_DRAIN" => Some(drain.into()),
+                "FLEETLOCK_WINDOWS" => Some(windows.into()),
+                _ => None,
+            })
+        };
+        let sat = |length: u32| format!("days=Sat start_time=22:00 length_minutes={length}");
+        let workers = |length| format!("workers: {}", sat(length)).leak() as &'static str;
+        let err = config(workers(60), "workers=1h").unwrap_err().to_string();
+        assert!(
+            err.contains("group 'workers': its longest window, 60 minutes, is not longer"),
+            "{err}"
+        );
+        assert!(config(workers(61), "workers=1h").is_ok());
+        // Two windows that touch are one stretch: Saturday 22:00 to Sunday 00:30.
+        let touching = "workers: days=Sat start_time=22:00 length_minutes=120; \
+                        workers: days=Sun start_time=00:00 length_minutes=30";
+        assert!(config(touching, "workers=2h").is_ok());
+        let others = format!("*: {}", sat(30)).leak() as &'static str;
+        let err = config(others, "*=30m").unwrap_err().to_string();
+        assert!(err.contains("'*': its longest window, 30 minutes"), "{err}");
+        assert!(
+            config(others, "workers=20m").is_ok(),
+            "20 minutes fit in the window of '*'"
+        );
     }
 
     #[test]

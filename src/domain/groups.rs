@@ -244,6 +244,11 @@ impl GroupSlots {
         Ok(self)
     }
 
+    /// The drain timeout of every group `*` covers, if it has one.
+    pub fn others_drain(&self) -> Option<Duration> {
+        self.drain_others.map(|(timeout, _)| timeout)
+    }
+
     /// Whether any group has a drain gate.
     pub fn drains(&self) -> bool {
         !self.drain.is_empty() || self.drain_others.is_some()

@@ -14,7 +14,7 @@ pub use crate::domain::semaphore::Semaphore;
 pub use crate::domain::time::{Clock, SystemClock, Timestamp};
 
 /// A pause set by a person with `fleetlock pause`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PersonPause {
     pub reason: PauseReason,
     pub since: Timestamp,
@@ -37,7 +37,7 @@ pub const MAX_EXCLUSIONS: usize = 10;
 /// pauses and the server's own stop are kept apart, so that a person's
 /// `resume` leaves an alarm's pause in place and an alarm clearing leaves a
 /// person's.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Pause {
     pub person: Option<PersonPause>,
     /// CloudWatch alarms in ALARM that gate this group.
@@ -56,7 +56,7 @@ impl Pause {
 /// A group stopped by the server: the first node whose return passed the
 /// group's return timeout, when its return began, and when the stop was
 /// written.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RolloutStop {
     pub id: NodeId,
     pub returning_since: Timestamp,
@@ -126,7 +126,7 @@ pub struct GroupRules {
 }
 
 /// A group as stored: the state that decides a request for a slot.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Group {
     pub holders: Semaphore,
     pub pause: Pause,

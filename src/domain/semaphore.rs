@@ -8,7 +8,7 @@ use crate::domain::time::Timestamp;
 
 /// One group's holders and when each took its slot. Kept sorted by id so that
 /// listings are stable.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Semaphore {
     holders: BTreeMap<NodeId, Timestamp>,
 }

@@ -165,6 +165,28 @@ impl Calendar {
             })
     }
 
+    /// The longest the group stays open at a stretch, in minutes: the
+    /// windows that overlap or touch count as one, across the week's end
+    /// too; the whole week when they cover it.
+    pub fn longest_open_minutes(&self) -> u32 {
+        let open: Vec<bool> = (0..MINUTES_PER_WEEK).map(|m| self.contains(m)).collect();
+        if open.iter().all(|o| *o) {
+            return MINUTES_PER_WEEK;
+        }
+        // From a closed minute on, once around the week: no stretch is cut.
+        let first_closed = open.iter().position(|o| !o).unwrap_or(0);
+        let (mut longest, mut run) = (0, 0);
+        for step in 1..=MINUTES_PER_WEEK as usize {
+            if open[(first_closed + step) % open.len()] {
+                run += 1;
+                longest = longest.max(run);
+            } else {
+                run = 0;
+            }
+        }
+        longest
+    }
+
     /// Every minute of the week at which a window starts or ends.
     fn boundaries(&self) -> BTreeSet<u32> {
         self.windows
@@ -416,6 +438,41 @@ impl Schedule {
             .map(|(g, c)| (Some(g), c))
             .chain(self.others.iter().map(|c| (None, c)))
     }
+}
+
+/// Refuses a group with a drain gate whose windows never stay open for its
+/// drain timeout: no drain would ever begin there (one begins only while
+/// the window stays open until it would time out), so none of its nodes
+/// would ever reboot.
+pub fn windows_fit_drains(
+    groups: &crate::domain::groups::GroupSlots,
+    windows: &Schedule,
+) -> Result<(), String> {
+    let listed = groups.listed().filter_map(|(group, _)| {
+        let drain = groups.rules_for(group).ok()?.drain?;
+        Some((
+            format!("group '{group}'"),
+            windows.calendar_for(group)?,
+            drain.timeout,
+        ))
+    });
+    let others = match (groups.others_drain(), windows.others_calendar()) {
+        (Some(timeout), Some(calendar)) => Some(("'*'".to_owned(), calendar, timeout)),
+        _ => None,
+    };
+    for (who, calendar, timeout) in listed.chain(others) {
+        let open = calendar.longest_open_minutes();
+        if u64::from(open) * 60 <= timeout.as_secs() {
+            return Err(format!(
+                "{who}: its longest window, {open} minutes, is not longer than its drain \
+                 timeout ({}): a drain begins only in a window that stays open until it \
+                 would time out, so none would begin and no node of it would reboot; \
+                 lengthen the window or shorten FLEETLOCK_DRAIN",
+                crate::domain::groups::format_duration(timeout)
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

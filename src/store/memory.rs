@@ -40,6 +40,26 @@ impl MemoryStore {
         self.state.lock().unwrap().refuse_settings_reads = refuse;
     }
 
+    /// The group's record as stored (empty when it has none): what the model
+    /// check reads after each step, without going through async calls.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn record(&self, group: &GroupName) -> GroupRecord {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.groups.get(group).cloned().unwrap_or_default()
+    }
+
+    /// Replaces the group's record (an empty one removes it): the model check
+    /// puts a state it explores back before each step.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn put_record(&self, group: &GroupName, record: GroupRecord) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if record == GroupRecord::default() {
+            state.groups.remove(group);
+        } else {
+            state.groups.insert(group.clone(), record);
+        }
+    }
+
     /// Runs `f` on every group under the one lock. A poisoned lock means a
     /// panic mid-update: refuse rather than guess.
     fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> Result<T, StoreError> {

@@ -1,0 +1,598 @@
+//! One group and the world around it: the service itself over the memory
+//! store, a clock the model moves, and every step the world may take. A state
+//! is the group's record, the time, the settings in force, what each node was
+//! told and a retried write still to land; [`World::apply`] takes one step
+//! from a state and says what happened.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use fleetlock::domain::error::Error;
+use fleetlock::domain::groups::GroupSlots;
+use fleetlock::domain::input::{ClientParams, GroupName, IdRule, NodeId, PauseReason};
+use fleetlock::domain::lock::{
+    Drained, Group, OnDrainTimeout, Pause, PersonPause, Returned, RolloutStop, Semaphore, Timestamp,
+};
+use fleetlock::domain::service::{Answer, FleetLock, Outcome};
+use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::domain::windows::{Schedule, WindowState};
+use fleetlock::store::memory::MemoryStore;
+use fleetlock::test_support::ManualClock;
+
+/// The model's unit of time: every timeout is a whole number of them (the
+/// shortest lease the server takes is 30 minutes). Between two steps in one
+/// unit the clock moves by a millisecond.
+pub const UNIT: u64 = 30 * 60 * 1000;
+/// Monday 2026-11-30T00:00:00Z: the day the window below opens on.
+pub const START: u64 = 1_795_996_800_000;
+/// What the settings give each feature, in units: a settle time of one, a
+/// lease, a drain timeout and a return timeout of two.
+const SETTLE: &str = "30m";
+const TIMEOUT: &str = "1h";
+/// The window, when a bound has one, of [`WINDOW_MINUTES`]: 00:30 to 02:00
+/// UTC every day, units 1 to 3 of the day: closed at the start, open a unit
+/// later, too short for a drain begun from its second unit on, closed again
+/// from the fourth.
+const WINDOW: &str = "workers: days=Mon,Tue,Wed,Thu,Fri,Sat,Sun start_time=00:30";
+pub const WINDOW_MINUTES: u32 = 90;
+/// A confirmation a hook sends for a reservation or a return that has ended:
+/// the rules compare the time it names with the one stored, and no stored
+/// time is ever this one.
+const ENDED: Timestamp = Timestamp(1);
+
+/// Which features the group has, and which of the world's moves are allowed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    pub lease: bool,
+    pub drain: Option<OnDrainTimeout>,
+    pub returns: bool,
+    pub settle: bool,
+    /// The window's length in minutes, if the group has one.
+    pub window: Option<u32>,
+    /// A person pauses and resumes the group.
+    pub pause: bool,
+    /// A person excludes a node and lets it in again.
+    pub exclusion: bool,
+    /// The settings change while the service runs: the slots, and the gates
+    /// removed.
+    pub live_changes: bool,
+    /// An answer is lost on its way to the node.
+    pub lost_answers: bool,
+    /// A write's retry lands late, after newer writes.
+    pub late_writes: bool,
+    /// A person releases a slot by hand, or confirms a drain or a return.
+    pub person: bool,
+}
+
+/// How far the exploration goes: the group, its features, and how many units
+/// of time may pass.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    pub nodes: usize,
+    pub slots: u32,
+    pub features: Features,
+    /// Units of time that may pass.
+    pub horizon: u64,
+    /// Steps from the start: states further away are not explored.
+    pub depth: usize,
+}
+
+/// A write a node or a hook sent whose answer was lost, and whose retry (or
+/// first attempt) lands later than newer writes: what it was and when it was
+/// sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Request {
+    PreReboot(usize),
+    SteadyState(usize),
+    Drained(usize, Option<Timestamp>),
+    Returned(usize, Option<Timestamp>),
+    Release(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    pub record: GroupRecord,
+    pub now: Timestamp,
+    /// Which settings are in force: 0 as configured, 1 with the slots
+    /// changed, 2 without the gates.
+    pub settings: usize,
+    /// Nodes told 2xx to a pre-reboot that have not given their slot back:
+    /// each is down, or about to go down.
+    pub told_yes: BTreeSet<usize>,
+    /// A write still to land, sent at the time given.
+    pub late: Option<(Request, Timestamp)>,
+}
+
+/// One move of the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A node's request; `heard`: the answer reached it; `late`: a copy of
+    /// the write lands again later (an SDK retry after a lost answer).
+    Send {
+        request: Request,
+        heard: bool,
+        late: bool,
+    },
+    /// The write kept back lands now, with the time it was sent; nobody
+    /// hears its answer.
+    LateWrite,
+    Pause,
+    Resume,
+    Exclude(usize),
+    Include(usize),
+    /// The drained function's sweep: overdue returns stop the group.
+    Sweep,
+    Settings(usize),
+    /// A unit of time passes.
+    Tick,
+}
+
+/// What a step did, as the checks read it.
+#[derive(Clone, Debug)]
+pub enum Heard {
+    PreReboot(usize, Result<Answer, Error>),
+    SteadyState(Result<Answer, Error>),
+    Drained(usize, Drained),
+    Returned(Returned),
+    Released(bool),
+    Other,
+}
+
+impl Heard {
+    /// The answer's word: an outcome, a refusal's kind, or what a hook heard.
+    pub fn word(&self) -> String {
+        match self {
+            Heard::PreReboot(_, Ok(answer)) | Heard::SteadyState(Ok(answer)) => {
+                match &answer.refusal {
+                    Some(refusal) => refusal.kind().to_owned(),
+                    None => answer.outcome.as_str().to_owned(),
+                }
+            }
+            Heard::PreReboot(_, Err(err)) | Heard::SteadyState(Err(err)) => err.kind().to_owned(),
+            Heard::Drained(_, outcome) => format!("{outcome:?}"),
+            Heard::Returned(outcome) => format!("{outcome:?}"),
+            Heard::Released(freed) => if *freed { "released" } else { "not held" }.into(),
+            Heard::Other => String::new(),
+        }
+    }
+}
+
+pub struct World {
+    pub bounds: Bounds,
+    pub group: GroupName,
+    pub nodes: Vec<NodeId>,
+    clock: ManualClock,
+    /// One service per settings: as configured, slots changed, no gates.
+    services: Vec<FleetLock<MemoryStore>>,
+    windows: Schedule,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl World {
+    pub fn new(bounds: Bounds) -> Self {
+        let features = bounds.features;
+        let clock = ManualClock::at(Timestamp(START));
+        let windows = || match features.window {
+            Some(minutes) => {
+                let spec = format!("{WINDOW} length_minutes={minutes}");
+                Schedule::parse(&spec, Some("UTC"), |_| Ok(()), false).unwrap()
+            }
+            None => Schedule::default(),
+        };
+        let service = |slots: u32, gates: bool| {
+            let mut groups = GroupSlots::parse(&format!("workers={slots}")).unwrap();
+            if features.settle {
+                groups = groups.with_settle(&format!("workers={SETTLE}")).unwrap();
+            }
+            if features.lease {
+                groups = groups.with_lease(&format!("workers={TIMEOUT}")).unwrap();
+            }
+            if let (true, Some(on_timeout)) = (gates, features.drain) {
+                let spec = format!("workers={TIMEOUT}:{}", on_timeout.as_str());
+                groups = groups.with_drain(&spec).unwrap();
+            }
+            if gates && features.returns {
+                groups = groups.with_return(&format!("workers={TIMEOUT}")).unwrap();
+            }
+            FleetLock::new(groups, MemoryStore::default())
+                .with_windows(windows())
+                .with_clock(clock.clone())
+        };
+        let changed = if bounds.slots > 1 {
+            bounds.slots - 1
+        } else {
+            2
+        };
+        let services = vec![
+            service(bounds.slots, true),
+            service(changed, true),
+            service(bounds.slots, false),
+        ];
+        Self {
+            bounds,
+            group: GroupName::parse("workers").unwrap(),
+            nodes: (1..=bounds.nodes)
+                .map(|n| NodeId::parse(&format!("n{n}")).unwrap())
+                .collect(),
+            clock,
+            services,
+            windows: windows(),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap(),
+        }
+    }
+
+    pub fn initial(&self) -> State {
+        State {
+            record: GroupRecord::default(),
+            now: Timestamp(START),
+            settings: 0,
+            told_yes: BTreeSet::new(),
+            late: None,
+        }
+    }
+
+    /// The slots of the settings in force.
+    pub fn slots(&self, settings: usize) -> u32 {
+        match settings {
+            1 if self.bounds.slots > 1 => self.bounds.slots - 1,
+            1 => 2,
+            _ => self.bounds.slots,
+        }
+    }
+
+    /// Whether the settings in force have a return gate.
+    pub fn returns(&self, settings: usize) -> bool {
+        self.bounds.features.returns && settings != 2
+    }
+
+    /// Whether the group's window is open at `at`.
+    pub fn window_open(&self, at: Timestamp) -> bool {
+        !matches!(
+            self.windows.state(&self.group, at),
+            WindowState::Closed { .. }
+        )
+    }
+
+    /// Every step the world may take from `state` within the bounds.
+    pub fn steps(&self, state: &State) -> Vec<Step> {
+        let f = self.bounds.features;
+        let mut steps = Vec::new();
+        let heard: &[bool] = if f.lost_answers {
+            &[true, false]
+        } else {
+            &[true]
+        };
+        let late: &[bool] = if f.late_writes && state.late.is_none() {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        let send = |steps: &mut Vec<Step>, request: Request, only_heard: bool| {
+            for &heard in heard.iter().filter(|h| **h || !only_heard) {
+                for &late in late {
+                    steps.push(Step::Send {
+                        request,
+                        heard,
+                        late,
+                    });
+                }
+            }
+        };
+        for (n, node) in self.nodes.iter().enumerate() {
+            send(&mut steps, Request::PreReboot(n), false);
+            // A lost answer to a steady-state changes nothing the node knows.
+            send(&mut steps, Request::SteadyState(n), true);
+            if let Some(&since) = state.record.draining.get(node) {
+                send(&mut steps, Request::Drained(n, Some(since)), true);
+                send(&mut steps, Request::Drained(n, Some(ENDED)), true);
+                if f.person {
+                    send(&mut steps, Request::Drained(n, None), true);
+                }
+            }
+            if let Some(&since) = state.record.returning.get(node) {
+                send(&mut steps, Request::Returned(n, Some(since)), true);
+                send(&mut steps, Request::Returned(n, Some(ENDED)), true);
+                if f.person {
+                    send(&mut steps, Request::Returned(n, None), true);
+                }
+            }
+            if f.person && state.record.holders.holds(node) {
+                send(&mut steps, Request::Release(n), true);
+            }
+            if f.exclusion {
+                steps.push(match state.record.excluded.contains_key(node) {
+                    true => Step::Include(n),
+                    false => Step::Exclude(n),
+                });
+            }
+        }
+        if state.late.is_some() {
+            steps.push(Step::LateWrite);
+        }
+        if f.pause {
+            steps.push(match state.record.pause.person.is_some() {
+                true => Step::Resume,
+                false => Step::Pause,
+            });
+        }
+        if state.record.pause.stop.is_some() {
+            steps.push(Step::Resume);
+        }
+        if f.returns {
+            steps.push(Step::Sweep);
+        }
+        if f.live_changes {
+            steps.extend((0..3).filter(|s| *s != state.settings).map(Step::Settings));
+        }
+        if (state.now.0 - START) / UNIT < self.bounds.horizon {
+            steps.push(Step::Tick);
+        }
+        steps
+    }
+
+    /// Takes `step` from `state`: the state after it, and what was heard.
+    pub fn apply(&self, state: &State, step: Step) -> (State, Heard) {
+        let mut next = state.clone();
+        if step == Step::Tick {
+            let tick = (state.now.0 - START) / UNIT + 1;
+            next.now = Timestamp(START + tick * UNIT);
+            return (next, Heard::Other);
+        }
+        // Every step happens a millisecond after the one before.
+        next.now = Timestamp(state.now.0 + 1);
+        let heard = match step {
+            Step::Send {
+                request,
+                heard,
+                late,
+            } => {
+                if late {
+                    next.late = Some((request, next.now));
+                }
+                let (record, answer) =
+                    self.request(&state.record, state.settings, request, next.now);
+                next.record = record;
+                if heard
+                    && let Heard::PreReboot(n, Ok(answer)) = &answer
+                    && answer.refusal.is_none()
+                {
+                    next.told_yes.insert(*n);
+                }
+                answer
+            }
+            Step::LateWrite => {
+                let (request, sent) = next.late.take().expect("a late write to land");
+                let (record, answer) = self.request(&state.record, state.settings, request, sent);
+                next.record = record;
+                answer
+            }
+            Step::Settings(settings) => {
+                next.settings = settings;
+                Heard::Other
+            }
+            _ => {
+                next.record = self.person(&state.record, step, next.now);
+                Heard::Other
+            }
+        };
+        // A node told yes that no longer holds a granted slot has given it
+        // back, or lost it: the checks tell which from the step.
+        let record = &next.record;
+        let nodes = &self.nodes;
+        next.told_yes.retain(|n| {
+            let id = &nodes[*n];
+            record.holders.holds(id)
+                && !record.draining.contains_key(id)
+                && !record.returning.contains_key(id)
+        });
+        (next.canonical(), heard)
+    }
+
+    /// A request through the service (or, for a hook and a person, through
+    /// the store as the drained function and the CLI call it), at `at`.
+    fn request(
+        &self,
+        record: &GroupRecord,
+        settings: usize,
+        request: Request,
+        at: Timestamp,
+    ) -> (GroupRecord, Heard) {
+        let service = &self.services[settings];
+        let store = service.store();
+        store.put_record(&self.group, record.clone());
+        self.clock.set(at);
+        let group = &self.group;
+        let heard = self.runtime.block_on(async {
+            match request {
+                Request::PreReboot(n) => {
+                    Heard::PreReboot(n, service.pre_reboot(&self.params(n)).await)
+                }
+                Request::SteadyState(n) => {
+                    Heard::SteadyState(service.steady_state(&self.params(n)).await)
+                }
+                Request::Drained(n, since) => {
+                    let decided = store.drained(group, &self.nodes[n], since, at).await;
+                    Heard::Drained(n, decided.unwrap().outcome)
+                }
+                Request::Returned(n, since) => {
+                    let decided = store.returned(group, &self.nodes[n], since, at).await;
+                    Heard::Returned(decided.unwrap().outcome)
+                }
+                Request::Release(n) => {
+                    let decided = store.release(group, &self.nodes[n], false, at).await;
+                    let outcome = decided.unwrap().outcome;
+                    Heard::Released(outcome == fleetlock::domain::lock::Release::Released)
+                }
+            }
+        });
+        (store.record(group), heard)
+    }
+
+    /// A person's pause, resume, exclusion, inclusion, or the sweep.
+    fn person(&self, record: &GroupRecord, step: Step, at: Timestamp) -> GroupRecord {
+        let store = self.services[0].store();
+        store.put_record(&self.group, record.clone());
+        let group = &self.group;
+        let who = || PersonPause {
+            reason: PauseReason::parse("model").unwrap(),
+            since: at,
+            by: "model".into(),
+        };
+        self.runtime.block_on(async {
+            match step {
+                Step::Pause => drop(store.pause(group, who()).await.unwrap()),
+                Step::Resume => drop(store.resume(group).await.unwrap()),
+                Step::Exclude(n) => {
+                    drop(store.exclude(group, &self.nodes[n], who()).await.unwrap())
+                }
+                Step::Include(n) => drop(store.include(group, &self.nodes[n]).await.unwrap()),
+                Step::Sweep => {
+                    // As the drained function's sweep: each overdue return
+                    // not yet judged stops the group, one write each.
+                    let timeout = Duration::from_millis(2 * UNIT);
+                    for (id, since) in record.returns_overdue(timeout, at) {
+                        store.stop_for_return(group, &id, since, at).await.unwrap();
+                    }
+                }
+                _ => unreachable!("not a person's step: {step:?}"),
+            }
+        });
+        store.record(group)
+    }
+
+    fn params(&self, n: usize) -> ClientParams {
+        let body = format!(
+            "{{\"client_params\": {{\"id\": \"{}\", \"group\": \"workers\"}}}}",
+            self.nodes[n]
+        );
+        ClientParams::from_body(body.as_bytes(), IdRule::New).unwrap()
+    }
+}
+
+impl State {
+    /// The same state with its times renumbered: within each unit, the
+    /// distinct times keep their order and become 1, 2, 3... (a unit's
+    /// start stays 0). Every rule compares times with each other or with
+    /// whole units, so two states that differ only there decide alike.
+    pub fn canonical(mut self) -> State {
+        let mut times = BTreeSet::new();
+        retime(&self.record, &mut |at| {
+            times.insert(at);
+            at
+        });
+        times.insert(self.now);
+        if let Some((_, at)) = self.late {
+            times.insert(at);
+        }
+        let mut renumbered = BTreeMap::new();
+        let mut last_unit = None;
+        let mut rank = 0;
+        for at in times {
+            if at.0 < START {
+                renumbered.insert(at, at);
+                continue;
+            }
+            let (unit, offset) = ((at.0 - START) / UNIT, (at.0 - START) % UNIT);
+            if last_unit != Some(unit) {
+                last_unit = Some(unit);
+                rank = 0;
+            }
+            if offset > 0 {
+                rank += 1;
+            }
+            renumbered.insert(at, Timestamp(START + unit * UNIT + rank));
+        }
+        let map = |at: Timestamp| renumbered[&at];
+        self.record = retime(&self.record, &mut |at| map(at));
+        // Times no rule reads within the bounds (they are shown to people, or
+        // age out after a day) are all the start: states that differ only
+        // there decide alike.
+        let shown = |p: &mut PersonPause| p.since = Timestamp(START);
+        self.record.pause.person.as_mut().map(shown);
+        self.record.excluded.values_mut().for_each(shown);
+        if let Some(stop) = self.record.pause.stop.as_mut() {
+            stop.at = Timestamp(START);
+        }
+        self.record
+            .taken
+            .values_mut()
+            .for_each(|at| *at = Timestamp(START));
+        self.now = map(self.now);
+        if let Some((request, at)) = self.late {
+            self.late = Some((request, map(at)));
+        }
+        self
+    }
+}
+
+/// The record with every time in it passed through `f`. Written out field by
+/// field, so that a new field of a group fails to compile here until the
+/// model knows it.
+fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> GroupRecord {
+    let Group {
+        holders,
+        pause,
+        last_release,
+        slots,
+        excluded,
+        draining,
+        renewed,
+        taken,
+        returning,
+        returns_failed,
+    } = record;
+    let mut times = |map: &BTreeMap<NodeId, Timestamp>| -> BTreeMap<NodeId, Timestamp> {
+        map.iter().map(|(id, at)| (id.clone(), f(*at))).collect()
+    };
+    let (draining, renewed, taken, returning, returns_failed) = (
+        times(draining),
+        times(renewed),
+        times(taken),
+        times(returning),
+        times(returns_failed),
+    );
+    let holders = Semaphore::from_holders(holders.holders().map(|(id, at)| (id.clone(), f(at))));
+    let mut person = |p: &PersonPause| PersonPause {
+        since: f(p.since),
+        ..p.clone()
+    };
+    let excluded = excluded
+        .iter()
+        .map(|(id, exclusion)| (id.clone(), person(exclusion)))
+        .collect();
+    let pause = Pause {
+        person: pause.person.as_ref().map(&mut person),
+        alarms: pause.alarms.clone(),
+        stop: pause.stop.as_ref().map(|stop| RolloutStop {
+            id: stop.id.clone(),
+            returning_since: f(stop.returning_since),
+            at: f(stop.at),
+        }),
+    };
+    Group {
+        holders,
+        pause,
+        last_release: last_release.map(&mut *f),
+        slots: *slots,
+        excluded,
+        draining,
+        renewed,
+        taken,
+        returning,
+        returns_failed,
+    }
+}
+
+/// The outcomes that give a node a slot it did not hold: what no pause,
+/// exclusion or closed window may let through.
+pub fn takes_a_slot(outcome: Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::Granted
+            | Outcome::GrantedExpired
+            | Outcome::GrantedDrainTimeout
+            | Outcome::Reserved
+    )
+}
