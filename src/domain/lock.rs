@@ -340,7 +340,12 @@ impl Group {
                     self.draining.insert(id.clone(), now);
                 }
             }
-            Acquire::DrainTimedOut { .. } => self.grant_reserved(id, now),
+            // The reservation recorded the slots it was made under, as a
+            // drain's confirmation leaves them.
+            Acquire::DrainTimedOut { .. } => {
+                self.grant_reserved(id, now);
+                return outcome;
+            }
             Acquire::AlreadyHeld if self.renews(id, rules) => {
                 // A late write of an older renewal never moves it back.
                 let renewed = self.renewed.entry(id.clone()).or_insert(now);

@@ -133,12 +133,6 @@ fn check_step(
 ) -> Result<bool, (&'static str, String)> {
     let slots = world.slots(before.settings) as usize;
     let (was, is) = (before.record.holders.len(), after.record.holders.len());
-    if is > was && is > slots {
-        return Err((
-            "out_of_service",
-            format!("{is} nodes reserved, holding or returning with {slots} slots"),
-        ));
-    }
     // Past the slots only where a lowered count found more nodes out of
     // service already (reserved ones granted): nobody more goes down.
     let told = after.told_yes.len();
@@ -149,6 +143,12 @@ fn check_step(
                 "{} nodes told yes that have not given their slot back, with {slots} slots",
                 after.told_yes.len()
             ),
+        ));
+    }
+    if is > was && is > slots {
+        return Err((
+            "out_of_service",
+            format!("{is} nodes reserved, holding or returning with {slots} slots"),
         ));
     }
     // When the request this step carries was sent.
@@ -225,7 +225,10 @@ fn check_step(
         let taken_over = matches!(heard, Heard::PreReboot(_, Ok(answer))
             if answer.expired.as_ref().is_some_and(|e| e.holder == world.nodes[*n]));
         match request {
-            Some(Request::SteadyState(m)) if m == *n => {}
+            // Its own steady-state, sent after it was granted: a late one
+            // from before the grant gives back nothing.
+            Some(Request::SteadyState(m))
+                if m == *n && before.record.holders.held_since(&world.nodes[m]) <= Some(sent) => {}
             Some(Request::Release(m)) if m == *n => displaced = true,
             _ if taken_over => displaced = true,
             _ => {
@@ -252,6 +255,7 @@ pub fn everyone_granted(
     live: &mut HashSet<u128>,
 ) -> Result<usize, (String, Vec<String>)> {
     const MOST_UNITS: u64 = 3 * 48;
+    const MOST_STEPS: usize = 3_000;
     let mut state = start.clone();
     let mut granted = BTreeSet::new();
     let mut refused_now = BTreeSet::new();
@@ -259,7 +263,8 @@ pub fn everyone_granted(
     let mut positions = Vec::new();
     let deadline = state.now.0 + MOST_UNITS * UNIT;
     let mut steps = 0;
-    while state.now.0 < deadline {
+    // A fair run that takes steps without moving time on is stuck too.
+    while state.now.0 < deadline && steps < MOST_STEPS {
         let position = fingerprint(&(&state, &granted, &refused_now));
         let done = granted.len() == world.nodes.len() && state.record.holders.is_empty();
         if done || live.contains(&position) {
@@ -289,7 +294,8 @@ pub fn everyone_granted(
         .collect();
     Err((
         format!(
-            "after {MOST_UNITS} units of well-behaved steps, not granted: {}; holding: {}",
+            "after {steps} well-behaved steps ({} units), not granted: {}; holding: {}",
+            (state.now.0 - start.now.0) / UNIT,
             waiting.join(", "),
             state.record.holders.len()
         ),

@@ -10,6 +10,7 @@ mod check_config;
 mod cli;
 mod client;
 mod client_auth;
+mod conformance;
 mod corrupt_items;
 mod drains;
 mod dynamodb_faults;

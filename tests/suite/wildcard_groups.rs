@@ -83,6 +83,34 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
         Forgot::Kept(_)
     ));
     store.resume(&group("b")).await.unwrap();
+    // Nor a group the sweep stopped, even with its slot back: the stop
+    // waits for a person's resume, and forgetting the item would lift it.
+    let gated = fleetlock::domain::lock::GroupRules {
+        return_timeout: Some(std::time::Duration::from_secs(60)),
+        ..wildcard(3)
+    };
+    let b = group("b");
+    let took = store.acquire(&b, &id("n3"), gated, Timestamp(2_000)).await;
+    assert_eq!(took.unwrap().outcome, Acquire::Granted);
+    store
+        .release(&b, &id("n3"), true, Timestamp(3_000))
+        .await
+        .unwrap();
+    let n3 = id("n3");
+    let stop = store.stop_for_return(&b, &n3, Timestamp(3_000), Timestamp(70_000));
+    assert_eq!(
+        stop.await.unwrap().outcome,
+        fleetlock::domain::lock::Stopping::Stopped
+    );
+    store
+        .returned(&b, &id("n3"), None, Timestamp(80_000))
+        .await
+        .unwrap();
+    match store.forget(&b).await.unwrap() {
+        Forgot::Kept(record) => assert!(record.pause.stop.is_some() && record.holders.is_empty()),
+        other => panic!("forgot a stopped group: {other:?}"),
+    }
+    store.resume(&b).await.unwrap();
     assert_eq!(
         store.forget(&group("b")).await.unwrap(),
         Forgot::Removed { counted: true }

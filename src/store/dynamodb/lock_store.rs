@@ -432,8 +432,10 @@ impl LockStore for DynamoStore {
             .condition_expression(
                 "(attribute_not_exists(#count) OR #count = :zero) \
                  AND attribute_not_exists(#paused) AND attribute_not_exists(#alarms) \
+                 AND attribute_not_exists(#stopped) \
                  AND (attribute_not_exists(#xcount) OR #xcount = :zero)",
             )
+            .expression_attribute_names("#stopped", STOPPED_ATTRIBUTE)
             .expression_attribute_names("#count", COUNT_ATTRIBUTE)
             .expression_attribute_names("#xcount", EXCLUDED_COUNT_ATTRIBUTE)
             .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
