@@ -151,10 +151,11 @@ fn check_step(
             format!("{is} nodes reserved, holding or returning with {slots} slots"),
         ));
     }
-    // When the request this step carries was sent.
+    // When the request this step carries was sent, in the times of
+    // `before` (those of `after` are renumbered).
     let sent = match (step, before.late) {
         (Step::LateWrite, Some((_, at))) => at,
-        _ => after.now,
+        _ => fleetlock::domain::lock::Timestamp(before.now.0 + 1),
     };
     match heard {
         Heard::PreReboot(n, Ok(answer)) => {
