@@ -21,7 +21,7 @@ use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::store::memory::MemoryStore;
 
-use crate::helpers::dynamo_store;
+use crate::helpers::{dynamo_store, rules as rules_of};
 
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
 const MINUTE: u64 = 60_000;
@@ -34,14 +34,7 @@ fn rules(which: u8) -> GroupRules {
         on_timeout,
         window_closes: None,
     };
-    let base = GroupRules {
-        slots: 1,
-        settle: Duration::ZERO,
-        wildcard_limit: None,
-        lease: None,
-        drain: None,
-        return_timeout: None,
-    };
+    let base = rules_of(1, Duration::ZERO);
     match which % 6 {
         0 => base,
         1 => GroupRules {
