@@ -232,6 +232,12 @@ mod tests {
             digests("workers=4,db=1,*=1", &[]).for_group(&group("workers")),
             Some(workers.as_str())
         );
+        // What a drain timeout does (hold or grant) decides grants too.
+        let drain = |spec| digests("workers=3", &[("FLEETLOCK_DRAIN", spec)]);
+        assert_ne!(
+            drain("workers=15m").for_group(&group("workers")),
+            drain("workers=15m:grant").for_group(&group("workers"))
+        );
         // Who may call and the order of the list decide no grant.
         let reordered = digests("db=1,*=1,workers=3", &[("FLEETLOCK_AUTH", "disabled")]);
         assert_eq!(reordered, base);

@@ -442,4 +442,41 @@ mod tests {
         assert_eq!((stop.id.as_str(), stop.returning_since), ("b", t0));
         assert!(stored[0].1.holders.holds(&NodeId::parse("b").unwrap()));
     }
+
+    /// docs/operating.md: a holder that never reports steady-state keeps its
+    /// slot (which blocks a full group), and no sweep, however late, stops
+    /// its group: only a return can fail.
+    #[tokio::test]
+    async fn a_holder_that_never_reports_steady_state_never_stops_its_group() {
+        let groups = GroupSlots::parse("workers=1")
+            .unwrap()
+            .with_return("workers=20m")
+            .unwrap();
+        let group = GroupName::parse("workers").unwrap();
+        let rules = groups.rules_for(&group).unwrap();
+        let store = MemoryStore::default();
+        let t0 = Timestamp(1_764_480_000_000);
+        let holder = NodeId::parse("a").unwrap();
+        store.acquire(&group, &holder, rules, t0).await.unwrap();
+        let week_later = t0.plus(std::time::Duration::from_secs(7 * 24 * 3600));
+        let confirmer = DrainConfirmer::new(store)
+            .with_sweep(groups, "api")
+            .with_clock(crate::test_support::ManualClock::at(week_later));
+        let swept = confirmer.handle(&json!({"action": "sweep"})).await.unwrap();
+        assert_eq!(
+            (&swept["returns_overdue"], &swept["stopped"]),
+            (&json!(0), &json!(0)),
+            "{swept}"
+        );
+        let stored = confirmer.store.groups(Some(&group)).await.unwrap();
+        assert_eq!(stored[0].1.pause.stop, None);
+        assert!(stored[0].1.holders.holds(&holder), "it keeps its slot");
+        let other = NodeId::parse("b").unwrap();
+        let asked = confirmer.store.acquire(&group, &other, rules, week_later);
+        assert_eq!(
+            asked.await.unwrap().outcome,
+            Acquire::Full,
+            "full, not stopped"
+        );
+    }
 }

@@ -144,6 +144,15 @@ enum Broken {
     RefusesReentry,
     /// Goes away (stops listening) after its first grant.
     GoesAway,
+    /// Refuses every pre-reboot as if the group were full.
+    GrantsNothing,
+    /// Reads whatever it is sent: any method, no protocol header, any size,
+    /// no group or an invalid one, an empty id, a body it cannot parse
+    /// (granted to nobody); asks for no credentials. Right otherwise.
+    Lax,
+    /// Right in every way the check looks at, but that it asks for no
+    /// credentials (as every stand-in here).
+    Sound,
 }
 
 /// A FleetLock server with 2 slots, right but for one mistake; its holders.
@@ -200,6 +209,9 @@ async fn answer(
 ) -> (u16, String) {
     let (parts, body) = request.into_parts();
     let body = body.collect().await.unwrap().to_bytes();
+    if broken == Broken::Lax {
+        return lax_answer(holders, parts.uri.path(), &body);
+    }
     if parts.method != hyper::Method::POST {
         return refusal(405, "method_not_allowed");
     }
@@ -230,6 +242,7 @@ async fn answer(
     }
     let ok = |outcome: &str| (200, serde_json::json!({ "outcome": outcome }).to_string());
     match parts.uri.path() {
+        "/v1/pre-reboot" if broken == Broken::GrantsNothing => refusal(423, "semaphore_full"),
         "/v1/pre-reboot" => {
             if broken == Broken::SlowSecondGrant && !holders.lock().unwrap().is_empty() {
                 tokio::time::sleep(Duration::from_secs(60)).await;
@@ -276,10 +289,39 @@ async fn answer(
     }
 }
 
+/// The lax stand-in's answer: a grant or a release for whatever id it can
+/// find (none: granted to nobody), limited to 2 slots like the others.
+fn lax_answer(holders: &Mutex<BTreeSet<String>>, path: &str, body: &[u8]) -> (u16, String) {
+    let ok = |outcome: &str| (200, serde_json::json!({ "outcome": outcome }).to_string());
+    let id = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|json| json["client_params"]["id"].as_str().map(str::to_owned));
+    let mut holders = holders.lock().unwrap();
+    match (path, id) {
+        ("/v1/pre-reboot", Some(id)) if holders.contains(&id) => ok("already_held"),
+        ("/v1/pre-reboot", Some(_)) if holders.len() >= 2 => refusal(423, "semaphore_full"),
+        ("/v1/pre-reboot", Some(id)) => {
+            holders.insert(id);
+            ok("granted")
+        }
+        ("/v1/pre-reboot", None) => ok("granted"),
+        ("/v1/steady-state", Some(id)) if holders.remove(&id) => ok("released"),
+        ("/v1/steady-state", _) => ok("not_held"),
+        _ => refusal(404, "not_found"),
+    }
+}
+
 fn failed_case(stdout: &str, case: &str) -> bool {
-    stdout
-        .lines()
-        .any(|line| line.starts_with(&format!("fail  {case}: ")))
+    verdict_of(stdout, case) == Some("fail")
+}
+
+/// The verdict the report's text gives `case`.
+fn verdict_of<'a>(stdout: &'a str, case: &str) -> Option<&'a str> {
+    stdout.lines().find_map(|line| {
+        let (verdict, rest) = line.split_once("  ")?;
+        rest.strip_prefix(case)?.strip_prefix(": ")?;
+        Some(verdict)
+    })
 }
 
 /// A server that goes away mid-run (after its first grant): exit 3, with
@@ -359,6 +401,10 @@ async fn each_mistake_of_a_broken_server_fails_its_case_and_no_slot_is_left() {
             "steady-state of a node holding nothing",
         ),
         (
+            Broken::RefusesNonHolders,
+            "steady-state of a non-holder while the group is full",
+        ),
+        (
             Broken::PlainTextRefusals,
             "every refusal has a {kind, value} body",
         ),
@@ -386,6 +432,91 @@ async fn each_mistake_of_a_broken_server_fails_its_case_and_no_slot_is_left() {
             holders.lock().unwrap()
         );
     }
+}
+
+/// A server that reads anything it is sent: each request Zincati never
+/// sends is its own warning (the run conforms, but not with `--strict`), and
+/// every slot those requests took is given back.
+#[tokio::test]
+async fn a_server_that_reads_anything_warns_on_each_request_zincati_never_sends() {
+    let (url, holders) = stand_in(Broken::Lax).await;
+    let r = ran(&mut check(&url, &[])).await;
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for case in [
+        "a request without the fleet-lock-protocol header",
+        "a GET instead of POST",
+        "a malformed body",
+        "a body over 64 KiB",
+        "a body without a group",
+        "an invalid group",
+        "an empty id",
+    ] {
+        assert_eq!(
+            verdict_of(&r.stdout, case),
+            Some("warn"),
+            "{case}:\n{}",
+            r.stdout
+        );
+    }
+    assert!(
+        r.stdout
+            .ends_with("10 passed, 7 warned, 0 failed, 1 skipped: the server conforms\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        holders.lock().unwrap().is_empty(),
+        "{:?}",
+        holders.lock().unwrap()
+    );
+    let strict = ran(&mut check(&url, &["--strict"])).await;
+    assert_eq!(strict.code, 1, "{}", strict.stdout);
+}
+
+/// The URL itself: a path without its last '/' (which Zincati drops) and
+/// credentials the server never asks for are warnings, each on its case.
+#[tokio::test]
+async fn a_base_url_without_its_slash_and_credentials_nobody_asks_for_are_warned() {
+    let (url, _) = stand_in(Broken::Sound).await;
+    let sound = ran(&mut check(&url, &["--strict"])).await;
+    assert_eq!(sound.code, 0, "the baseline conforms: {}", sound.stdout);
+    let with_credentials = url.replacen("http://", "http://fleet:secret@", 1);
+    let r = ran(&mut check(&format!("{with_credentials}fleetlock"), &[])).await;
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for case in [
+        "base_url ends with '/'",
+        "a request without credentials is refused",
+    ] {
+        assert_eq!(
+            verdict_of(&r.stdout, case),
+            Some("warn"),
+            "{case}:\n{}",
+            r.stdout
+        );
+    }
+    assert!(
+        r.stdout.contains("Zincati would drop its last segment"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// A server that grants nothing: the first grant's case cannot pass, and the
+/// run stops there saying what the check needs.
+#[tokio::test]
+async fn a_server_that_grants_nothing_stops_at_the_first_grant() {
+    let (url, holders) = stand_in(Broken::GrantsNothing).await;
+    let r = ran(&mut check(&url, &[])).await;
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        verdict_of(&r.stdout, "pre-reboot of a node takes a free slot"),
+        None,
+        "{}",
+        r.stdout
+    );
+    let said = format!("{}{}", r.stdout, r.stderr);
+    assert!(said.contains("granted no slot"), "{said}");
+    assert!(holders.lock().unwrap().is_empty());
 }
 
 /// `check` against a stand-in broken as `broken`, sent SIGTERM once the

@@ -2333,3 +2333,100 @@ async fn operators_forget_a_region_taken_out_of_service() {
     let r = run(with_table().args(["forget", "--region", "eu-west-1", "--group", "g"])).await;
     assert!(!r.ok, "one or the other");
 }
+
+/// A person ends returns through the binary, on DynamoDB Local, as
+/// docs/operating.md says: `returned --released-at` frees only the return
+/// begun then (status shows that time), and `release` frees a returning slot
+/// at once, unconfirmed; Zincati's next nodes take both slots.
+#[tokio::test]
+async fn a_person_confirms_one_return_and_releases_another_through_the_binary() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("cli-returns");
+    let with_table = || {
+        let mut command = fleetlock();
+        command.env("FLEETLOCK_TABLE", &table);
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let (mut child, addr) = serve(
+        with_table()
+            .env("FLEETLOCK_GROUPS", "workers=2")
+            .env("FLEETLOCK_RETURN", "workers=20m"),
+    )
+    .await;
+    for node in ["a", "b"] {
+        assert_eq!(
+            zincati(addr, "pre-reboot", node, "workers").await.status,
+            200
+        );
+        let back = zincati(addr, "steady-state", node, "workers").await;
+        assert_eq!(
+            (back.status, back.json()["outcome"].as_str()),
+            (200, Some("returning")),
+            "{node}"
+        );
+    }
+    let full = zincati(addr, "pre-reboot", "c", "workers").await;
+    assert_eq!(full.kind(), "semaphore_full", "both slots still count");
+    let status = run(with_table().args(["status", "--group", "workers", "--json"])).await;
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let released_at = status["groups"][0]["holders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|holder| holder["id"] == "a")
+        .and_then(|holder| holder["released_at"].as_str())
+        .expect("status shows when a's return began")
+        .to_owned();
+
+    // Another return's time: refused, nothing changed.
+    let r = run(with_table().args([
+        "returned",
+        "--group",
+        "workers",
+        "--id",
+        "a",
+        "--released-at",
+        "2020-01-01T00:00:00Z",
+    ]))
+    .await;
+    assert!(!r.ok, "{}", r.stdout);
+    assert_eq!(
+        zincati(addr, "pre-reboot", "c", "workers").await.kind(),
+        "semaphore_full"
+    );
+    // Its own: freed, and c takes the slot.
+    let r = run(with_table().args([
+        "returned",
+        "--group",
+        "workers",
+        "--id",
+        "a",
+        "--released-at",
+        &released_at,
+    ]))
+    .await;
+    assert!(r.ok, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        zincati(addr, "pre-reboot", "c", "workers").await.status,
+        200
+    );
+    // b's return, released by hand: freed unconfirmed, and the line says so.
+    let r = run(with_table().args(["release", "--group", "workers", "--id", "b"])).await;
+    assert!(r.ok, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("unconfirmed"), "{}", r.stdout);
+    assert_eq!(
+        zincati(addr, "pre-reboot", "d", "workers").await.status,
+        200
+    );
+    let status = run(with_table().args(["status", "--group", "workers", "--json"])).await;
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let holders: Vec<&str> = status["groups"][0]["holders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|holder| holder["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(holders, ["c", "d"], "{status}");
+    child.kill().await.unwrap();
+}

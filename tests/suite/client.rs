@@ -795,11 +795,13 @@ async fn a_command_outlives_its_lease_with_renewals_well_inside_it() {
         "a grant and renewals over 5 s: {}",
         asks.len()
     );
+    // A third of the 3 s lease apart (1 s), with room for a busy machine:
+    // a renewal scheduled late in the lease, let alone past it, fails.
     for pair in asks.windows(2) {
         let gap = pair[1] - pair[0];
         assert!(
-            gap < Duration::from_secs(3),
-            "a renewal {gap:?} after the last, past the lease"
+            gap < Duration::from_secs(2),
+            "a renewal {gap:?} after the last, late in a 3 s lease"
         );
     }
     assert!(gave_back_last(&calls), "the slot given back at the end");

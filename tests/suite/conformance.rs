@@ -6,10 +6,10 @@
 //! expressions). Every outcome and every group as stored after it must be
 //! equal; proptest shrinks a difference to the shortest sequence.
 //!
-//! `FLEETLOCK_CONFORMANCE_CASES` sets the number of sequences (60 by
-//! default: each request is a few round trips to DynamoDB Local, about 1.9 s
-//! a sequence here); `scripts/mutants conditions` runs it against broken
-//! conditions.
+//! `FLEETLOCK_CONFORMANCE_CASES` sets the number of sequences (240 by
+//! default, run 4 at once: each request is a few round trips to DynamoDB
+//! Local); `scripts/conformance` runs thousands, `scripts/mutants
+//! conditions` runs it against broken conditions.
 
 use std::time::Duration;
 
@@ -321,25 +321,35 @@ async fn two_stops_and_a_confirmation_older_than_the_last_release_agree() {
     }
 }
 
+/// Sequences run at once in each case, each in a group of its own:
+/// DynamoDB Local answers several callers faster than one after another.
+const AT_ONCE: usize = 4;
+
 #[test]
 fn every_decision_and_every_item_on_dynamodb_is_the_rules() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (dynamo, _) = runtime.block_on(dynamo_store("conformance"));
-    let cases = std::env::var("FLEETLOCK_CONFORMANCE_CASES")
+    let sequences: u32 = std::env::var("FLEETLOCK_CONFORMANCE_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(240);
     let config = ProptestConfig {
-        cases,
+        cases: sequences.div_ceil(AT_ONCE as u32),
         failure_persistence: None,
         ..ProptestConfig::default()
     };
     let next = std::sync::atomic::AtomicU32::new(0);
-    proptest!(config, |(requests in proptest::collection::vec(request(), 1..24))| {
-        // Each sequence in a group of its own, on the one table.
-        let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let group = GroupName::parse(&format!("g{n}")).unwrap();
-        let result = runtime.block_on(differs(&dynamo, &group, &requests));
-        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    let sequence = proptest::collection::vec(request(), 1..24);
+    proptest!(config, |(batch in proptest::collection::vec(sequence, AT_ONCE))| {
+        let runs = batch.iter().map(|requests| {
+            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let group = GroupName::parse(&format!("g{n}")).unwrap();
+            let dynamo = &dynamo;
+            async move { differs(dynamo, &group, requests).await }
+        });
+        let results = runtime.block_on(futures_util::future::join_all(runs));
+        if let Some(difference) = results.into_iter().find_map(Result::err) {
+            prop_assert!(false, "{}", difference);
+        }
     });
 }

@@ -429,7 +429,9 @@ async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
 
 /// A holder past its lease renewing while another node asks for its slot,
 /// at the same instant, on DynamoDB Local: of the renewal and the take-over
-/// exactly one wins, every round, and the group holds one node.
+/// exactly one wins, every round, and the group holds one node. Which one
+/// is sent first alternates, and each side must win some rounds: a race
+/// that one side always wins proves nothing about the other.
 #[tokio::test]
 async fn a_renewal_racing_a_take_over_has_exactly_one_winner() {
     let (store, _) = dynamo_store("lease-renewal-race").await;
@@ -440,16 +442,22 @@ async fn a_renewal_racing_a_take_over_has_exactly_one_winner() {
         let g = group(&format!("round-{round}"));
         assert_eq!(take(&*store, &g, "holder", one, T0).await, Acquire::Granted);
         let at = T0.plus(LEASE + Duration::from_secs(60));
-        let racers: Vec<_> = ["holder", "asker"]
+        let order = if round % 2 == 0 {
+            ["holder", "asker"]
+        } else {
+            ["asker", "holder"]
+        };
+        let racers: Vec<_> = order
             .into_iter()
             .map(|node| {
                 let (store, g) = (Arc::clone(&store), g.clone());
-                tokio::spawn(async move { take(&*store, &g, node, one, at).await })
+                tokio::spawn(async move { (node, take(&*store, &g, node, one, at).await) })
             })
             .collect();
-        let mut outcomes = Vec::new();
+        let mut outcomes = [Acquire::Full, Acquire::Full];
         for racer in racers {
-            outcomes.push(racer.await.unwrap());
+            let (node, outcome) = racer.await.unwrap();
+            outcomes[usize::from(node == "asker")] = outcome;
         }
         let record = stored(&*store, &g).await;
         match (&outcomes[0], &outcomes[1]) {
@@ -465,10 +473,9 @@ async fn a_renewal_racing_a_take_over_has_exactly_one_winner() {
             other => panic!("round {round}: two winners or none: {other:?}"),
         }
     }
-    assert_eq!(
-        seen.0 + seen.1,
-        16,
-        "renewals won {}, take-overs {}",
+    assert!(
+        seen.0 > 0 && seen.1 > 0,
+        "renewals won {}, take-overs {}: both must win some rounds",
         seen.0,
         seen.1
     );

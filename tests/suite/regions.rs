@@ -19,20 +19,28 @@ use crate::helpers::{
     dynamo_store, proxied_store, send, served_address, spawn_server, zincati_body,
 };
 
+/// A gate one region's function is deployed with, as its variable reads.
+enum Gate<'a> {
+    Return(&'a str),
+    Drain(&'a str),
+}
+
 /// A region's function over the shared table: its settings recorded, the
 /// others' read again every `refresh`.
 async fn region(
     table: &str,
     name: &str,
     groups: &str,
-    returns: Option<&str>,
+    gate: Option<Gate<'_>>,
     refresh: Duration,
 ) -> Arc<Api<DynamoStore>> {
     // The API function's role, as the templates give it.
     let client = crate::helpers::client_as(&format!("function.{table}")).await;
     let mut slots = GroupSlots::parse(groups).unwrap();
-    if let Some(spec) = returns {
-        slots = slots.with_return(spec).unwrap();
+    match gate {
+        Some(Gate::Return(spec)) => slots = slots.with_return(spec).unwrap(),
+        Some(Gate::Drain(spec)) => slots = slots.with_drain(spec).unwrap(),
+        None => {}
     }
     let service = FleetLock::new(slots, DynamoStore::new(client, table)).agreeing(name, refresh);
     service
@@ -128,7 +136,7 @@ async fn a_group_configured_differently_in_another_region_is_refused_in_both_unt
         &table,
         "eu-west-1",
         "workers=3,db=1",
-        Some("workers=20m"),
+        Some(Gate::Return("workers=20m")),
         fresh,
     )
     .await;
@@ -137,6 +145,62 @@ async fn a_group_configured_differently_in_another_region_is_refused_in_both_unt
         (status, body["kind"].as_str()),
         (500, Some("settings_differ"))
     );
+}
+
+#[tokio::test]
+async fn two_regions_whose_drain_gates_differ_only_in_what_a_timeout_does_disagree() {
+    // One region holds a node whose drain is overdue, the other lets it
+    // reboot undrained: over one semaphore that is two rules, so neither
+    // decides until they agree.
+    let (store, _) = dynamo_store("regions").await;
+    let table = store.table().to_owned();
+    let fresh = Duration::ZERO;
+    let holds = region(
+        &table,
+        "eu-west-1",
+        "workers=2",
+        Some(Gate::Drain("workers=15m")),
+        fresh,
+    )
+    .await;
+    let grants = region(
+        &table,
+        "eu-central-1",
+        "workers=2",
+        Some(Gate::Drain("workers=15m:grant")),
+        fresh,
+    )
+    .await;
+    for (api, other) in [(&holds, "eu-central-1"), (&grants, "eu-west-1")] {
+        let (status, body) = ask(api, "pre-reboot", "a", "workers").await;
+        assert_eq!(
+            (status, body["kind"].as_str()),
+            (500, Some("settings_differ")),
+            "{body}"
+        );
+        assert!(body["value"].as_str().unwrap().contains(other), "{body}");
+    }
+    assert!(
+        store.groups(None).await.unwrap().is_empty(),
+        "nothing stored"
+    );
+    // Deployed again to hold as well: the first ask reserves the slot.
+    let holds_too = region(
+        &table,
+        "eu-central-1",
+        "workers=2",
+        Some(Gate::Drain("workers=15m")),
+        fresh,
+    )
+    .await;
+    for api in [&holds, &holds_too] {
+        let (status, body) = ask(api, "pre-reboot", "a", "workers").await;
+        assert_eq!(
+            (status, body["kind"].as_str()),
+            (423, Some("waiting_for_drain")),
+            "{body}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -213,10 +277,11 @@ async fn fleetlock_serve_records_its_region_and_refuses_a_bad_region_name() {
         (answer.status, answer.kind()),
         (500, "settings_differ".to_owned())
     );
-    let (status, _) = ask(&other, "pre-reboot", "b", "workers").await;
+    let (status, body) = ask(&other, "pre-reboot", "b", "workers").await;
     assert_eq!(
-        status, 500,
-        "the other region refuses too, having read the new record"
+        (status, body["kind"].as_str()),
+        (500, Some("settings_differ")),
+        "the other region refuses too, having read the new record: {body}"
     );
     serve.kill().await.ok();
     let refused = tokio::process::Command::new(binary)

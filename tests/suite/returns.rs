@@ -352,11 +352,13 @@ async fn every_return_answer_is_one_request_on_the_documented_item() {
 }
 
 /// Nodes ask while the holders report steady-state and hooks confirm
-/// returns, all at once: never more holders and returning slots together
-/// than the slots, the count true, and each confirmation freeing only a
-/// return that stood.
+/// returns, all at once, and keep asking until every confirmation has
+/// landed: no answer ever shows more holders and returning slots together
+/// than the slots, each confirmation frees only a return that stood, and
+/// the three slots freed go to exactly three askers.
 #[tokio::test]
 async fn askers_steady_states_and_confirmations_racing_never_over_grant() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let (store, _) = dynamo_store("return-race").await;
     let store = Arc::new(store);
     let g = group("workers");
@@ -367,26 +369,40 @@ async fn askers_steady_states_and_confirmations_racing_never_over_grant() {
             Acquire::Granted
         );
     }
-    let mut tasks = Vec::new();
+    let confirmed = Arc::new(AtomicUsize::new(0));
+    let mut askers = Vec::new();
     for n in 0..24u64 {
-        let (racer, in_group) = (Arc::clone(&store), g.clone());
-        tasks.push(tokio::spawn(async move {
+        let (racer, in_group, confirmed) = (Arc::clone(&store), g.clone(), Arc::clone(&confirmed));
+        askers.push(tokio::spawn(async move {
             let node = format!("asker-{n}");
-            let outcome = racer
-                .acquire(&in_group, &id(&node), three, at(2))
-                .await
-                .unwrap()
-                .outcome;
-            assert!(
-                matches!(outcome, Acquire::Granted | Acquire::Full),
-                "{node}: {outcome:?}"
-            );
-            outcome == Acquire::Granted
+            let mut asks = 0;
+            loop {
+                // Read before asking: an ask sent after the last
+                // confirmation landed is the asker's last.
+                let all_back = confirmed.load(Ordering::SeqCst) == 3;
+                let answer = racer
+                    .acquire(&in_group, &id(&node), three, at(2))
+                    .await
+                    .unwrap();
+                asks += 1;
+                assert!(
+                    answer.group.holders.len() <= 3,
+                    "{node}'s answer shows {:?}",
+                    answer.group.holders
+                );
+                match answer.outcome {
+                    Acquire::Granted => return (true, asks),
+                    Acquire::Full if all_back => return (false, asks),
+                    Acquire::Full => tokio::task::yield_now().await,
+                    other => panic!("{node}: {other:?}"),
+                }
+            }
         }));
     }
+    let mut confirmations = Vec::new();
     for holder in ["h0", "h1", "h2"] {
-        let (racer, in_group) = (Arc::clone(&store), g.clone());
-        tasks.push(tokio::spawn(async move {
+        let (racer, in_group, confirmed) = (Arc::clone(&store), g.clone(), Arc::clone(&confirmed));
+        confirmations.push(tokio::spawn(async move {
             racer
                 .release(&in_group, &id(holder), true, at(1))
                 .await
@@ -397,21 +413,98 @@ async fn askers_steady_states_and_confirmations_racing_never_over_grant() {
                 .unwrap()
                 .outcome;
             assert_eq!(freed, Returned::Freed, "{holder}");
-            false
+            confirmed.fetch_add(1, Ordering::SeqCst);
         }));
     }
-    let mut granted = 0;
-    for task in tasks {
-        granted += usize::from(task.await.unwrap());
+    for confirmation in confirmations {
+        confirmation.await.unwrap();
     }
+    let (mut granted, mut asks) = (0, 0);
+    for asker in askers {
+        let (won, asked) = asker.await.unwrap();
+        granted += usize::from(won);
+        asks += asked;
+    }
+    assert_eq!(
+        granted, 3,
+        "the three freed slots, each to one asker ({asks} asks)"
+    );
     let record = stored(&*store, &g).await;
-    assert!(granted <= 3, "{granted} granted");
-    assert_eq!(record.holders.len(), granted, "the returns all ended");
+    assert_eq!(record.holders.len(), 3, "the returns all ended");
+    assert!(record.returning.is_empty());
     let (client, _) = fleetlock::test_support::counted_client().await;
     let raw = raw_item(&client, store.table(), "workers").await;
     assert_eq!(
         raw.get("holder_count").cloned(),
-        Some(AttributeValue::N(granted.to_string()))
+        Some(AttributeValue::N("3".into()))
+    );
+}
+
+/// docs/operating.md: in a group with both gates, a confirmation racing
+/// the next node's reservation are two conditional writes on one item:
+/// the reservation either finds the slot still returning (full) or freed
+/// (it reserves), never both at once. Which is sent first alternates, and
+/// each order must be seen.
+#[tokio::test]
+async fn a_return_confirmed_racing_the_next_reservation_never_reserves_past_the_slots() {
+    let (store, _) = dynamo_store("return-drain-race").await;
+    let store = Arc::new(store);
+    let both = GroupRules {
+        drain: Some(DrainRule {
+            timeout: Duration::from_secs(900),
+            on_timeout: OnDrainTimeout::Hold,
+            window_closes: None,
+        }),
+        ..returning(1)
+    };
+    let mut seen = (0, 0);
+    for round in 0..16 {
+        let g = group(&format!("round-{round}"));
+        assert_eq!(take(&*store, &g, "a", both, at(0)).await, Acquire::Reserves);
+        let drained = store.drained(&g, &id("a"), None, at(1)).await.unwrap();
+        assert_eq!(drained.outcome, Drained::Granted, "round {round}");
+        assert_eq!(steady(&*store, &g, "a", at(2)).await, Release::Returning);
+        let confirm = {
+            let (store, g) = (Arc::clone(&store), g.clone());
+            async move { returned(&*store, &g, "a", None, at(3)).await }
+        };
+        let reserve = {
+            let (store, g) = (Arc::clone(&store), g.clone());
+            async move { take(&*store, &g, "b", both, at(3)).await }
+        };
+        let (confirmed, reserved) = if round % 2 == 0 {
+            let confirmed = tokio::spawn(confirm);
+            let reserved = tokio::spawn(reserve);
+            (confirmed.await.unwrap(), reserved.await.unwrap())
+        } else {
+            let reserved = tokio::spawn(reserve);
+            let confirmed = tokio::spawn(confirm);
+            (confirmed.await.unwrap(), reserved.await.unwrap())
+        };
+        assert_eq!(confirmed, Returned::Freed, "round {round}");
+        let record = stored(&*store, &g).await;
+        match reserved {
+            Acquire::Full => {
+                seen.0 += 1;
+                assert!(record.holders.is_empty(), "round {round}: {record:?}");
+                // b asks again, as Zincati does: the freed slot is its.
+                assert_eq!(take(&*store, &g, "b", both, at(4)).await, Acquire::Reserves);
+            }
+            Acquire::Reserves => {
+                seen.1 += 1;
+                assert!(record.returning.is_empty(), "round {round}: {record:?}");
+                assert!(record.draining.contains_key(&id("b")), "round {round}");
+            }
+            other => panic!("round {round}: b heard {other:?}"),
+        }
+        let record = stored(&*store, &g).await;
+        assert_eq!(record.holders.len(), 1, "round {round}: {record:?}");
+    }
+    assert!(
+        seen.0 > 0 && seen.1 > 0,
+        "reservations refused {}, made {}: both orders must be seen",
+        seen.0,
+        seen.1
     );
 }
 

@@ -707,3 +707,108 @@ async fn two_regions_writes_reach_the_one_slot_events_reader_once_each() {
     let unique: HashSet<String> = keys(&events).into_iter().collect();
     assert_eq!(unique.len(), events.len(), "no change twice");
 }
+
+/// A return as the stream tells it, end to end on DynamoDB Local: a node's
+/// steady-state behind the return gate is a `Slot Released` marked
+/// returning, the hook's confirmation a `Slot Returned` with when the return
+/// began and how long it took; a node that never comes back is a `Slot
+/// Return Overdue` and a `Group Paused` by the stop when the sweep judges
+/// it, and a person's resume a `Group Resumed`.
+#[tokio::test]
+async fn a_return_is_released_confirmed_overdue_and_resumed_through_the_stream() {
+    use fleetlock::domain::groups::GroupSlots;
+    use fleetlock::domain::service::FleetLock;
+    use fleetlock::entry::drained::DrainConfirmer;
+    use fleetlock::http::Api;
+    use fleetlock::test_support::ManualClock;
+
+    let (table, stream_arn) = table_with_stream().await;
+    let aws = load_config().await;
+    let groups = GroupSlots::parse("workers=2")
+        .unwrap()
+        .with_return("workers=20m")
+        .unwrap();
+    let started = Timestamp::now();
+    let clock = ManualClock::at(started);
+    let service = FleetLock::new(groups.clone(), DynamoStore::new(client(&aws), &table))
+        .with_clock(clock.clone());
+    let server = spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await;
+    let ask = |endpoint, node| zincati(server.addr, endpoint, node, "workers");
+    let hook = DrainConfirmer::new(DynamoStore::new(client(&aws), &table))
+        .with_sweep(groups, "fleetlock-api")
+        .with_clock(clock.clone());
+
+    for node in ["node-a", "node-b"] {
+        assert_eq!(ask("pre-reboot", node).await.status, 200);
+    }
+    clock.advance(Duration::from_secs(300));
+    for node in ["node-a", "node-b"] {
+        assert_eq!(
+            ask("steady-state", node).await.json()["outcome"],
+            "returning"
+        );
+    }
+    clock.advance(Duration::from_secs(120));
+    let confirmed = hook
+        .handle(&json!({"action": "returned", "group": "workers", "id": "node-a"}))
+        .await
+        .unwrap();
+    assert_eq!(confirmed["outcome"], "returned", "{confirmed}");
+    // node-b never comes back: past its 20 minutes, the sweep stops the group.
+    clock.advance(Duration::from_secs(20 * 60));
+    let swept = hook.handle(&json!({"action": "sweep"})).await.unwrap();
+    assert_eq!(swept["stopped"], 1, "{swept}");
+    let workers = GroupName::parse("workers").unwrap();
+    DynamoStore::new(client(&aws), &table)
+        .resume(&workers)
+        .await
+        .unwrap();
+
+    let sent = put_by_the_slot_events_function(stream_records(&stream_arn).await).await;
+    let expected: Vec<(String, String, String)> = [
+        ("Slot Granted", "node-a"),
+        ("Slot Granted", "node-b"),
+        ("Slot Released", "node-a"),
+        ("Slot Released", "node-b"),
+        ("Slot Returned", "node-a"),
+        ("Slot Return Overdue", "node-b"),
+        ("Group Paused", "node-b"),
+        ("Group Resumed", "node-b"),
+    ]
+    .iter()
+    .map(|(kind, key)| (kind.to_string(), "workers".to_owned(), key.to_string()))
+    .collect();
+    assert_eq!(summary(&sent), expected);
+    let detail =
+        |n: usize| -> Value { serde_json::from_str(sent[n]["Detail"].as_str().unwrap()).unwrap() };
+    for n in [2, 3] {
+        assert_eq!(detail(n)["returning"], true, "{}", detail(n));
+    }
+    let began = started.plus(Duration::from_secs(300)).to_rfc3339_millis();
+    let (back, overdue) = (detail(4), detail(5));
+    assert_eq!(
+        (
+            back["released_at"].as_str(),
+            back["returning_seconds"].as_u64()
+        ),
+        (Some(began.as_str()), Some(120)),
+        "{back}"
+    );
+    // The overdue return is dated by the stream record (DynamoDB Local's
+    // wall clock, not the test's); the stop by the sweep that judged it.
+    assert_eq!(
+        overdue["released_at"].as_str(),
+        Some(began.as_str()),
+        "{overdue}"
+    );
+    let judged = started.plus(Duration::from_secs(300 + 120 + 1200));
+    let stop = detail(6);
+    assert_eq!(
+        (stop["at"].as_str(), stop["released_at"].as_str()),
+        (
+            Some(judged.to_rfc3339_millis().as_str()),
+            Some(began.as_str())
+        ),
+        "{stop}"
+    );
+}

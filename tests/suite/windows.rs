@@ -261,3 +261,85 @@ async fn a_drain_begins_only_while_the_window_stays_open_for_its_timeout() {
         (200, Some("already_held"))
     );
 }
+
+/// Windows gate reboots, not returns (docs/operating.md): a node whose
+/// window closed while it rebooted begins its return with its steady-state
+/// and the hook's confirmation frees the slot, both while the window is
+/// closed; the node's own pre-reboot then hears the window first, and the
+/// next node is granted when the window opens again.
+#[tokio::test]
+async fn a_return_begins_and_is_confirmed_while_the_window_is_closed() {
+    use fleetlock::entry::drained::DrainConfirmer;
+    use fleetlock::store::dynamodb::DynamoStore;
+
+    let (store, _) = dynamo_store("windows-return").await;
+    let table = store.table().to_owned();
+    let groups = GroupSlots::parse("workers=1")
+        .unwrap()
+        .with_return("workers=20m")
+        .unwrap();
+    // Saturday 22:00 to 00:00 UTC.
+    let windows = Schedule::parse(
+        "workers: days=Sat start_time=22:00 length_minutes=120",
+        None,
+        |g| {
+            groups
+                .slots_for(g)
+                .map(|_| ())
+                .map_err(|_| groups.not_configured(g))
+        },
+        false,
+    )
+    .unwrap();
+    let clock = ManualClock::at(at("2026-12-12T23:50:00Z"));
+    let service = FleetLock::new(groups, store)
+        .with_windows(windows)
+        .with_clock(clock.clone());
+    let server = spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await;
+    let addr = server.addr;
+    let hook = DrainConfirmer::new(DynamoStore::new(
+        crate::helpers::client_as(&format!("drained.{table}")).await,
+        &table,
+    ))
+    .with_clock(clock.clone());
+
+    assert_eq!(
+        zincati(addr, "pre-reboot", "w1", "workers").await.status,
+        200
+    );
+    // The reboot ran past the window's close.
+    clock.set(at("2026-12-13T00:10:00Z"));
+    let back = zincati(addr, "steady-state", "w1", "workers").await;
+    assert_eq!(
+        (back.status, back.json()["outcome"].as_str()),
+        (200, Some("returning"))
+    );
+    let own = zincati(addr, "pre-reboot", "w1", "workers").await;
+    assert_eq!(own.kind(), "outside_maintenance_window", "the window first");
+    clock.set(at("2026-12-13T00:15:00Z"));
+    let confirmed = hook
+        .handle(&serde_json::json!({"action": "returned", "group": "workers", "id": "w1"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (confirmed["outcome"].as_str(), confirmed["done"].as_bool()),
+        (Some("returned"), Some(true)),
+        "{confirmed}"
+    );
+    let workers = GroupName::parse("workers").unwrap();
+    let (client, _) = fleetlock::test_support::counted_client().await;
+    let record = DynamoStore::new(client, &table)
+        .groups(Some(&workers))
+        .await
+        .unwrap();
+    assert!(
+        record.iter().all(|(_, r)| r.holders.is_empty()),
+        "the slot is free: {record:?}"
+    );
+    // The next Saturday's window: the next node goes.
+    clock.set(at("2026-12-19T22:05:00Z"));
+    assert_eq!(
+        zincati(addr, "pre-reboot", "w2", "workers").await.status,
+        200
+    );
+}
