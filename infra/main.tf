@@ -11,7 +11,7 @@ locals {
   # Both or neither, or the function's precondition refuses the plan.
   has_domain     = var.domain_name != null && var.certificate_arn != null && local.use_http_api
   has_access_log = local.use_http_api && var.api_access_log
-  # Every alarm notifies alarm_topic_arn, or the topic made in alarms.tf.
+  # Every alarm notifies alarm_topic_arn, or the topic made in notifications.tf.
   alarm_actions = [var.alarm_topic_arn == null ? aws_sns_topic.alarms[0].arn : var.alarm_topic_arn]
   # A function URL ends with "/" already.
   base_url = local.use_private_rest_api ? local.private_base_url : local.use_function_url ? aws_lambda_function_url.this[0].function_url : (

@@ -13,8 +13,9 @@
 //!   policies each party needs.
 //! - [`http`]: the router, its client authentication, the Lambda adapter and
 //!   the local server.
-//! - [`entry`]: the four Lambda entry points (api, slot-events,
-//!   alarm-pauses, drained), each booting its own settings and clients.
+//! - [`entry`]: the five Lambda entry points (api, slot-events,
+//!   alarm-pauses, drained, and the deploy's check-config), each booting its
+//!   own settings and clients.
 //! - [`cli`]: the command line (arguments, one function per command,
 //!   rendering); [`client`]: the client side of the protocol, as Zincati
 //!   speaks it.

@@ -56,7 +56,7 @@ fn bounds(nodes: usize, slots: u32, horizon: u64, features: Features) -> Bounds 
 /// Steps from the start the bounded run explores (every state within them),
 /// and the deep one.
 const DEPTH: usize = 6;
-const DEEP_DEPTH: usize = 9;
+const DEEP_DEPTH: usize = 7;
 
 /// Every move of the world on.
 fn world_moves() -> Features {
