@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Timestamp};
+use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Timestamp};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::windows::Schedule;
@@ -261,7 +261,7 @@ async fn requests_per_answer_kind() {
         call("/v1/steady-state", "holder".into(), "settling".into()).await,
         200
     );
-    let pause = PersonPause {
+    let pause = ByPerson {
         reason: PauseReason::parse("bench").unwrap(),
         since: Timestamp::now(),
         by: "bench".into(),

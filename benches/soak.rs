@@ -66,7 +66,7 @@ use std::time::{Duration, Instant};
 
 use fleetlock::aws::load_config;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{Drained, PersonPause, Returned, Timestamp};
+use fleetlock::domain::lock::{ByPerson, Drained, Returned, Timestamp};
 use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::DynamoStore;
 use tokio::sync::RwLock;
@@ -805,7 +805,7 @@ async fn main() {
             let reason = PauseReason::parse("soak: paused by the operator task").unwrap();
             while Instant::now() + Duration::from_secs(6) < deadline {
                 tokio::time::sleep(Duration::from_secs(3)).await;
-                let pause = PersonPause {
+                let pause = ByPerson {
                     reason: reason.clone(),
                     since: Timestamp::now(),
                     by: "soak".into(),
@@ -1042,7 +1042,7 @@ async fn main() {
             let reason = PauseReason::parse("soak: excluded by the operator task").unwrap();
             while Instant::now() + Duration::from_secs(4) < deadline {
                 tokio::time::sleep(Duration::from_secs(2)).await;
-                let exclusion = PersonPause {
+                let exclusion = ByPerson {
                     reason: reason.clone(),
                     since: Timestamp::now(),
                     by: "soak".into(),

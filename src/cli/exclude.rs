@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::config::{self, process_env};
 use crate::domain::input::{GroupName, NodeId, PauseReason};
-use crate::domain::lock::Exclusion;
+use crate::domain::lock::ByPerson;
 use crate::domain::store::{Changed, Excluding, LockStore};
 
 use super::Failure;
@@ -59,7 +59,7 @@ impl Exclude {
         let by = config::operator_name(process_env, self.by).map_err(Failure::Input)?;
         let (group, store) =
             known_group(&self.node.group, self.function, Act::Exclude, "exclude").await?;
-        let exclusion = Exclusion {
+        let exclusion = ByPerson {
             reason,
             since: written_now(&store).await?,
             by,
@@ -82,7 +82,7 @@ pub async fn exclude<S: LockStore>(
     store: &S,
     group: &GroupName,
     id: &NodeId,
-    exclusion: Exclusion,
+    exclusion: ByPerson,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let decided = store.exclude(group, id, exclusion).await?;
@@ -160,8 +160,8 @@ mod tests {
     use crate::domain::lock::{MAX_EXCLUSIONS, Timestamp};
     use crate::store::memory::MemoryStore;
 
-    fn exclusion() -> Exclusion {
-        Exclusion {
+    fn exclusion() -> ByPerson {
+        ByPerson {
             reason: PauseReason::parse("disk").unwrap(),
             since: Timestamp(1),
             by: "ana".into(),

@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::config::{self, process_env};
 use crate::domain::input::{GroupName, PauseReason};
-use crate::domain::lock::{PersonPause, Timestamp};
+use crate::domain::lock::{ByPerson, Timestamp};
 use crate::domain::service::paused_because;
 use crate::domain::store::{Changed, LockStore};
 
@@ -107,7 +107,7 @@ pub async fn pause<S: LockStore>(
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     for group in targets {
-        let pause = PersonPause {
+        let pause = ByPerson {
             reason: reason.clone(),
             since,
             by: by.to_owned(),

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Drained, Group, Returned, Timestamp};
+use crate::domain::lock::{Drained, GroupRecord, Returned, Timestamp};
 
 /// A confirmation, as a hook or a person asks for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl Action {
 /// drain timeout at `now`, by the rules `groups` configures (a group they
 /// no longer cover counts nothing).
 pub fn overdue_in_all(
-    stored: &[(GroupName, Group)],
+    stored: &[(GroupName, GroupRecord)],
     groups: &crate::domain::groups::GroupSlots,
     now: Timestamp,
 ) -> usize {
@@ -84,7 +84,7 @@ pub fn overdue_in_all(
 /// `released_at`; `state` names which (`none` for no slot). A hook that
 /// undrains a node only when it holds nothing must treat `returning` as
 /// "not yet": `holds` and `waiting_for_drain` are both false then.
-pub fn slot_state(group: &Group, name: &GroupName, id: &NodeId) -> Value {
+pub fn slot_state(group: &GroupRecord, name: &GroupName, id: &NodeId) -> Value {
     let reserved = group.draining.get(id);
     let returning = group.returning.get(id);
     let state = match (group.holders.holds(id), reserved, returning) {
@@ -342,9 +342,9 @@ mod tests {
             panic!("a slot action");
         };
         let n1 = NodeId::parse("n1").unwrap();
-        let mut record = Group {
+        let mut record = GroupRecord {
             holders: Semaphore::from_holders([(n1.clone(), Timestamp(5))]),
-            ..Group::default()
+            ..GroupRecord::default()
         };
         let state = slot_state(&record, &group, &id);
         assert_eq!(
@@ -364,7 +364,7 @@ mod tests {
             (Some(false), Some(true))
         );
         assert_eq!(state["reserved_at"], "1970-01-01T00:00:00.005Z");
-        let state = slot_state(&Group::default(), &group, &id);
+        let state = slot_state(&GroupRecord::default(), &group, &id);
         assert_eq!(
             (
                 state["holds"].as_bool(),

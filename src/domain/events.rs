@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::domain::input::GroupName;
-use crate::domain::lock::{Group, Timestamp};
+use crate::domain::lock::{GroupRecord, Timestamp};
 
 /// The `source` of every event this service sends.
 pub const SOURCE: &str = "fleetlock";
@@ -83,12 +83,17 @@ pub struct SlotEvent {
     pub detail: Value,
 }
 
-/// Every change from `old` to `new` (an absent item is `Group::default()`),
+/// Every change from `old` to `new` (an absent item is `GroupRecord::default()`),
 /// releases, returns (or the one expiry), slots that began returning and
 /// returns overdue first, then resumes, then pauses, then inclusions and exclusions,
 /// then grants, then drain requests; within a kind by node id or alarm name, so that a
 /// redelivery produces the same list.
-pub fn changes(group: &GroupName, old: &Group, new: &Group, origin: Origin<'_>) -> Vec<SlotEvent> {
+pub fn changes(
+    group: &GroupName,
+    old: &GroupRecord,
+    new: &GroupRecord,
+    origin: Origin<'_>,
+) -> Vec<SlotEvent> {
     let after = After::of(group, old, new, origin);
     let mut events = Vec::new();
 
@@ -274,7 +279,12 @@ struct After<'a> {
 }
 
 impl<'a> After<'a> {
-    fn of(group: &'a GroupName, old: &Group, new: &'a Group, origin: Origin<'a>) -> Self {
+    fn of(
+        group: &'a GroupName,
+        old: &GroupRecord,
+        new: &'a GroupRecord,
+        origin: Origin<'a>,
+    ) -> Self {
         Self {
             group,
             holders: new.holders.len(),
@@ -351,7 +361,7 @@ mod tests {
 
     use super::*;
     use crate::domain::input::{NodeId, PauseReason};
-    use crate::domain::lock::{Pause, PersonPause, Semaphore};
+    use crate::domain::lock::{ByPerson, Pause, Semaphore};
 
     #[test]
     fn the_idempotency_key_consumers_dedupe_on_is_pinned() {
@@ -369,15 +379,15 @@ mod tests {
         written_at: Timestamp(5_000),
     };
 
-    fn group(holders: &[(&str, u64)]) -> Group {
-        Group {
+    fn group(holders: &[(&str, u64)]) -> GroupRecord {
+        GroupRecord {
             holders: Semaphore::from_holders(
                 holders
                     .iter()
                     .map(|(id, at)| (NodeId::parse(id).unwrap(), Timestamp(*at))),
             ),
             slots: Some(2),
-            ..Group::default()
+            ..GroupRecord::default()
         }
     }
 
@@ -434,7 +444,7 @@ mod tests {
         let mut excluded = group(&[("a", 1_000)]);
         excluded.excluded.insert(
             NodeId::parse("sick").unwrap(),
-            PersonPause {
+            ByPerson {
                 reason: PauseReason::parse("disk replacement").unwrap(),
                 since: Timestamp(3_000),
                 by: "alice".into(),
@@ -496,7 +506,7 @@ mod tests {
         );
     }
 
-    fn reserved(mut group: Group, ids: &[(&str, u64)]) -> Group {
+    fn reserved(mut group: GroupRecord, ids: &[(&str, u64)]) -> GroupRecord {
         for (id, at) in ids {
             group
                 .draining
@@ -597,7 +607,7 @@ mod tests {
         let events = changes(
             &workers(),
             &group(&[("a", 1_000), ("b", 2_000)]),
-            &Group::default(),
+            &GroupRecord::default(),
             ORIGIN,
         );
         assert_eq!(
@@ -614,7 +624,7 @@ mod tests {
 
     #[test]
     fn pauses_and_resumes_by_a_person_and_by_alarms() {
-        let person = PersonPause {
+        let person = ByPerson {
             reason: PauseReason::parse("kernel regression").unwrap(),
             since: Timestamp(3_000),
             by: "ana".into(),

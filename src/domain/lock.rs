@@ -13,19 +13,16 @@ pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
 pub use crate::domain::time::{Clock, SystemClock, Timestamp};
 
-/// A pause set by a person with `fleetlock pause`.
+/// What a person did, as it is recorded: a pause (`fleetlock pause`) or a
+/// node kept out of its group's rollout (`fleetlock exclude`, where the node
+/// takes no new slot while the rest of the group goes on).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PersonPause {
+pub struct ByPerson {
     pub reason: PauseReason,
     pub since: Timestamp,
-    /// Who paused, as they gave it (`--by`, or their login name).
+    /// Who, as they gave it (`--by`, or their login name).
     pub by: String,
 }
-
-/// A node kept out of its group's rollout by a person (`fleetlock
-/// exclude`): it takes no new slot while the rest of the group goes on.
-/// Who, since when and why, as a person's pause records them.
-pub type Exclusion = PersonPause;
 
 /// How many nodes of one group may be excluded at once. Every call on the
 /// group is billed by its item's size: ten exclusions of a 32-hex id with a
@@ -39,7 +36,7 @@ pub const MAX_EXCLUSIONS: usize = 10;
 /// person's.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Pause {
-    pub person: Option<PersonPause>,
+    pub person: Option<ByPerson>,
     /// CloudWatch alarms in ALARM that gate this group.
     pub alarms: BTreeSet<String>,
     /// The rollout stopped itself: a node did not come back within its
@@ -127,7 +124,7 @@ pub struct GroupRules {
 
 /// A group as stored: the state that decides a request for a slot.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Group {
+pub struct GroupRecord {
     pub holders: Semaphore,
     pub pause: Pause,
     /// When a slot of this group was last given back.
@@ -136,7 +133,7 @@ pub struct Group {
     /// status`; decisions use the configured count.
     pub slots: Option<u32>,
     /// Nodes a person keeps out of the rollout.
-    pub excluded: BTreeMap<NodeId, Exclusion>,
+    pub excluded: BTreeMap<NodeId, ByPerson>,
     /// Holders whose slot is reserved, not yet granted: since when each
     /// waits for its drain. Every one is also in `holders` (the slot counts
     /// against the group from the reservation on).
@@ -152,7 +149,7 @@ pub struct Group {
     pub taken: BTreeMap<NodeId, Timestamp>,
     /// Holders that reported steady-state in a group with a return gate,
     /// and since when: each is still in `holders` (its slot counts) until
-    /// its return is confirmed ([`Group::returned`]).
+    /// its return is confirmed ([`GroupRecord::returned`]).
     pub returning: BTreeMap<NodeId, Timestamp>,
     /// Returns that passed their timeout and stopped the group once (the
     /// return's start): a return stops its group once, so a person's
@@ -166,7 +163,7 @@ pub struct Group {
 pub const MAX_TAKEN: usize = 10;
 pub const TAKEN_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
-impl Group {
+impl GroupRecord {
     /// When the group's settle period ends, if it has not yet at `now`. It
     /// runs from the arrival of the latest release that freed a slot; a
     /// request that arrived before that release (its write landed late)
@@ -422,7 +419,7 @@ impl Group {
     ///
     /// With `returns` (a node's steady-state in a group with a return
     /// gate), the slot is not freed: it counts as returning from `now`
-    /// until [`Group::returned`], and a steady-state of a node already
+    /// until [`GroupRecord::returned`], and a steady-state of a node already
     /// returning changes nothing. Without (a person's `fleetlock release`,
     /// or a group whose gate was removed), a returning slot is freed too.
     pub fn release(&mut self, id: &NodeId, returns: bool, now: Timestamp) -> Release {
@@ -553,7 +550,7 @@ mod tests {
 
     #[test]
     fn an_excluded_node_is_refused_unless_it_holds_a_slot() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let open = GroupRules {
             slots: 2,
             ..GroupRules::default()
@@ -561,7 +558,7 @@ mod tests {
         let sick = NodeId::parse("sick").unwrap();
         let holder = NodeId::parse("holder").unwrap();
         assert_eq!(group.acquire(&holder, open, Timestamp(1)), Acquire::Granted);
-        let exclusion = PersonPause {
+        let exclusion = ByPerson {
             reason: PauseReason::parse("disk").unwrap(),
             since: Timestamp(2),
             by: "alice".into(),
@@ -700,7 +697,7 @@ mod tests {
 
     #[test]
     fn a_full_group_gives_the_slot_of_a_holder_past_its_lease_to_the_next_asker() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let r = leased(2, HOUR);
         group.acquire(&id("old"), r, Timestamp(0));
         group.acquire(&id("young"), r, Timestamp(1_800_000));
@@ -726,7 +723,7 @@ mod tests {
 
     #[test]
     fn a_lease_never_evicts_while_a_slot_is_free_nor_without_an_asker() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let r = leased(2, HOUR);
         group.acquire(&id("old"), r, Timestamp(0));
         let late = Timestamp(0).plus(HOUR * 10);
@@ -742,7 +739,7 @@ mod tests {
     #[test]
     fn a_holder_that_asks_again_keeps_its_slot_past_the_lease_from_its_grant() {
         let r = leased(1, HOUR);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         // 31 minutes past a 30-minute lease... of an hour here: past it.
         let past = Timestamp(0).plus(HOUR + Duration::from_secs(60));
@@ -777,12 +774,12 @@ mod tests {
     #[test]
     fn a_holder_renews_in_a_paused_group_and_when_excluded_and_nobody_else_gets_in() {
         let r = leased(1, HOUR);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         group.pause.alarms.insert("api-5xx".into());
         group.excluded.insert(
             id("a"),
-            PersonPause {
+            ByPerson {
                 reason: PauseReason::parse("disk").unwrap(),
                 since: Timestamp(1),
                 by: "ana".into(),
@@ -806,7 +803,7 @@ mod tests {
     #[test]
     fn a_node_whose_slot_was_taken_is_marked_until_it_takes_or_gives_back_one() {
         let r = leased(1, HOUR);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         let late = Timestamp(0).plus(HOUR * 2);
         assert!(matches!(
@@ -832,14 +829,14 @@ mod tests {
             }),
             ..leased(1, HOUR)
         };
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         assert_eq!(
             group.acquire(&id("a"), gated, Timestamp(0)),
             Acquire::Reserves
         );
         group.acquire(&id("a"), gated, Timestamp(10));
         assert!(group.renewed.is_empty());
-        let mut plain = Group::default();
+        let mut plain = GroupRecord::default();
         plain.acquire(&id("a"), rules(1, Duration::ZERO), Timestamp(0));
         plain.acquire(&id("a"), rules(1, Duration::ZERO), Timestamp(10));
         assert!(plain.renewed.is_empty());
@@ -847,7 +844,7 @@ mod tests {
 
     #[test]
     fn marks_of_taken_slots_are_bounded_in_number_and_age() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         for n in 0..12u64 {
             group.taken.insert(
                 id(&format!("n{n}")),
@@ -867,7 +864,7 @@ mod tests {
     #[test]
     fn every_other_refusal_wins_over_an_expired_slot() {
         let r = leased(1, HOUR);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("old"), r, Timestamp(0));
         let now = Timestamp(0).plus(HOUR * 2);
         let takes = Acquire::TakesExpired {
@@ -883,7 +880,7 @@ mod tests {
         let mut excluded = group.clone();
         excluded.excluded.insert(
             id("b"),
-            PersonPause {
+            ByPerson {
                 reason: reason("disk"),
                 since: Timestamp(1),
                 by: "ana".into(),
@@ -910,7 +907,7 @@ mod tests {
 
     #[test]
     fn after_slots_were_lowered_an_expired_slot_is_never_taken_over() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let three = leased(3, HOUR);
         for name in ["a", "b", "c"] {
             group.acquire(&id(name), three, Timestamp(0));
@@ -929,12 +926,12 @@ mod tests {
 
     #[test]
     fn a_paused_group_refuses_newcomers_but_keeps_its_holders() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         assert_eq!(
             group.acquire(&id("a"), rules(3, Duration::ZERO), Timestamp(1)),
             Acquire::Granted
         );
-        group.pause.person = Some(PersonPause {
+        group.pause.person = Some(ByPerson {
             reason: reason("kernel regression"),
             since: Timestamp(2),
             by: "alice".into(),
@@ -961,7 +958,7 @@ mod tests {
 
     #[test]
     fn one_settle_period_for_the_whole_group_after_any_release() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let settle = rules(2, TEN_MIN);
         let t0 = Timestamp(1_000_000);
         assert_eq!(group.acquire(&id("a"), settle, t0), Acquire::Granted);
@@ -996,7 +993,7 @@ mod tests {
 
     #[test]
     fn held_wins_then_paused_then_settling_then_full() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let r = rules(1, TEN_MIN);
         group.acquire(&id("a"), r, Timestamp(0));
         group.last_release = Some(Timestamp(10));
@@ -1016,7 +1013,7 @@ mod tests {
     #[test]
     fn a_late_release_never_moves_the_settle_period_back_nor_frees_a_newer_grant() {
         let r = rules(3, TEN_MIN);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         group.acquire(&id("b"), r, Timestamp(0));
         // b's release arrived at 200 and landed first; a's arrived at 100
@@ -1049,7 +1046,7 @@ mod tests {
 
     #[test]
     fn a_request_that_arrived_before_the_latest_release_is_refused_even_without_settle() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let open = rules(2, Duration::ZERO);
         group.acquire(&id("a"), open, Timestamp(10));
         group.release(&id("a"), false, Timestamp(50));
@@ -1122,7 +1119,7 @@ mod tests {
 
     #[test]
     fn a_drain_gate_reserves_a_free_slot_and_grants_it_only_when_confirmed() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let r = gated(1, OnDrainTimeout::Hold);
         let t0 = Timestamp(1_000_000);
         assert_eq!(group.acquire(&id("a"), r, t0), Acquire::Reserves);
@@ -1159,7 +1156,7 @@ mod tests {
     fn past_the_drain_timeout_a_reservation_holds_or_is_granted_as_configured() {
         let t0 = Timestamp(0);
         let due = t0.plus(QUARTER);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), gated(1, OnDrainTimeout::Hold), t0);
         let before = due.minus(Duration::from_millis(1));
         assert!(matches!(
@@ -1183,7 +1180,7 @@ mod tests {
             Acquire::AlreadyHeld
         );
         // A gate removed: a reservation left over is granted at the next ask.
-        let mut left_over = Group::default();
+        let mut left_over = GroupRecord::default();
         left_over.acquire(&id("b"), gated(1, OnDrainTimeout::Hold), t0);
         assert_eq!(
             left_over.acquire(&id("b"), rules(1, Duration::ZERO), t0),
@@ -1194,7 +1191,7 @@ mod tests {
     #[test]
     fn a_reserved_node_never_reboots_while_paused_or_excluded() {
         let r = gated(2, OnDrainTimeout::Grant);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         let overdue = Timestamp(0).plus(QUARTER * 2);
         let mut paused = group.clone();
@@ -1208,7 +1205,7 @@ mod tests {
         let mut excluded = group.clone();
         excluded.excluded.insert(
             id("a"),
-            PersonPause {
+            ByPerson {
                 reason: reason("disk"),
                 since: Timestamp(1),
                 by: "ana".into(),
@@ -1226,7 +1223,7 @@ mod tests {
 
     #[test]
     fn a_settle_time_gates_new_reservations_and_a_short_window_begins_no_drain() {
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         let settle = GroupRules {
             settle: TEN_MIN,
             ..gated(2, OnDrainTimeout::Hold)
@@ -1255,7 +1252,7 @@ mod tests {
             lease: Some(HOUR),
             ..gated(2, OnDrainTimeout::Hold)
         };
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("reserved"), leased_gate, Timestamp(0));
         group.acquire(&id("held"), leased_gate, Timestamp(1));
         group.drained(&id("held"), None, Timestamp(2));
@@ -1296,7 +1293,7 @@ mod tests {
             }),
             ..closing
         };
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("held"), open, Timestamp(0));
         group.drained(&id("held"), None, Timestamp(0));
         let late = Timestamp(0).plus(HOUR * 2);
@@ -1313,12 +1310,12 @@ mod tests {
     #[test]
     fn a_reserved_node_excluded_in_a_paused_group_hears_that_it_is_excluded() {
         let gate = gated(1, OnDrainTimeout::Hold);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), gate, Timestamp(0));
         group.pause.alarms.insert("api-5xx".into());
         group.excluded.insert(
             id("a"),
-            PersonPause {
+            ByPerson {
                 reason: PauseReason::parse("disk").unwrap(),
                 since: Timestamp(1),
                 by: "ana".into(),
@@ -1347,7 +1344,7 @@ mod tests {
     #[test]
     fn a_return_gate_keeps_a_released_slot_counted_until_the_return_is_confirmed() {
         let r = returning(1);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         assert_eq!(group.acquire(&id("a"), r, Timestamp(0)), Acquire::Granted);
         assert_eq!(
             group.release(&id("a"), true, Timestamp(100)),
@@ -1422,7 +1419,7 @@ mod tests {
             settle: TEN_MIN,
             ..returning(2)
         };
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         group.release(&id("a"), true, Timestamp(1_000));
         assert_eq!(
@@ -1451,7 +1448,7 @@ mod tests {
             drain: gated(1, OnDrainTimeout::Hold).drain,
             ..returning(1)
         };
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         assert_eq!(group.acquire(&id("a"), r, Timestamp(0)), Acquire::Reserves);
         // Zincati restarted before the drain was confirmed: the node may
         // have been drained, so its slot returns too.
@@ -1472,12 +1469,12 @@ mod tests {
     #[test]
     fn a_person_or_a_removed_gate_frees_a_returning_slot_and_an_exclusion_changes_nothing() {
         let r = returning(1);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         group.release(&id("a"), true, Timestamp(10));
         group.excluded.insert(
             id("a"),
-            PersonPause {
+            ByPerson {
                 reason: reason("disk"),
                 since: Timestamp(11),
                 by: "ana".into(),
@@ -1510,7 +1507,7 @@ mod tests {
     #[test]
     fn an_overdue_return_stops_its_group_once_and_keeps_its_slot() {
         let r = returning(2);
-        let mut group = Group::default();
+        let mut group = GroupRecord::default();
         group.acquire(&id("a"), r, Timestamp(0));
         group.acquire(&id("b"), r, Timestamp(0));
         group.release(&id("a"), true, Timestamp(100));

@@ -690,7 +690,7 @@ pub fn paused_because(pause: &Pause) -> String {
 }
 
 /// Who excluded a node, when and why, as the refusal says it.
-pub fn excluded_because(exclusion: &crate::domain::lock::Exclusion) -> String {
+pub fn excluded_because(exclusion: &crate::domain::lock::ByPerson) -> String {
     format!(
         "by {} since {}: {}",
         exclusion.by,

@@ -8,11 +8,11 @@ use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Returned, Stopping, Timestamp,
+    Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping, Timestamp,
 };
 
 /// A group as stored: holders, pauses, last release, slots at the last grant.
-pub type GroupRecord = crate::domain::lock::Group;
+pub use crate::domain::lock::GroupRecord;
 
 /// An outcome and the group as it stands right after it was decided.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,7 +114,7 @@ impl From<&StoreError> for Error {
 
 /// Each call is one atomic decision: it is durable before the call returns.
 pub trait LockStore: Send + Sync + 'static {
-    /// Takes a slot for `id` as [`crate::domain::lock::Group::decide_acquire`] says: a
+    /// Takes a slot for `id` as [`crate::domain::lock::GroupRecord::decide_acquire`] says: a
     /// node that already holds one keeps it; otherwise only in a group that is
     /// neither paused, nor settling, nor full.
     fn acquire(
@@ -128,7 +128,7 @@ pub trait LockStore: Send + Sync + 'static {
     /// Gives back the slot of `id`, if it holds one; a release at `now`
     /// starts the group's settle period. With `returns` (a node's
     /// steady-state in a group with a return gate) the slot counts as
-    /// returning instead, as [`crate::domain::lock::Group::release`] says.
+    /// returning instead, as [`crate::domain::lock::GroupRecord::release`] says.
     fn release(
         &self,
         group: &GroupName,
@@ -140,7 +140,7 @@ pub trait LockStore: Send + Sync + 'static {
     /// A hook or a person confirms that `id` is back in service: its
     /// returning slot (the return begun at `since`, when given) is freed,
     /// in one conditional write, as
-    /// [`crate::domain::lock::Group::decide_returned`] says.
+    /// [`crate::domain::lock::GroupRecord::decide_returned`] says.
     fn returned(
         &self,
         group: &GroupName,
@@ -151,7 +151,7 @@ pub trait LockStore: Send + Sync + 'static {
 
     /// The return of `id` begun at `since` passed its timeout: the group
     /// stops, once per return (one conditional write), as
-    /// [`crate::domain::lock::Group::stop_for_return`] says.
+    /// [`crate::domain::lock::GroupRecord::stop_for_return`] says.
     fn stop_for_return(
         &self,
         group: &GroupName,
@@ -162,7 +162,7 @@ pub trait LockStore: Send + Sync + 'static {
 
     /// A hook or a person confirms that `id` was drained: its reservation
     /// (the one made at `since`, when given) becomes its slot, in one
-    /// conditional write, as [`crate::domain::lock::Group::decide_drained`]
+    /// conditional write, as [`crate::domain::lock::GroupRecord::decide_drained`]
     /// says.
     fn drained(
         &self,
@@ -179,7 +179,7 @@ pub trait LockStore: Send + Sync + 'static {
     fn pause(
         &self,
         group: &GroupName,
-        pause: PersonPause,
+        pause: ByPerson,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
 
     /// Clears a person's pause and the server's stop (a person looked);
@@ -198,7 +198,7 @@ pub trait LockStore: Send + Sync + 'static {
         &self,
         group: &GroupName,
         id: &NodeId,
-        exclusion: Exclusion,
+        exclusion: ByPerson,
     ) -> impl Future<Output = Result<Decided<Excluding>, StoreError>> + Send;
 
     /// Lets `id` take slots again; as `exclude`, one write on the group as read.
@@ -259,14 +259,14 @@ pub trait LockStore: Send + Sync + 'static {
 mod tests {
     use super::*;
     use crate::domain::input::PauseReason;
-    use crate::domain::lock::{MAX_EXCLUSIONS, PersonPause, Timestamp};
+    use crate::domain::lock::{ByPerson, MAX_EXCLUSIONS, Timestamp};
 
     fn excluding(count: usize) -> GroupRecord {
         let mut group = GroupRecord::default();
         for n in 0..count {
             group.excluded.insert(
                 NodeId::parse(&format!("n{n}")).unwrap(),
-                PersonPause {
+                ByPerson {
                     reason: PauseReason::parse("disk").unwrap(),
                     since: Timestamp(1),
                     by: "ana".into(),

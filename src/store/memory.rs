@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Returned, Stopping, Timestamp,
+    Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping, Timestamp,
 };
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
@@ -182,7 +182,7 @@ impl LockStore for MemoryStore {
     async fn pause(
         &self,
         group: &GroupName,
-        pause: PersonPause,
+        pause: ByPerson,
     ) -> Result<Decided<Changed>, StoreError> {
         self.change(group, |record| {
             let was_free = record.pause.person.is_none();
@@ -203,7 +203,7 @@ impl LockStore for MemoryStore {
         &self,
         group: &GroupName,
         id: &NodeId,
-        exclusion: Exclusion,
+        exclusion: ByPerson,
     ) -> Result<Decided<Excluding>, StoreError> {
         self.change(group, |record| {
             exclusion_refused(record, id).unwrap_or_else(|| {

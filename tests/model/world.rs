@@ -11,10 +11,11 @@ use fleetlock::domain::error::Error;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{ClientParams, GroupName, IdRule, NodeId, PauseReason};
 use fleetlock::domain::lock::{
-    Drained, Group, OnDrainTimeout, Pause, PersonPause, Returned, RolloutStop, Semaphore, Timestamp,
+    ByPerson, Drained, GroupRecord, OnDrainTimeout, Pause, Returned, RolloutStop, Semaphore,
+    Timestamp,
 };
 use fleetlock::domain::service::{Answer, FleetLock, Outcome};
-use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::domain::store::LockStore;
 use fleetlock::domain::windows::{Schedule, WindowState};
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::test_support::ManualClock;
@@ -435,7 +436,7 @@ impl World {
         let store = self.services[0].store();
         store.put_record(&self.group, record.clone());
         let group = &self.group;
-        let who = || PersonPause {
+        let who = || ByPerson {
             reason: PauseReason::parse("model").unwrap(),
             since: at,
             by: "model".into(),
@@ -509,7 +510,7 @@ impl State {
         // Times no rule reads within the bounds (they are shown to people, or
         // age out after a day) are all the start: states that differ only
         // there decide alike.
-        let shown = |p: &mut PersonPause| p.since = Timestamp(START);
+        let shown = |p: &mut ByPerson| p.since = Timestamp(START);
         self.record.pause.person.as_mut().map(shown);
         self.record.excluded.values_mut().for_each(shown);
         if let Some(stop) = self.record.pause.stop.as_mut() {
@@ -531,7 +532,7 @@ impl State {
 /// field, so that a new field of a group fails to compile here until the
 /// model knows it.
 fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> GroupRecord {
-    let Group {
+    let GroupRecord {
         holders,
         pause,
         last_release,
@@ -554,7 +555,7 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
         times(returns_failed),
     );
     let holders = Semaphore::from_holders(holders.holders().map(|(id, at)| (id.clone(), f(at))));
-    let mut person = |p: &PersonPause| PersonPause {
+    let mut person = |p: &ByPerson| ByPerson {
         since: f(p.since),
         ..p.clone()
     };
@@ -571,7 +572,7 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
             at: f(stop.at),
         }),
     };
-    Group {
+    GroupRecord {
         holders,
         pause,
         last_release: last_release.map(&mut *f),

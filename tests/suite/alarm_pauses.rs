@@ -13,7 +13,7 @@ use aws_smithy_cbor::{Decoder, Encoder};
 use fleetlock::aws::dynamodb_client as client;
 use fleetlock::aws::load_config;
 use fleetlock::domain::input::{GroupName, PauseReason};
-use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::domain::lock::{ByPerson, Timestamp};
 use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::DynamoStore;
 use serde_json::{Value, json};
@@ -260,7 +260,7 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
     store
         .pause(
             &web,
-            PersonPause {
+            ByPerson {
                 reason: PauseReason::parse("setting up").unwrap(),
                 since: Timestamp::now(),
                 by: "ops".into(),
@@ -305,7 +305,7 @@ async fn alarms_pause_and_clear_their_groups_from_their_current_state() {
     store
         .pause(
             &workers,
-            PersonPause {
+            ByPerson {
                 reason: PauseReason::parse("watching canaries").unwrap(),
                 since: Timestamp::now(),
                 by: "ana".into(),

@@ -16,7 +16,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{DrainRule, GroupRules, OnDrainTimeout, PersonPause, Timestamp};
+use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout, Timestamp};
 use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::store::memory::MemoryStore;
@@ -144,7 +144,7 @@ async fn run<S: LockStore>(store: &S, group: &GroupName, op: Op, at: Timestamp) 
         Since::None => None,
         Since::Ended => Some(Timestamp(1)),
     };
-    let person = || PersonPause {
+    let person = || ByPerson {
         reason: PauseReason::parse("conformance").unwrap(),
         since: at,
         by: "test".into(),

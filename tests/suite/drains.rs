@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
-    Acquire, DrainRule, Drained, GroupRules, OnDrainTimeout, PersonPause, Release, Timestamp,
+    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Release, Timestamp,
 };
 use fleetlock::domain::store::LockStore;
 use fleetlock::store::memory::MemoryStore;
@@ -143,7 +143,7 @@ async fn a_timeout_holds_or_grants_and_a_pause_wins<S: LockStore>(store: &S) {
     assert_eq!(drained(store, &g, "a", None, due).await, Drained::Paused);
     store.clear_alarm(&g, "db-errors").await.unwrap();
 
-    let exclusion = PersonPause {
+    let exclusion = ByPerson {
         reason: PauseReason::parse("disk").unwrap(),
         since: T0,
         by: "ana".into(),

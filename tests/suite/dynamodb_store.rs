@@ -234,7 +234,7 @@ async fn every_protocol_decision_is_exactly_one_request() {
     store
         .pause(
             &frozen,
-            fleetlock::domain::lock::PersonPause {
+            fleetlock::domain::lock::ByPerson {
                 reason: fleetlock::domain::input::PauseReason::parse("frozen").unwrap(),
                 since: Timestamp(0),
                 by: "ops".into(),
@@ -441,7 +441,7 @@ async fn pauses_and_settle_times_racing_grants_never_over_grant() {
         tasks.push(tokio::spawn(async move {
             while start.elapsed() < run_for {
                 tokio::time::sleep(Duration::from_millis(170)).await;
-                let pause = fleetlock::domain::lock::PersonPause {
+                let pause = fleetlock::domain::lock::ByPerson {
                     reason: fleetlock::domain::input::PauseReason::parse("race").unwrap(),
                     since: Timestamp(now()),
                     by: "test".into(),
@@ -749,7 +749,7 @@ async fn the_item_a_grant_a_release_and_a_pause_write_is_exactly_this() {
         .release(&g, &id("node-a"), false, Timestamp(2_000))
         .await
         .unwrap();
-    let pause = fleetlock::domain::lock::PersonPause {
+    let pause = fleetlock::domain::lock::ByPerson {
         reason: fleetlock::domain::input::PauseReason::parse("kernel regression").unwrap(),
         since: Timestamp(3_000),
         by: "alice".into(),

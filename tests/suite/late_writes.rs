@@ -122,8 +122,8 @@ async fn dynamodb_late_writes_never_undo_newer_ones() {
     late_steady_state_and_late_pre_reboot(&*store).await;
 }
 
-fn person(reason: &str) -> fleetlock::domain::lock::PersonPause {
-    fleetlock::domain::lock::PersonPause {
+fn person(reason: &str) -> fleetlock::domain::lock::ByPerson {
+    fleetlock::domain::lock::ByPerson {
         reason: fleetlock::domain::input::PauseReason::parse(reason).unwrap(),
         since: Timestamp::now(),
         by: "operator".into(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::PauseReason;
-use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Release, Timestamp};
+use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Release, Timestamp};
 use fleetlock::domain::store::{GroupRecord, LockStore};
 use fleetlock::store::memory::MemoryStore;
 
@@ -101,7 +101,7 @@ async fn other_refusals_win_over_an_expired_slot<S: LockStore>(store: &S) {
     assert_eq!(take(store, &g, "asker", one, at).await, Acquire::Paused);
     store.clear_alarm(&g, "db-errors").await.unwrap();
 
-    let exclusion = PersonPause {
+    let exclusion = ByPerson {
         reason: PauseReason::parse("disk replacement").unwrap(),
         since: T0,
         by: "ana".into(),
@@ -346,7 +346,7 @@ async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
     for node in ["x", "y", "z"] {
         assert_eq!(take(&*store, &g, node, three, T0).await, Acquire::Granted);
     }
-    let exclusion = || PersonPause {
+    let exclusion = || ByPerson {
         reason: PauseReason::parse("race").unwrap(),
         since: T0,
         by: "ana".into(),

@@ -10,8 +10,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
-    Acquire, DrainRule, Drained, GroupRules, OnDrainTimeout, PersonPause, Release, Returned,
-    Stopping, Timestamp,
+    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Release, Returned, Stopping,
+    Timestamp,
 };
 use fleetlock::domain::store::{Changed, LockStore};
 use fleetlock::store::memory::MemoryStore;
@@ -143,7 +143,7 @@ async fn the_gate_meets_the_other_levers<S: LockStore>(store: &S) {
         "five hours on, a returning slot is not taken over"
     );
     store.pause_for_alarm(&g, "db-errors").await.unwrap();
-    let pause = PersonPause {
+    let pause = ByPerson {
         reason: PauseReason::parse("disk").unwrap(),
         since: at(301),
         by: "ana".into(),
@@ -563,7 +563,7 @@ async fn a_resume_never_clears_a_stop_written_after_it_read_the_group() {
     let g = group("workers");
     take(&direct, &g, "a", returning(2), at(0)).await;
     steady(&direct, &g, "a", at(1)).await;
-    let pause = PersonPause {
+    let pause = ByPerson {
         reason: PauseReason::parse("kernel regression").unwrap(),
         since: at(2),
         by: "ana".into(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::PauseReason;
-use fleetlock::domain::lock::{Acquire, Clock, MAX_EXCLUSIONS, PersonPause, Release, Timestamp};
+use fleetlock::domain::lock::{Acquire, ByPerson, Clock, MAX_EXCLUSIONS, Release, Timestamp};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::{Changed, Excluding, LockStore};
 use fleetlock::http::Api;
@@ -20,8 +20,8 @@ use crate::helpers::{dynamo_store, group, id, rules, spawn_server, take, zincati
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const SETTLE: Duration = Duration::from_secs(600);
 
-fn person(reason: &str, since: Timestamp) -> PersonPause {
-    PersonPause {
+fn person(reason: &str, since: Timestamp) -> ByPerson {
+    ByPerson {
         reason: PauseReason::parse(reason).unwrap(),
         since,
         by: "alice".into(),

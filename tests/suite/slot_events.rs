@@ -11,7 +11,7 @@ use fleetlock::aws::dynamodb_client as client;
 use fleetlock::aws::load_config;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::domain::lock::{ByPerson, Timestamp};
 use fleetlock::domain::store::LockStore;
 use fleetlock::store::dynamodb::DynamoStore;
 use http_body_util::{BodyExt, Full};
@@ -218,7 +218,7 @@ async fn the_tables_stream_becomes_events_once_per_change_and_the_same_key_on_re
             .status,
         200
     );
-    let pause = PersonPause {
+    let pause = ByPerson {
         reason: PauseReason::parse("kernel 6.18 panics on r7g").unwrap(),
         since: Timestamp::now(),
         by: "ana".into(),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetlock::domain::lock::{Acquire, GroupRules, PersonPause, Timestamp};
+use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Timestamp};
 use fleetlock::domain::store::{Forgot, LockStore};
 use fleetlock::store::memory::MemoryStore;
 
@@ -72,7 +72,7 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
         .release(&group("b"), &id("n1"), false, at)
         .await
         .unwrap();
-    let pause = PersonPause {
+    let pause = ByPerson {
         reason: fleetlock::domain::input::PauseReason::parse("hold on").unwrap(),
         since: at,
         by: "alice".into(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{PersonPause, Timestamp};
+use fleetlock::domain::lock::{ByPerson, Timestamp};
 use fleetlock::test_support::ManualClock;
 
 use fleetlock::domain::auth::Auth;
@@ -143,7 +143,7 @@ async fn a_closed_window_outranks_paused_settling_and_full() {
     store
         .pause(
             &workers,
-            PersonPause {
+            ByPerson {
                 reason: PauseReason::parse("kernel regression").unwrap(),
                 since: inside,
                 by: "alice".into(),

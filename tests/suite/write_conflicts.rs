@@ -9,9 +9,7 @@
 use std::time::Duration;
 
 use fleetlock::domain::input::{GroupName, PauseReason};
-use fleetlock::domain::lock::{
-    DrainRule, Exclusion, GroupRules, OnDrainTimeout, PersonPause, Timestamp,
-};
+use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout, Timestamp};
 use fleetlock::domain::store::{Decided, LockStore, StoreError};
 use fleetlock::store::dynamodb::DynamoStore;
 
@@ -130,12 +128,12 @@ impl Write {
         let later = T0.plus(Duration::from_secs(600));
         let past_lease = T0.plus(LEASE * 3);
         let past_return = later.plus(Duration::from_secs(3600));
-        let pause = PersonPause {
+        let pause = ByPerson {
             reason: PauseReason::parse("db migration").unwrap(),
             since: T0,
             by: "ana".into(),
         };
-        let exclusion = Exclusion {
+        let exclusion = ByPerson {
             reason: PauseReason::parse("disk replacement").unwrap(),
             since: T0,
             by: "ana".into(),

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::*;
 use crate::domain::input::{GroupName, NodeId, PauseReason};
-use crate::domain::lock::{Pause, PersonPause, RolloutStop, Semaphore, Timestamp};
+use crate::domain::lock::{ByPerson, Pause, RolloutStop, Semaphore, Timestamp};
 use crate::domain::store::{GroupRecord, StoreError};
 
 pub(super) fn holder_attribute(id: &NodeId) -> String {
@@ -353,7 +353,7 @@ pub(super) fn attribute_from_json(value: &serde_json::Value) -> Result<Attribute
 pub(super) fn read_person_pause(
     attribute: &str,
     pause: &HashMap<String, AttributeValue>,
-) -> Result<PersonPause, StoreError> {
+) -> Result<ByPerson, StoreError> {
     let text = |name: &str| match pause.get(name) {
         Some(AttributeValue::S(text)) => Ok(text.clone()),
         _ => Err(StoreError::Corrupt(format!(
@@ -364,7 +364,7 @@ pub(super) fn read_person_pause(
         .map_err(|why| StoreError::Corrupt(format!("{attribute}.reason: {why}")))?;
     let since = read_number(pause, "since")?
         .ok_or_else(|| StoreError::Corrupt(format!("{attribute}.since is missing")))?;
-    Ok(PersonPause {
+    Ok(ByPerson {
         reason,
         since: Timestamp(since),
         by: text("by")?,
@@ -402,7 +402,7 @@ pub(super) fn stop_value(stop: &RolloutStop) -> AttributeValue {
     ]))
 }
 
-pub(super) fn person_pause_value(pause: &PersonPause) -> AttributeValue {
+pub(super) fn person_pause_value(pause: &ByPerson) -> AttributeValue {
     AttributeValue::M(HashMap::from([
         (
             "reason".to_owned(),
@@ -487,7 +487,7 @@ mod tests {
 
     #[test]
     fn a_pause_written_is_the_pause_read() {
-        let pause = PersonPause {
+        let pause = ByPerson {
             reason: PauseReason::parse("kernel regression").unwrap(),
             since: Timestamp(42),
             by: "bob".into(),

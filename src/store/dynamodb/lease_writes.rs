@@ -24,7 +24,7 @@ impl DynamoStore {
     /// in between end it too) and the group holds no more holders than its
     /// slots. It marks the slot as taken from `expired` (`t:ID`), and
     /// removes the marks `current` holds past their bound
-    /// ([`crate::domain::lock::Group::stale_taken`]).
+    /// ([`crate::domain::lock::GroupRecord::stale_taken`]).
     /// A 0.1 holder (`holder:<id>`) is covered: whichever of its two names
     /// it is stored under is the one removed.
     pub(super) fn take_expired_request(

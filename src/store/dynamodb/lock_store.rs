@@ -13,8 +13,7 @@ use super::writes::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, Drained, Exclusion, GroupRules, PersonPause, Release, Returned, RolloutStop, Stopping,
-    Timestamp,
+    Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, Stopping, Timestamp,
 };
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
@@ -296,7 +295,7 @@ impl LockStore for DynamoStore {
     async fn pause(
         &self,
         group: &GroupName,
-        pause: PersonPause,
+        pause: ByPerson,
     ) -> Result<Decided<Changed>, StoreError> {
         let (current, seen) = self.read_pause_version(group).await?;
         if current.pause.person.is_some() {
@@ -350,7 +349,7 @@ impl LockStore for DynamoStore {
         &self,
         group: &GroupName,
         id: &NodeId,
-        exclusion: Exclusion,
+        exclusion: ByPerson,
     ) -> Result<Decided<Excluding>, StoreError> {
         let (current, seen) = self.read_pause_version(group).await?;
         if let Some(refused) = exclusion_refused(&current, id) {
