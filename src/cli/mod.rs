@@ -21,7 +21,6 @@ pub mod credential;
 mod doc_commands;
 pub mod exclude;
 pub mod failure;
-pub mod hold;
 pub mod hosts;
 pub mod iam_policy;
 pub mod id;
@@ -33,6 +32,7 @@ pub mod status;
 pub mod table;
 #[cfg(test)]
 mod testing;
+pub mod unlock;
 pub mod usage;
 pub mod windows;
 
@@ -44,7 +44,6 @@ use clap::{Args, Parser, Subcommand};
 pub use failure::Failure;
 pub use usage::{USAGE_EXIT, command_help, definition, help_text, parse};
 
-use crate::client::Call;
 use crate::logging;
 
 /// The arguments as clap reads them: the one definition of every command.
@@ -86,13 +85,13 @@ pub enum Sub {
     /// unreachable or 5xx. With -- COMMAND: the command's own code once it
     /// ran, 4 if the slot was lost and the command stopped, 127 if it could
     /// not be started.
-    Lock(hold::LockCommand),
+    Lock(lock::LockCommand),
     /// Give the job's slot back
     ///
     /// Exit codes of lock and unlock: 0 done, 1 refused (or --wait timed out,
     /// or stopped), 2 bad input or a 4xx asking again cannot mend, 3
     /// unreachable or 5xx.
-    Unlock(lock::LockArgs),
+    Unlock(unlock::UnlockCommand),
     Check(check::CheckArgs),
     Id(id::Id),
     Windows(windows::Windows),
@@ -143,7 +142,7 @@ impl Sub {
         let out = &mut std::io::stdout();
         let done = match self {
             Sub::Lock(args) => return args.run().await,
-            Sub::Unlock(args) => return args.run(Call::SteadyState).await,
+            Sub::Unlock(args) => return args.run().await,
             Sub::Check(args) => return args.run().await,
             Sub::Version => {
                 println!("fleetlock {}", env!("CARGO_PKG_VERSION"));

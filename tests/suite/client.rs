@@ -555,7 +555,7 @@ fn the_shipped_units_call_commands_the_binary_takes() {
                     calls.push((request.call, request.wait));
                 }
                 Ok(Some(Sub::Unlock(unlock))) => {
-                    let request = unlock.request(Call::SteadyState);
+                    let request = unlock.args.request(Call::SteadyState);
                     calls.push((request.call, request.wait));
                 }
                 other => panic!("{unit}: {line}: {other:?}"),

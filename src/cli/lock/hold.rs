@@ -6,12 +6,9 @@
 //! while the command runs (taken over, released by a person, or not renewed
 //! within its lease) stops the command: it hears SIGTERM, then SIGKILL.
 
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::Args;
-
-use crate::cli::lock::{Checked, Ended, LockArgs, give_back_once, run_for_lease, stop_signal};
+use super::{Checked, Ended, give_back_once};
 use crate::client::{Answer, Call, ClientError};
 
 /// How long a stopped command has between SIGTERM and SIGKILL.
@@ -27,46 +24,6 @@ pub const RETRY_RENEWAL: Duration = Duration::from_secs(30);
 /// A renewal not confirmed this long before the lease runs out counts as
 /// lost: the command is stopped while the slot is still its own.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(60);
-
-/// The arguments of `lock`: those of `unlock`, and the command to hold the
-/// slot for.
-#[derive(Args, Debug, PartialEq, Eq)]
-pub struct LockCommand {
-    #[command(flatten)]
-    pub args: LockArgs,
-    /// Leave FLEETLOCK_URL, the node's secret, in COMMAND's environment
-    /// (it is taken out otherwise)
-    #[arg(long, requires = "command")]
-    pub keep_url: bool,
-    /// Run this command while holding the slot, renew the slot while it
-    /// runs, give it back when it ends, and exit with its code (4: the slot
-    /// was lost and the command stopped; 127: it could not be started)
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
-
-impl LockCommand {
-    /// `lock`, with or without a command.
-    pub async fn run(self) -> ExitCode {
-        if self.command.is_empty() {
-            return self.args.run(Call::PreReboot).await;
-        }
-        let (request, checked) = match self.args.checked(Call::PreReboot) {
-            Ok(checked) => checked,
-            Err(ended) => return ExitCode::from(ended.code()),
-        };
-        let mut say = |line: &str| eprintln!("fleetlock: {line}");
-        let (ended, lease) = run_for_lease(&checked, &request, stop_signal(), &mut say).await;
-        if ended != Ended::Done {
-            return ExitCode::from(ended.code());
-        }
-        let job = Job {
-            command: &self.command,
-            keep_url: self.keep_url,
-        };
-        ExitCode::from(hold(&checked, job, lease, stop_signal(), &mut say).await)
-    }
-}
 
 /// What an answer to a renewal says of the slot.
 #[derive(Clone, Debug, PartialEq, Eq)]

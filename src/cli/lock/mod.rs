@@ -1,8 +1,11 @@
-//! `fleetlock lock` and `fleetlock unlock`: the client side for workloads
-//! that are not Zincati (a maintenance job, `podman auto-update`, a script),
-//! so that every disruption of a fleet shares the same N slots. The requests
-//! are [`crate::client`]'s, exactly Zincati's; this is the loop around them:
-//! waiting with backoff, stopping cleanly, and the exit codes.
+//! `fleetlock lock` (and the loop `fleetlock unlock` shares): the client
+//! side for workloads that are not Zincati (a maintenance job, `podman
+//! auto-update`, a script), so that every disruption of a fleet shares the
+//! same N slots. The requests are [`crate::client`]'s, exactly Zincati's;
+//! this is the loop around them: waiting with backoff, stopping cleanly, and
+//! the exit codes. [`hold`]: the slot held while a command runs.
+
+pub mod hold;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -444,6 +447,46 @@ pub async fn give_back_once(checked: &Checked) -> Result<(), String> {
         Ok(Answer::Yes { .. }) => Ok(()),
         Ok(Answer::Refused { value, .. } | Answer::Rejected { value, .. }) => Err(value),
         Err(err) => Err(err.to_string()),
+    }
+}
+
+/// The arguments of `lock`: those of `unlock`, and the command to hold the
+/// slot for.
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct LockCommand {
+    #[command(flatten)]
+    pub args: LockArgs,
+    /// Leave FLEETLOCK_URL, the node's secret, in COMMAND's environment
+    /// (it is taken out otherwise)
+    #[arg(long, requires = "command")]
+    pub keep_url: bool,
+    /// Run this command while holding the slot, renew the slot while it
+    /// runs, give it back when it ends, and exit with its code (4: the slot
+    /// was lost and the command stopped; 127: it could not be started)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl LockCommand {
+    /// `lock`, with or without a command.
+    pub async fn run(self) -> ExitCode {
+        if self.command.is_empty() {
+            return self.args.run(Call::PreReboot).await;
+        }
+        let (request, checked) = match self.args.checked(Call::PreReboot) {
+            Ok(checked) => checked,
+            Err(ended) => return ExitCode::from(ended.code()),
+        };
+        let mut say = |line: &str| eprintln!("fleetlock: {line}");
+        let (ended, lease) = run_for_lease(&checked, &request, stop_signal(), &mut say).await;
+        if ended != Ended::Done {
+            return ExitCode::from(ended.code());
+        }
+        let job = hold::Job {
+            command: &self.command,
+            keep_url: self.keep_url,
+        };
+        ExitCode::from(hold::hold(&checked, job, lease, stop_signal(), &mut say).await)
     }
 }
 

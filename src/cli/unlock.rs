@@ -1,0 +1,23 @@
+//! `fleetlock unlock`: gives the job's slot back, as Zincati's steady-state
+//! does, with the settings, retries and exit codes of `lock`
+//! ([`crate::cli::lock`]).
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::cli::lock::LockArgs;
+use crate::client::Call;
+
+// The arguments of `unlock`: those of `lock`, without a command.
+#[derive(Args, Debug, PartialEq, Eq)]
+pub struct UnlockCommand {
+    #[command(flatten)]
+    pub args: LockArgs,
+}
+
+impl UnlockCommand {
+    pub async fn run(self) -> ExitCode {
+        self.args.run(Call::SteadyState).await
+    }
+}
