@@ -127,16 +127,6 @@ impl fmt::Debug for Lock {
     }
 }
 
-/// A duration as a line shows it: whole seconds (what the commands use), or
-/// milliseconds below one (what a test sets).
-pub fn shown_duration(duration: Duration) -> String {
-    if duration >= Duration::from_secs(1) {
-        format!("{} s", duration.as_secs())
-    } else {
-        format!("{} ms", duration.as_millis())
-    }
-}
-
 /// The URL with its password replaced, for messages.
 pub fn redacted(url: &url::Url) -> String {
     let mut shown = url.clone();
@@ -223,7 +213,7 @@ impl Lock {
             .map_err(|_| {
                 ClientError::Unreachable(format!(
                     "no answer within {}",
-                    shown_duration(self.timeout)
+                    crate::domain::time::human_duration(self.timeout)
                 ))
             })?
     }

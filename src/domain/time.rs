@@ -63,3 +63,44 @@ impl Clock for SystemClock {
         Timestamp::now()
     }
 }
+
+/// A duration for people, in the units the settings are written in: its two
+/// largest, `45s`, `2m5s`, `3h12m`, `2d1h`; below a second, `250ms` (what a
+/// test sets). Settings themselves are shown exactly, by
+/// [`crate::domain::groups::format_duration`].
+pub fn human_duration(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        return format!("{}ms", duration.as_millis());
+    }
+    let secs = duration.as_secs();
+    let units = [
+        (secs / 86_400, 'd'),
+        (secs / 3600 % 24, 'h'),
+        (secs / 60 % 60, 'm'),
+        (secs % 60, 's'),
+    ];
+    let first = units.iter().position(|(value, _)| *value > 0).unwrap_or(3);
+    units[first..]
+        .iter()
+        .take(2)
+        .filter(|(value, _)| *value > 0)
+        .map(|(value, unit)| format!("{value}{unit}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_the_settings_write_them_to_two_units() {
+        let secs = Duration::from_secs;
+        assert_eq!(human_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(human_duration(secs(45)), "45s");
+        assert_eq!(human_duration(secs(60)), "1m");
+        assert_eq!(human_duration(secs(125)), "2m5s");
+        assert_eq!(human_duration(secs(3 * 3600 + 12 * 60 + 5)), "3h12m");
+        assert_eq!(human_duration(secs(3600 + 5)), "1h");
+        assert_eq!(human_duration(secs(2 * 86_400 + 3600)), "2d1h");
+    }
+}

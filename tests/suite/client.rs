@@ -282,15 +282,15 @@ async fn a_wait_ends_at_its_timeout_and_a_signal_ends_it_with_no_slot_taken() {
         until_said(&said, "asking again in").await;
         // The command paces as a fleet's endpoint needs: 60 s and up to a
         // tenth more before the second try.
-        let announced: u64 = said
+        let announced = said
             .lock()
             .unwrap()
             .iter()
             .find_map(|l| l.split("asking again in ").nth(1))
-            .and_then(|rest| rest.strip_suffix(" s"))
-            .expect("a pause in seconds")
-            .parse()
-            .unwrap();
+            .map(|rest| fleetlock::domain::groups::parse_duration(rest.trim()))
+            .expect("a pause announced")
+            .expect("a pause written as the settings are")
+            .as_secs();
         assert!((60..=66).contains(&announced), "{announced} s");
         let killed = std::process::Command::new("kill")
             .args([format!("-{signal}"), waiter.id().unwrap().to_string()])

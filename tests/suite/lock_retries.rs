@@ -118,7 +118,7 @@ async fn waited(checked: &Checked, request: &Request) -> (Ended, Vec<String>) {
 fn pauses(said: &[String]) -> Vec<u64> {
     said.iter()
         .filter_map(|line| line.strip_prefix("asking again in "))
-        .map(|rest| rest.trim_end_matches(" ms").parse().unwrap())
+        .map(|rest| rest.trim_end_matches("ms").parse().unwrap())
         .collect()
 }
 
@@ -137,7 +137,7 @@ async fn wait_asks_again_after_5xx_429_silence_and_refusals_with_growing_pauses(
         "six tries, and no give-back of the slot it took"
     );
     assert!(
-        said.iter().any(|l| l.contains("no answer within 300 ms")),
+        said.iter().any(|l| l.contains("no answer within 300ms")),
         "{said:#?}"
     );
     assert!(

@@ -13,11 +13,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::client::{
-    Answer, Call, ClientError, Lock, job_id, parse_machine_id, shown_duration, zincati_id,
-};
+use crate::client::{Answer, Call, ClientError, Lock, job_id, parse_machine_id, zincati_id};
 use crate::config::{LockSettings, process_env};
 use crate::domain::input::{GroupName, NodeId};
+use crate::domain::time::human_duration;
 
 /// The least time between two tries: the endpoint's throttle is shared with
 /// every Zincati of the fleet.
@@ -394,7 +393,7 @@ pub async fn run_for_lease(
             }
             say(&format!(
                 "could not {verb} within {}; giving up",
-                shown_duration(started.elapsed())
+                human_duration(started.elapsed())
             ));
             let ended = if retry_ends == Ended::Unreachable {
                 if unheard && request.call == Call::PreReboot {
@@ -406,7 +405,7 @@ pub async fn run_for_lease(
             };
             return (ended, None);
         }
-        say(&format!("asking again in {}", shown_duration(pause)));
+        say(&format!("asking again in {}", human_duration(pause)));
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             () = &mut stop => {

@@ -7,9 +7,9 @@ use crate::domain::lock::Timestamp;
 use crate::domain::store::GroupRecord;
 
 use super::view::{
-    Wildcard, human_duration, is_idle, rfc3339, rules_of, settles_until, slots_text, state,
-    window_line,
+    Wildcard, is_idle, rfc3339, rules_of, settles_until, slots_text, state, window_line,
 };
+use crate::domain::time::human_duration;
 
 /// Holders per group, then a line for each paused, settling or windowed
 /// group. `deployed` is the configuration the function runs with, when
@@ -92,7 +92,7 @@ pub fn render(
                 // Escaped where it could pass for another id.
                 id.shown(),
                 rfc3339(at),
-                human_duration(at.age_at(now).as_secs()),
+                human_duration(at.age_at(now)),
             ];
             if let Some(hosts) = hosts {
                 row.push(
@@ -196,7 +196,7 @@ pub fn render(
                  'fleetlock returned --group {name} --id {} --released-at {}'\n",
                 id.shown(),
                 rfc3339(*since),
-                human_duration(since.age_at(now).as_secs()),
+                human_duration(since.age_at(now)),
                 crate::cli::config_check::shell_word(&id.shown()),
                 since.to_rfc3339_millis()
             ));
@@ -326,14 +326,14 @@ mod tests {
         let (text, group) = shown(&record, Some(&config), now);
         assert!(
             text.contains(
-                "workers: 'back' is returning since 2025-11-30T05:35:00Z (10m 0s), due by \
+                "workers: 'back' is returning since 2025-11-30T05:35:00Z (10m), due by \
                  2025-11-30T05:55:00Z: confirm with 'fleetlock returned --group workers --id \
                  back --released-at 2025-11-30T05:35:00.042Z'"
             ),
             "{text}"
         );
         assert!(
-            text.contains("'gone' is returning since 2025-11-30T05:20:00Z (25m 0s), past its return timeout since 2025-11-30T05:40:00Z"),
+            text.contains("'gone' is returning since 2025-11-30T05:20:00Z (25m), past its return timeout since 2025-11-30T05:40:00Z"),
             "{text}"
         );
         assert!(

@@ -141,32 +141,3 @@ pub struct Wildcard {
 pub fn is_idle(record: &GroupRecord) -> bool {
     record.holders.is_empty() && !record.pause.is_paused() && record.excluded.is_empty()
 }
-
-/// `3h 12m`, `45s`: how long a slot has been held, for people.
-pub fn human_duration(seconds: u64) -> String {
-    let (d, h, m, s) = (
-        seconds / 86_400,
-        seconds / 3600 % 24,
-        seconds / 60 % 60,
-        seconds % 60,
-    );
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s}s"),
-        (0, 0, _) => format!("{m}m {s}s"),
-        (0, _, _) => format!("{h}h {m}m"),
-        _ => format!("{d}d {h}h"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(human_duration(45), "45s");
-        assert_eq!(human_duration(125), "2m 5s");
-        assert_eq!(human_duration(3 * 3600 + 12 * 60 + 5), "3h 12m");
-        assert_eq!(human_duration(2 * 86_400 + 3600), "2d 1h");
-    }
-}
