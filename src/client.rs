@@ -26,6 +26,7 @@ use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpStream;
 
+use crate::domain::input::printable;
 use crate::http::PROTOCOL_HEADER;
 
 /// How long one request may take, connection and TLS included.
@@ -369,21 +370,8 @@ where
 /// few hundred bytes.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-/// Server text made safe for a terminal: control characters (escape
-/// sequences, CR and LF that could forge a line) and invisible or
-/// text-reordering ones (U+202E, U+2066) shown escaped, and at most 500
-/// characters.
-pub fn printable(text: &str) -> String {
-    let mut shown = String::new();
-    for c in text.chars().take(500) {
-        if c.is_control() || crate::domain::input::is_deceptive(c) {
-            shown.extend(c.escape_default());
-        } else {
-            shown.push(c);
-        }
-    }
-    shown
-}
+/// The most of a server's text a line shows.
+const SHOWN_MOST: usize = 500;
 
 /// The answer a status and body make: 2xx yes, 423 refused, other 4xx
 /// rejected, anything else a server fault.
@@ -413,17 +401,20 @@ pub fn answer_of(status: u16, body: &[u8]) -> Result<Answer, ClientError> {
     };
     // As Zincati names a body that is not {kind, value}. Whatever the server
     // wrote reaches a terminal only escaped.
-    let kind = field("kind").map_or_else(|| format!("generic_http_{status}"), |k| printable(&k));
+    let kind = field("kind").map_or_else(
+        || format!("generic_http_{status}"),
+        |k| printable(&k, SHOWN_MOST),
+    );
     let value = field("value").map_or_else(
         || {
             let text = String::from_utf8_lossy(body);
             let text: String = text.chars().take(200).collect();
             format!(
                 "the server answered {status} without a FleetLock body: {}",
-                printable(&text)
+                printable(&text, SHOWN_MOST)
             )
         },
-        |v| printable(&v),
+        |v| printable(&v, SHOWN_MOST),
     );
     match status {
         // 429: API Gateway's throttling, with no FleetLock body; asking again

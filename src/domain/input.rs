@@ -145,6 +145,22 @@ pub(crate) fn is_deceptive(c: char) -> bool {
         || CodePointMapData::<GeneralCategory>::new().get(c) == GeneralCategory::Format
 }
 
+/// Text from outside (a request's path, a server's answer) made safe to
+/// echo in an answer, a log or a terminal: control characters (escape
+/// sequences, CR and LF that could forge a line) and deceptive ones shown
+/// escaped, and at most `most` characters.
+pub fn printable(text: &str, most: usize) -> String {
+    let mut shown = String::new();
+    for c in text.chars().take(most) {
+        if c.is_control() || is_deceptive(c) {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
+
 impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

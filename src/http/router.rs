@@ -8,6 +8,7 @@ use lambda_http::http::{HeaderMap, HeaderValue, Method, Response, StatusCode, he
 
 use crate::domain::auth::Auth;
 use crate::domain::error::Error;
+use crate::domain::input::printable;
 use crate::domain::input::{ClientParams, IdRule};
 use crate::domain::lock::Timestamp;
 use crate::domain::service::{Answer, FleetLock};
@@ -136,7 +137,7 @@ impl<S: LockStore> Api<S> {
             Err(Error::Unauthorized(_)) => headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| self.auth.presented_client(v.as_bytes()))
-                .map(|name| printable(&name)),
+                .map(|name| printable(&name, ECHOED_MOST)),
             _ => None,
         };
         // A refusal asking again cannot mend, counted for its alarm: a
@@ -159,7 +160,7 @@ impl<S: LockStore> Api<S> {
             endpoint = endpoint.map_or("", Endpoint::as_str),
             // Only where no endpoint matched: a decision's line stays as short
             // as the cost table counts it.
-            path = endpoint.is_none().then(|| printable(path)),
+            path = endpoint.is_none().then(|| printable(path, ECHOED_MOST)),
             presented_client,
             group,
             id,
@@ -215,11 +216,14 @@ impl<S: LockStore> Api<S> {
             Auth::Disabled => None,
         };
         let Some(endpoint) = Endpoint::from_path(path) else {
-            return Err(Box::new((Error::NotFound(printable(path)), None)));
+            return Err(Box::new((
+                Error::NotFound(printable(path, ECHOED_MOST)),
+                None,
+            )));
         };
         if method != Method::POST {
             return Err(Box::new((
-                Error::MethodNotAllowed(printable(method.as_str())),
+                Error::MethodNotAllowed(printable(method.as_str(), ECHOED_MOST)),
                 None,
             )));
         }
@@ -262,13 +266,8 @@ fn round_to_micros(elapsed: std::time::Duration) -> f64 {
     elapsed.as_micros() as f64 / 1000.0
 }
 
-/// Request text echoed in an answer: bounded and without control characters.
-fn printable(text: &str) -> String {
-    text.chars()
-        .take(128)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
-}
+/// The most of a request's text echoed in an answer or a log.
+const ECHOED_MOST: usize = 128;
 
 fn json_response(status: u16, body: &serde_json::Value) -> Response<Body> {
     let mut response = Response::new(Body::Text(body.to_string()));

@@ -221,3 +221,13 @@ fn a_pause_reason_is_short_printable_text() {
     assert!(PauseReason::parse(&"x".repeat(MAX_REASON_CHARS)).is_ok());
     assert!(PauseReason::parse(&"x".repeat(MAX_REASON_CHARS + 1)).is_err());
 }
+
+#[test]
+fn text_from_outside_is_bounded_and_shows_what_could_forge_or_hide() {
+    assert_eq!(printable("node-1", 128), "node-1");
+    assert_eq!(printable("a\nforged line", 128), "a\\nforged line");
+    assert_eq!(printable("\u{1b}[2J", 128), "\\u{1b}[2J");
+    assert_eq!(printable("node\u{200b}-1", 128), "node\\u{200b}-1");
+    assert_eq!(printable("\u{202e}txt", 128), "\\u{202e}txt");
+    assert_eq!(printable(&"x".repeat(600), 500).len(), 500);
+}
