@@ -1,4 +1,6 @@
 use super::*;
+use crate::domain::input::NodeId;
+use crate::domain::lock::{GroupRules, Timestamp};
 use crate::store::memory::MemoryStore;
 
 fn params(id: &str, group: &str) -> ClientParams {

@@ -1,0 +1,424 @@
+//! What a node hears of a decision: the rules' outcome turned, in one
+//! place, into the outcome word the log line and the metric carry and, for a
+//! decision that grants nothing, the refusal (kind, status and the sentence
+//! Zincati writes in the node's journal; see [`Error`]). A new gate is its
+//! rule, the two stores, and an arm here.
+
+use std::time::Duration;
+
+use crate::domain::error::Error;
+use crate::domain::groups::format_duration;
+use crate::domain::input::{ClientParams, NodeId};
+use crate::domain::lock::{Acquire, GroupRules, Pause, Release, Timestamp};
+use crate::domain::store::GroupRecord;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Granted,
+    /// Granted the slot of a holder past the group's lease, in its place.
+    GrantedExpired,
+    AlreadyHeld,
+    /// Every slot is taken: a decision like the others, refused at the edge.
+    Full,
+    /// A person or an alarm paused the group: refused at the edge.
+    Paused,
+    /// A person keeps the node out of the rollout: refused at the edge.
+    Excluded,
+    /// The group settles after a release: refused at the edge.
+    Settling,
+    /// A new group only `*` covers, past the limit: refused at the edge.
+    TooManyGroups,
+    /// A slot was reserved for the node, which waits for its drain: refused
+    /// at the edge (`waiting_for_drain`), never a 2xx before the drain.
+    Reserved,
+    /// The node's reserved slot still waits for its drain: refused.
+    WaitingForDrain,
+    /// The node's reserved slot waited past its drain timeout, and the
+    /// group holds on timeout: refused, and counted for the alarm.
+    DrainOverdue,
+    /// The node's reserved slot waited past its drain timeout, and the
+    /// group grants on timeout: granted undrained.
+    GrantedDrainTimeout,
+    /// The maintenance window closes before a drain begun now would end:
+    /// refused, no drain begins.
+    WindowClosing,
+    /// The node's slot is returning (its steady-state came, its return is
+    /// not confirmed): refused.
+    WaitingForReturn,
+    Released,
+    NotHeld,
+    /// In a group with a return gate: the steady-state left the slot
+    /// counted as returning until the node's return is confirmed.
+    Returning,
+    /// A steady-state of a node whose slot was returning already: nothing
+    /// changed.
+    StillReturning,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Granted => "granted",
+            Outcome::GrantedExpired => "granted_expired",
+            Outcome::AlreadyHeld => "already_held",
+            Outcome::Full => "full",
+            Outcome::Paused => "paused",
+            Outcome::Excluded => "excluded",
+            Outcome::Settling => "settling",
+            Outcome::TooManyGroups => "too_many_groups",
+            Outcome::Reserved => "reserved",
+            Outcome::WaitingForDrain => "waiting_for_drain",
+            Outcome::DrainOverdue => "drain_overdue",
+            Outcome::GrantedDrainTimeout => "granted_drain_timeout",
+            Outcome::WindowClosing => "window_closing",
+            Outcome::WaitingForReturn => "waiting_for_return",
+            Outcome::Released => "released",
+            Outcome::NotHeld => "not_held",
+            Outcome::Returning => "returning",
+            Outcome::StillReturning => "still_returning",
+        }
+    }
+}
+
+/// A decision, with the group as it stands after it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub outcome: Outcome,
+    pub holders: usize,
+    pub slots: u32,
+    /// How long the longest holder has kept its slot: a stuck node shows here.
+    pub oldest_holder_age: Option<Duration>,
+    /// For a decision that grants nothing (full, paused, settling): the
+    /// refusal Zincati hears, non-2xx with its own kind.
+    pub refusal: Option<Error>,
+    /// For [`Outcome::GrantedExpired`] (and a [`Outcome::Reserved`] that
+    /// took an expired slot): whose slot it was, and how long it had been
+    /// held.
+    pub expired: Option<ExpiredSlot>,
+    /// In a group with a drain gate: how many of its reservations waited
+    /// past their drain timeout, after this decision (what the alarm on
+    /// drains nobody confirmed reads). `None` in a group without one.
+    pub drains_overdue: Option<usize>,
+    /// For a pre-reboot in a group with a lease: how long the lease of a
+    /// slot held now runs (from this answer, for a holder that renewed).
+    pub lease: Option<Duration>,
+    /// In a group with a return gate: its returning slots after this
+    /// decision. `None` in a group without one.
+    pub returns: Option<Returns>,
+}
+
+/// A group's returning slots as a decision left them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Returns {
+    pub returning: usize,
+    /// How long the oldest return has waited for its confirmation.
+    pub oldest: Option<Duration>,
+    /// How many returns waited past the group's return timeout.
+    pub overdue: usize,
+}
+
+/// The returning slots of a group with a return gate at `now`; `None`
+/// without a gate.
+pub fn returns(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option<Returns> {
+    let timeout = rules.return_timeout?;
+    Some(Returns {
+        returning: group.returning.len(),
+        oldest: group
+            .returning
+            .values()
+            .min()
+            .map(|since| since.age_at(now)),
+        overdue: group
+            .returning
+            .values()
+            .filter(|since| since.plus(timeout) <= now)
+            .count(),
+    })
+}
+
+/// A slot that passed from a holder past its lease to the node that asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiredSlot {
+    pub holder: NodeId,
+    pub held: Duration,
+}
+
+/// What the node hears of the rules' answer to its pre-reboot, `group` as
+/// the decision left it.
+pub(super) fn to_pre_reboot(
+    params: &ClientParams,
+    rules: GroupRules,
+    now: Timestamp,
+    outcome: Acquire,
+    group: GroupRecord,
+) -> Answer {
+    let name = params.group.to_string();
+    let mut expired = None;
+    let (outcome, refusal) = match outcome {
+        Acquire::Granted => (Outcome::Granted, None),
+        Acquire::TakesExpired { holder, since } => {
+            let held = since.age_at(now);
+            // The one decision that takes a slot from a node: the
+            // operator finds it in the log, as the event's consumers do.
+            tracing::warn!(
+                group = %params.group,
+                id = %params.id.shown(),
+                expired = %holder.shown(),
+                held_s = held.as_secs(),
+                lease = %rules.lease.map(format_duration).unwrap_or_default(),
+                "slot expired: a holder kept its slot past the group's lease, and the \
+                 node that asked took it"
+            );
+            expired = Some(ExpiredSlot { holder, held });
+            match group.draining.get(&params.id) {
+                // In a group with a drain gate the slot is reserved.
+                Some(&since) => (
+                    Outcome::Reserved,
+                    Some(waiting_for_drain(params, rules, since, true, false)),
+                ),
+                None => (Outcome::GrantedExpired, None),
+            }
+        }
+        Acquire::Reserves => {
+            let since = group.draining.get(&params.id).copied().unwrap_or(now);
+            tracing::info!(
+                group = %params.group,
+                id = %params.id.shown(),
+                "slot reserved: the node waits for its drain to be confirmed"
+            );
+            (
+                Outcome::Reserved,
+                Some(waiting_for_drain(params, rules, since, true, false)),
+            )
+        }
+        Acquire::Draining { since, overdue, .. } => (
+            if overdue {
+                Outcome::DrainOverdue
+            } else {
+                Outcome::WaitingForDrain
+            },
+            Some(waiting_for_drain(params, rules, since, false, overdue)),
+        ),
+        Acquire::DrainTimedOut { since } => {
+            tracing::warn!(
+                group = %params.group,
+                id = %params.id.shown(),
+                waited_s = since.age_at(now).as_secs(),
+                "drain timed out: nobody confirmed the node's drain in time, and the group \
+                 grants on timeout; the node reboots undrained"
+            );
+            (Outcome::GrantedDrainTimeout, None)
+        }
+        Acquire::WindowTooShort { closes } => (
+            Outcome::WindowClosing,
+            Some(Error::WindowClosesBeforeDrain {
+                group: name,
+                closes: closes.to_rfc3339(),
+                timeout: rules
+                    .drain
+                    .map(|drain| format_duration(drain.timeout))
+                    .unwrap_or_default(),
+            }),
+        ),
+        Acquire::Returning {
+            since,
+            until,
+            overdue,
+        } => (
+            Outcome::WaitingForReturn,
+            Some(Error::WaitingForReturn {
+                group: name,
+                id: params.id.shown(),
+                since: since.to_rfc3339(),
+                until: until.to_rfc3339(),
+                overdue,
+            }),
+        ),
+        Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
+        // A node whose slot was taken over hears so: it was told yes,
+        // and must learn that it holds nothing now.
+        Acquire::Full => match group.taken.get(&params.id) {
+            Some(taken_at) => (
+                Outcome::Full,
+                Some(Error::SlotTaken {
+                    group: name,
+                    id: params.id.shown(),
+                    taken_at: taken_at.to_rfc3339(),
+                    lease: rules.lease.map(format_duration),
+                }),
+            ),
+            None => (
+                Outcome::Full,
+                Some(Error::SemaphoreFull {
+                    group: name,
+                    holders: group.holders.len(),
+                    slots: rules.slots,
+                    lease_ends: lease_ends(&group, rules),
+                }),
+            ),
+        },
+        Acquire::Paused => (
+            Outcome::Paused,
+            Some(Error::GroupPaused {
+                group: name,
+                why: paused_because(&group.pause),
+            }),
+        ),
+        Acquire::Excluded => (
+            Outcome::Excluded,
+            Some(Error::NodeExcluded {
+                group: name,
+                id: params.id.shown(),
+                why: group
+                    .excluded
+                    .get(&params.id)
+                    .map_or_else(|| "(no longer)".into(), excluded_because),
+            }),
+        ),
+        Acquire::TooManyGroups { limit } => (
+            Outcome::TooManyGroups,
+            Some(Error::TooManyGroups { group: name, limit }),
+        ),
+        Acquire::Settling { until } => (
+            Outcome::Settling,
+            Some(Error::Settling {
+                group: name,
+                until: until.to_rfc3339(),
+                settle: format_duration(rules.settle),
+            }),
+        ),
+    };
+    Answer {
+        expired,
+        drains_overdue: drains_overdue(&group, rules, now),
+        returns: returns(&group, rules, now),
+        lease: rules.lease,
+        ..answer(outcome, &group, rules.slots, now, refusal)
+    }
+}
+
+/// What the node hears of the rules' answer to its steady-state.
+pub(super) fn to_steady_state(
+    params: &ClientParams,
+    rules: GroupRules,
+    now: Timestamp,
+    outcome: Release,
+    group: GroupRecord,
+) -> Answer {
+    let outcome = match outcome {
+        Release::Released => Outcome::Released,
+        Release::NotHeld => Outcome::NotHeld,
+        Release::Returning => {
+            tracing::info!(
+                group = %params.group,
+                id = %params.id.shown(),
+                "slot returning: it counts until the node's return is confirmed"
+            );
+            Outcome::Returning
+        }
+        Release::StillReturning => Outcome::StillReturning,
+    };
+    Answer {
+        drains_overdue: drains_overdue(&group, rules, now),
+        returns: returns(&group, rules, now),
+        ..answer(outcome, &group, rules.slots, now, None)
+    }
+}
+
+/// The refusal of a node whose slot is reserved since `since`.
+fn waiting_for_drain(
+    params: &ClientParams,
+    rules: GroupRules,
+    since: Timestamp,
+    reserved_now: bool,
+    overdue: bool,
+) -> Error {
+    let timeout = rules.drain.map_or(Duration::ZERO, |drain| drain.timeout);
+    Error::WaitingForDrain {
+        group: params.group.to_string(),
+        id: params.id.shown(),
+        since: since.to_rfc3339(),
+        until: since.plus(timeout).to_rfc3339(),
+        reserved_now,
+        overdue,
+    }
+}
+
+/// How many reservations of a group with a drain gate waited past its
+/// timeout at `now`; `None` without a gate.
+pub fn drains_overdue(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option<usize> {
+    let drain = rules.drain?;
+    Some(
+        group
+            .draining
+            .values()
+            .filter(|since| since.plus(drain.timeout) <= now)
+            .count(),
+    )
+}
+
+/// When a full group's longest-held slot may change hands, with its lease:
+/// only with a lease, and not while the group holds more than its slots.
+fn lease_ends(group: &GroupRecord, rules: GroupRules) -> Option<(String, String)> {
+    let lease = rules.lease?;
+    let (_, _, start) = group.longest_leased(rules.slots)?;
+    Some((start.plus(lease).to_rfc3339(), format_duration(lease)))
+}
+
+/// "by alice since 2026-11-30T05:12:09Z: kernel regression", the alarms,
+/// and the server's own stop.
+pub fn paused_because(pause: &Pause) -> String {
+    let person = pause
+        .person
+        .as_ref()
+        .map(|p| format!("by {} since {}: {}", p.by, p.since.to_rfc3339(), p.reason));
+    let alarms = (!pause.alarms.is_empty()).then(|| {
+        let names: Vec<&str> = pause.alarms.iter().map(String::as_str).collect();
+        format!("while alarm(s) {} are in ALARM", names.join(", "))
+    });
+    let stop = pause.stop.as_ref().map(|stop| {
+        format!(
+            "by the server since {}: node '{}' gave its slot back at {} and its return to \
+             service was not confirmed within the return timeout",
+            stop.at.to_rfc3339(),
+            stop.id.shown(),
+            stop.returning_since.to_rfc3339()
+        )
+    });
+    let causes: Vec<String> = [person, alarms, stop].into_iter().flatten().collect();
+    match causes.len() {
+        0 => "(no longer)".into(),
+        1 => causes[0].clone(),
+        n => format!("{}, and {}", causes[..n - 1].join(", "), causes[n - 1]),
+    }
+}
+
+/// Who excluded a node, when and why, as the refusal says it.
+pub fn excluded_because(exclusion: &crate::domain::lock::ByPerson) -> String {
+    format!(
+        "by {} since {}: {}",
+        exclusion.by,
+        exclusion.since.to_rfc3339(),
+        exclusion.reason
+    )
+}
+
+fn answer(
+    outcome: Outcome,
+    group: &GroupRecord,
+    slots: u32,
+    now: Timestamp,
+    refusal: Option<Error>,
+) -> Answer {
+    Answer {
+        outcome,
+        holders: group.holders.len(),
+        slots,
+        oldest_holder_age: group.holders.oldest().map(|(_, at)| at.age_at(now)),
+        refusal,
+        expired: None,
+        drains_overdue: None,
+        lease: None,
+        returns: None,
+    }
+}
