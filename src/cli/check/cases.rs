@@ -156,8 +156,21 @@ impl Check {
 
     /// The cases, in order; a stop is the reason the run could not go on.
     pub async fn run(&self) -> Result<(), Stop> {
-        let unreachable = |e: ClientError| Stop::Unreachable(e.to_string());
-        // The URL itself, as Zincati joins paths to it.
+        self.base_url();
+        let probe = self.first_probe().await?;
+        self.credentials(&probe).await?;
+        self.grant_and_again().await?;
+        let extra = self.every_slot_then_one_more().await?;
+        self.non_holder_while_full(&extra).await?;
+        self.holders_free_their_slots().await?;
+        self.many_at_once().await?;
+        self.refused_variations().await.map_err(unreachable)?;
+        self.bodies_zincati_can_log();
+        Ok(())
+    }
+
+    /// The URL itself, as Zincati joins paths to it.
+    fn base_url(&self) {
         let path = self.lock.base_path();
         if path.is_empty() || path.ends_with('/') {
             self.record(
@@ -174,8 +187,10 @@ impl Check {
                 "Zincati joins v1/pre-reboot to base_url by URL rules",
             );
         }
+    }
 
-        // 1. The first probe: what every node sends at every boot.
+    /// 1. The first probe: what every node sends at every boot. Its id.
+    async fn first_probe(&self) -> Result<String, Stop> {
         let probe = self.id("probe");
         let heard = self
             .zincati(Call::SteadyState, &probe, "first probe")
@@ -222,13 +237,16 @@ impl Check {
                 "Zincati sends steady-state at every boot and retries until a 2xx",
             ),
         }
+        Ok(probe)
+    }
 
-        // 2. Credentials: without them, a 401.
+    /// 2. Credentials: without them, a 401.
+    async fn credentials(&self, probe: &str) -> Result<(), Stop> {
         if self.lock.has_credentials() {
-            let mut bare = Probe::zincati(Call::SteadyState, &probe, &self.group);
+            let mut bare = Probe::zincati(Call::SteadyState, probe, &self.group);
             bare.credentials = false;
             let heard = self
-                .send(&bare, &probe, "no credentials")
+                .send(&bare, probe, "no credentials")
                 .await
                 .map_err(unreachable)?;
             let verdict = if heard.status == 401 {
@@ -250,8 +268,11 @@ impl Check {
                 "Zincati sends the URL's user info as HTTP Basic",
             );
         }
+        Ok(())
+    }
 
-        // 3. A grant, and the same node again.
+    /// 3. A grant, and the same node again.
+    async fn grant_and_again(&self) -> Result<(), Stop> {
         let first = self.id("holder-1");
         let heard = self
             .zincati(Call::PreReboot, &first, "first grant")
@@ -278,8 +299,11 @@ impl Check {
             true,
         )
         .await?;
+        Ok(())
+    }
 
-        // 4. Every slot, then one more.
+    /// 4. Every slot, then one more: the id refused.
+    async fn every_slot_then_one_more(&self) -> Result<String, Stop> {
         for n in 2..=self.slots {
             let id = self.id(&format!("holder-{n}"));
             let heard = self
@@ -303,17 +327,23 @@ impl Check {
             false,
         )
         .await?;
+        Ok(extra)
+    }
 
-        // 5. A node holding nothing gives nothing back, and hears a 2xx.
+    /// 5. A node holding nothing gives nothing back, and hears a 2xx.
+    async fn non_holder_while_full(&self, extra: &str) -> Result<(), Stop> {
         self.expect(
             "steady-state of a non-holder while the group is full",
             "Zincati retries steady-state until a 2xx and does not start updating before",
-            (Call::SteadyState, &extra),
+            (Call::SteadyState, extra),
             true,
         )
         .await?;
+        Ok(())
+    }
 
-        // 6. The holders give their slots back.
+    /// 6. The holders give their slots back, and new nodes take them.
+    async fn holders_free_their_slots(&self) -> Result<(), Stop> {
         let holders: Vec<String> = self
             .taken
             .lock()
@@ -371,8 +401,11 @@ impl Check {
                     .into(),
             ));
         }
+        Ok(())
+    }
 
-        // 7. Many at once: never more than the slots.
+    /// 7. Many at once: never more than the slots.
+    async fn many_at_once(&self) -> Result<(), Stop> {
         let askers = (self.slots * 4).clamp(8, 64);
         let racing = (0..askers).map(|n| {
             let id = self.id(&format!("race-{n}"));
@@ -405,11 +438,11 @@ impl Check {
                 left.join(", ")
             )));
         }
+        Ok(())
+    }
 
-        // 8. What a careful server refuses (warnings).
-        self.refused_variations().await.map_err(unreachable)?;
-
-        // 9. Every refusal had a body Zincati can log.
+    /// 9. Every refusal had a body Zincati can log.
+    fn bodies_zincati_can_log(&self) {
         let bare = self.bare_refusals.lock().expect("not poisoned").clone();
         self.record(
             "every refusal has a {kind, value} body",
@@ -421,13 +454,17 @@ impl Check {
             },
             "Zincati logs the value of a refusal's {kind, value} body in the node's journal",
         );
-        Ok(())
     }
 
     /// The cases recorded so far.
     pub fn cases(&self) -> Vec<Case> {
         self.cases.lock().expect("not poisoned").clone()
     }
+}
+
+/// A request that got no answer stops the run.
+fn unreachable(err: ClientError) -> Stop {
+    Stop::Unreachable(err.to_string())
 }
 
 /// Pass when it `held`, else fail: what breaks Zincati.
