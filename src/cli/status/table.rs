@@ -24,9 +24,59 @@ pub fn render(
     never_used: &[GroupName],
     hosts: Option<&HostMap>,
 ) -> String {
+    let (groups, idle_hidden) = listed(groups, idle_shown);
+    let rows = holder_rows(&groups, deployed, now, never_used, hosts);
+    let mut out = aligned(&rows);
+    for &(name, record) in &groups {
+        group_notes(&mut out, name, record, deployed, now, hosts);
+    }
+    // Alarm by alarm, which groups it holds: one line an alarm.
+    let mut held_by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for &(name, record) in &groups {
+        for alarm in &record.pause.alarms {
+            held_by.entry(alarm).or_default().push(name.as_str());
+        }
+    }
+    for (alarm, held) in held_by {
+        out.push_str(&format!(
+            "alarm '{alarm}' is in ALARM and holds: {}\n",
+            held.join(", ")
+        ));
+    }
+    if idle_hidden > 0 {
+        out.push_str(&format!(
+            "... and {idle_hidden} more group(s) that hold nothing and are not paused \
+             (--all lists them; 'fleetlock forget --group G' removes one nobody uses)\n"
+        ));
+    }
+    if wildcard.counted > 0 || wildcard.limit.is_some() {
+        let limit = wildcard
+            .limit
+            .map_or(String::new(), |limit| format!(" of {limit} allowed"));
+        out.push_str(&format!(
+            "{}{limit} group(s) exist that only '*' covers (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
+            wildcard.counted
+        ));
+    }
+    // Without the configuration a settling group would show as open.
+    if deployed.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {
+        out.push_str(
+            "(settle periods and windows are shown with --function NAME, or with the \
+             function's FLEETLOCK_* variables set in this shell)\n",
+        );
+    }
+    out
+}
+
+/// The groups listed (with `idle_shown`, only that many idle ones) and how
+/// many idle ones are left out.
+fn listed(
+    groups: &[(GroupName, GroupRecord)],
+    idle_shown: Option<usize>,
+) -> (Vec<&(GroupName, GroupRecord)>, usize) {
     let mut idle_left = idle_shown.unwrap_or(usize::MAX);
     let mut idle_hidden = 0usize;
-    let groups: Vec<&(GroupName, GroupRecord)> = groups
+    let listed = groups
         .iter()
         .filter(|(_, record)| {
             if !is_idle(record) {
@@ -40,6 +90,18 @@ pub fn render(
             true
         })
         .collect();
+    (listed, idle_hidden)
+}
+
+/// The table: a header, then a row for each holder (a row for a group
+/// that holds none), with a HOST column when `hosts` is given.
+fn holder_rows(
+    groups: &[&(GroupName, GroupRecord)],
+    deployed: Option<&Config>,
+    now: Timestamp,
+    never_used: &[GroupName],
+    hosts: Option<&HostMap>,
+) -> Vec<Vec<String>> {
     let mut rows = vec![vec![
         "GROUP".to_string(),
         "HELD".to_string(),
@@ -48,7 +110,7 @@ pub fn render(
         "SINCE (UTC)".to_string(),
         "FOR".to_string(),
     ]];
-    for &(name, record) in &groups {
+    for &(name, record) in groups {
         let state = state(name, record, deployed, now).to_string();
         if never_used.contains(name) {
             // Configured, no item yet: its slots as configured.
@@ -113,6 +175,11 @@ pub fn render(
             }
         }
     }
+    rows
+}
+
+/// The rows in columns as wide as their widest cell.
+fn aligned(rows: &[Vec<String>]) -> String {
     let columns = rows[0].len();
     let widths: Vec<usize> = (0..columns)
         .map(|col| {
@@ -123,7 +190,7 @@ pub fn render(
         })
         .collect();
     let mut out = String::new();
-    for row in &rows {
+    for row in rows {
         let cells: Vec<String> = row
             .iter()
             .zip(&widths)
@@ -132,140 +199,115 @@ pub fn render(
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    for &(name, record) in &groups {
-        if record.pause.is_paused() {
-            out.push_str(&format!(
-                "{name} is paused {}\n",
-                crate::domain::service::paused_because(&record.pause)
-            ));
-        }
-        for (id, exclusion) in &record.excluded {
-            let host = hosts
-                .and_then(|hosts| hosts.get(id.as_str()))
-                .map_or(String::new(), |host| format!(" ({host})"));
-            out.push_str(&format!(
-                "{name} excludes '{}'{host} {}\n",
-                id.shown(),
-                crate::domain::service::excluded_because(exclusion)
-            ));
-        }
-        let drain = rules_of(name, deployed).and_then(|rules| rules.drain);
-        for (id, since) in &record.draining {
-            let host = hosts
-                .and_then(|hosts| hosts.get(id.as_str()))
-                .map_or(String::new(), |host| format!(" ({host})"));
-            let until = drain.map_or(String::new(), |drain| {
-                let until = since.plus(drain.timeout);
-                if until <= now {
-                    format!(
-                        ", past its timeout since {} ({})",
-                        rfc3339(until),
-                        drain.on_timeout.as_str()
-                    )
-                } else {
-                    format!(", until {}", rfc3339(until))
-                }
-            });
-            out.push_str(&format!(
-                "{name}: '{}'{host} waits for its drain since {}{until}: confirm with \
-                 'fleetlock drained --group {name} --id {} --reserved-at {}'\n",
-                id.shown(),
-                rfc3339(*since),
-                crate::cli::config_check::shell_word(&id.shown()),
-                since.to_rfc3339_millis()
-            ));
-        }
-        let return_timeout = rules_of(name, deployed).and_then(|rules| rules.return_timeout);
-        for (id, since) in &record.returning {
-            let host = hosts
-                .and_then(|hosts| hosts.get(id.as_str()))
-                .map_or(String::new(), |host| format!(" ({host})"));
-            let until = match return_timeout {
-                Some(timeout) if since.plus(timeout) <= now => format!(
-                    ", past its return timeout since {}",
-                    rfc3339(since.plus(timeout))
-                ),
-                Some(timeout) => format!(", due by {}", rfc3339(since.plus(timeout))),
-                None if deployed.is_some() => {
-                    ", and the group has no return gate now: nobody confirms it by itself".into()
-                }
-                None => String::new(),
-            };
-            out.push_str(&format!(
-                "{name}: '{}'{host} is returning since {} ({}){until}: confirm with \
-                 'fleetlock returned --group {name} --id {} --released-at {}'\n",
-                id.shown(),
-                rfc3339(*since),
-                human_duration(since.age_at(now)),
-                crate::cli::config_check::shell_word(&id.shown()),
-                since.to_rfc3339_millis()
-            ));
-        }
-        if let Some(lease) = rules_of(name, deployed).and_then(|rules| rules.lease) {
-            for (id, at) in record.holders.holders() {
-                if record.draining.contains_key(id) || record.returning.contains_key(id) {
-                    continue;
-                }
-                let ends = at.plus(lease);
-                if ends <= now {
-                    out.push_str(&format!(
-                        "{name}: '{}' is past its {} lease since {}: the next node to ask \
-                         while the group is full takes its slot\n",
-                        id.shown(),
-                        crate::domain::groups::format_duration(lease),
-                        rfc3339(ends)
-                    ));
-                }
+    out
+}
+
+/// A group's lines under the table: its pause, exclusions, drains and
+/// returns waiting, holders past their lease, settle period and window.
+fn group_notes(
+    out: &mut String,
+    name: &GroupName,
+    record: &GroupRecord,
+    deployed: Option<&Config>,
+    now: Timestamp,
+    hosts: Option<&HostMap>,
+) {
+    if record.pause.is_paused() {
+        out.push_str(&format!(
+            "{name} is paused {}\n",
+            crate::domain::service::paused_because(&record.pause)
+        ));
+    }
+    for (id, exclusion) in &record.excluded {
+        let host = hosts
+            .and_then(|hosts| hosts.get(id.as_str()))
+            .map_or(String::new(), |host| format!(" ({host})"));
+        out.push_str(&format!(
+            "{name} excludes '{}'{host} {}\n",
+            id.shown(),
+            crate::domain::service::excluded_because(exclusion)
+        ));
+    }
+    let drain = rules_of(name, deployed).and_then(|rules| rules.drain);
+    for (id, since) in &record.draining {
+        let host = hosts
+            .and_then(|hosts| hosts.get(id.as_str()))
+            .map_or(String::new(), |host| format!(" ({host})"));
+        let until = drain.map_or(String::new(), |drain| {
+            let until = since.plus(drain.timeout);
+            if until <= now {
+                format!(
+                    ", past its timeout since {} ({})",
+                    rfc3339(until),
+                    drain.on_timeout.as_str()
+                )
+            } else {
+                format!(", until {}", rfc3339(until))
+            }
+        });
+        out.push_str(&format!(
+            "{name}: '{}'{host} waits for its drain since {}{until}: confirm with \
+             'fleetlock drained --group {name} --id {} --reserved-at {}'\n",
+            id.shown(),
+            rfc3339(*since),
+            crate::cli::config_check::shell_word(&id.shown()),
+            since.to_rfc3339_millis()
+        ));
+    }
+    let return_timeout = rules_of(name, deployed).and_then(|rules| rules.return_timeout);
+    for (id, since) in &record.returning {
+        let host = hosts
+            .and_then(|hosts| hosts.get(id.as_str()))
+            .map_or(String::new(), |host| format!(" ({host})"));
+        let until = match return_timeout {
+            Some(timeout) if since.plus(timeout) <= now => format!(
+                ", past its return timeout since {}",
+                rfc3339(since.plus(timeout))
+            ),
+            Some(timeout) => format!(", due by {}", rfc3339(since.plus(timeout))),
+            None if deployed.is_some() => {
+                ", and the group has no return gate now: nobody confirms it by itself".into()
+            }
+            None => String::new(),
+        };
+        out.push_str(&format!(
+            "{name}: '{}'{host} is returning since {} ({}){until}: confirm with \
+             'fleetlock returned --group {name} --id {} --released-at {}'\n",
+            id.shown(),
+            rfc3339(*since),
+            human_duration(since.age_at(now)),
+            crate::cli::config_check::shell_word(&id.shown()),
+            since.to_rfc3339_millis()
+        ));
+    }
+    if let Some(lease) = rules_of(name, deployed).and_then(|rules| rules.lease) {
+        for (id, at) in record.holders.holders() {
+            if record.draining.contains_key(id) || record.returning.contains_key(id) {
+                continue;
+            }
+            let ends = at.plus(lease);
+            if ends <= now {
+                out.push_str(&format!(
+                    "{name}: '{}' is past its {} lease since {}: the next node to ask \
+                     while the group is full takes its slot\n",
+                    id.shown(),
+                    crate::domain::groups::format_duration(lease),
+                    rfc3339(ends)
+                ));
             }
         }
-        if let Some(until) = settles_until(name, record, deployed, now) {
-            out.push_str(&format!(
-                "{name} settles until {} (last release {})\n",
-                rfc3339(until),
-                record.last_release.map_or("-".into(), rfc3339)
-            ));
-        }
-        if let Some(line) = window_line(name, deployed, now) {
-            out.push_str(&line);
-            out.push('\n');
-        }
     }
-    // Alarm by alarm, which groups it holds: one line an alarm.
-    let mut held_by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
-    for &(name, record) in &groups {
-        for alarm in &record.pause.alarms {
-            held_by.entry(alarm).or_default().push(name.as_str());
-        }
-    }
-    for (alarm, held) in held_by {
+    if let Some(until) = settles_until(name, record, deployed, now) {
         out.push_str(&format!(
-            "alarm '{alarm}' is in ALARM and holds: {}\n",
-            held.join(", ")
+            "{name} settles until {} (last release {})\n",
+            rfc3339(until),
+            record.last_release.map_or("-".into(), rfc3339)
         ));
     }
-    if idle_hidden > 0 {
-        out.push_str(&format!(
-            "... and {idle_hidden} more group(s) that hold nothing and are not paused \
-             (--all lists them; 'fleetlock forget --group G' removes one nobody uses)\n"
-        ));
+    if let Some(line) = window_line(name, deployed, now) {
+        out.push_str(&line);
+        out.push('\n');
     }
-    if wildcard.counted > 0 || wildcard.limit.is_some() {
-        let limit = wildcard
-            .limit
-            .map_or(String::new(), |limit| format!(" of {limit} allowed"));
-        out.push_str(&format!(
-            "{}{limit} group(s) exist that only '*' covers (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
-            wildcard.counted
-        ));
-    }
-    // Without the configuration a settling group would show as open.
-    if deployed.is_none() && groups.iter().any(|(_, r)| r.last_release.is_some()) {
-        out.push_str(
-            "(settle periods and windows are shown with --function NAME, or with the \
-             function's FLEETLOCK_* variables set in this shell)\n",
-        );
-    }
-    out
 }
 
 #[cfg(test)]
