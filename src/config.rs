@@ -35,7 +35,6 @@ pub const FUNCTION_VARIABLES: [&str; 11] = [
     "FLEETLOCK_ALARM_PAUSES",
 ];
 
-/// Every page of the docs, for the tests that read their examples.
 /// Whether `name` reads as an AWS region name (`eu-west-1`): lowercase
 /// letters, digits and dashes, at most 32.
 pub fn is_region_name(name: &str) -> bool {
@@ -46,6 +45,7 @@ pub fn is_region_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
+/// Every page of the docs, for the tests that read their examples.
 #[cfg(test)]
 pub(crate) fn docs_text() -> String {
     let pages = [
