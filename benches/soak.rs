@@ -66,8 +66,9 @@ use std::time::{Duration, Instant};
 
 use fleetlock::aws::load_config;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{ByPerson, Drained, Returned, Timestamp};
+use fleetlock::domain::lock::{ByPerson, Drained, Returned};
 use fleetlock::domain::store::LockStore;
+use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::DynamoStore;
 use tokio::sync::RwLock;
 

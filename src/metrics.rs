@@ -4,8 +4,8 @@
 //! failed keeps its slot by design, and then its group stops updating in silence.
 
 use crate::domain::input::GroupName;
-use crate::domain::lock::Timestamp;
 use crate::domain::service::Answer;
+use crate::domain::time::Timestamp;
 
 pub const NAMESPACE: &str = "FleetLock";
 pub const OLDEST_HOLDER_AGE: &str = "OldestHolderAgeSeconds";

@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 
 use crate::aws;
-use crate::domain::lock::{Clock, Timestamp};
+use crate::domain::time::{Clock, Timestamp};
 
 /// A clock that stands still until moved; shared by clones.
 #[derive(Clone, Debug, Default)]

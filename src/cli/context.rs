@@ -8,8 +8,8 @@ use crate::aws::server_clock::ServerClock;
 use crate::aws::{self, function_config};
 use crate::config::{self, Config, ConfigError, process_env};
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::Timestamp;
 use crate::domain::store::LockStore;
+use crate::domain::time::Timestamp;
 use crate::store::dynamodb::DynamoStore;
 
 use super::Failure;
@@ -213,7 +213,7 @@ pub async fn written_now(store: &DynamoStore) -> Result<Timestamp, Failure> {
 mod tests {
     use super::*;
     use crate::cli::testing::{config, group, node, rules};
-    use crate::domain::lock::Timestamp;
+    use crate::domain::time::Timestamp;
     use crate::store::memory::MemoryStore;
 
     #[tokio::test]

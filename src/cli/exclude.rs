@@ -157,7 +157,8 @@ mod tests {
     use super::*;
     use crate::cli::testing::{group, node};
     use crate::domain::input::PauseReason;
-    use crate::domain::lock::{MAX_EXCLUSIONS, Timestamp};
+    use crate::domain::lock::MAX_EXCLUSIONS;
+    use crate::domain::time::Timestamp;
     use crate::store::memory::MemoryStore;
 
     fn exclusion() -> ByPerson {

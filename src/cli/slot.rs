@@ -10,8 +10,9 @@ use clap::Args;
 
 use crate::domain::drain::{Confirmation, Confirmed, confirmed_return};
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Release as Released, Timestamp};
+use crate::domain::lock::Release as Released;
 use crate::domain::store::LockStore;
+use crate::domain::time::Timestamp;
 
 use super::Failure;
 use super::config_check::shell_word;

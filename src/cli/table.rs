@@ -214,7 +214,7 @@ pub fn table_definition(out: &mut impl Write) {
 mod tests {
     use super::*;
     use crate::cli::testing::{config, group, node, printed, rules};
-    use crate::domain::lock::Timestamp;
+    use crate::domain::time::Timestamp;
     use crate::store::memory::MemoryStore;
 
     #[tokio::test]

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{GroupRules, Timestamp};
+use crate::domain::lock::GroupRules;
+use crate::domain::time::Timestamp;
 
 pub fn group(name: &str) -> GroupName {
     GroupName::parse(name).unwrap()

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 use super::{Cli, Sub};
-use crate::domain::lock::Timestamp;
+use crate::domain::time::Timestamp;
 
 /// The exit code of every usage mistake (and of `lock`/`unlock`'s bad input).
 pub const USAGE_EXIT: u8 = 2;

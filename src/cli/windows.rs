@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::config::{self, ConfigError, process_env};
 use crate::domain::input::GroupName;
-use crate::domain::lock::Timestamp;
+use crate::domain::time::Timestamp;
 use crate::domain::windows::{Calendar, Schedule};
 
 use super::Failure;

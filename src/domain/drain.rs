@@ -8,7 +8,8 @@
 use serde_json::{Value, json};
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Drained, GroupRecord, Returned, Timestamp};
+use crate::domain::lock::{Drained, GroupRecord, Returned};
+use crate::domain::time::Timestamp;
 
 /// A confirmation, as a hook or a person asks for it.
 #[derive(Clone, Debug, PartialEq, Eq)]

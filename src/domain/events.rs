@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::domain::input::GroupName;
-use crate::domain::lock::{GroupRecord, Timestamp};
+use crate::domain::lock::GroupRecord;
+use crate::domain::time::Timestamp;
 
 /// The `source` of every event this service sends.
 pub const SOURCE: &str = "fleetlock";

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::domain::input::{NodeId, PauseReason};
 pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
-pub use crate::domain::time::{Clock, SystemClock, Timestamp};
+use crate::domain::time::Timestamp;
 
 /// What a person did, as it is recorded: a pause (`fleetlock pause`) or a
 /// node kept out of its group's rollout (`fleetlock exclude`, where the node

@@ -10,9 +10,9 @@ use crate::domain::error::Error;
 use crate::domain::groups::GroupSlots;
 use crate::domain::input::ClientParams;
 use crate::domain::input::GroupName;
-use crate::domain::lock::{Clock, SystemClock};
 use crate::domain::store::StoreError;
 use crate::domain::store::{Decided, LockStore};
+use crate::domain::time::{Clock, SystemClock};
 use crate::domain::windows::{Schedule, WindowState};
 
 mod heard;

@@ -7,9 +7,8 @@ use std::future::Future;
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping, Timestamp,
-};
+use crate::domain::lock::{Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping};
+use crate::domain::time::Timestamp;
 
 /// A group as stored: holders, pauses, last release, slots at the last grant.
 pub use crate::domain::lock::GroupRecord;
@@ -259,7 +258,8 @@ pub trait LockStore: Send + Sync + 'static {
 mod tests {
     use super::*;
     use crate::domain::input::PauseReason;
-    use crate::domain::lock::{ByPerson, MAX_EXCLUSIONS, Timestamp};
+    use crate::domain::lock::{ByPerson, MAX_EXCLUSIONS};
+    use crate::domain::time::Timestamp;
 
     fn excluding(count: usize) -> GroupRecord {
         let mut group = GroupRecord::default();

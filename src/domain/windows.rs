@@ -17,8 +17,8 @@ use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 
 use crate::domain::input::GroupName;
-use crate::domain::lock::Timestamp;
 use crate::domain::names::did_you_mean;
+use crate::domain::time::Timestamp;
 
 pub const MINUTES_PER_WEEK: u32 = 7 * 24 * 60;
 

@@ -25,9 +25,10 @@ use crate::domain::drain::{
     Action, Confirmation, Confirmed, confirmed_return, overdue_in_all, slot_state,
 };
 use crate::domain::groups::GroupSlots;
-use crate::domain::lock::{Clock, Stopping, SystemClock};
+use crate::domain::lock::Stopping;
 use crate::domain::service::returns;
 use crate::domain::store::LockStore;
+use crate::domain::time::{Clock, SystemClock};
 use crate::metrics::{DRAINS_OVERDUE, RETURNS_OVERDUE, emf_line};
 use crate::store::dynamodb::Regional;
 
@@ -257,7 +258,8 @@ mod tests {
     use super::*;
     use crate::domain::groups::GroupSlots;
     use crate::domain::input::{GroupName, NodeId};
-    use crate::domain::lock::{Acquire, Timestamp};
+    use crate::domain::lock::Acquire;
+    use crate::domain::time::Timestamp;
     use crate::store::memory::MemoryStore;
 
     #[tokio::test]

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use crate::aws::{self, eventbridge::EventBridge};
 use crate::config::{self, SlotEventsSettings};
 use crate::domain::events::{self, EventSink, Origin, Outgoing, SlotEvent};
-use crate::domain::lock::Timestamp;
+use crate::domain::time::Timestamp;
 use crate::metrics::emf_line;
 use crate::store::dynamodb::{group_from_keys, record_from_image};
 

@@ -10,9 +10,9 @@ use crate::domain::auth::Auth;
 use crate::domain::error::Error;
 use crate::domain::input::printable;
 use crate::domain::input::{ClientParams, IdRule};
-use crate::domain::lock::Timestamp;
 use crate::domain::service::{Answer, FleetLock};
 use crate::domain::store::LockStore;
+use crate::domain::time::Timestamp;
 use crate::metrics::{EmbeddedMetrics, UNSERVABLE_KINDS};
 
 /// Largest body read. Zincati's is about 100 bytes; an id is at most 256

@@ -8,12 +8,11 @@ use std::sync::Mutex;
 
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping, Timestamp,
-};
+use crate::domain::lock::{Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping};
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
 };
+use crate::domain::time::Timestamp;
 
 #[derive(Default)]
 pub struct MemoryStore {

@@ -155,7 +155,7 @@ fn check_step(
     // `before` (those of `after` are renumbered).
     let sent = match (step, before.late) {
         (Step::LateWrite, Some((_, at))) => at,
-        _ => fleetlock::domain::lock::Timestamp(before.now.0 + 1),
+        _ => fleetlock::domain::time::Timestamp(before.now.0 + 1),
     };
     match heard {
         Heard::PreReboot(n, Ok(answer)) => {
@@ -384,11 +384,11 @@ fn trace_to(
 /// One step as a line of a trace: the time (units since the start, and the
 /// step's order within its unit), who did what, and what was heard.
 fn describe(world: &World, before: &State, step: Step, heard: &Heard) -> String {
-    let at = |t: fleetlock::domain::lock::Timestamp| {
+    let at = |t: fleetlock::domain::time::Timestamp| {
         format!("{}u+{}", (t.0 - START) / UNIT, (t.0 - START) % UNIT)
     };
     let node = |n: usize| world.nodes[n].to_string();
-    let since = |s: Option<fleetlock::domain::lock::Timestamp>| match s {
+    let since = |s: Option<fleetlock::domain::time::Timestamp>| match s {
         None => "by a person".to_owned(),
         Some(s) if s.0 < START => "for an ended one".to_owned(),
         Some(s) => format!("for {}", at(s)),

@@ -12,10 +12,10 @@ use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{ClientParams, GroupName, IdRule, NodeId, PauseReason};
 use fleetlock::domain::lock::{
     ByPerson, Drained, GroupRecord, OnDrainTimeout, Pause, Returned, RolloutStop, Semaphore,
-    Timestamp,
 };
 use fleetlock::domain::service::{Answer, FleetLock, Outcome};
 use fleetlock::domain::store::LockStore;
+use fleetlock::domain::time::Timestamp;
 use fleetlock::domain::windows::{Schedule, WindowState};
 use fleetlock::store::memory::MemoryStore;
 use fleetlock::test_support::ManualClock;

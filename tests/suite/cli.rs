@@ -1326,7 +1326,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
             drain: None,
             return_timeout: None,
         };
-        let at = fleetlock::domain::lock::Timestamp(1_000);
+        let at = fleetlock::domain::time::Timestamp(1_000);
         store.acquire(&name, &node, rules, at).await.unwrap();
         store.release(&name, &node, false, at).await.unwrap();
     }
@@ -1626,7 +1626,7 @@ async fn status_and_hosts_name_the_host_behind_each_id() {
                 &workers,
                 &node,
                 rules,
-                fleetlock::domain::lock::Timestamp::now(),
+                fleetlock::domain::time::Timestamp::now(),
             )
             .await
             .unwrap();

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::input::{GroupName, NodeId};
-use fleetlock::domain::lock::{GroupRules, Timestamp};
+use fleetlock::domain::lock::GroupRules;
 use fleetlock::domain::store::{LockStore, StoreError};
+use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::test_support::counted_client;
 

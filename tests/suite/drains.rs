@@ -10,9 +10,10 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
-    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Release, Timestamp,
+    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Release,
 };
 use fleetlock::domain::store::LockStore;
+use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{dynamo_store, group, id, raw_item, stored, take};

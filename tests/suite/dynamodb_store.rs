@@ -10,8 +10,9 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType,
 };
 use fleetlock::domain::input::GroupName;
-use fleetlock::domain::lock::{Acquire, GroupRules, Release, Timestamp};
+use fleetlock::domain::lock::{Acquire, GroupRules, Release};
 use fleetlock::domain::store::LockStore;
+use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::{DynamoStore, Regional, TableProblem};
 use fleetlock::test_support::{RequestCounter, counted_client};
 

@@ -59,7 +59,7 @@ pub async fn take<S: LockStore>(
     group: &GroupName,
     node: &str,
     rules: GroupRules,
-    at: fleetlock::domain::lock::Timestamp,
+    at: fleetlock::domain::time::Timestamp,
 ) -> fleetlock::domain::lock::Acquire {
     let node = NodeId::parse(node).unwrap();
     store

@@ -17,8 +17,8 @@ use tokio::process::Command;
 use tokio::sync::{Mutex, mpsc};
 
 use fleetlock::domain::input::{GroupName, NodeId};
-use fleetlock::domain::lock::Timestamp;
 use fleetlock::domain::store::LockStore;
+use fleetlock::domain::time::Timestamp;
 
 use crate::helpers::{basic_auth, table_made_by_the_binary, zincati_body};
 
@@ -424,7 +424,7 @@ async fn the_binary_takes_a_slot_past_its_lease_and_says_so_in_its_log_and_metri
     use aws_sdk_dynamodb::types::AttributeValue;
     let (table, credential, authorization) = table_and_credential("lambda-lease").await;
     let (client, _) = fleetlock::test_support::counted_client().await;
-    let day_ago = fleetlock::domain::lock::Timestamp::now().minus(Duration::from_secs(86_400));
+    let day_ago = fleetlock::domain::time::Timestamp::now().minus(Duration::from_secs(86_400));
     client
         .put_item()
         .table_name(&table)

@@ -11,9 +11,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
     Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Release, Returned, Stopping,
-    Timestamp,
 };
 use fleetlock::domain::store::{Changed, LockStore};
+use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{dynamo_store, group, id, raw_item, stored, take};

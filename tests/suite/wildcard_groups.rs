@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Timestamp};
+use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules};
 use fleetlock::domain::store::{Forgot, LockStore};
+use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{dynamo_store, group, id, memory_api, spawn_server, zincati};

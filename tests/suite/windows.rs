@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{ByPerson, Timestamp};
+use fleetlock::domain::lock::ByPerson;
+use fleetlock::domain::time::Timestamp;
 use fleetlock::test_support::ManualClock;
 
 use fleetlock::domain::auth::Auth;
@@ -249,7 +250,7 @@ async fn a_drain_begins_only_while_the_window_stays_open_for_its_timeout() {
     assert_eq!(reserved.kind(), "waiting_for_drain");
     clock.set(at("2026-12-12T23:45:00Z"));
     let node = NodeId::parse("w1").unwrap();
-    let now = fleetlock::domain::lock::Clock::now(&clock);
+    let now = fleetlock::domain::time::Clock::now(&clock);
     let confirmed = stored.drained(&workers, &node, None, now).await;
     assert_eq!(
         confirmed.unwrap().outcome,

@@ -9,8 +9,9 @@
 use std::time::Duration;
 
 use fleetlock::domain::input::{GroupName, PauseReason};
-use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout, Timestamp};
+use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout};
 use fleetlock::domain::store::{Decided, LockStore, StoreError};
+use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::DynamoStore;
 
 use fleetlock::domain::auth::Auth;

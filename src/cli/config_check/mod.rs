@@ -14,7 +14,7 @@ use clap::{Args, Subcommand};
 
 use crate::config::{self, Config, process_env};
 use crate::domain::coverage;
-use crate::domain::lock::Timestamp;
+use crate::domain::time::Timestamp;
 
 use super::Failure;
 use super::usage::instant;

@@ -2,7 +2,8 @@
 
 use crate::config::Config;
 use crate::domain::input::GroupName;
-use crate::domain::lock::{GroupRules, Timestamp};
+use crate::domain::lock::GroupRules;
+use crate::domain::time::Timestamp;
 
 /// What `config check` prints of a valid configuration: each group's
 /// rules (slots, settle time, windows with when they next open or close

@@ -5,8 +5,8 @@ use crate::config::Config;
 use crate::domain::agreement::{Recorded, differing};
 use crate::domain::hosts::HostMap;
 use crate::domain::input::GroupName;
-use crate::domain::lock::Timestamp;
 use crate::domain::store::GroupRecord;
+use crate::domain::time::Timestamp;
 use crate::domain::windows::WindowState;
 
 use super::view::{Wildcard, rfc3339, rules_of, settles_until, state};

@@ -12,8 +12,8 @@ use clap::Args;
 
 use crate::config::{self, Config, process_env};
 use crate::domain::input::GroupName;
-use crate::domain::lock::Timestamp;
 use crate::domain::store::{GroupRecord, LockStore};
+use crate::domain::time::Timestamp;
 
 use super::Failure;
 use super::context::{command_aws, deployed_config, dynamo_store, group_named};

@@ -3,8 +3,8 @@
 use crate::config::Config;
 use crate::domain::hosts::HostMap;
 use crate::domain::input::GroupName;
-use crate::domain::lock::Timestamp;
 use crate::domain::store::GroupRecord;
+use crate::domain::time::Timestamp;
 
 use super::view::{
     Wildcard, is_idle, rfc3339, rules_of, settles_until, slots_text, state, window_line,

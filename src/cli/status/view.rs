@@ -4,8 +4,9 @@
 use crate::config::Config;
 use crate::domain::agreement::{Recorded, differing};
 use crate::domain::input::GroupName;
-use crate::domain::lock::{GroupRules, Timestamp};
+use crate::domain::lock::GroupRules;
 use crate::domain::store::GroupRecord;
+use crate::domain::time::Timestamp;
 use crate::domain::windows::WindowState;
 
 pub fn rfc3339(at: Timestamp) -> String {

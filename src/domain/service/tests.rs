@@ -1,6 +1,7 @@
 use super::*;
 use crate::domain::input::NodeId;
-use crate::domain::lock::{GroupRules, Timestamp};
+use crate::domain::lock::GroupRules;
+use crate::domain::time::Timestamp;
 use crate::store::memory::MemoryStore;
 
 fn params(id: &str, group: &str) -> ClientParams {

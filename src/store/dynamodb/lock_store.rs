@@ -13,11 +13,12 @@ use super::writes::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, Stopping, Timestamp,
+    Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, Stopping,
 };
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
 };
+use crate::domain::time::Timestamp;
 
 impl DynamoStore {
     /// Sends one conditional `UpdateItem` on the group's item, asking for the
