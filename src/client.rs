@@ -58,7 +58,7 @@ impl Call {
 
 /// What the server answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub enum Reply {
     /// A 2xx: the slot is taken (or given back). This server's body says
     /// how (`outcome`: `granted`, `already_held`, ...) and, in a group with
     /// a lease, how long the slot is held without asking again; another
@@ -199,9 +199,9 @@ impl Lock {
     }
 
     /// One call, as Zincati makes it.
-    pub async fn call(&self, call: Call, id: &str, group: &str) -> Result<Answer, ClientError> {
+    pub async fn call(&self, call: Call, id: &str, group: &str) -> Result<Reply, ClientError> {
         let (status, body) = self.send(&Probe::zincati(call, id, group)).await?;
-        answer_of(status, &body)
+        reply_of(status, &body)
     }
 
     /// One request, Zincati's or a deliberate variation of it (for
@@ -375,7 +375,7 @@ const SHOWN_MOST: usize = 500;
 
 /// The answer a status and body make: 2xx yes, 423 refused, other 4xx
 /// rejected, anything else a server fault.
-pub fn answer_of(status: u16, body: &[u8]) -> Result<Answer, ClientError> {
+pub fn reply_of(status: u16, body: &[u8]) -> Result<Reply, ClientError> {
     let code = StatusCode::from_u16(status).map_err(|_| ClientError::Server {
         status,
         detail: "not an HTTP status".into(),
@@ -383,7 +383,7 @@ pub fn answer_of(status: u16, body: &[u8]) -> Result<Answer, ClientError> {
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
     if code.is_success() {
         let field = |name: &str| parsed.as_ref().and_then(|json| json.get(name));
-        return Ok(Answer::Yes {
+        return Ok(Reply::Yes {
             outcome: field("outcome")
                 .and_then(serde_json::Value::as_str)
                 .map(str::to_owned),
@@ -419,8 +419,8 @@ pub fn answer_of(status: u16, body: &[u8]) -> Result<Answer, ClientError> {
     match status {
         // 429: API Gateway's throttling, with no FleetLock body; asking again
         // later mends it, as it mends a full group.
-        423 | 429 => Ok(Answer::Refused { kind, value }),
-        400..=499 => Ok(Answer::Rejected {
+        423 | 429 => Ok(Reply::Refused { kind, value }),
+        400..=499 => Ok(Reply::Rejected {
             status,
             kind,
             value,
@@ -604,29 +604,29 @@ mod tests {
     fn answers_are_yes_refused_rejected_or_a_server_fault() {
         let body = br#"{"kind":"semaphore_full","value":"all 1 slot(s) are taken"}"#;
         assert_eq!(
-            answer_of(200, b"{}").unwrap(),
-            Answer::Yes {
+            reply_of(200, b"{}").unwrap(),
+            Reply::Yes {
                 outcome: None,
                 lease: None
             }
         );
         assert_eq!(
-            answer_of(200, br#"{"outcome":"already_held","lease_seconds":1800}"#).unwrap(),
-            Answer::Yes {
+            reply_of(200, br#"{"outcome":"already_held","lease_seconds":1800}"#).unwrap(),
+            Reply::Yes {
                 outcome: Some("already_held".into()),
                 lease: Some(Duration::from_secs(1800))
             }
         );
         assert_eq!(
-            answer_of(423, body).unwrap(),
-            Answer::Refused {
+            reply_of(423, body).unwrap(),
+            Reply::Refused {
                 kind: "semaphore_full".into(),
                 value: "all 1 slot(s) are taken".into()
             }
         );
         assert!(matches!(
-            answer_of(401, b"{\"kind\":\"unauthorized\",\"value\":\"v\"}").unwrap(),
-            Answer::Rejected { status: 401, .. }
+            reply_of(401, b"{\"kind\":\"unauthorized\",\"value\":\"v\"}").unwrap(),
+            Reply::Rejected { status: 401, .. }
         ));
         let warned = |url: &str| Lock::new(url).unwrap().cleartext_warning().is_some();
         assert!(warned("http://fleet:s@fleetlock.internal/"));
@@ -639,7 +639,7 @@ mod tests {
         );
         // A server's text cannot forge a line on the terminal.
         let forged = br#"{"kind":"semaphore_full\u001b[2K","value":"full\r\nfleetlock: took a slot of group 'workers'"}"#;
-        let Answer::Refused { kind, value } = answer_of(423, forged).unwrap() else {
+        let Reply::Refused { kind, value } = reply_of(423, forged).unwrap() else {
             panic!()
         };
         assert_eq!(kind, "semaphore_full\\u{1b}[2K");
@@ -647,11 +647,11 @@ mod tests {
         assert!(value.contains("full\\r\\nfleetlock: took"), "{value}");
         // API Gateway's throttling: asked again, like a full group.
         assert!(matches!(
-            answer_of(429, b"Too Many Requests").unwrap(),
-            Answer::Refused { ref kind, .. } if kind == "generic_http_429"
+            reply_of(429, b"Too Many Requests").unwrap(),
+            Reply::Refused { ref kind, .. } if kind == "generic_http_429"
         ));
         assert!(matches!(
-            answer_of(503, body),
+            reply_of(503, body),
             Err(ClientError::Server { status: 503, .. })
         ));
     }

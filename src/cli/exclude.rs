@@ -16,7 +16,7 @@ use super::context::{Act, known_group, written_now};
 /// Keep one node out of the rollout: it takes no new slot (a slot it holds
 /// stays its own) while the rest of the group goes on; at most 10 nodes a group
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Exclude {
+pub struct ExcludeCommand {
     #[command(flatten)]
     pub node: NodeArgs,
     /// Why, for the node's journal and for status
@@ -32,7 +32,7 @@ pub struct Exclude {
 
 /// Let an excluded node take reboot slots again
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Include {
+pub struct IncludeCommand {
     #[command(flatten)]
     pub node: NodeArgs,
     /// Check the group against this deployed function's configuration
@@ -51,7 +51,7 @@ pub struct NodeArgs {
     pub id: String,
 }
 
-impl Exclude {
+impl ExcludeCommand {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let node = NodeId::from_shown(&self.node.id).map_err(|e| Failure::Input(e.value()))?;
         let reason = PauseReason::parse(&self.reason)
@@ -68,7 +68,7 @@ impl Exclude {
     }
 }
 
-impl Include {
+impl IncludeCommand {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let node = NodeId::from_shown(&self.node.id).map_err(|e| Failure::Input(e.value()))?;
         let (group, store) =

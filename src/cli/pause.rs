@@ -21,7 +21,7 @@ use super::context::{
 /// defaults to $USER); a group neither stored nor configured is refused as a
 /// likely typo (--create pauses it all the same)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Pause {
+pub struct PauseCommand {
     #[command(flatten)]
     pub targets: TargetArgs,
     /// Why: it reaches the nodes' journals
@@ -40,7 +40,7 @@ pub struct Pause {
 
 /// Clear a person's pause (alarms' pauses stay)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Resume {
+pub struct ResumeCommand {
     #[command(flatten)]
     pub targets: TargetArgs,
     /// Check the groups against this deployed function's configuration
@@ -64,7 +64,7 @@ pub struct TargetArgs {
     pub all: bool,
 }
 
-impl Pause {
+impl PauseCommand {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let reason = PauseReason::parse(&self.reason)
             .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
@@ -83,7 +83,7 @@ impl Pause {
     }
 }
 
-impl Resume {
+impl ResumeCommand {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let table = config::command_table(process_env, "resume")?;
         let aws = command_aws().await?;

@@ -10,7 +10,7 @@ use clap::Args;
 
 use crate::domain::drain::{Confirmation, Confirmed, confirmed_return};
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::Release as Released;
+use crate::domain::lock::Release;
 use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
 
@@ -20,7 +20,7 @@ use super::context::{stored_node, written_now};
 
 /// Release a slot by hand (ID as status shows it)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Release {
+pub struct ReleaseCommand {
     /// The group the slot is held in
     #[arg(long, value_name = "GROUP")]
     pub group: String,
@@ -29,7 +29,7 @@ pub struct Release {
     pub id: String,
 }
 
-impl Release {
+impl ReleaseCommand {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (group, id, store) = stored_node(&self.group, &self.id, "release").await?;
         let now = written_now(&store).await?;
@@ -41,7 +41,7 @@ impl Release {
 /// becomes its own, and it reboots at its next request (--reserved-at: only
 /// the reservation made then, as status and the event say it)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Drained {
+pub struct DrainedCommand {
     /// The group the node waits in
     #[arg(long, value_name = "GROUP")]
     pub group: String,
@@ -53,7 +53,7 @@ pub struct Drained {
     pub reserved_at: Option<Timestamp>,
 }
 
-impl Drained {
+impl DrainedCommand {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (confirmation, store, now) =
             confirming(&self.group, &self.id, self.reserved_at, "drained").await?;
@@ -109,7 +109,7 @@ pub async fn release<S: LockStore>(
     let decided = store.release(group, id, false, now).await?;
     let left = decided.group.holders.len();
     let id_shown = id.shown();
-    if decided.outcome == Released::Released {
+    if decided.outcome == Release::Released {
         say!(
             out,
             "released '{id_shown}' from group '{group}'{} ({left} {} left)",
@@ -152,7 +152,7 @@ pub async fn release<S: LockStore>(
 /// is freed and the next node may take it (--released-at: only the return
 /// begun then, as status and the Slot Released event say it)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Returned {
+pub struct ReturnedCommand {
     /// The group the node returns in
     #[arg(long, value_name = "GROUP")]
     pub group: String,
@@ -164,7 +164,7 @@ pub struct Returned {
     pub released_at: Option<Timestamp>,
 }
 
-impl Returned {
+impl ReturnedCommand {
     pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (confirmation, store, now) =
             confirming(&self.group, &self.id, self.released_at, "returned").await?;

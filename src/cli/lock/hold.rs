@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Checked, Ended, give_back_once};
-use crate::client::{Answer, Call, ClientError};
+use crate::client::{Call, ClientError, Reply};
 
 /// How long a stopped command has between SIGTERM and SIGKILL.
 pub const KILL_AFTER: Duration = Duration::from_secs(30);
@@ -38,10 +38,10 @@ pub enum Renewal {
 }
 
 /// Reads the answer to a holder's pre-reboot.
-pub fn renewal_of(answer: Result<Answer, ClientError>) -> Renewal {
+pub fn renewal_of(answer: Result<Reply, ClientError>) -> Renewal {
     match answer {
         // A server that names no outcome said yes to a holder: held.
-        Ok(Answer::Yes { outcome, .. }) => match outcome.as_deref() {
+        Ok(Reply::Yes { outcome, .. }) => match outcome.as_deref() {
             None | Some("already_held") => Renewal::Held,
             Some(other) => Renewal::Lost(format!(
                 "the server answered '{other}', a new slot: the one held was lost in between"
@@ -49,13 +49,13 @@ pub fn renewal_of(answer: Result<Answer, ClientError>) -> Renewal {
         },
         // A holder is refused before the store outside a window: it holds.
         // A throttled call (429, no FleetLock body) said nothing of the slot.
-        Ok(Answer::Refused { kind, value })
+        Ok(Reply::Refused { kind, value })
             if kind == "outside_maintenance_window" || kind.starts_with("generic_http_") =>
         {
             Renewal::Unknown(value)
         }
-        Ok(Answer::Refused { value, .. }) => Renewal::Lost(value),
-        Ok(Answer::Rejected { status, value, .. }) => {
+        Ok(Reply::Refused { value, .. }) => Renewal::Lost(value),
+        Ok(Reply::Rejected { status, value, .. }) => {
             Renewal::Unknown(format!("refused ({status}): {value}"))
         }
         Err(err) => Renewal::Unknown(err.to_string()),
@@ -304,15 +304,15 @@ async fn give_back(checked: &Checked, say: &mut dyn FnMut(&str)) {
 mod tests {
     use super::*;
 
-    fn yes(outcome: Option<&str>) -> Result<Answer, ClientError> {
-        Ok(Answer::Yes {
+    fn yes(outcome: Option<&str>) -> Result<Reply, ClientError> {
+        Ok(Reply::Yes {
             outcome: outcome.map(str::to_owned),
             lease: None,
         })
     }
 
-    fn refused(kind: &str) -> Result<Answer, ClientError> {
-        Ok(Answer::Refused {
+    fn refused(kind: &str) -> Result<Reply, ClientError> {
+        Ok(Reply::Refused {
             kind: kind.into(),
             value: format!("{kind} said"),
         })
@@ -345,7 +345,7 @@ mod tests {
         ));
         let unreachable = Err(ClientError::Unreachable("no route".into()));
         assert!(matches!(renewal_of(unreachable), Renewal::Unknown(_)));
-        let rejected = Ok(Answer::Rejected {
+        let rejected = Ok(Reply::Rejected {
             status: 401,
             kind: "unauthorized".into(),
             value: "no".into(),

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::client::{Answer, Call, ClientError, Lock, job_id, parse_machine_id, zincati_id};
+use crate::client::{Call, ClientError, Lock, Reply, job_id, parse_machine_id, zincati_id};
 use crate::config::{LockSettings, process_env};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::time::human_duration;
@@ -345,7 +345,7 @@ pub async fn run_for_lease(
             }
         };
         let retry_ends = match answer {
-            Ok(Answer::Yes { lease, .. }) => {
+            Ok(Reply::Yes { lease, .. }) => {
                 let done = match request.call {
                     Call::PreReboot => format!("took a slot of group '{group}' as {id}"),
                     Call::SteadyState => {
@@ -355,11 +355,11 @@ pub async fn run_for_lease(
                 say(&done);
                 return (Ended::Done, lease);
             }
-            Ok(Answer::Refused { value, .. }) => {
+            Ok(Reply::Refused { value, .. }) => {
                 say(&format!("refused: {value}"));
                 Ended::Refused
             }
-            Ok(Answer::Rejected { status, value, .. }) => {
+            Ok(Reply::Rejected { status, value, .. }) => {
                 say(&format!(
                     "refused ({status}), asking again would not help: {value}"
                 ));
@@ -443,8 +443,8 @@ pub async fn give_back_once(checked: &Checked) -> Result<(), String> {
         )
         .await
     {
-        Ok(Answer::Yes { .. }) => Ok(()),
-        Ok(Answer::Refused { value, .. } | Answer::Rejected { value, .. }) => Err(value),
+        Ok(Reply::Yes { .. }) => Ok(()),
+        Ok(Reply::Refused { value, .. } | Reply::Rejected { value, .. }) => Err(value),
         Err(err) => Err(err.to_string()),
     }
 }

@@ -154,14 +154,14 @@ fn commands_and_options() {
     );
     assert_eq!(
         parsed("release --id abc --group default"),
-        Sub::Release(slot::Release {
+        Sub::Release(slot::ReleaseCommand {
             group: "default".into(),
             id: "abc".into()
         })
     );
     assert_eq!(
         parsed("pause --group a --group b --reason oops --by bob"),
-        Sub::Pause(pause::Pause {
+        Sub::Pause(pause::PauseCommand {
             targets: pause::TargetArgs {
                 groups: vec!["a".into(), "b".into()],
                 all: false
@@ -174,7 +174,7 @@ fn commands_and_options() {
     );
     assert_eq!(
         parsed("resume --all"),
-        Sub::Resume(pause::Resume {
+        Sub::Resume(pause::ResumeCommand {
             targets: pause::TargetArgs {
                 groups: vec![],
                 all: true
