@@ -16,11 +16,13 @@ macro_rules! say {
 pub mod check;
 pub mod config_check;
 pub mod context;
+pub mod create_table;
 pub mod credential;
 #[cfg(test)]
 mod doc_commands;
 pub mod exclude;
 pub mod failure;
+pub mod forget;
 pub mod hosts;
 pub mod iam_policy;
 pub mod id;
@@ -29,7 +31,6 @@ pub mod pause;
 pub mod serve;
 pub mod slot;
 pub mod status;
-pub mod table;
 #[cfg(test)]
 mod testing;
 pub mod unlock;
@@ -63,13 +64,13 @@ pub struct Cli {
 #[derive(Subcommand, Debug, PartialEq, Eq)]
 pub enum Sub {
     Serve(serve::Serve),
-    CreateTable(table::CreateTable),
+    CreateTable(create_table::CreateTable),
     Status(status::Status),
     Hosts(hosts::Hosts),
     Release(slot::ReleaseCommand),
     Drained(slot::DrainedCommand),
     Returned(slot::ReturnedCommand),
-    Forget(table::Forget),
+    Forget(forget::Forget),
     Pause(pause::PauseCommand),
     Resume(pause::ResumeCommand),
     Exclude(exclude::ExcludeCommand),

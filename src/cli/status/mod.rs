@@ -3,7 +3,7 @@
 //! both share ([`view`]).
 
 pub mod json;
-pub mod table;
+pub mod text;
 pub mod view;
 
 use std::io::Write;
@@ -140,7 +140,7 @@ pub async fn status<S: LockStore>(
     let _ = write!(
         out,
         "{}",
-        table::render(
+        text::render(
             &groups,
             deployed,
             now,

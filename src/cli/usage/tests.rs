@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::cli::{Completions, pause, serve, slot, status, table};
+use crate::cli::{Completions, create_table, forget, pause, serve, slot, status};
 use crate::http::server::Limits;
 
 fn args(s: &str) -> Vec<String> {
@@ -136,7 +136,7 @@ fn commands_and_options() {
     );
     assert_eq!(
         parsed("forget --group old.cluster"),
-        Sub::Forget(table::Forget {
+        Sub::Forget(forget::Forget {
             group: Some("old.cluster".into()),
             region: None,
             function: None,
@@ -184,11 +184,11 @@ fn commands_and_options() {
     );
     assert_eq!(
         parsed("create-table"),
-        Sub::CreateTable(table::CreateTable { dry_run: false })
+        Sub::CreateTable(create_table::CreateTable { dry_run: false })
     );
     assert_eq!(
         parsed("create-table --dry-run"),
-        Sub::CreateTable(table::CreateTable { dry_run: true })
+        Sub::CreateTable(create_table::CreateTable { dry_run: true })
     );
 }
 

@@ -1,4 +1,5 @@
-//! The table itself and the groups in it: `create-table` and `forget`.
+//! `forget`: a group nobody uses any more, or a global table's region
+//! taken out of service, removed from the table.
 
 use std::io::Write;
 
@@ -8,31 +9,9 @@ use crate::config::{self, Config, process_env};
 use crate::domain::input::GroupName;
 use crate::domain::service::paused_because;
 use crate::domain::store::{Forgot, LockStore};
-use crate::store::dynamodb::DynamoStore;
 
 use super::Failure;
 use super::context::{command_aws, deployed_config, dynamo_store, group_named};
-
-/// Create FLEETLOCK_TABLE and wait until it is active (--dry-run: print the
-/// table definition only)
-#[derive(Args, Debug, PartialEq, Eq)]
-pub struct CreateTable {
-    /// Print the table definition only
-    #[arg(long)]
-    pub dry_run: bool,
-}
-
-impl CreateTable {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
-        if self.dry_run {
-            table_definition(out);
-            return Ok(());
-        }
-        let table = config::command_table(process_env, "create-table")?;
-        let store = dynamo_store(&command_aws().await?, table);
-        create_table(&store, out).await
-    }
-}
 
 /// Remove a group that holds nothing, is not paused and is not named in the
 /// configuration; or, on a global table, a region taken out of service
@@ -192,22 +171,6 @@ pub async fn forget<S: LockStore>(
         }
     }
     Ok(())
-}
-/// `create-table`, and with `--dry-run` only the definition.
-pub async fn create_table(store: &DynamoStore, out: &mut impl Write) -> Result<(), Failure> {
-    let created = store.create_table().await?;
-    let verb = if created {
-        "created"
-    } else {
-        "already exists:"
-    };
-    say!(out, "table {verb} {} (active)", store.table());
-    Ok(())
-}
-
-/// `create-table --dry-run`.
-pub fn table_definition(out: &mut impl Write) {
-    say!(out, "{:#}", crate::store::dynamodb::table_definition());
 }
 
 #[cfg(test)]
