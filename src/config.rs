@@ -625,6 +625,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::domain::groups::*;
+    use crate::domain::time::format_duration;
 
     fn group(s: &str) -> GroupName {
         GroupName::parse(s).unwrap()

@@ -160,9 +160,9 @@ async fn serve<S: LockStore>(
         stdout,
         "limits: headers within {}, body within {}, each answer taken within {}, at most {} \
          connections at once",
-        crate::domain::groups::format_duration(limits.header_timeout),
-        crate::domain::groups::format_duration(limits.body_timeout),
-        crate::domain::groups::format_duration(limits.write_timeout),
+        crate::domain::time::format_duration(limits.header_timeout),
+        crate::domain::time::format_duration(limits.body_timeout),
+        crate::domain::time::format_duration(limits.write_timeout),
         limits.max_connections
     );
     let _ = stdout.flush();

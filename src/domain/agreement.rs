@@ -12,9 +12,10 @@ use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
 
-use crate::domain::groups::{GroupSlots, format_duration};
+use crate::domain::groups::GroupSlots;
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRules;
+use crate::domain::time::format_duration;
 use crate::domain::windows::{Calendar, Schedule};
 
 /// The key of every group only `*` covers, in a region's record.

@@ -12,6 +12,7 @@ use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 use crate::domain::lock::{DrainRule, GroupRules, OnDrainTimeout};
 use crate::domain::names::did_you_mean;
+use crate::domain::time::parse_span;
 
 /// Why a group setting was refused, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -465,51 +466,4 @@ pub fn parse_lease(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(lease)
-}
-
-/// A duration in `h`, `m`, `s` units, of any length.
-fn parse_span(text: &str) -> Result<Duration, String> {
-    let explain = || format!("'{text}' is not a duration like 90s, 10m, 1h or 1h30m");
-    let mut rest = text.trim();
-    if rest.is_empty() {
-        return Err(explain());
-    }
-    let mut total = 0u64;
-    let mut units_left = "hms";
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .ok_or_else(explain)?;
-        if digits == 0 {
-            return Err(explain());
-        }
-        let value: u64 = rest[..digits].parse().map_err(|_| explain())?;
-        let unit = rest[digits..].chars().next().ok_or_else(explain)?;
-        let at = units_left.find(unit).ok_or_else(explain)?;
-        units_left = &units_left[at + 1..];
-        let scale = match unit {
-            'h' => 3600,
-            'm' => 60,
-            _ => 1,
-        };
-        total = value
-            .checked_mul(scale)
-            .and_then(|s| total.checked_add(s))
-            .ok_or_else(explain)?;
-        rest = &rest[digits + 1..];
-    }
-    Ok(Duration::from_secs(total))
-}
-
-/// A duration in the syntax [`parse_duration`] reads: `1h30m`, `90s`, `0s`.
-pub fn format_duration(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let mut out = String::new();
-    for (value, unit) in [(h, 'h'), (m, 'm'), (s, 's')] {
-        if value > 0 {
-            out.push_str(&format!("{value}{unit}"));
-        }
-    }
-    if out.is_empty() { "0s".into() } else { out }
 }

@@ -468,7 +468,7 @@ pub fn windows_fit_drains(
                  timeout ({}): a drain begins only in a window that stays open until it \
                  would time out, so none would begin and no node of it would reboot; \
                  lengthen the window or shorten FLEETLOCK_DRAIN",
-                crate::domain::groups::format_duration(timeout)
+                crate::domain::time::format_duration(timeout)
             ));
         }
     }

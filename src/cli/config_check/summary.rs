@@ -16,8 +16,9 @@ pub fn config_summary(
     deployed: Option<&super::deploy_inputs::DeployInputs>,
 ) -> String {
     use crate::domain::auth::Auth;
-    use crate::domain::groups::{MAX_SLOTS, format_duration};
+    use crate::domain::groups::MAX_SLOTS;
     use crate::domain::input::{MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
+    use crate::domain::time::format_duration;
     let mut out = String::from("groups:\n");
     let schedule = &config.windows;
     let at = |t: Timestamp| {

@@ -291,7 +291,7 @@ fn group_notes(
                     "{name}: '{}' is past its {} lease since {}: the next node to ask \
                      while the group is full takes its slot\n",
                     id.shown(),
-                    crate::domain::groups::format_duration(lease),
+                    crate::domain::time::format_duration(lease),
                     rfc3339(ends)
                 ));
             }

@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use crate::domain::error::Error;
-use crate::domain::groups::format_duration;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::lock::{Acquire, GroupRules, Pause, Release};
 use crate::domain::store::GroupRecord;
 use crate::domain::time::Timestamp;
+use crate::domain::time::format_duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
