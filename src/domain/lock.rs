@@ -13,6 +13,11 @@ pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
 use crate::domain::time::Timestamp;
 
+// The return gate's rules: a returning slot confirmed, or stopping its
+// group past the timeout.
+mod returns;
+pub use returns::Stopping;
+
 /// What a person did, as it is recorded: a pause (`fleetlock pause`) or a
 /// node kept out of its group's rollout (`fleetlock exclude`, where the node
 /// takes no new slot while the rest of the group goes on).
@@ -451,93 +456,6 @@ impl GroupRecord {
         self.forget_marks(id);
         self.last_release = Some(self.last_release.map_or(now, |last| last.max(now)));
     }
-
-    /// What a confirmation that `id` is back in service gets, without
-    /// changing anything: freed unless the node is not returning, or is
-    /// returning since another time than the one confirmed (`since`, when
-    /// the confirmer names it). A pause does not keep a slot from coming
-    /// back: nobody goes down by it.
-    pub fn decide_returned(&self, id: &NodeId, since: Option<Timestamp>) -> Returned {
-        match self.returning.get(id) {
-            None => Returned::NotReturning {
-                holds: self.holders.holds(id),
-            },
-            Some(&returning) if since.is_some_and(|since| since != returning) => {
-                Returned::OtherReturn { since: returning }
-            }
-            Some(_) => Returned::Freed,
-        }
-    }
-
-    /// The return of `id` confirmed at `now`: its slot is free, and the
-    /// settle period runs from here (the node is back, which is what a
-    /// settle time waits after).
-    pub fn returned(&mut self, id: &NodeId, since: Option<Timestamp>, now: Timestamp) -> Returned {
-        let outcome = self.decide_returned(id, since);
-        if outcome == Returned::Freed {
-            self.free(id, now);
-        }
-        outcome
-    }
-
-    /// The returns that passed `timeout` at `now` and have not stopped the
-    /// group yet: (node, return's start), oldest first.
-    pub fn returns_overdue(&self, timeout: Duration, now: Timestamp) -> Vec<(NodeId, Timestamp)> {
-        let mut overdue: Vec<_> = self
-            .returning
-            .iter()
-            .filter(|(id, since)| {
-                since.plus(timeout) <= now && self.returns_failed.get(*id) != Some(*since)
-            })
-            .map(|(id, since)| (id.clone(), *since))
-            .collect();
-        overdue.sort_by_key(|(_, since)| *since);
-        overdue
-    }
-
-    /// What the stop for the return of `id` begun at `since` does, without
-    /// changing anything.
-    pub fn decide_stop(&self, id: &NodeId, since: Timestamp) -> Stopping {
-        match self.returning.get(id) {
-            Some(&returning) if returning == since => {
-                if self.returns_failed.get(id) == Some(&since) {
-                    Stopping::AlreadyCounted
-                } else {
-                    Stopping::Stopped
-                }
-            }
-            _ => Stopping::NotReturning,
-        }
-    }
-
-    /// The return of `id` begun at `since` passed its timeout, seen at
-    /// `now`: the group stops (unless it stopped already, for this node or
-    /// another), and the return is counted as failed, once. The slot stays
-    /// returning: the node is not known to be back.
-    pub fn stop_for_return(&mut self, id: &NodeId, since: Timestamp, now: Timestamp) -> Stopping {
-        let outcome = self.decide_stop(id, since);
-        if outcome == Stopping::Stopped {
-            self.returns_failed.insert(id.clone(), since);
-            self.pause.stop.get_or_insert(RolloutStop {
-                id: id.clone(),
-                returning_since: since,
-                at: now,
-            });
-        }
-        outcome
-    }
-}
-
-/// What a sweep's stop for an overdue return did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stopping {
-    /// The return is counted as failed, and the group is stopped (by this
-    /// return, or still by an earlier one).
-    Stopped,
-    /// This return stopped the group before: nothing changed.
-    AlreadyCounted,
-    /// The node is not returning since that time any more: nothing changed.
-    NotReturning,
 }
 
 #[cfg(test)]
