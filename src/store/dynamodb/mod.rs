@@ -70,6 +70,7 @@ mod admin;
 mod codec;
 mod lease_writes;
 mod lock_store;
+mod return_writes;
 mod writes;
 
 pub use admin::{Regional, TableProblem, global_table_problem, table_definition};
