@@ -11,7 +11,7 @@ use std::future::Future;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::domain::input::GroupName;
+use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::time::Timestamp;
 
@@ -97,7 +97,29 @@ pub fn changes(
 ) -> Vec<SlotEvent> {
     let after = After::of(group, old, new, origin);
     let mut events = Vec::new();
+    let arrived: Vec<_> = new
+        .holders
+        .holders()
+        .filter(|(id, _)| !old.holders.holds(id))
+        .collect();
+    slots_left(&after, old, new, &arrived, &mut events);
+    returns_begun(&after, old, new, &mut events);
+    returns_overdue(&after, old, new, &mut events);
+    pauses_and_resumes(&after, old, new, &mut events);
+    exclusions(&after, old, new, &mut events);
+    grants(&after, old, new, &arrived, &mut events);
+    events
+}
 
+/// Slots given back, released by hand, ended in a return, or taken over.
+fn slots_left(
+    after: &After<'_>,
+    old: &GroupRecord,
+    new: &GroupRecord,
+    arrived: &[(&NodeId, Timestamp)],
+    events: &mut Vec<SlotEvent>,
+) {
+    let origin = after.origin;
     // Only a take-over past a lease removes one holder and adds another in
     // one write, and records no release: the holder that left did not give
     // its slot back, it expired, and the one that arrived took it.
@@ -106,13 +128,8 @@ pub fn changes(
         .holders()
         .filter(|(id, _)| !new.holders.holds(id))
         .collect();
-    let arrived: Vec<_> = new
-        .holders
-        .holders()
-        .filter(|(id, _)| !old.holders.holds(id))
-        .collect();
     let taken_over = new.last_release == old.last_release;
-    if let ([(id, held_since)], [(taker, taken_at)], true) = (&left[..], &arrived[..], taken_over) {
+    if let ([(id, held_since)], [(taker, taken_at)], true) = (&left[..], arrived, taken_over) {
         let fields = json!({
             "id": id.as_str(),
             "held_since": held_since.to_rfc3339_millis(),
@@ -150,6 +167,14 @@ pub fn changes(
             events.push(after.event(kind, id.as_str(), at, fields));
         }
     }
+}
+
+fn returns_begun(
+    after: &After<'_>,
+    old: &GroupRecord,
+    new: &GroupRecord,
+    events: &mut Vec<SlotEvent>,
+) {
     // A steady-state behind a return gate: the slot is given back but
     // still counts, returning, until the node is confirmed back in service.
     for (id, since) in &new.returning {
@@ -168,6 +193,15 @@ pub fn changes(
         }
         events.push(after.event(Kind::SlotReleased, id.as_str(), *since, fields));
     }
+}
+
+fn returns_overdue(
+    after: &After<'_>,
+    old: &GroupRecord,
+    new: &GroupRecord,
+    events: &mut Vec<SlotEvent>,
+) {
+    let origin = after.origin;
     // Returns that passed their timeout, as the sweep judged them.
     for (id, since) in &new.returns_failed {
         if old.returns_failed.get(id) != Some(since) {
@@ -184,6 +218,15 @@ pub fn changes(
             ));
         }
     }
+}
+
+fn pauses_and_resumes(
+    after: &After<'_>,
+    old: &GroupRecord,
+    new: &GroupRecord,
+    events: &mut Vec<SlotEvent>,
+) {
+    let origin = after.origin;
     // Resumes (a pause in `old` gone from `new`), then pauses (the reverse).
     for (kind, has, lacks) in [
         (Kind::GroupResumed, &old.pause, &new.pause),
@@ -216,6 +259,15 @@ pub fn changes(
             events.push(after.event(kind, "return_overdue", at, fields));
         }
     }
+}
+
+fn exclusions(
+    after: &After<'_>,
+    old: &GroupRecord,
+    new: &GroupRecord,
+    events: &mut Vec<SlotEvent>,
+) {
+    let origin = after.origin;
     // Inclusions (an exclusion in `old` gone from `new`), then exclusions.
     for (id, exclusion) in &old.excluded {
         if !new.excluded.contains_key(id) {
@@ -234,6 +286,16 @@ pub fn changes(
             events.push(after.event(Kind::NodeExcluded, id.as_str(), exclusion.since, fields));
         }
     }
+}
+
+fn grants(
+    after: &After<'_>,
+    old: &GroupRecord,
+    new: &GroupRecord,
+    arrived: &[(&NodeId, Timestamp)],
+    events: &mut Vec<SlotEvent>,
+) {
+    let origin = after.origin;
     // Grants: a node that took a free slot, and a reservation confirmed
     // (or granted on its timeout), which the item dates anew.
     let confirmed = old.draining.keys().filter(|id| {
@@ -263,10 +325,9 @@ pub fn changes(
                 "id": id.as_str(),
                 "reserved_at": since.to_rfc3339_millis(),
             });
-            events.push(after.event(Kind::SlotDrainRequested, id.as_str(), since, fields));
+            events.push(after.event(Kind::SlotDrainRequested, id.as_str(), *since, fields));
         }
     }
-    events
 }
 
 /// The fields every event shares: the group as it stands after the write.
