@@ -156,39 +156,14 @@ impl<S: LockStore> Api<S> {
                 );
             }
         }
-        tracing::info!(
-            endpoint = endpoint.map_or("", Endpoint::as_str),
-            // Only where no endpoint matched: a decision's line stays as short
-            // as the cost table counts it.
-            path = endpoint.is_none().then(|| printable(path, ECHOED_MOST)),
+        log_decision(
+            endpoint,
+            path,
             presented_client,
-            group,
-            id,
-            client,
-            outcome = answer.map_or("refused", |a| a.outcome.as_str()),
-            status = verdict.as_ref().err().map_or(200, Error::status),
-            kind = verdict.as_ref().err().map(Error::kind),
-            holders = answer.map(|a| a.holders),
-            slots = answer.map(|a| a.slots),
-            oldest_holder_age_s = answer
-                .and_then(|a| a.oldest_holder_age)
-                .map(|age| age.as_secs()),
-            // Only in a group with a drain gate.
-            drains_overdue = answer.and_then(|a| a.drains_overdue),
-            // Only in a group with a return gate.
-            returning = answer.and_then(|a| a.returns).map(|r| r.returning),
-            returns_overdue = answer.and_then(|a| a.returns).map(|r| r.overdue),
-            oldest_return_s = answer
-                .and_then(|a| a.returns)
-                .and_then(|r| r.oldest)
-                .map(|age| age.as_secs()),
-            latency_ms = round_to_micros(started.elapsed()),
-            "{}",
-            if answer.is_some() {
-                "decision"
-            } else {
-                "refusal"
-            }
+            (group, id, client),
+            answer,
+            &verdict,
+            started,
         );
         match verdict {
             Ok(answer) => success(answer),
@@ -259,6 +234,53 @@ impl<S: LockStore> Api<S> {
             Err(err) => Err(Box::new((err, Some(checked)))),
         }
     }
+}
+
+/// The one log line of a request: what was decided (or refused), for whom,
+/// and the group as it stands.
+fn log_decision(
+    endpoint: Option<Endpoint>,
+    path: &str,
+    presented_client: Option<String>,
+    (group, id, client): (&str, &str, &str),
+    answer: Option<&Answer>,
+    verdict: &Result<&Answer, Error>,
+    started: Instant,
+) {
+    tracing::info!(
+        endpoint = endpoint.map_or("", Endpoint::as_str),
+        // Only where no endpoint matched: a decision's line stays as short
+        // as the cost table counts it.
+        path = endpoint.is_none().then(|| printable(path, ECHOED_MOST)),
+        presented_client,
+        group,
+        id,
+        client,
+        outcome = answer.map_or("refused", |a| a.outcome.as_str()),
+        status = verdict.as_ref().err().map_or(200, Error::status),
+        kind = verdict.as_ref().err().map(Error::kind),
+        holders = answer.map(|a| a.holders),
+        slots = answer.map(|a| a.slots),
+        oldest_holder_age_s = answer
+            .and_then(|a| a.oldest_holder_age)
+            .map(|age| age.as_secs()),
+        // Only in a group with a drain gate.
+        drains_overdue = answer.and_then(|a| a.drains_overdue),
+        // Only in a group with a return gate.
+        returning = answer.and_then(|a| a.returns).map(|r| r.returning),
+        returns_overdue = answer.and_then(|a| a.returns).map(|r| r.overdue),
+        oldest_return_s = answer
+            .and_then(|a| a.returns)
+            .and_then(|r| r.oldest)
+            .map(|age| age.as_secs()),
+        latency_ms = round_to_micros(started.elapsed()),
+        "{}",
+        if answer.is_some() {
+            "decision"
+        } else {
+            "refusal"
+        }
+    );
 }
 
 /// Milliseconds with three decimals: finer than that is noise in a log.
