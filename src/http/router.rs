@@ -113,10 +113,7 @@ impl<S: LockStore> Api<S> {
         // as refusals.
         let answer = decided.as_ref().ok();
         let verdict = match &decided {
-            Ok(answer) => match &answer.refusal {
-                Some(refusal) => Err(refusal.clone()),
-                None => Ok(answer),
-            },
+            Ok(answer) => answer.heard(),
             Err(err) => Err(err.clone()),
         };
         let (group, client) = request.as_ref().map_or(("", ""), |r| {

@@ -108,6 +108,18 @@ pub struct Answer {
     pub returns: Option<Returns>,
 }
 
+impl Answer {
+    /// What the node hears: a 2xx with this answer, or its refusal (a
+    /// decision that grants nothing is answered as a refusal, with the group
+    /// as it stands for the log line and the metric).
+    pub fn heard(&self) -> Result<&Answer, Error> {
+        match &self.refusal {
+            Some(refusal) => Err(refusal.clone()),
+            None => Ok(self),
+        }
+    }
+}
+
 /// A group's returning slots as a decision left them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Returns {
