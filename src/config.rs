@@ -8,6 +8,8 @@
 //! need not touch the process's environment and `status --function` reads a
 //! deployed function's variables the same way.
 
+pub mod settings;
+
 use std::fmt;
 use std::path::PathBuf;
 
@@ -18,22 +20,6 @@ use crate::domain::groups::{GroupSlots, GroupsError};
 use crate::domain::input::GroupName;
 use crate::domain::names::did_you_mean;
 use crate::domain::windows::Schedule;
-
-/// The variables of the service's settings that a deploy sets: what
-/// `config check --env` prints.
-pub const FUNCTION_VARIABLES: [&str; 11] = [
-    "FLEETLOCK_GROUPS",
-    "FLEETLOCK_SETTLE",
-    "FLEETLOCK_LEASE",
-    "FLEETLOCK_DRAIN",
-    "FLEETLOCK_RETURN",
-    "FLEETLOCK_MAX_WILDCARD_GROUPS",
-    "FLEETLOCK_WINDOWS",
-    "FLEETLOCK_TIME_ZONE",
-    "FLEETLOCK_CLIENTS",
-    "FLEETLOCK_AUTH",
-    "FLEETLOCK_ALARM_PAUSES",
-];
 
 /// Whether `name` reads as an AWS region name (`eu-west-1`): lowercase
 /// letters, digits and dashes, at most 32.
@@ -328,21 +314,9 @@ pub fn command_table(
     })
 }
 
-/// The variables that give a shell the rules of groups: when one is set,
-/// `status` and `forget` read the rules from this shell.
-pub const RULE_VARIABLES: [&str; 7] = [
-    "FLEETLOCK_GROUPS",
-    "FLEETLOCK_SETTLE",
-    "FLEETLOCK_LEASE",
-    "FLEETLOCK_DRAIN",
-    "FLEETLOCK_RETURN",
-    "FLEETLOCK_WINDOWS",
-    "FLEETLOCK_TIME_ZONE",
-];
-
-/// Whether any of [`RULE_VARIABLES`] is set.
+/// Whether any of the settings that decide grants is set.
 pub fn rules_given(var: impl Fn(&str) -> Option<String>) -> bool {
-    RULE_VARIABLES.iter().any(|name| var(name).is_some())
+    settings::rule_variables().any(|name| var(name).is_some())
 }
 
 /// The deployed function whose settings `status` and `forget` read:

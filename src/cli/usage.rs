@@ -13,42 +13,6 @@ use crate::domain::time::Timestamp;
 /// The exit code of every usage mistake (and of `lock`/`unlock`'s bad input).
 pub const USAGE_EXIT: u8 = 2;
 
-/// The settings every entry point and command reads, for `fleetlock help`.
-pub const ENVIRONMENT: &str = "\
-ENVIRONMENT:
-    FLEETLOCK_GROUPS  slots per group, e.g. 'default=1,workers=3,*=1' (default: default=1)
-    FLEETLOCK_SETTLE  settle time after each release, per group: 'workers=10m,*=2m' (default: none)
-    FLEETLOCK_LEASE   per group, from 30m to 168h: past it, a full group's next asker takes the
-                      oldest slot, e.g. 'workers=6h' (default: none, held until given back)
-    FLEETLOCK_DRAIN   per group, a drain gate: a drain timeout from 1m to 24h, then hold (default)
-                      or grant: 'workers=15m,db=30m:grant' (default: none, granted at once)
-    FLEETLOCK_RETURN  per group, a return gate: a return timeout from 1m to 24h, e.g. 'workers=20m';
-                      a released slot counts until the node's return is confirmed (default: none)
-    FLEETLOCK_MAX_WILDCARD_GROUPS  how many groups only '*' covers may come into existence
-                      (default: 100, at most 2000); past it a new one is refused (too_many_groups)
-    FLEETLOCK_WINDOWS maintenance windows per group, in Zincati's words, ';'-separated:
-                      'workers: days=Sat,Sun start_time=22:00 length_minutes=120' (default: always open)
-    FLEETLOCK_TIME_ZONE  the windows' zone: UTC (default) or an IANA name; never 'localtime'
-    FLEETLOCK_TABLE   DynamoDB table; unset, `serve` keeps locks in memory
-    FLEETLOCK_REGION  on a global table: the region this function records its settings under; a
-                      group another region serves with other settings is refused (settings_differ)
-    FLEETLOCK_FUNCTION  the deployed function whose configuration status, forget, pause, resume
-                      and windows read (as --function)
-    FLEETLOCK_EVENT_BUS the EventBridge bus of the slot-events entry point (default: default)
-    FLEETLOCK_ALARM_PAUSES  the alarm-pauses entry point: alarms and the groups each pauses while
-                      in ALARM, ';'-separated: 'api-5xx=*;db-latency=workers,db'
-    FLEETLOCK_METRICS_SERVICE  the drained entry point's sweep: the API function whose
-                      DrainsOverdue and ReturnsOverdue metrics it feeds (needed with a gate)
-    FLEETLOCK_HOSTS   status and hosts: 'tags' or a host file, as --hosts
-    FLEETLOCK_URL     lock/unlock: the server, as Zincati's base_url: https://NAME:SECRET@host/
-    FLEETLOCK_MACHINE_ID_FILE  lock/unlock --app: the machine id (default: /etc/machine-id)
-    FLEETLOCK_CLIENTS who may call: 'NAME:GROUPS:SALT:SHA256' entries from `fleetlock credential`
-    FLEETLOCK_AUTH    'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);
-                      unset, Lambda refuses to start without clients and `serve` is open on loopback only
-    AWS_REGION, AWS_ENDPOINT_URL, AWS_PROFILE, ...  the standard AWS configuration
-    RUST_LOG          log filter (default: info)
-";
-
 /// What the whole help says before the commands.
 const PREAMBLE: &str = "\
 fleetlock: a FleetLock server for Zincati, the update agent of Fedora CoreOS.
@@ -221,7 +185,10 @@ pub fn help_text() -> String {
             text.push_str(&format!("        {line}\n"));
         }
     }
-    text.push_str(&format!("    {HELP_USAGE}\n\n{ENVIRONMENT}"));
+    text.push_str(&format!(
+        "    {HELP_USAGE}\n\n{}",
+        crate::config::settings::environment()
+    ));
     text
 }
 

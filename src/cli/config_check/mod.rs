@@ -135,7 +135,7 @@ pub fn config_check(
         }
     };
     if env {
-        for name in config::FUNCTION_VARIABLES {
+        for name in config::settings::function_variables() {
             if let Some(value) = var(name) {
                 say!(out, "{name}={}", shell_word(&value));
             }
