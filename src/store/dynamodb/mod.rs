@@ -70,6 +70,7 @@ mod admin;
 mod codec;
 mod lease_writes;
 mod lock_store;
+mod records;
 mod return_writes;
 mod writes;
 
