@@ -1,4 +1,7 @@
+use super::samconfig::{override_words, template_parameters};
+use super::tfvars::module_variables;
 use super::*;
+use serde_json::Value;
 
 #[test]
 fn the_template_defaults_are_read_from_its_parameters() {
