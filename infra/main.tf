@@ -224,7 +224,7 @@ resource "aws_lambda_function" "this" {
   runtime           = "provided.al2023"
   handler           = "bootstrap"
   architectures     = [var.architecture]
-  memory_size       = 128
+  memory_size       = var.api_memory_size
   timeout           = 10
   tags              = var.tags
 

@@ -392,6 +392,18 @@ variable "allow_anonymous" {
   nullable    = false
 }
 
+variable "api_memory_size" {
+  description = "Memory of the API function in MB, which sets its share of a CPU (a full core at 1769 MB) and its price per millisecond. The other functions keep 128. See docs/costs-and-sizing.md."
+  type        = number
+  default     = 128
+  nullable    = false
+
+  validation {
+    condition     = var.api_memory_size >= 128 && var.api_memory_size <= 10240 && floor(var.api_memory_size) == var.api_memory_size
+    error_message = "api_memory_size must be a whole number of MB from 128 to 10240."
+  }
+}
+
 variable "reserved_concurrency" {
   description = "Reserved concurrent executions of the function, as AWS has it: -1 reserves none, 0 stops every call, N reserves N. null: none behind the HTTP API (its throttling bounds the load; new accounts often have too little quota to reserve any), and 10 behind a function URL, where it is the only brake on a flood."
   type        = number

@@ -217,7 +217,10 @@ class RuntimeAndBuild(unittest.TestCase):
         self.assertIn("--bin fleetlock-lambda", build)
 
     def test_same_memory_and_timeout(self):
-        self.assertEqual(SAM_FUNCTION["Properties"]["MemorySize"], TF_FUNCTION["memory_size"])
+        # The memory: one parameter and one variable of one default (Endpoint).
+        self.assertEqual(
+            (SAM_FUNCTION["Properties"]["MemorySize"], TF_FUNCTION["memory_size"]),
+            ({"Ref": "ApiMemorySize"}, "${var.api_memory_size}"))
         self.assertEqual(SAM_FUNCTION["Properties"]["Timeout"], TF_FUNCTION["timeout"])
 
     def test_json_logs_with_retention(self):
@@ -345,6 +348,20 @@ class AuthAndLimits(unittest.TestCase):
         self.assertEqual(sam_param_default("ReservedConcurrency"), 0)
         self.assertIsNone(TF_VARS["reserved_concurrency"]["default"])
         self.assertIn("var.reserved_concurrency", TF_LOCALS["reserved_concurrency"])
+
+    def test_the_api_functions_memory_is_one_parameter_and_one_variable_of_one_default(self):
+        self.assertEqual(SAM_FUNCTION["Properties"]["MemorySize"], {"Ref": "ApiMemorySize"})
+        self.assertEqual(TF_FUNCTION["memory_size"], "${var.api_memory_size}")
+        self.assertEqual(sam_param_default("ApiMemorySize"), 128)
+        self.assertEqual(TF_VARS["api_memory_size"]["default"], 128)
+        parameter = SAM["Parameters"]["ApiMemorySize"]
+        self.assertEqual((parameter["MinValue"], parameter["MaxValue"]), (128, 10240))
+        self.assertIn("var.api_memory_size >= 128 && var.api_memory_size <= 10240",
+                      TF_VARS["api_memory_size"]["validation"]["condition"])
+        # Every other function keeps 128, in both.
+        for name, resource in SAM_RESOURCES.items():
+            if name != "FleetLockFunction" and "MemorySize" in resource.get("Properties", {}):
+                self.assertEqual(resource["Properties"]["MemorySize"], 128, name)
 
 
 @functools.cache

@@ -66,6 +66,24 @@ run "defaults_serve_through_an_http_api" {
   }
 }
 
+run "the_api_functions_memory_is_a_variable_and_the_others_keep_128" {
+  command = plan
+
+  variables {
+    api_memory_size = 256
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.memory_size == 256
+    error_message = "api_memory_size sets the API function's memory."
+  }
+
+  assert {
+    condition     = aws_lambda_function.config_check.memory_size == 128
+    error_message = "The deploy's check keeps 128 MB."
+  }
+}
+
 run "function_url" {
   command = plan
 
@@ -537,9 +555,10 @@ run "typed_inputs_are_checked" {
     return_gate          = { default = "25h" }
     reserved_concurrency = -2
     log_retention_days   = 10
+    api_memory_size      = 100
   }
 
-  expect_failures = [var.groups, var.settle, var.lease, var.drain, var.return_gate, var.reserved_concurrency, var.log_retention_days]
+  expect_failures = [var.groups, var.settle, var.lease, var.drain, var.return_gate, var.reserved_concurrency, var.log_retention_days, var.api_memory_size]
 }
 
 run "a_drain_gate_without_slot_events_is_refused" {
