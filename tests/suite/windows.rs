@@ -23,6 +23,22 @@ fn at(text: &str) -> Timestamp {
     Timestamp(ts.as_millisecond() as u64)
 }
 
+/// One window for `workers`: Saturday 22:00 to 00:00 UTC.
+fn saturday_night(groups: &GroupSlots) -> Schedule {
+    Schedule::parse(
+        "workers: days=Sat start_time=22:00 length_minutes=120",
+        None,
+        |g| {
+            groups
+                .slots_for(g)
+                .map(|_| ())
+                .map_err(|_| groups.not_configured(g))
+        },
+        false,
+    )
+    .unwrap()
+}
+
 #[tokio::test]
 async fn a_closed_group_is_refused_without_a_single_dynamodb_request() {
     let (store, requests) = dynamo_store("windows").await;
@@ -203,19 +219,7 @@ async fn a_drain_begins_only_while_the_window_stays_open_for_its_timeout() {
         .unwrap()
         .with_drain("workers=30m")
         .unwrap();
-    // Saturday 22:00 to 00:00 UTC.
-    let windows = Schedule::parse(
-        "workers: days=Sat start_time=22:00 length_minutes=120",
-        None,
-        |g| {
-            groups
-                .slots_for(g)
-                .map(|_| ())
-                .map_err(|_| groups.not_configured(g))
-        },
-        false,
-    )
-    .unwrap();
+    let windows = saturday_night(&groups);
     let clock = ManualClock::at(at("2026-12-12T23:40:00Z"));
     let service = FleetLock::new(groups, store)
         .with_windows(windows)
@@ -279,19 +283,7 @@ async fn a_return_begins_and_is_confirmed_while_the_window_is_closed() {
         .unwrap()
         .with_return("workers=20m")
         .unwrap();
-    // Saturday 22:00 to 00:00 UTC.
-    let windows = Schedule::parse(
-        "workers: days=Sat start_time=22:00 length_minutes=120",
-        None,
-        |g| {
-            groups
-                .slots_for(g)
-                .map(|_| ())
-                .map_err(|_| groups.not_configured(g))
-        },
-        false,
-    )
-    .unwrap();
+    let windows = saturday_night(&groups);
     let clock = ManualClock::at(at("2026-12-12T23:50:00Z"));
     let service = FleetLock::new(groups, store)
         .with_windows(windows)
