@@ -311,7 +311,7 @@ struct TableHook {
     seed: u64,
     /// A node whose first entry is never confirmed.
     lost: Option<&'static str>,
-    waiting: fn(fleetlock::domain::store::GroupRecord) -> BTreeMap<NodeId, Timestamp>,
+    waiting: fn(fleetlock::domain::lock::GroupRecord) -> BTreeMap<NodeId, Timestamp>,
     /// A confirmation that took effect; a repeat that took effect too (one
     /// entry confirmed twice: a violation); a repeat refused.
     confirmed: fn(&Tally) -> &AtomicU64,

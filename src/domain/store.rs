@@ -7,11 +7,10 @@ use std::future::Future;
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping};
+use crate::domain::lock::{
+    Acquire, ByPerson, Drained, GroupRecord, GroupRules, Release, Returned, Stopping,
+};
 use crate::domain::time::Timestamp;
-
-/// A group as stored: holders, pauses, last release, slots at the last grant.
-pub use crate::domain::lock::GroupRecord;
 
 /// An outcome and the group as it stands right after it was decided.
 #[derive(Clone, Debug, PartialEq)]

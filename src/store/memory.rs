@@ -8,9 +8,10 @@ use std::sync::Mutex;
 
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping};
 use crate::domain::store::{
-    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
+    Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
 };
 use crate::domain::time::Timestamp;
 

@@ -16,8 +16,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
+use fleetlock::domain::lock::GroupRecord;
 use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout};
-use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::store::memory::MemoryStore;

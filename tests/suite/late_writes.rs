@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use fleetlock::domain::input::GroupName;
+use fleetlock::domain::lock::GroupRecord;
 use fleetlock::domain::lock::{Acquire, Release};
-use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
 

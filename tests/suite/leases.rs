@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::PauseReason;
+use fleetlock::domain::lock::GroupRecord;
 use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Release};
-use fleetlock::domain::store::{GroupRecord, LockStore};
+use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
 

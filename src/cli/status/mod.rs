@@ -12,7 +12,8 @@ use clap::Args;
 
 use crate::config::{self, Config, process_env};
 use crate::domain::input::GroupName;
-use crate::domain::store::{GroupRecord, LockStore};
+use crate::domain::lock::GroupRecord;
+use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
 
 use super::Failure;

@@ -3,7 +3,7 @@
 use crate::config::Config;
 use crate::domain::hosts::HostMap;
 use crate::domain::input::GroupName;
-use crate::domain::store::GroupRecord;
+use crate::domain::lock::GroupRecord;
 use crate::domain::time::Timestamp;
 
 use super::view::{

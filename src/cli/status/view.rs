@@ -4,8 +4,8 @@
 use crate::config::Config;
 use crate::domain::agreement::{Recorded, differing};
 use crate::domain::input::GroupName;
+use crate::domain::lock::GroupRecord;
 use crate::domain::lock::GroupRules;
-use crate::domain::store::GroupRecord;
 use crate::domain::time::Timestamp;
 use crate::domain::windows::WindowState;
 

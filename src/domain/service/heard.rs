@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
+use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, GroupRules, Pause, Release};
-use crate::domain::store::GroupRecord;
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
 

@@ -7,8 +7,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::*;
 use crate::domain::input::{GroupName, NodeId, PauseReason};
+use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{ByPerson, Pause, RolloutStop, Semaphore};
-use crate::domain::store::{GroupRecord, StoreError};
+use crate::domain::store::StoreError;
 use crate::domain::time::Timestamp;
 
 pub(super) fn holder_attribute(id: &NodeId) -> String {

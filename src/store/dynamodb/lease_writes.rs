@@ -7,8 +7,9 @@ use super::codec::*;
 use super::writes::{GRANT_CHECKS, Written, decided, refused_again, reserves};
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, GroupRules};
-use crate::domain::store::{Decided, GroupRecord, StoreError};
+use crate::domain::store::{Decided, StoreError};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 

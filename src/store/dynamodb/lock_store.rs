@@ -9,11 +9,12 @@ use super::codec::*;
 use super::writes::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{
     Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, Stopping,
 };
 use crate::domain::store::{
-    Changed, Decided, Excluding, Forgot, GroupRecord, LockStore, StoreError, exclusion_refused,
+    Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
 };
 use crate::domain::time::Timestamp;
 

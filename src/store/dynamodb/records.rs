@@ -12,7 +12,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use super::codec::*;
 use super::*;
 use crate::domain::input::GroupName;
-use crate::domain::store::{Forgot, GroupRecord, StoreError};
+use crate::domain::lock::GroupRecord;
+use crate::domain::store::{Forgot, StoreError};
 
 impl DynamoStore {
     pub(super) async fn forget_group(&self, group: &GroupName) -> Result<Forgot, StoreError> {

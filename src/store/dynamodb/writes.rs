@@ -14,8 +14,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use super::codec::*;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, GroupRules};
-use crate::domain::store::{Changed, Decided, GroupRecord, StoreError};
+use crate::domain::store::{Changed, Decided, StoreError};
 use crate::domain::time::Timestamp;
 
 /// What a conditional write did, with the item after it (applied) or as the
