@@ -315,6 +315,13 @@ fn failed_case(stdout: &str, case: &str) -> bool {
     verdict_of(stdout, case) == Some("fail")
 }
 
+/// Each of `cases` is a warning in the report's text.
+fn assert_warned(stdout: &str, cases: &[&str]) {
+    for case in cases {
+        assert_eq!(verdict_of(stdout, case), Some("warn"), "{case}:\n{stdout}");
+    }
+}
+
 /// The verdict the report's text gives `case`.
 fn verdict_of<'a>(stdout: &'a str, case: &str) -> Option<&'a str> {
     stdout.lines().find_map(|line| {
@@ -442,22 +449,18 @@ async fn a_server_that_reads_anything_warns_on_each_request_zincati_never_sends(
     let (url, holders) = stand_in(Broken::Lax).await;
     let r = ran(&mut check(&url, &[])).await;
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    for case in [
-        "a request without the fleet-lock-protocol header",
-        "a GET instead of POST",
-        "a malformed body",
-        "a body over 64 KiB",
-        "a body without a group",
-        "an invalid group",
-        "an empty id",
-    ] {
-        assert_eq!(
-            verdict_of(&r.stdout, case),
-            Some("warn"),
-            "{case}:\n{}",
-            r.stdout
-        );
-    }
+    assert_warned(
+        &r.stdout,
+        &[
+            "a request without the fleet-lock-protocol header",
+            "a GET instead of POST",
+            "a malformed body",
+            "a body over 64 KiB",
+            "a body without a group",
+            "an invalid group",
+            "an empty id",
+        ],
+    );
     assert!(
         r.stdout
             .ends_with("10 passed, 7 warned, 0 failed, 1 skipped: the server conforms\n"),
@@ -483,17 +486,13 @@ async fn a_base_url_without_its_slash_and_credentials_nobody_asks_for_are_warned
     let with_credentials = url.replacen("http://", "http://fleet:secret@", 1);
     let r = ran(&mut check(&format!("{with_credentials}fleetlock"), &[])).await;
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    for case in [
-        "base_url ends with '/'",
-        "a request without credentials is refused",
-    ] {
-        assert_eq!(
-            verdict_of(&r.stdout, case),
-            Some("warn"),
-            "{case}:\n{}",
-            r.stdout
-        );
-    }
+    assert_warned(
+        &r.stdout,
+        &[
+            "base_url ends with '/'",
+            "a request without credentials is refused",
+        ],
+    );
     assert!(
         r.stdout.contains("Zincati would drop its last segment"),
         "{}",

@@ -42,6 +42,13 @@ struct Run {
     stderr: String,
 }
 
+/// `fleetlock` on the lock table `table`.
+fn on_table(table: &str) -> Command {
+    let mut command = fleetlock();
+    command.env("FLEETLOCK_TABLE", table);
+    command
+}
+
 async fn run(command: &mut Command) -> Run {
     crate::helpers::under_cli_role(command);
     let output = tokio::time::timeout(Duration::from_secs(60), command.output())
@@ -110,11 +117,7 @@ async fn status_and_release_say_what_is_missing_without_a_table() {
 async fn operators_confirm_a_drain_with_fleetlock_drained() {
     local_dynamodb_endpoint();
     let table = unique_table_name("cli-drained");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     assert!(run(with_table().arg("create-table")).await.ok);
     let (mut child, addr) = serve(
         with_table()
@@ -265,11 +268,7 @@ async fn serve_on_the_embedded_default_answers_zincati() {
 async fn operators_see_and_release_holders_in_dynamodb() {
     local_dynamodb_endpoint();
     let table = unique_table_name("cli");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     let r = run(with_table().arg("create-table")).await;
     assert!(r.ok, "{}", r.stderr);
     assert!(
@@ -508,10 +507,8 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
     local_dynamodb_endpoint();
     let table = unique_table_name("iam");
     let with_table = || {
-        let mut command = fleetlock();
-        command
-            .env("FLEETLOCK_TABLE", &table)
-            .env("RUST_LOG", "fleetlock=debug");
+        let mut command = on_table(&table);
+        command.env("RUST_LOG", "fleetlock=debug");
         command
     };
     assert!(run(with_table().arg("create-table")).await.ok);
@@ -678,9 +675,8 @@ async fn operators_pause_and_resume_groups_live() {
     local_dynamodb_endpoint();
     let table = unique_table_name("pause");
     let with_table = || {
-        let mut command = fleetlock();
+        let mut command = on_table(&table);
         command
-            .env("FLEETLOCK_TABLE", &table)
             .env("FLEETLOCK_GROUPS", "default=1,workers=2")
             .env("FLEETLOCK_SETTLE", "workers=10m")
             .env("USER", "alice");
@@ -799,9 +795,8 @@ async fn a_mistyped_group_is_refused_with_the_closest_name_and_nothing_is_create
     local_dynamodb_endpoint();
     let table = unique_table_name("typo");
     let with_table = || {
-        let mut command = fleetlock();
+        let mut command = on_table(&table);
         command
-            .env("FLEETLOCK_TABLE", &table)
             .env("FLEETLOCK_GROUPS", "default=1,workers=2")
             .env("USER", "alice");
         command
@@ -841,10 +836,7 @@ async fn a_mistyped_group_is_refused_with_the_closest_name_and_nothing_is_create
         )
     );
     // Without the configuration, only a stored group is taken as known.
-    let r = run(fleetlock()
-        .env("FLEETLOCK_TABLE", &table)
-        .args(["pause", "--group", "default", "--reason", "x"]))
-    .await;
+    let r = run(on_table(&table).args(["pause", "--group", "default", "--reason", "x"])).await;
     assert!(
         !r.ok
             && r.stderr
@@ -852,8 +844,7 @@ async fn a_mistyped_group_is_refused_with_the_closest_name_and_nothing_is_create
         "{}",
         r.stderr
     );
-    let r = run(fleetlock()
-        .env("FLEETLOCK_TABLE", &table)
+    let r = run(on_table(&table)
         .env("USER", "alice")
         .args(["pause", "--group", "new-one", "--reason", "x", "--create"]))
     .await;
@@ -868,11 +859,7 @@ async fn a_mistyped_group_is_refused_with_the_closest_name_and_nothing_is_create
 async fn bad_pause_input_is_refused_and_changes_nothing() {
     local_dynamodb_endpoint();
     let table = unique_table_name("bad-pause");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     assert!(run(with_table().arg("create-table")).await.ok);
     let long = "x".repeat(201);
     for (args, says) in [
@@ -971,11 +958,7 @@ async fn lambda_api_stand_in(variables: serde_json::Value) -> (String, Arc<Mutex
 async fn status_reads_the_deployed_configuration_and_shows_windows() {
     local_dynamodb_endpoint();
     let table = unique_table_name("deployed");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     assert!(run(with_table().arg("create-table")).await.ok);
     // Items for two groups: one with windows, one settling.
     let (mut child, addr) =
@@ -1080,9 +1063,8 @@ async fn the_zone_database_is_the_binarys_own_not_the_hosts() {
     std::fs::write(fake.join("UTC"), UTC_TZIF).unwrap();
     let table = unique_table_name("tzdb");
     let with_table = || {
-        let mut command = fleetlock();
+        let mut command = on_table(&table);
         command
-            .env("FLEETLOCK_TABLE", &table)
             .env("TZDIR", &fake)
             .env("FLEETLOCK_GROUPS", "default=1")
             .env("FLEETLOCK_TIME_ZONE", "Europe/Berlin")
@@ -1147,11 +1129,7 @@ async fn a_slot_count_one_item_cannot_hold_stops_serve_at_start() {
 async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
     local_dynamodb_endpoint();
     let table = unique_table_name("forget");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     // The configuration as deployed, in the shell: status and forget read it.
     let configured = || {
         let mut command = with_table();
@@ -1750,9 +1728,8 @@ async fn operators_exclude_and_include_a_node() {
     local_dynamodb_endpoint();
     let table = unique_table_name("exclude");
     let with_table = || {
-        let mut command = fleetlock();
+        let mut command = on_table(&table);
         command
-            .env("FLEETLOCK_TABLE", &table)
             .env("FLEETLOCK_GROUPS", "default=1,workers=3")
             .env("USER", "alice");
         command
@@ -1908,9 +1885,8 @@ async fn id_prints_the_id_zincati_sends() {
 async fn serve_names_the_dynamodb_endpoint_it_really_uses() {
     let dynamodb = local_dynamodb_endpoint();
     let table = crate::helpers::table_made_by_the_binary("serve-endpoint").await;
-    let mut command = fleetlock();
+    let mut command = on_table(&table);
     command
-        .env("FLEETLOCK_TABLE", &table)
         .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
         .env("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb)
         .env("RUST_LOG", "info")
@@ -1939,13 +1915,7 @@ async fn serve_names_the_dynamodb_endpoint_it_really_uses() {
 async fn serve_says_where_the_locks_live_and_warns_without_default() {
     local_dynamodb_endpoint();
     let table = unique_table_name("serve-log");
-    assert!(
-        run(fleetlock()
-            .env("FLEETLOCK_TABLE", &table)
-            .arg("create-table"))
-        .await
-        .ok
-    );
+    assert!(run(on_table(&table).arg("create-table")).await.ok);
     for (table, groups, says, warns) in [
         (
             None,
@@ -2103,8 +2073,7 @@ async fn a_slow_first_create_table_is_waited_for_and_reported_created() {
         1,
     );
     let table = unique_table_name("slow-create");
-    let r = run(fleetlock()
-        .env("FLEETLOCK_TABLE", &table)
+    let r = run(on_table(&table)
         .env("AWS_ENDPOINT_URL", proxy.url())
         .arg("create-table"))
     .await;
@@ -2125,11 +2094,7 @@ async fn an_operator_clock_hours_off_writes_no_time() {
         .unwrap();
     let proxy = crate::fault_proxy::FaultProxy::start(upstream).await;
     let table = unique_table_name("skew");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     assert!(run(with_table().arg("create-table")).await.ok);
     let (mut child, addr) = serve(with_table().env("FLEETLOCK_GROUPS", "default=1")).await;
     assert_eq!(
@@ -2285,11 +2250,7 @@ async fn hosts_follows_every_page_and_splits_ids_twenty_a_call() {
 async fn operators_forget_a_region_taken_out_of_service() {
     local_dynamodb_endpoint();
     let table = unique_table_name("forget-region");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     assert!(run(with_table().arg("create-table")).await.ok);
     let client = crate::helpers::client_as(&format!("function.{table}")).await;
     let store = fleetlock::store::dynamodb::DynamoStore::new(client, &table);
@@ -2342,11 +2303,7 @@ async fn operators_forget_a_region_taken_out_of_service() {
 async fn a_person_confirms_one_return_and_releases_another_through_the_binary() {
     local_dynamodb_endpoint();
     let table = unique_table_name("cli-returns");
-    let with_table = || {
-        let mut command = fleetlock();
-        command.env("FLEETLOCK_TABLE", &table);
-        command
-    };
+    let with_table = || on_table(&table);
     assert!(run(with_table().arg("create-table")).await.ok);
     let (mut child, addr) = serve(
         with_table()
