@@ -33,7 +33,7 @@ use crate::http::PROTOCOL_HEADER;
 pub use ids::{ZINCATI_APP_ID, app_specific_id, job_id, parse_machine_id, zincati_id};
 
 /// How long one request may take, connection and TLS included.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Which of the two calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +55,7 @@ impl Call {
 
 /// What the server answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A 2xx: the slot is taken (or given back). This server's body says
     /// how (`outcome`: `granted`, `already_held`, ...) and, in a group with
     /// a lease, how long the slot is held without asking again; another
@@ -126,7 +126,7 @@ impl fmt::Debug for Lock {
 }
 
 /// The URL with its password replaced, for messages.
-pub fn redacted(url: &url::Url) -> String {
+pub(crate) fn redacted(url: &url::Url) -> String {
     let mut shown = url.clone();
     if shown.password().is_some() {
         let _ = shown.set_password(Some("***"));
@@ -185,7 +185,7 @@ impl Lock {
     }
 
     /// The URL a call goes to, without credentials.
-    pub fn url_of(&self, call: Call) -> Result<url::Url, ClientError> {
+    pub(crate) fn url_of(&self, call: Call) -> Result<url::Url, ClientError> {
         let mut url = self
             .base
             .join(call.path())
@@ -196,14 +196,19 @@ impl Lock {
     }
 
     /// One call, as Zincati makes it.
-    pub async fn call(&self, call: Call, id: &str, group: &str) -> Result<Reply, ClientError> {
+    pub(crate) async fn call(
+        &self,
+        call: Call,
+        id: &str,
+        group: &str,
+    ) -> Result<Reply, ClientError> {
         let (status, body) = self.send(&Probe::zincati(call, id, group)).await?;
         reply_of(status, &body)
     }
 
     /// One request, Zincati's or a deliberate variation of it (for
     /// `fleetlock check`): the status and the body the server answered.
-    pub async fn send(&self, probe: &Probe) -> Result<(u16, Vec<u8>), ClientError> {
+    pub(crate) async fn send(&self, probe: &Probe) -> Result<(u16, Vec<u8>), ClientError> {
         let url = self.url_of(probe.call)?;
         let exchange = self.exchange(&url, probe);
         tokio::time::timeout(self.timeout, exchange)
@@ -253,7 +258,7 @@ impl Lock {
     }
 
     /// Whether the URL carries credentials (sent as HTTP Basic).
-    pub fn has_credentials(&self) -> bool {
+    pub(crate) fn has_credentials(&self) -> bool {
         self.authorization.is_some()
     }
 
@@ -261,7 +266,7 @@ impl Lock {
     /// `http://` with a user part to a host other than this machine's
     /// loopback. Warned, not refused: Zincati accepts such a URL, and a
     /// private network may mean it.
-    pub fn cleartext_warning(&self) -> Option<String> {
+    pub(crate) fn cleartext_warning(&self) -> Option<String> {
         if self.base.scheme() != "http" || self.authorization.is_none() {
             return None;
         }
@@ -281,13 +286,13 @@ impl Lock {
     }
 
     /// The base URL, password hidden.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         redacted(&self.base)
     }
 
     /// The path of the base URL (Zincati drops its last segment unless it
     /// ends with `/`).
-    pub fn base_path(&self) -> &str {
+    pub(crate) fn base_path(&self) -> &str {
         self.base.path()
     }
 }
@@ -295,20 +300,20 @@ impl Lock {
 /// One request to a FleetLock server: Zincati's by default
 /// ([`Probe::zincati`]), with every part a test may vary.
 #[derive(Clone, Debug)]
-pub struct Probe {
-    pub call: Call,
-    pub method: hyper::Method,
-    pub body: Vec<u8>,
-    pub protocol_header: bool,
-    pub content_type: Option<&'static str>,
+pub(crate) struct Probe {
+    pub(crate) call: Call,
+    pub(crate) method: hyper::Method,
+    pub(crate) body: Vec<u8>,
+    pub(crate) protocol_header: bool,
+    pub(crate) content_type: Option<&'static str>,
     /// Send the URL's credentials (when it has any).
-    pub credentials: bool,
+    pub(crate) credentials: bool,
 }
 
 impl Probe {
     /// Exactly what Zincati sends: POST, the protocol header, a
     /// pretty-printed body, no Content-Type, the URL's credentials.
-    pub fn zincati(call: Call, id: &str, group: &str) -> Self {
+    pub(crate) fn zincati(call: Call, id: &str, group: &str) -> Self {
         let body = serde_json::to_string_pretty(&serde_json::json!({
             "client_params": { "id": id, "group": group }
         }))
@@ -365,14 +370,14 @@ where
 
 /// The most of an answer's body this client reads: a FleetLock answer is a
 /// few hundred bytes.
-pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// The most of a server's text a line shows.
 const SHOWN_MOST: usize = 500;
 
 /// The answer a status and body make: 2xx yes, 423 refused, other 4xx
 /// rejected, anything else a server fault.
-pub fn reply_of(status: u16, body: &[u8]) -> Result<Reply, ClientError> {
+pub(crate) fn reply_of(status: u16, body: &[u8]) -> Result<Reply, ClientError> {
     let code = StatusCode::from_u16(status).map_err(|_| ClientError::Server {
         status,
         detail: "not an HTTP status".into(),

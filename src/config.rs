@@ -8,7 +8,7 @@
 //! need not touch the process's environment and `status --function` reads a
 //! deployed function's variables the same way.
 
-pub mod settings;
+pub(crate) mod settings;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ use crate::domain::windows::Schedule;
 
 /// Whether `name` reads as an AWS region name (`eu-west-1`): lowercase
 /// letters, digits and dashes, at most 32.
-pub fn is_region_name(name: &str) -> bool {
+pub(crate) fn is_region_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 32
         && name
@@ -55,12 +55,12 @@ pub(crate) fn docs_text() -> String {
 }
 
 /// The process's own environment.
-pub fn process_env(name: &str) -> Option<String> {
+pub(crate) fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     Groups(String),
     Settle(String),
     Lease(String),
@@ -119,25 +119,25 @@ impl From<GroupsError> for ConfigError {
 
 /// Everything the service reads from its environment.
 #[derive(Clone, Debug)]
-pub struct Config {
-    pub groups: GroupSlots,
+pub(crate) struct Config {
+    pub(crate) groups: GroupSlots,
     /// The DynamoDB table; `None` means the embedded in-process store.
-    pub table: Option<String>,
+    pub(crate) table: Option<String>,
     /// `None` when neither `FLEETLOCK_CLIENTS` nor `FLEETLOCK_AUTH` says: the
     /// caller decides (Lambda refuses to start, a loopback server is open).
-    pub auth: Option<Auth>,
+    pub(crate) auth: Option<Auth>,
     /// Maintenance windows (`FLEETLOCK_WINDOWS`, `FLEETLOCK_TIME_ZONE`).
-    pub windows: Schedule,
+    pub(crate) windows: Schedule,
     /// `FLEETLOCK_REGION`: on a global table, the region this function
     /// records its settings under, and compares them with the others'.
     /// `None`: one region, nothing compared.
-    pub region: Option<String>,
+    pub(crate) region: Option<String>,
 }
 
 impl Config {
     /// Reads the service's settings through `var`, so tests need not touch
     /// the process environment; the first wrong setting is the error.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         Self::checked(var).map_err(|mut errors| errors.swap_remove(0))
     }
 
@@ -148,7 +148,7 @@ impl Config {
     /// zone) is still checked when that one is wrong, against a stand-in
     /// that accepts every group (`*=1`) or UTC: its own mistakes show, the
     /// cross-checks wait for the fix.
-    pub fn checked(var: impl Fn(&str) -> Option<String>) -> Result<Self, Vec<ConfigError>> {
+    pub(crate) fn checked(var: impl Fn(&str) -> Option<String>) -> Result<Self, Vec<ConfigError>> {
         let mut errors = Vec::new();
         let mut fault = |err: ConfigError| errors.push(err);
         let (mut groups, groups_known) = match var("FLEETLOCK_GROUPS") {
@@ -246,13 +246,13 @@ impl Config {
         })
     }
 
-    pub fn from_env() -> Result<Self, ConfigError> {
+    pub(crate) fn from_env() -> Result<Self, ConfigError> {
         Self::from_vars(process_env)
     }
 
     /// The groups and the credentials read against each other
     /// ([`coverage::mismatches`]); nothing without credentials.
-    pub fn mismatches(&self) -> Vec<Mismatch> {
+    pub(crate) fn mismatches(&self) -> Vec<Mismatch> {
         match &self.auth {
             Some(Auth::Required(clients)) => coverage::mismatches(&self.groups, clients),
             _ => Vec::new(),
@@ -262,7 +262,7 @@ impl Config {
     /// Logs each mismatch at start. A start that failed would answer every
     /// node 5xx: the checks before a deploy refuse the typos, and here they
     /// only reach the log.
-    pub fn log_mismatches(&self) {
+    pub(crate) fn log_mismatches(&self) {
         for mismatch in self.mismatches() {
             tracing::warn!(typo = mismatch.typo, "{}", mismatch.text);
         }
@@ -270,7 +270,7 @@ impl Config {
 }
 
 /// `FLEETLOCK_TABLE`, checked; `None` when unset.
-pub fn table(var: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+pub(crate) fn table(var: impl Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
     match var("FLEETLOCK_TABLE") {
         None => Ok(None),
         Some(name) if valid_table_name(&name) => Ok(Some(name)),
@@ -302,7 +302,7 @@ fn auth(var: impl Fn(&str) -> Option<String>) -> Result<Option<Auth>, ConfigErro
 }
 
 /// The table a command works on: `FLEETLOCK_TABLE`, and nothing else.
-pub fn command_table(
+pub(crate) fn command_table(
     var: impl Fn(&str) -> Option<String>,
     command: &str,
 ) -> Result<String, ConfigError> {
@@ -315,13 +315,13 @@ pub fn command_table(
 }
 
 /// Whether any of the settings that decide grants is set.
-pub fn rules_given(var: impl Fn(&str) -> Option<String>) -> bool {
+pub(crate) fn rules_given(var: impl Fn(&str) -> Option<String>) -> bool {
     settings::rule_variables().any(|name| var(name).is_some())
 }
 
 /// The deployed function whose settings `status` and `forget` read:
 /// `--function`, else `FLEETLOCK_FUNCTION`; blank is none.
-pub fn deployed_function(
+pub(crate) fn deployed_function(
     var: impl Fn(&str) -> Option<String>,
     flag: Option<String>,
 ) -> Option<String> {
@@ -330,28 +330,28 @@ pub fn deployed_function(
 }
 
 /// The Lambda handler name (`_HANDLER`), which picks the entry point.
-pub fn lambda_handler(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+pub(crate) fn lambda_handler(var: impl Fn(&str) -> Option<String>) -> Option<String> {
     var("_HANDLER")
 }
 
 /// The name a Lambda function runs under: the metrics' `Service` dimension.
-pub fn function_name(var: impl Fn(&str) -> Option<String>) -> String {
+pub(crate) fn function_name(var: impl Fn(&str) -> Option<String>) -> String {
     var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "fleetlock".into())
 }
 
 /// The API entry point's settings. Under Lambda the locks must live in
 /// DynamoDB and a public endpoint needs credentials: no silent default.
 #[derive(Clone, Debug)]
-pub struct ApiSettings {
-    pub config: Config,
-    pub table: String,
-    pub auth: Auth,
-    pub function: String,
+pub(crate) struct ApiSettings {
+    pub(crate) config: Config,
+    pub(crate) table: String,
+    pub(crate) auth: Auth,
+    pub(crate) function: String,
 }
 
 /// Why the API entry point does not start.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ApiSettingsError {
+pub(crate) enum ApiSettingsError {
     Invalid(ConfigError),
     /// An in-process store would give every Lambda instance a semaphore of
     /// its own.
@@ -375,14 +375,16 @@ impl fmt::Display for ApiSettingsError {
 }
 
 impl ApiSettings {
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ApiSettingsError> {
+    pub(crate) fn from_vars(
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ApiSettingsError> {
         let config = Config::from_vars(&var).map_err(ApiSettingsError::Invalid)?;
         Self::from_config(config, var)
     }
 
     /// The same from settings already read (a table and a decision on
     /// credentials still required).
-    pub fn from_config(
+    pub(crate) fn from_config(
         config: Config,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ApiSettingsError> {
@@ -398,18 +400,18 @@ impl ApiSettings {
 }
 
 /// The bus used when `FLEETLOCK_EVENT_BUS` is unset.
-pub const DEFAULT_BUS: &str = "default";
+pub(crate) const DEFAULT_BUS: &str = "default";
 
 /// The slot-events entry point's settings: only the bus (and the function's
 /// name for its metrics); no table, no clients, no groups.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SlotEventsSettings {
-    pub bus: String,
-    pub function: String,
+pub(crate) struct SlotEventsSettings {
+    pub(crate) bus: String,
+    pub(crate) function: String,
 }
 
 impl SlotEventsSettings {
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         let bus = var("FLEETLOCK_EVENT_BUS")
             .filter(|bus| !bus.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_BUS.into());
@@ -424,7 +426,7 @@ impl SlotEventsSettings {
 /// names must be one `FLEETLOCK_GROUPS` configures (unless a `*` covers
 /// every name): a pause of a group nobody calls guards nothing, and the
 /// name is most likely a typo of one that is called.
-pub fn alarm_gates(var: impl Fn(&str) -> Option<String>) -> Result<AlarmGates, ConfigError> {
+pub(crate) fn alarm_gates(var: impl Fn(&str) -> Option<String>) -> Result<AlarmGates, ConfigError> {
     let spec = var("FLEETLOCK_ALARM_PAUSES").unwrap_or_default();
     let gates = AlarmGates::parse(&spec).map_err(ConfigError::AlarmPauses)?;
     let groups = match var("FLEETLOCK_GROUPS") {
@@ -453,17 +455,17 @@ pub fn alarm_gates(var: impl Fn(&str) -> Option<String>) -> Result<AlarmGates, C
 /// The alarm-pauses entry point's settings: the table, the gates, and the
 /// groups `FLEETLOCK_GROUPS` names (for gates on `*`).
 #[derive(Clone, Debug)]
-pub struct AlarmPausesSettings {
-    pub table: String,
-    pub gates: AlarmGates,
-    pub configured: Vec<GroupName>,
+pub(crate) struct AlarmPausesSettings {
+    pub(crate) table: String,
+    pub(crate) gates: AlarmGates,
+    pub(crate) configured: Vec<GroupName>,
     /// `FLEETLOCK_REGION`: on a global table, the region whose pauses this
     /// function owns.
-    pub region: Option<String>,
+    pub(crate) region: Option<String>,
 }
 
 impl AlarmPausesSettings {
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let config = Config::from_vars(&var)?;
         let table = config.table.ok_or_else(|| {
             ConfigError::Missing(
@@ -496,13 +498,13 @@ impl AlarmPausesSettings {
 /// (`FLEETLOCK_METRICS_SERVICE`). Without a gate it confirms and reads
 /// slots, and refuses a sweep.
 #[derive(Clone, Debug)]
-pub struct DrainedSettings {
-    pub table: String,
-    pub sweep: Option<(GroupSlots, String)>,
+pub(crate) struct DrainedSettings {
+    pub(crate) table: String,
+    pub(crate) sweep: Option<(GroupSlots, String)>,
 }
 
 impl DrainedSettings {
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let config = Config::from_vars(&var)?;
         let table = config.table.ok_or_else(|| {
             ConfigError::Missing(
@@ -528,7 +530,7 @@ impl DrainedSettings {
 
 /// Where `status` and `hosts` find the host behind an id.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HostSource {
+pub(crate) enum HostSource {
     /// The instances' own tags (`tags`).
     Tags,
     /// A file of `ID HOST` lines.
@@ -536,7 +538,7 @@ pub enum HostSource {
 }
 
 /// `--hosts`, else `FLEETLOCK_HOSTS`: `tags`, or a host file's path.
-pub fn host_source(
+pub(crate) fn host_source(
     var: impl Fn(&str) -> Option<String>,
     given: Option<String>,
 ) -> Option<HostSource> {
@@ -549,18 +551,18 @@ pub fn host_source(
 }
 
 /// The default machine id file of `lock --app`.
-pub const MACHINE_ID_FILE: &str = "/etc/machine-id";
+pub(crate) const MACHINE_ID_FILE: &str = "/etc/machine-id";
 
 /// What `lock` and `unlock` read: the server's URL (when no flag gives it)
 /// and the machine id file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockSettings {
-    pub url: Option<String>,
-    pub machine_id_file: PathBuf,
+pub(crate) struct LockSettings {
+    pub(crate) url: Option<String>,
+    pub(crate) machine_id_file: PathBuf,
 }
 
 impl LockSettings {
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         Self {
             url: var("FLEETLOCK_URL"),
             machine_id_file: var("FLEETLOCK_MACHINE_ID_FILE")
@@ -571,7 +573,7 @@ impl LockSettings {
 
 /// Who pauses: `--by`, else the login name (`USER`, `LOGNAME`); kept with
 /// the pause.
-pub fn operator_name(
+pub(crate) fn operator_name(
     var: impl Fn(&str) -> Option<String>,
     by: Option<String>,
 ) -> Result<String, String> {

@@ -24,6 +24,10 @@
 //! - `test_support` (feature `test-support`, for `tests/` and `benches/`
 //!   only): a clock the tests move, a DynamoDB client that counts requests.
 
+// `pub` is the outside (tests/, benches/, the binaries); all else is
+// `pub(crate)`, and a `pub` the outside cannot reach is a warning.
+#![warn(unreachable_pub)]
+
 pub mod aws;
 pub mod cli;
 pub mod client;

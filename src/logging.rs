@@ -15,9 +15,9 @@ use tracing_subscriber::util::SubscriberInitExt;
 const DEFAULT_FILTER: &str = "info,aws_config=warn,aws_smithy_runtime=warn";
 
 /// The most detailed level any target logs at.
-pub const MOST_DETAILED: LevelFilter = LevelFilter::DEBUG;
+pub(crate) const MOST_DETAILED: LevelFilter = LevelFilter::DEBUG;
 
-pub fn init(json: bool) {
+pub(crate) fn init(json: bool) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     let builder = tracing_subscriber::fmt()

@@ -7,39 +7,39 @@ use crate::domain::input::GroupName;
 use crate::domain::service::Answer;
 use crate::domain::time::Timestamp;
 
-pub const NAMESPACE: &str = "FleetLock";
-pub const OLDEST_HOLDER_AGE: &str = "OldestHolderAgeSeconds";
+pub(crate) const NAMESPACE: &str = "FleetLock";
+pub(crate) const OLDEST_HOLDER_AGE: &str = "OldestHolderAgeSeconds";
 /// On the line of a grant that took a slot past its lease, and only there:
 /// a metric billed only in the hours it has a value.
-pub const SLOTS_EXPIRED: &str = "SlotsExpired";
+pub(crate) const SLOTS_EXPIRED: &str = "SlotsExpired";
 /// On the lines of groups with a drain gate, and only there: how many of
 /// the group's reservations waited past their drain timeout (0 clears the
 /// alarm on it).
-pub const DRAINS_OVERDUE: &str = "DrainsOverdue";
+pub(crate) const DRAINS_OVERDUE: &str = "DrainsOverdue";
 /// On the lines of groups with a return gate, and only there: how many of
 /// the group's returning slots waited past their return timeout (the sweep
 /// stops the group for each, once), and how long the oldest return has
 /// waited (0 with none).
-pub const RETURNS_OVERDUE: &str = "ReturnsOverdue";
-pub const OLDEST_RETURN_AGE: &str = "OldestReturnAgeSeconds";
+pub(crate) const RETURNS_OVERDUE: &str = "ReturnsOverdue";
+pub(crate) const OLDEST_RETURN_AGE: &str = "OldestReturnAgeSeconds";
 
 /// On the line of a refusal that asking again cannot mend, and only there:
 /// a group no setting serves, a credential not scoped to the group, or
 /// credentials that name a client and are not accepted. A node that hears
 /// one asks again every 5 minutes for ever, and no other alarm sees it.
-pub const UNSERVABLE_REQUESTS: &str = "UnservableRequests";
+pub(crate) const UNSERVABLE_REQUESTS: &str = "UnservableRequests";
 
 /// The kinds [`UNSERVABLE_REQUESTS`] counts.
-pub const UNSERVABLE_KINDS: &[&str] = &["unknown_group", "forbidden_group", "unauthorized"];
+pub(crate) const UNSERVABLE_KINDS: &[&str] = &["unknown_group", "forbidden_group", "unauthorized"];
 
 /// Emits metrics for one service (its dimension value: the function name).
 #[derive(Clone, Debug)]
-pub struct EmbeddedMetrics {
+pub(crate) struct EmbeddedMetrics {
     service: String,
 }
 
 impl EmbeddedMetrics {
-    pub fn new(service: impl Into<String>) -> Self {
+    pub(crate) fn new(service: impl Into<String>) -> Self {
         Self {
             service: service.into(),
         }
@@ -48,7 +48,7 @@ impl EmbeddedMetrics {
     /// One EMF line. One metric with one dimension (the service), because each
     /// custom metric is billed monthly: the group is a plain property, for Logs
     /// Insights, not a dimension.
-    pub fn line(&self, group: &GroupName, answer: &Answer, now: Timestamp) -> String {
+    pub(crate) fn line(&self, group: &GroupName, answer: &Answer, now: Timestamp) -> String {
         // An empty group reports 0, so an alarm clears once the holder is gone.
         let oldest = answer.oldest_holder_age.map_or(0, |age| age.as_secs());
         let mut properties = serde_json::json!({
@@ -81,7 +81,13 @@ impl EmbeddedMetrics {
     /// The line of a refusal no retry mends ([`UNSERVABLE_KINDS`]), with
     /// what the operator needs to find the node's mistake: the group it
     /// asked for and the client it presented (never a secret).
-    pub fn unservable_line(&self, kind: &str, group: &str, client: &str, now: Timestamp) -> String {
+    pub(crate) fn unservable_line(
+        &self,
+        kind: &str,
+        group: &str,
+        client: &str,
+        now: Timestamp,
+    ) -> String {
         let properties = serde_json::json!({
             UNSERVABLE_REQUESTS: 1,
             "Kind": kind,
@@ -102,7 +108,7 @@ impl EmbeddedMetrics {
 /// because each custom metric is billed monthly; `properties` (an object,
 /// holding the metrics' values) are plain fields, for Logs Insights and the
 /// dashboard.
-pub fn emf_line(
+pub(crate) fn emf_line(
     service: &str,
     now: Timestamp,
     metrics: &[(&str, &str)],

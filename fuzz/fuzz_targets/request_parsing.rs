@@ -8,7 +8,7 @@
 use fleetlock::domain::auth::Clients;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{ClientParams, IdRule, MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
-use fleetlock::domain::lock::Timestamp;
+use fleetlock::domain::time::Timestamp;
 use fleetlock::domain::windows::{Schedule, WindowState};
 use libfuzzer_sys::fuzz_target;
 

@@ -10,12 +10,12 @@ use crate::domain::alarms::{AlarmState, AlarmStates};
 /// Names per DescribeAlarms call: CloudWatch's limit.
 const NAMES_PER_CALL: usize = 100;
 
-pub struct CloudWatch {
+pub(crate) struct CloudWatch {
     client: aws_sdk_cloudwatch::Client,
 }
 
 impl CloudWatch {
-    pub fn new(client: aws_sdk_cloudwatch::Client) -> Self {
+    pub(crate) fn new(client: aws_sdk_cloudwatch::Client) -> Self {
         Self { client }
     }
 }

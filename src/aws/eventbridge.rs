@@ -7,13 +7,13 @@ use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use crate::domain::events::{EventSink, Outgoing, SOURCE};
 
 /// PutEvents on one bus.
-pub struct EventBridge {
+pub(crate) struct EventBridge {
     client: Client,
     bus: String,
 }
 
 impl EventBridge {
-    pub fn new(client: Client, bus: impl Into<String>) -> Self {
+    pub(crate) fn new(client: Client, bus: impl Into<String>) -> Self {
         Self {
             client,
             bus: bus.into(),

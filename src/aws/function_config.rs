@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::config::{Config, ConfigError};
 
 /// The variables of the function `name` (a name or an ARN).
-pub async fn function_environment(
+pub(crate) async fn function_environment(
     client: &aws_sdk_lambda::Client,
     name: &str,
 ) -> Result<HashMap<String, String>, String> {
@@ -32,6 +32,6 @@ pub async fn function_environment(
 }
 
 /// The configuration a set of variables describes, as the function reads it.
-pub fn config_of(variables: &HashMap<String, String>) -> Result<Config, ConfigError> {
+pub(crate) fn config_of(variables: &HashMap<String, String>) -> Result<Config, ConfigError> {
     Config::from_vars(|name| variables.get(name).cloned())
 }

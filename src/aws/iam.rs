@@ -35,11 +35,11 @@ pub const OPERATOR_TAG_ACTIONS: &[&str] = &["tag:GetResources"];
 
 /// A node, on itself: the boot unit tags its own instance with the id its
 /// Zincati sends (contrib/butane/fleetlock-id-tag.bu).
-pub const NODE_TAGGING_ACTIONS: &[&str] = &["ec2:CreateTags"];
+pub(crate) const NODE_TAGGING_ACTIONS: &[&str] = &["ec2:CreateTags"];
 
 /// The slot-events function, on the table's stream: what Lambda's event
 /// source mapping reads with the function's role.
-pub const SLOT_EVENTS_STREAM_ACTIONS: &[&str] = &[
+pub(crate) const SLOT_EVENTS_STREAM_ACTIONS: &[&str] = &[
     "dynamodb:DescribeStream",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
@@ -51,7 +51,7 @@ pub const SLOT_EVENTS_BUS_ACTIONS: &[&str] = &["events:PutEvents"];
 
 /// The slot-events function, on its on-failure queue: Lambda sends a failed
 /// batch's description there with the function's role.
-pub const SLOT_EVENTS_QUEUE_ACTIONS: &[&str] = &["sqs:SendMessage"];
+pub(crate) const SLOT_EVENTS_QUEUE_ACTIONS: &[&str] = &["sqs:SendMessage"];
 
 /// The alarm-pauses function, on the table: one `DescribeTable` at start-up,
 /// a `GetItem` for each group the configuration names (reconciled first), a
@@ -81,16 +81,16 @@ pub const DRAINED_FUNCTION_ACTIONS: &[&str] = &[
 /// A drain hook (a Step Functions state machine, a Lambda, SSM Automation),
 /// on the drained function: it confirms a drain by invoking it, and can do
 /// nothing else to the table.
-pub const DRAIN_HOOK_ACTIONS: &[&str] = &["lambda:InvokeFunction"];
+pub(crate) const DRAIN_HOOK_ACTIONS: &[&str] = &["lambda:InvokeFunction"];
 
 /// The check-config function, on the table: one `DescribeTable` per
 /// check; it never writes. (And `DescribeAlarms`, as the alarm-pauses
 /// function, to find alarms that do not exist.)
-pub const CHECK_CONFIG_TABLE_ACTIONS: &[&str] = &["dynamodb:DescribeTable"];
+pub(crate) const CHECK_CONFIG_TABLE_ACTIONS: &[&str] = &["dynamodb:DescribeTable"];
 
 /// Who a policy is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PolicyFor {
+pub(crate) enum PolicyFor {
     Operator,
     Function,
     SlotEvents,
@@ -107,7 +107,7 @@ pub enum PolicyFor {
 
 impl PolicyFor {
     /// Every party's name, as `--for` takes it.
-    pub const ALL: [&str; 8] = [
+    pub(crate) const ALL: [&str; 8] = [
         "operator",
         "function",
         "slot-events",
@@ -118,7 +118,7 @@ impl PolicyFor {
         "check-config",
     ];
 
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         match name {
             "operator" => Some(PolicyFor::Operator),
             "function" => Some(PolicyFor::Function),
@@ -143,7 +143,7 @@ fn statement(sid: &str, actions: &[&str], resource: &str) -> serde_json::Value {
 }
 
 /// The function's policy on its table.
-pub fn function_policy(table_arn: &str) -> serde_json::Value {
+pub(crate) fn function_policy(table_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [statement("FleetLockTable", FUNCTION_ACTIONS, table_arn)],
@@ -151,7 +151,7 @@ pub fn function_policy(table_arn: &str) -> serde_json::Value {
 }
 
 /// The drained function's policy on its table.
-pub fn drained_policy(table_arn: &str) -> serde_json::Value {
+pub(crate) fn drained_policy(table_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [statement("FleetLockTable", DRAINED_FUNCTION_ACTIONS, table_arn)],
@@ -160,7 +160,7 @@ pub fn drained_policy(table_arn: &str) -> serde_json::Value {
 
 /// A drain hook's policy: invoke the drained function (`function_arn`),
 /// whose `drained` and `returned` actions confirm a drain and a return.
-pub fn drain_hook_policy(function_arn: &str) -> serde_json::Value {
+pub(crate) fn drain_hook_policy(function_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [statement("ConfirmDrains", DRAIN_HOOK_ACTIONS, function_arn)],
@@ -168,7 +168,7 @@ pub fn drain_hook_policy(function_arn: &str) -> serde_json::Value {
 }
 
 /// The on-call policy: the table, and the function's configuration.
-pub fn operator_policy(table_arn: &str, function_arn: &str) -> serde_json::Value {
+pub(crate) fn operator_policy(table_arn: &str, function_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [
@@ -183,7 +183,7 @@ pub fn operator_policy(table_arn: &str, function_arn: &str) -> serde_json::Value
 /// [`crate::aws::instance_tags::ID_TAG`] on itself and on no other
 /// instance (the resource is the instance the request comes from), and only
 /// while it carries none: a node cannot move its tag to another node's id.
-pub fn node_tagging_policy() -> serde_json::Value {
+pub(crate) fn node_tagging_policy() -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [{
@@ -209,7 +209,11 @@ pub fn node_tagging_policy() -> serde_json::Value {
 
 /// The slot-events function: read the table's stream, put on one bus, send
 /// to one queue.
-pub fn slot_events_policy(table_arn: &str, bus_arn: &str, queue_arn: &str) -> serde_json::Value {
+pub(crate) fn slot_events_policy(
+    table_arn: &str,
+    bus_arn: &str,
+    queue_arn: &str,
+) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [
@@ -222,7 +226,7 @@ pub fn slot_events_policy(table_arn: &str, bus_arn: &str, queue_arn: &str) -> se
 
 /// The alarm-pauses function: the table, and the states of this account's
 /// alarms in this region.
-pub fn alarm_pauses_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Value {
+pub(crate) fn alarm_pauses_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [
@@ -234,7 +238,7 @@ pub fn alarm_pauses_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Val
 
 /// The check-config function's policy: read the table's definition and the
 /// alarms' states, write nothing.
-pub fn check_config_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Value {
+pub(crate) fn check_config_policy(table_arn: &str, alarms_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [

@@ -7,13 +7,13 @@
 use crate::domain::hosts::{Host, HostMap};
 
 /// The tag an instance carries with the id its Zincati sends.
-pub const ID_TAG: &str = "fleetlock:zincati-id";
+pub(crate) const ID_TAG: &str = "fleetlock:zincati-id";
 
 /// Values per tag filter: the Tagging API's limit.
 const IDS_PER_CALL: usize = 20;
 
 /// The instances tagged with these ids, and their `Name` tags.
-pub async fn hosts_of(
+pub(crate) async fn hosts_of(
     client: &aws_sdk_resourcegroupstagging::Client,
     ids: &[String],
 ) -> Result<HostMap, String> {

@@ -4,13 +4,13 @@
 //! Every SDK client is built here, from that configuration, with the log;
 //! the adapters beside this module use them.
 
-pub mod cloudwatch;
-pub mod eventbridge;
-pub mod function_config;
+pub(crate) mod cloudwatch;
+pub(crate) mod eventbridge;
+pub(crate) mod function_config;
 pub mod iam;
-pub mod instance_tags;
-pub mod server_clock;
-pub mod trust;
+pub(crate) mod instance_tags;
+pub(crate) mod server_clock;
+pub(crate) mod trust;
 
 use std::time::Duration;
 
@@ -27,9 +27,9 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
 /// Bounds on every AWS call, chosen to fit well inside the functions'
 /// timeouts: the SDK has no operation timeout of its own.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
-pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_ATTEMPTS: u32 = 3;
 
 /// Loads the standard AWS configuration of a function (and of the tests):
@@ -61,7 +61,7 @@ fn bounded() -> aws_config::ConfigLoader {
 /// the SDK would ask the instance metadata service, which on a laptop means
 /// seconds of retries and three long warnings before any answer: say in one
 /// line what to set instead.
-pub async fn load_command_config() -> Result<SdkConfig, String> {
+pub(crate) async fn load_command_config() -> Result<SdkConfig, String> {
     use aws_config::environment::region::EnvironmentVariableRegionProvider;
     use aws_config::meta::region::RegionProviderChain;
     use aws_config::profile::ProfileFileRegionProvider;
@@ -103,7 +103,7 @@ async fn credentials_found(config: &SdkConfig) -> Result<(), String> {
 /// as IAM names it: what a command needs in IAM terms, and what the tests
 /// check against [`crate::aws::iam`]. On every client this program builds.
 #[derive(Clone, Copy, Debug)]
-pub struct OperationLog;
+pub(crate) struct OperationLog;
 
 impl Intercept for OperationLog {
     fn name(&self) -> &'static str {
@@ -143,7 +143,7 @@ pub fn dynamodb_client(aws: &SdkConfig) -> aws_sdk_dynamodb::Client {
 /// resolves it: an endpoint set in code, else the service's own setting
 /// (`AWS_ENDPOINT_URL_DYNAMODB`, a profile's `services` section), else
 /// `AWS_ENDPOINT_URL`; `None` for the region's own DynamoDB.
-pub fn dynamodb_endpoint(aws: &SdkConfig) -> Option<String> {
+pub(crate) fn dynamodb_endpoint(aws: &SdkConfig) -> Option<String> {
     if aws.get_origin("endpoint_url").is_client_config() {
         return aws.endpoint_url().map(str::to_owned);
     }
@@ -190,7 +190,7 @@ pub fn dynamodb_retry_quota() -> TokenBucket {
 }
 
 /// An EventBridge client on the shared configuration, with the debug log.
-pub fn eventbridge_client(aws: &SdkConfig) -> aws_sdk_eventbridge::Client {
+pub(crate) fn eventbridge_client(aws: &SdkConfig) -> aws_sdk_eventbridge::Client {
     let config = aws_sdk_eventbridge::config::Builder::from(aws)
         .interceptor(OperationLog)
         .build();
@@ -198,7 +198,7 @@ pub fn eventbridge_client(aws: &SdkConfig) -> aws_sdk_eventbridge::Client {
 }
 
 /// A CloudWatch client on the shared configuration, with the debug log.
-pub fn cloudwatch_client(aws: &SdkConfig) -> aws_sdk_cloudwatch::Client {
+pub(crate) fn cloudwatch_client(aws: &SdkConfig) -> aws_sdk_cloudwatch::Client {
     let config = aws_sdk_cloudwatch::config::Builder::from(aws)
         .interceptor(OperationLog)
         .build();
@@ -207,7 +207,7 @@ pub fn cloudwatch_client(aws: &SdkConfig) -> aws_sdk_cloudwatch::Client {
 
 /// A Resource Groups Tagging API client, with the debug log: for the
 /// instances tagged with the Zincati ids they send.
-pub fn tagging_client(aws: &SdkConfig) -> aws_sdk_resourcegroupstagging::Client {
+pub(crate) fn tagging_client(aws: &SdkConfig) -> aws_sdk_resourcegroupstagging::Client {
     let config = aws_sdk_resourcegroupstagging::config::Builder::from(aws)
         .interceptor(OperationLog)
         .build();
@@ -216,7 +216,7 @@ pub fn tagging_client(aws: &SdkConfig) -> aws_sdk_resourcegroupstagging::Client 
 
 /// A Lambda client on the shared configuration, with the debug log: for the
 /// deployed function's settings.
-pub fn lambda_client(aws: &SdkConfig) -> aws_sdk_lambda::Client {
+pub(crate) fn lambda_client(aws: &SdkConfig) -> aws_sdk_lambda::Client {
     let config = aws_sdk_lambda::config::Builder::from(aws)
         .interceptor(OperationLog)
         .build();

@@ -16,17 +16,17 @@ use aws_sdk_dynamodb::error::BoxError;
 /// The most this machine's clock may be off AWS's for a command to write a
 /// time: the header's own resolution is a second, and the request's way
 /// there and back adds its part.
-pub const MAX_SKEW: Duration = Duration::from_secs(5);
+pub(crate) const MAX_SKEW: Duration = Duration::from_secs(5);
 
 /// The skew seen last: AWS's time minus this machine's, in milliseconds.
 #[derive(Clone, Debug, Default)]
-pub struct ServerClock {
+pub(crate) struct ServerClock {
     skew_ms: Arc<Mutex<Option<i64>>>,
 }
 
 impl ServerClock {
     /// AWS's time minus this machine's, from the last answer with a `Date`.
-    pub fn skew_ms(&self) -> Option<i64> {
+    pub(crate) fn skew_ms(&self) -> Option<i64> {
         *self.skew_ms.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -46,7 +46,7 @@ impl ServerClock {
     /// `Ok` when this machine's clock is within [`MAX_SKEW`] of AWS's (or
     /// no answer said: nothing to compare); else the line that says why the
     /// command stops.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         let Some(skew) = self.skew_ms() else {
             return Ok(());
         };
@@ -84,7 +84,7 @@ impl Intercept for ServerClock {
 
 /// An HTTP date (`Wed, 02 Dec 2026 18:20:00 GMT`, RFC 9110's IMF-fixdate)
 /// in milliseconds since the epoch.
-pub fn http_date_ms(date: &str) -> Option<i64> {
+pub(crate) fn http_date_ms(date: &str) -> Option<i64> {
     let at = jiff::fmt::rfc2822::parse(date.trim()).ok()?;
     Some(at.timestamp().as_millisecond())
 }

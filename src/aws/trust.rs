@@ -16,10 +16,10 @@ use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
 /// Amazon Trust Services' roots, as PEM (each with its subject, expiry and
 /// SHA-256 fingerprint above it).
-pub const AWS_ROOTS_PEM: &str = include_str!("roots/amazon-trust-services.pem");
+pub(crate) const AWS_ROOTS_PEM: &str = include_str!("roots/amazon-trust-services.pem");
 
 /// Whether this environment names roots of its own to trust as well.
-pub fn extra_roots_named(var: impl Fn(&str) -> Option<String>) -> bool {
+pub(crate) fn extra_roots_named(var: impl Fn(&str) -> Option<String>) -> bool {
     ["SSL_CERT_FILE", "SSL_CERT_DIR"]
         .iter()
         .any(|name| var(name).is_some_and(|v| !v.trim().is_empty()))
@@ -27,7 +27,7 @@ pub fn extra_roots_named(var: impl Fn(&str) -> Option<String>) -> bool {
 
 /// The functions' HTTPS client: the compiled-in roots, and the system's
 /// store only where `SSL_CERT_FILE` or `SSL_CERT_DIR` point at one.
-pub fn function_https_client(var: impl Fn(&str) -> Option<String>) -> SharedHttpClient {
+pub(crate) fn function_https_client(var: impl Fn(&str) -> Option<String>) -> SharedHttpClient {
     let trust = TrustStore::empty()
         .with_native_roots(extra_roots_named(var))
         .with_pem_certificate(AWS_ROOTS_PEM.as_bytes());

@@ -17,13 +17,13 @@ use super::usage::did_you_mean;
 
 /// A group named on the command line; a bad name is the command's input
 /// error, in the sentence the name's own check gives.
-pub fn group_named(name: &str) -> Result<GroupName, Failure> {
+pub(crate) fn group_named(name: &str) -> Result<GroupName, Failure> {
     GroupName::parse(name).map_err(|e| Failure::Input(e.value()))
 }
 
 /// What a person does to a named group, for the sentence that refuses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
+pub(crate) enum Act {
     Pause,
     Resume,
     /// Only a stored group can hold a slot: the configuration is not read.
@@ -34,14 +34,14 @@ pub enum Act {
 
 /// What is known of the groups a command names: the table, and the
 /// configuration when it was read.
-pub struct Known<'a, S> {
+pub(crate) struct Known<'a, S> {
     store: &'a S,
     table: &'a str,
     deployed: Option<&'a Config>,
 }
 
 impl<'a, S: LockStore> Known<'a, S> {
-    pub fn new(store: &'a S, table: &'a str, deployed: Option<&'a Config>) -> Self {
+    pub(crate) fn new(store: &'a S, table: &'a str, deployed: Option<&'a Config>) -> Self {
         Self {
             store,
             table,
@@ -52,7 +52,7 @@ impl<'a, S: LockStore> Known<'a, S> {
     /// Refuses the first group that is neither stored nor configured: most
     /// often a typo, which would otherwise create a group nobody uses while
     /// the real one goes on granting. Names the closest known group.
-    pub async fn refuse_typos(&self, named: &[GroupName], act: Act) -> Result<(), Failure> {
+    pub(crate) async fn refuse_typos(&self, named: &[GroupName], act: Act) -> Result<(), Failure> {
         let mut stored: Option<Vec<GroupName>> = None;
         for group in named {
             let configured = self
@@ -105,7 +105,7 @@ impl<'a, S: LockStore> Known<'a, S> {
 /// shows it: an invisible character escaped), and the table: the names and
 /// the table checked first, then a group that is not stored refused as a
 /// likely typo (only a stored group holds a slot).
-pub async fn stored_node(
+pub(crate) async fn stored_node(
     group: &str,
     id: &str,
     command: &str,
@@ -123,7 +123,7 @@ pub async fn stored_node(
 /// The group a command on one node names, and the table it is stored in:
 /// the name and the table checked first, then a group neither stored nor
 /// configured refused as a likely typo.
-pub async fn known_group(
+pub(crate) async fn known_group(
     group: &str,
     function: Option<String>,
     act: Act,
@@ -143,7 +143,7 @@ pub async fn known_group(
 /// The configuration the function runs with: its environment through the
 /// Lambda API (`--function`, or `FLEETLOCK_FUNCTION`), else the same variables
 /// in this shell when any is set, else unknown.
-pub async fn deployed_config(
+pub(crate) async fn deployed_config(
     aws: &SdkConfig,
     function: Option<String>,
 ) -> Result<Option<Config>, Failure> {
@@ -154,7 +154,7 @@ pub async fn deployed_config(
 }
 
 /// A deployed function's configuration, read through the Lambda API.
-pub async fn function_settings(aws: &SdkConfig, function: &str) -> Result<Config, Failure> {
+pub(crate) async fn function_settings(aws: &SdkConfig, function: &str) -> Result<Config, Failure> {
     let client = aws::lambda_client(aws);
     let variables = function_config::function_environment(&client, function)
         .await
@@ -167,7 +167,7 @@ pub async fn function_settings(aws: &SdkConfig, function: &str) -> Result<Config
 }
 
 /// The rules of this shell's variables, when any is set.
-pub fn shell_rules() -> Result<Option<Config>, Failure> {
+pub(crate) fn shell_rules() -> Result<Option<Config>, Failure> {
     if !config::rules_given(process_env) {
         return Ok(None);
     }
@@ -175,7 +175,7 @@ pub fn shell_rules() -> Result<Option<Config>, Failure> {
 }
 
 /// The AWS configuration of a command, once its own settings are checked.
-pub async fn command_aws() -> Result<SdkConfig, Failure> {
+pub(crate) async fn command_aws() -> Result<SdkConfig, Failure> {
     aws::load_command_config()
         .await
         .map_err(|why| Failure::Config(ConfigError::Missing(why)))
@@ -183,21 +183,21 @@ pub async fn command_aws() -> Result<SdkConfig, Failure> {
 
 /// The table's store, on a client that reads AWS's clock from every answer
 /// ([`SERVER_CLOCK`]).
-pub fn dynamo_store(aws: &SdkConfig, table: String) -> DynamoStore {
+pub(crate) fn dynamo_store(aws: &SdkConfig, table: String) -> DynamoStore {
     let config = aws::dynamodb_config(aws).interceptor(SERVER_CLOCK.clone());
     DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config.build()), table)
 }
 
 /// AWS's clock as this command's DynamoDB answers show it: one command runs
 /// per process, and every store it makes reports here.
-pub static SERVER_CLOCK: std::sync::LazyLock<ServerClock> =
+pub(crate) static SERVER_CLOCK: std::sync::LazyLock<ServerClock> =
     std::sync::LazyLock::new(ServerClock::default);
 
 /// The time a command writes: this machine's, once it is known to be within
 /// a few seconds of AWS's (read from the answers so far, or from one read of
 /// the table when none came yet); a skewed clock stops the command, with
 /// the line that says so, before it writes anything.
-pub async fn written_now(store: &DynamoStore) -> Result<Timestamp, Failure> {
+pub(crate) async fn written_now(store: &DynamoStore) -> Result<Timestamp, Failure> {
     if SERVER_CLOCK.skew_ms().is_none() {
         // Any answer carries a Date; this read is one GetItem.
         store

@@ -14,14 +14,14 @@ use super::context::{command_aws, dynamo_store};
 /// Create FLEETLOCK_TABLE and wait until it is active (--dry-run: print the
 /// table definition only)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct CreateTable {
+pub(crate) struct CreateTable {
     /// Print the table definition only
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 impl CreateTable {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         if self.dry_run {
             table_definition(out);
             return Ok(());
@@ -33,7 +33,7 @@ impl CreateTable {
 }
 
 /// `create-table`, and with `--dry-run` only the definition.
-pub async fn create_table(store: &DynamoStore, out: &mut impl Write) -> Result<(), Failure> {
+pub(crate) async fn create_table(store: &DynamoStore, out: &mut impl Write) -> Result<(), Failure> {
     let created = store.create_table().await?;
     let verb = if created {
         "created"
@@ -45,6 +45,6 @@ pub async fn create_table(store: &DynamoStore, out: &mut impl Write) -> Result<(
 }
 
 /// `create-table --dry-run`.
-pub fn table_definition(out: &mut impl Write) {
+pub(crate) fn table_definition(out: &mut impl Write) {
     say!(out, "{:#}", crate::store::dynamodb::table_definition());
 }

@@ -13,23 +13,23 @@ use super::Failure;
 /// FLEETLOCK_CLIENTS entry (with --url, the deployment's BaseUrl: the whole
 /// Zincati drop-in)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Credential {
+pub(crate) struct Credential {
     /// The client's name
     #[arg(long, value_name = "N")]
-    pub name: String,
+    pub(crate) name: String,
     /// The groups it may use: '*' for all, or 'a,b'
     #[arg(long, value_name = "GROUPS")]
-    pub groups: String,
+    pub(crate) groups: String,
     /// Read the secret from stdin instead of making one
     #[arg(long = "secret-stdin")]
-    pub secret_stdin: bool,
+    pub(crate) secret_stdin: bool,
     /// The deployment's base URL (its BaseUrl output): print the whole Zincati drop-in
     #[arg(long, value_name = "BASE_URL", conflicts_with = "secret_stdin")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
 }
 
 impl Credential {
-    pub fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let secret = if self.secret_stdin {
             let mut secret = String::new();
             std::io::stdin()
@@ -52,7 +52,7 @@ impl Credential {
 /// `credential`: the entry of a given secret, or a new secret with its entry
 /// and the base_url for Zincati; with the deployment's base URL, the whole
 /// drop-in a node needs.
-pub fn credential(
+pub(crate) fn credential(
     name: &str,
     groups: &str,
     secret: Option<&str>,

@@ -16,43 +16,43 @@ use super::context::{Act, known_group, written_now};
 /// Keep one node out of the rollout: it takes no new slot (a slot it holds
 /// stays its own) while the rest of the group goes on; at most 10 nodes a group
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct ExcludeCommand {
+pub(crate) struct ExcludeCommand {
     #[command(flatten)]
-    pub node: NodeArgs,
+    pub(crate) node: NodeArgs,
     /// Why, for the node's journal and for status
     #[arg(long, value_name = "TEXT")]
-    pub reason: String,
+    pub(crate) reason: String,
     /// Who excludes it (default: $USER)
     #[arg(long, value_name = "NAME")]
-    pub by: Option<String>,
+    pub(crate) by: Option<String>,
     /// Check the group against this deployed function's configuration
     #[arg(long, value_name = "NAME")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
 }
 
 /// Let an excluded node take reboot slots again
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct IncludeCommand {
+pub(crate) struct IncludeCommand {
     #[command(flatten)]
-    pub node: NodeArgs,
+    pub(crate) node: NodeArgs,
     /// Check the group against this deployed function's configuration
     #[arg(long, value_name = "NAME")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
 }
 
 /// The node that `exclude` and `include` act on.
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct NodeArgs {
+pub(crate) struct NodeArgs {
     /// The node's group
     #[arg(long, value_name = "GROUP")]
-    pub group: String,
+    pub(crate) group: String,
     /// The node's id, as status shows it
     #[arg(long, value_name = "ID")]
-    pub id: String,
+    pub(crate) id: String,
 }
 
 impl ExcludeCommand {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let node = NodeId::from_shown(&self.node.id).map_err(|e| Failure::Input(e.value()))?;
         let reason = PauseReason::parse(&self.reason)
             .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
@@ -69,7 +69,7 @@ impl ExcludeCommand {
 }
 
 impl IncludeCommand {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let node = NodeId::from_shown(&self.node.id).map_err(|e| Failure::Input(e.value()))?;
         let (group, store) =
             known_group(&self.node.group, self.function, Act::Include, "include").await?;
@@ -78,7 +78,7 @@ impl IncludeCommand {
 }
 
 /// `exclude`: keeps one node out of the rollout, says what changed.
-pub async fn exclude<S: LockStore>(
+pub(crate) async fn exclude<S: LockStore>(
     store: &S,
     group: &GroupName,
     id: &NodeId,
@@ -126,7 +126,7 @@ pub async fn exclude<S: LockStore>(
 }
 
 /// `include`: lets an excluded node take slots again.
-pub async fn include<S: LockStore>(
+pub(crate) async fn include<S: LockStore>(
     store: &S,
     group: &GroupName,
     id: &NodeId,

@@ -6,7 +6,7 @@ use crate::config::ConfigError;
 use crate::domain::store::StoreError;
 
 #[derive(Debug)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// A setting this command reads is missing or wrong; nothing was asked
     /// of AWS.
     Config(ConfigError),

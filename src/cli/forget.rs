@@ -17,21 +17,21 @@ use super::context::{command_aws, deployed_config, dynamo_store, group_named};
 /// configuration; or, on a global table, a region taken out of service
 #[derive(Args, Debug, PartialEq, Eq)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["group", "region"])))]
-pub struct Forget {
+pub(crate) struct Forget {
     /// The group to remove
     #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
+    pub(crate) group: Option<String>,
     /// The region whose settings record to remove (a region taken out of
     /// service; one still running records again within 30 s)
     #[arg(long, value_name = "REGION")]
-    pub region: Option<String>,
+    pub(crate) region: Option<String>,
     /// Refuse a group this deployed function's configuration names
     #[arg(long, value_name = "NAME")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
 }
 
 impl Forget {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         if let Some(region) = self.region {
             if self.function.is_some() {
                 return Err(Failure::Input(
@@ -58,7 +58,7 @@ impl Forget {
 
 /// `forget --region`: removes a region's settings record, when it has one;
 /// names a recorded region one typo away from the one asked.
-pub async fn forget_region<S: LockStore>(
+pub(crate) async fn forget_region<S: LockStore>(
     store: &S,
     table: &str,
     region: &str,
@@ -98,7 +98,7 @@ pub async fn forget_region<S: LockStore>(
 }
 
 /// `forget`: removes a group nobody uses; never one the configuration names.
-pub async fn forget<S: LockStore>(
+pub(crate) async fn forget<S: LockStore>(
     store: &S,
     table: &str,
     group: &GroupName,

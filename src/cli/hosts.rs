@@ -15,20 +15,20 @@ use super::context::command_aws;
 
 /// The host behind each id, as status shows them
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Hosts {
+pub(crate) struct Hosts {
     /// The ids (as status, the logs and slot events show them)
     #[arg(value_name = "ID", required = true)]
-    pub ids: Vec<String>,
+    pub(crate) ids: Vec<String>,
     /// 'tags' (the instances' own tags) or a host file of 'ID HOST' lines (default: FLEETLOCK_HOSTS)
     #[arg(long, value_name = "tags|FILE")]
-    pub hosts: Option<String>,
+    pub(crate) hosts: Option<String>,
     /// As JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 impl Hosts {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let Some(asked) = HostsAsked::read(self.hosts)? else {
             return Err(Failure::Input(
                 "hosts needs --hosts tags|FILE (or FLEETLOCK_HOSTS)".into(),
@@ -45,13 +45,13 @@ impl Hosts {
 
 /// What `--hosts` (or `FLEETLOCK_HOSTS`) asks for, checked before anything
 /// is asked of AWS: a host file is read now; tags need the AWS configuration.
-pub enum HostsAsked {
+pub(crate) enum HostsAsked {
     File(HostMap),
     Tags,
 }
 
 impl HostsAsked {
-    pub fn read(given: Option<String>) -> Result<Option<Self>, Failure> {
+    pub(crate) fn read(given: Option<String>) -> Result<Option<Self>, Failure> {
         Ok(match config::host_source(process_env, given) {
             None => None,
             Some(config::HostSource::Tags) => Some(HostsAsked::Tags),
@@ -65,7 +65,7 @@ impl HostsAsked {
         })
     }
 
-    pub fn lookup(self, aws: &SdkConfig) -> HostLookup {
+    pub(crate) fn lookup(self, aws: &SdkConfig) -> HostLookup {
         match self {
             HostsAsked::File(map) => HostLookup::File(map),
             HostsAsked::Tags => HostLookup::Tags(aws::tagging_client(aws)),
@@ -74,7 +74,7 @@ impl HostsAsked {
 }
 
 /// Where the hosts behind ids come from.
-pub enum HostLookup {
+pub(crate) enum HostLookup {
     /// A host file, read already.
     File(HostMap),
     /// The instances' own tags, through the Tagging API.
@@ -83,7 +83,7 @@ pub enum HostLookup {
 
 impl HostLookup {
     /// The hosts of these ids (those known).
-    pub async fn hosts(&self, ids: &[String]) -> Result<HostMap, Failure> {
+    pub(crate) async fn hosts(&self, ids: &[String]) -> Result<HostMap, Failure> {
         match self {
             HostLookup::File(map) => Ok(map.clone()),
             HostLookup::Tags(client) => crate::aws::instance_tags::hosts_of(client, ids)
@@ -94,7 +94,7 @@ impl HostLookup {
 }
 
 /// `hosts`: the host behind each id, or that none is known.
-pub async fn hosts(
+pub(crate) async fn hosts(
     ids: &[String],
     lookup: &HostLookup,
     json: bool,
@@ -121,7 +121,7 @@ pub async fn hosts(
 /// A host as JSON, `{"instance", "name"}` (and `"also"`, the other
 /// instances carrying the same id, when there are any), or `null` when
 /// unknown.
-pub fn host_value(host: Option<&Host>) -> serde_json::Value {
+pub(crate) fn host_value(host: Option<&Host>) -> serde_json::Value {
     host.map_or(serde_json::Value::Null, |h| {
         let mut value = serde_json::json!({ "instance": h.instance, "name": h.name });
         if !h.also.is_empty() {
@@ -133,6 +133,6 @@ pub fn host_value(host: Option<&Host>) -> serde_json::Value {
 
 /// An id and its host as JSON: `{"id", "host": {"instance", "name"}}`, the
 /// host `null` when unknown.
-pub fn host_json(id: &str, host: Option<&Host>) -> serde_json::Value {
+pub(crate) fn host_json(id: &str, host: Option<&Host>) -> serde_json::Value {
     serde_json::json!({ "id": id, "host": host_value(host) })
 }

@@ -11,7 +11,7 @@ use crate::aws::iam::{self, PolicyFor};
 /// Print the IAM policy the people on call (or one of the functions, or a
 /// node, or a drain hook: --function-arn is the drained function) need
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct IamPolicy {
+pub(crate) struct IamPolicy {
     /// Whose policy
     #[arg(
         long = "for",
@@ -20,17 +20,17 @@ pub struct IamPolicy {
         value_parser = PossibleValuesParser::new(PolicyFor::ALL)
             .map(|name| PolicyFor::parse(&name).expect("a possible value"))
     )]
-    pub policy_for: PolicyFor,
+    pub(crate) policy_for: PolicyFor,
     /// The lock table (default: a placeholder)
     #[arg(long, value_name = "ARN")]
-    pub table_arn: Option<String>,
+    pub(crate) table_arn: Option<String>,
     /// The API function, or with --for drain-hook the drained function (default: a placeholder)
     #[arg(long, value_name = "ARN")]
-    pub function_arn: Option<String>,
+    pub(crate) function_arn: Option<String>,
 }
 
 impl IamPolicy {
-    pub fn run(self, out: &mut impl Write) {
+    pub(crate) fn run(self, out: &mut impl Write) {
         iam_policy(
             self.policy_for,
             self.table_arn.as_deref(),
@@ -41,7 +41,7 @@ impl IamPolicy {
 }
 
 /// `iam-policy`, with placeholders for the ARNs not given.
-pub fn iam_policy(
+pub(crate) fn iam_policy(
     policy_for: PolicyFor,
     table_arn: Option<&str>,
     function_arn: Option<&str>,

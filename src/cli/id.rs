@@ -12,20 +12,20 @@ use super::Failure;
 /// The id Zincati sends for a machine (status and the logs show it): systemd's
 /// app-specific id of its machine id (with --app, the id of lock --app NAME)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Id {
+pub(crate) struct Id {
     /// The machine id (32 hex digits, as in /etc/machine-id)
     #[arg(long, value_name = "HEX", conflicts_with = "machine_id_file")]
-    pub machine_id: Option<String>,
+    pub(crate) machine_id: Option<String>,
     /// Read the machine id from this file (default: FLEETLOCK_MACHINE_ID_FILE or /etc/machine-id)
     #[arg(long, value_name = "FILE")]
-    pub machine_id_file: Option<PathBuf>,
+    pub(crate) machine_id_file: Option<PathBuf>,
     /// The id `fleetlock lock --app NAME` takes on that machine instead of Zincati's
     #[arg(long, value_name = "NAME")]
-    pub app: Option<String>,
+    pub(crate) app: Option<String>,
 }
 
 impl Id {
-    pub fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (text, from) = match (self.machine_id, self.machine_id_file) {
             (Some(hex), _) => (hex, "--machine-id".to_owned()),
             (None, Some(file)) => (read_machine_id(&file)?, file.display().to_string()),

@@ -13,37 +13,37 @@ macro_rules! say {
     }};
 }
 
-pub mod check;
-pub mod config_check;
-pub mod context;
-pub mod create_table;
-pub mod credential;
+pub(crate) mod check;
+pub(crate) mod config_check;
+pub(crate) mod context;
+pub(crate) mod create_table;
+pub(crate) mod credential;
 #[cfg(test)]
 mod doc_commands;
-pub mod exclude;
-pub mod failure;
-pub mod forget;
-pub mod hosts;
-pub mod iam_policy;
-pub mod id;
+pub(crate) mod exclude;
+pub(crate) mod failure;
+pub(crate) mod forget;
+pub(crate) mod hosts;
+pub(crate) mod iam_policy;
+pub(crate) mod id;
 pub mod lock;
-pub mod pause;
-pub mod serve;
-pub mod slot;
-pub mod status;
+pub(crate) mod pause;
+pub(crate) mod serve;
+pub(crate) mod slot;
+pub(crate) mod status;
 #[cfg(test)]
 mod testing;
-pub mod unlock;
-pub mod usage;
-pub mod windows;
+pub(crate) mod unlock;
+pub(crate) mod usage;
+pub(crate) mod windows;
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use failure::Failure;
-pub use usage::{USAGE_EXIT, command_help, definition, help_text, parse};
+pub(crate) use failure::Failure;
+pub(crate) use usage::{USAGE_EXIT, command_help, definition, help_text, parse};
 
 use crate::logging;
 
@@ -55,14 +55,14 @@ use crate::logging;
     about = "fleetlock: a FleetLock server for Zincati, the update agent of Fedora CoreOS",
     disable_help_subcommand = false
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
-    pub command: Option<Sub>,
+    pub(crate) command: Option<Sub>,
 }
 
 /// Every command, in the order the help lists them.
 #[derive(Subcommand, Debug, PartialEq, Eq)]
-pub enum Sub {
+pub(crate) enum Sub {
     Serve(serve::Serve),
     CreateTable(create_table::CreateTable),
     Status(status::Status),
@@ -109,10 +109,10 @@ pub enum Sub {
 /// Print completions for bash, zsh, fish, elvish or powershell (e.g.
 /// fleetlock completions bash > /etc/bash_completion.d/fleetlock)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Completions {
+pub(crate) struct Completions {
     /// The shell
     #[arg(value_name = "SHELL")]
-    pub shell: clap_complete::Shell,
+    pub(crate) shell: clap_complete::Shell,
 }
 
 /// Runs the command the arguments name; the exit code says how it ended.
@@ -139,7 +139,7 @@ pub async fn run(args: Vec<String>) -> ExitCode {
 impl Sub {
     /// Carries the command out; lock, unlock and check have exit codes of
     /// their own, every other command 0 or 1.
-    pub async fn run(self) -> ExitCode {
+    pub(crate) async fn run(self) -> ExitCode {
         let out = &mut std::io::stdout();
         let done = match self {
             Sub::Lock(args) => return args.run().await,

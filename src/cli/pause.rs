@@ -21,36 +21,36 @@ use super::context::{
 /// defaults to $USER); a group neither stored nor configured is refused as a
 /// likely typo (--create pauses it all the same)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct PauseCommand {
+pub(crate) struct PauseCommand {
     #[command(flatten)]
-    pub targets: TargetArgs,
+    pub(crate) targets: TargetArgs,
     /// Why: it reaches the nodes' journals
     #[arg(long, value_name = "TEXT")]
-    pub reason: String,
+    pub(crate) reason: String,
     /// Who pauses (default: $USER)
     #[arg(long, value_name = "NAME")]
-    pub by: Option<String>,
+    pub(crate) by: Option<String>,
     /// Check the groups against this deployed function's configuration
     #[arg(long, value_name = "NAME")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
     /// Pause a named group even if it is neither stored nor configured
     #[arg(long)]
-    pub create: bool,
+    pub(crate) create: bool,
 }
 
 /// Clear a person's pause (alarms' pauses stay)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct ResumeCommand {
+pub(crate) struct ResumeCommand {
     #[command(flatten)]
-    pub targets: TargetArgs,
+    pub(crate) targets: TargetArgs,
     /// Check the groups against this deployed function's configuration
     #[arg(long, value_name = "NAME")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
 }
 
 /// The groups a pause or resume acts on: named, or every group stored.
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct TargetArgs {
+pub(crate) struct TargetArgs {
     /// A group (repeatable)
     #[arg(
         long = "group",
@@ -58,14 +58,14 @@ pub struct TargetArgs {
         required_unless_present = "all",
         conflicts_with = "all"
     )]
-    pub groups: Vec<String>,
+    pub(crate) groups: Vec<String>,
     /// Every group stored in the table
     #[arg(long)]
-    pub all: bool,
+    pub(crate) all: bool,
 }
 
 impl PauseCommand {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let reason = PauseReason::parse(&self.reason)
             .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
         let by = config::operator_name(process_env, self.by).map_err(Failure::Input)?;
@@ -84,7 +84,7 @@ impl PauseCommand {
 }
 
 impl ResumeCommand {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let table = config::command_table(process_env, "resume")?;
         let aws = command_aws().await?;
         let store = dynamo_store(&aws, table);
@@ -99,7 +99,7 @@ impl ResumeCommand {
 }
 
 /// `pause`: a person's pause on each group, kept as it is where one stands.
-pub async fn pause<S: LockStore>(
+pub(crate) async fn pause<S: LockStore>(
     store: &S,
     targets: &[GroupName],
     reason: &PauseReason,
@@ -133,7 +133,7 @@ pub async fn pause<S: LockStore>(
 
 /// `resume`: clears a person's pause and the server's stop of a rollout
 /// (a person looked), saying what it cleared; an alarm's stays, and is said.
-pub async fn resume<S: LockStore>(
+pub(crate) async fn resume<S: LockStore>(
     store: &S,
     targets: &[GroupName],
     out: &mut impl Write,
@@ -190,7 +190,7 @@ pub async fn resume<S: LockStore>(
 }
 
 /// The groups a pause or resume names, or every group stored for `--all`.
-pub async fn targets<S: LockStore>(
+pub(crate) async fn targets<S: LockStore>(
     store: &S,
     targets: &TargetArgs,
     out: &mut impl Write,

@@ -20,7 +20,7 @@ use crate::store::memory::MemoryStore;
 use super::Failure;
 use super::context::command_aws;
 
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// Serve FleetLock over HTTP (default 127.0.0.1:8080); headers, body and the
 /// taking of each answer within 10s (also the idle keep-alive time), at most
@@ -29,26 +29,26 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Without FLEETLOCK_TABLE the locks live in this process and end with it.
 /// Without FLEETLOCK_CLIENTS it listens on loopback only.
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Serve {
+pub(crate) struct Serve {
     /// The address to listen on
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, value_parser = listen_address)]
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// Time to send the headers, and the idle keep-alive time (1s to 10m)
     #[arg(long, value_name = "D", default_value = "10s", value_parser = serve_timeout)]
-    pub header_timeout: Duration,
+    pub(crate) header_timeout: Duration,
     /// Time to send the body (1s to 10m)
     #[arg(long, value_name = "D", default_value = "10s", value_parser = serve_timeout)]
-    pub body_timeout: Duration,
+    pub(crate) body_timeout: Duration,
     /// Time for the client to take an answer once it stops reading (1s to 10m)
     #[arg(long, value_name = "D", default_value = "10s", value_parser = serve_timeout)]
-    pub write_timeout: Duration,
+    pub(crate) write_timeout: Duration,
     /// Connections at once (1 to 65535)
     #[arg(long, value_name = "N", default_value = "512", value_parser = max_connections)]
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
 }
 
 impl Serve {
-    pub fn limits(&self) -> Limits {
+    pub(crate) fn limits(&self) -> Limits {
         Limits {
             header_timeout: self.header_timeout,
             body_timeout: self.body_timeout,
@@ -57,7 +57,7 @@ impl Serve {
         }
     }
 
-    pub async fn run(self) -> Result<(), Failure> {
+    pub(crate) async fn run(self) -> Result<(), Failure> {
         let (listen, limits) = (self.listen, self.limits());
         let config = Config::from_env()?;
         config.log_mismatches();

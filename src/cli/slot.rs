@@ -20,17 +20,17 @@ use super::context::{stored_node, written_now};
 
 /// Release a slot by hand (ID as status shows it)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct ReleaseCommand {
+pub(crate) struct ReleaseCommand {
     /// The group the slot is held in
     #[arg(long, value_name = "GROUP")]
-    pub group: String,
+    pub(crate) group: String,
     /// The holder's id, as status shows it
     #[arg(long, value_name = "ID")]
-    pub id: String,
+    pub(crate) id: String,
 }
 
 impl ReleaseCommand {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (group, id, store) = stored_node(&self.group, &self.id, "release").await?;
         let now = written_now(&store).await?;
         release(&store, &group, &id, now, out).await
@@ -41,20 +41,20 @@ impl ReleaseCommand {
 /// becomes its own, and it reboots at its next request (--reserved-at: only
 /// the reservation made then, as status and the event say it)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct DrainedCommand {
+pub(crate) struct DrainedCommand {
     /// The group the node waits in
     #[arg(long, value_name = "GROUP")]
-    pub group: String,
+    pub(crate) group: String,
     /// The node's id, as status shows it
     #[arg(long, value_name = "ID")]
-    pub id: String,
+    pub(crate) id: String,
     /// Only the reservation made then (as status and the event say it)
     #[arg(long, value_name = "TIME", value_parser = crate::domain::drain::parse_time)]
-    pub reserved_at: Option<Timestamp>,
+    pub(crate) reserved_at: Option<Timestamp>,
 }
 
 impl DrainedCommand {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (confirmation, store, now) =
             confirming(&self.group, &self.id, self.reserved_at, "drained").await?;
         drained(&store, &confirmation, now, out).await
@@ -92,7 +92,7 @@ fn said(confirmed: Confirmed, out: &mut impl Write) -> Result<(), Failure> {
 
 /// `release`: gives back `id`'s slot in `group`; where it holds none, says
 /// where it holds one.
-pub async fn release<S: LockStore>(
+pub(crate) async fn release<S: LockStore>(
     store: &S,
     group: &GroupName,
     id: &NodeId,
@@ -152,20 +152,20 @@ pub async fn release<S: LockStore>(
 /// is freed and the next node may take it (--released-at: only the return
 /// begun then, as status and the Slot Released event say it)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct ReturnedCommand {
+pub(crate) struct ReturnedCommand {
     /// The group the node returns in
     #[arg(long, value_name = "GROUP")]
-    pub group: String,
+    pub(crate) group: String,
     /// The node's id, as status shows it
     #[arg(long, value_name = "ID")]
-    pub id: String,
+    pub(crate) id: String,
     /// Only the return begun then (as status and the event say it)
     #[arg(long, value_name = "TIME", value_parser = crate::domain::drain::parse_time)]
-    pub released_at: Option<Timestamp>,
+    pub(crate) released_at: Option<Timestamp>,
 }
 
 impl ReturnedCommand {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let (confirmation, store, now) =
             confirming(&self.group, &self.id, self.released_at, "returned").await?;
         returned(&store, &confirmation, now, out).await
@@ -175,7 +175,7 @@ impl ReturnedCommand {
 /// `returned`: a person confirms that a node is back in service; its
 /// returning slot is freed. Refused (nothing changed) when there is no
 /// such return.
-pub async fn returned<S: LockStore>(
+pub(crate) async fn returned<S: LockStore>(
     store: &S,
     confirmation: &Confirmation,
     now: Timestamp,
@@ -205,7 +205,7 @@ pub async fn returned<S: LockStore>(
 
 /// `drained`: a person confirms that a node was drained; its reservation
 /// becomes its slot. Refused (nothing changed) when there is none to grant.
-pub async fn drained<S: LockStore>(
+pub(crate) async fn drained<S: LockStore>(
     store: &S,
     confirmation: &Confirmation,
     now: Timestamp,

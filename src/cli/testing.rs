@@ -7,15 +7,15 @@ use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRules;
 use crate::domain::time::Timestamp;
 
-pub fn group(name: &str) -> GroupName {
+pub(crate) fn group(name: &str) -> GroupName {
     GroupName::parse(name).unwrap()
 }
 
-pub fn node(id: &str) -> NodeId {
+pub(crate) fn node(id: &str) -> NodeId {
     NodeId::parse(id).unwrap()
 }
 
-pub fn rules(slots: u32) -> GroupRules {
+pub(crate) fn rules(slots: u32) -> GroupRules {
     GroupRules {
         slots,
         settle: Duration::ZERO,
@@ -26,15 +26,15 @@ pub fn rules(slots: u32) -> GroupRules {
     }
 }
 
-pub fn printed(out: Vec<u8>) -> String {
+pub(crate) fn printed(out: Vec<u8>) -> String {
     String::from_utf8(out).unwrap()
 }
 
-pub fn config(groups: &str) -> Config {
+pub(crate) fn config(groups: &str) -> Config {
     Config::from_vars(|name| (name == "FLEETLOCK_GROUPS").then(|| groups.to_owned())).unwrap()
 }
 
-pub fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+pub(crate) fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: std::collections::BTreeMap<String, String> = pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -42,10 +42,10 @@ pub fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     move |name| map.get(name).cloned()
 }
 
-pub fn instant(text: &str) -> Timestamp {
+pub(crate) fn instant(text: &str) -> Timestamp {
     let at: jiff::Timestamp = text.parse().unwrap();
     Timestamp(u64::try_from(at.as_millisecond()).unwrap())
 }
 
 /// 2026-03-27, a Friday, 12:00 UTC.
-pub const FRIDAY_NOON: Timestamp = Timestamp(1_774_612_800_000);
+pub(crate) const FRIDAY_NOON: Timestamp = Timestamp(1_774_612_800_000);

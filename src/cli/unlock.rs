@@ -11,13 +11,13 @@ use crate::client::Call;
 
 // The arguments of `unlock`: those of `lock`, without a command.
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct UnlockCommand {
+pub(crate) struct UnlockCommand {
     #[command(flatten)]
-    pub args: LockArgs,
+    pub(crate) args: LockArgs,
 }
 
 impl UnlockCommand {
-    pub async fn run(self) -> ExitCode {
+    pub(crate) async fn run(self) -> ExitCode {
         self.args.run(Call::SteadyState).await
     }
 }

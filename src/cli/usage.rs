@@ -11,7 +11,7 @@ use super::{Cli, Sub};
 use crate::domain::time::Timestamp;
 
 /// The exit code of every usage mistake (and of `lock`/`unlock`'s bad input).
-pub const USAGE_EXIT: u8 = 2;
+pub(crate) const USAGE_EXIT: u8 = 2;
 
 /// What the whole help says before the commands.
 const PREAMBLE: &str = "\
@@ -26,7 +26,7 @@ const HELP_USAGE: &str = "fleetlock help [COMMAND] | COMMAND --help | --version"
 
 /// The clap definition, each command's usage line the generated one: for
 /// parsing, completions and the tests.
-pub fn definition() -> clap::Command {
+pub(crate) fn definition() -> clap::Command {
     let mut root = Cli::command();
     for (path, _) in commands(&Cli::command()) {
         let words: Vec<&str> = path.split(' ').collect();
@@ -79,7 +79,7 @@ fn commands(root: &clap::Command) -> Vec<(String, clap::Command)> {
 /// One command's usage, from its arguments: required ones bare, the rest in
 /// brackets, two that exclude each other as `A | B`, a repeatable one with
 /// `...`, and an option of a few values with those values.
-pub fn usage_line(prefix: &str, cmd: &clap::Command) -> String {
+pub(crate) fn usage_line(prefix: &str, cmd: &clap::Command) -> String {
     let arguments: Vec<&clap::Arg> = cmd
         .get_arguments()
         .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
@@ -174,7 +174,7 @@ fn about(cmd: &clap::Command) -> String {
 
 /// `fleetlock help`: every command with its usage line and what it does,
 /// then the settings.
-pub fn help_text() -> String {
+pub(crate) fn help_text() -> String {
     let mut text = format!("{PREAMBLE}\nUSAGE:\n");
     for (path, cmd) in commands(&definition()) {
         text.push_str(&format!(
@@ -193,7 +193,8 @@ pub fn help_text() -> String {
 }
 
 /// The commands as a Markdown table, for docs/operating.md.
-pub fn commands_table() -> String {
+#[cfg(test)]
+pub(crate) fn commands_table() -> String {
     let mut table = String::from("| command | what it does |\n|---|---|\n");
     for (path, cmd) in commands(&definition()) {
         let usage = usage_line(&format!("fleetlock {path}"), &cmd).replace('|', "\\|");
@@ -229,7 +230,7 @@ fn wrapped(text: &str, width: usize) -> Vec<String> {
 }
 
 /// An RFC 3339 time given on the command line.
-pub fn instant(text: &str) -> Result<Timestamp, String> {
+pub(crate) fn instant(text: &str) -> Result<Timestamp, String> {
     let at: jiff::Timestamp = text
         .parse()
         .map_err(|_| format!("'{text}' is not a time like 2026-03-28T00:00:00Z"))?;
@@ -240,7 +241,7 @@ pub fn instant(text: &str) -> Result<Timestamp, String> {
 
 /// Parses the arguments after the program name: `None` asks for the whole
 /// help. `Err` is one line for a person: a usage mistake.
-pub fn parse(args: &[String]) -> Result<Option<Sub>, String> {
+pub(crate) fn parse(args: &[String]) -> Result<Option<Sub>, String> {
     if args.is_empty() {
         return Ok(None);
     }
@@ -268,7 +269,7 @@ fn is_root_help(args: &[String]) -> bool {
 
 /// The help clap writes for one command (`fleetlock help status`,
 /// `fleetlock status --help`), or `None` when `args` ask for none.
-pub fn command_help(args: &[String]) -> Option<String> {
+pub(crate) fn command_help(args: &[String]) -> Option<String> {
     if args.is_empty() || is_root_help(args) {
         return None;
     }

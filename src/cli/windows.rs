@@ -17,23 +17,23 @@ use super::usage::instant;
 /// The next openings and closings of the maintenance windows (this shell's or
 /// the deployed function's), in UTC and the zone's time, DST weeks included
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Windows {
+pub(crate) struct Windows {
     /// Only this group's windows
     #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
+    pub(crate) group: Option<String>,
     /// From this time (RFC 3339, e.g. 2026-03-28T00:00:00Z; default: now)
     #[arg(long, value_name = "TIME", value_parser = instant)]
-    pub from: Option<Timestamp>,
+    pub(crate) from: Option<Timestamp>,
     /// How many openings and closings per group (1 to 100)
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=100))]
-    pub next: u16,
+    pub(crate) next: u16,
     /// Read the windows from this deployed function's configuration
     #[arg(long, value_name = "NAME")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
 }
 
 impl Windows {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let group = self.group.as_deref().map(group_named).transpose()?;
         // AWS only for a deployed function's windows.
         let config = match config::deployed_function(process_env, self.function) {
@@ -65,7 +65,10 @@ impl Windows {
 
 /// A group the configuration does not name (and no `*` covers) has no
 /// windows to tell of: most likely a typo, refused with the closest name.
-pub fn unconfigured(config: &crate::config::Config, group: &GroupName) -> Result<(), Failure> {
+pub(crate) fn unconfigured(
+    config: &crate::config::Config,
+    group: &GroupName,
+) -> Result<(), Failure> {
     if config.groups.slots_for(group).is_ok() {
         return Ok(());
     }
@@ -82,7 +85,7 @@ pub fn unconfigured(config: &crate::config::Config, group: &GroupName) -> Result
 /// `windows`: for each group with windows (or only `group`), whether it is
 /// open at `from` and its next `next` openings and closings, in UTC and in
 /// the zone's time.
-pub fn windows(
+pub(crate) fn windows(
     schedule: &Schedule,
     group: Option<&GroupName>,
     from: Timestamp,

@@ -19,22 +19,22 @@ use crate::domain::time::format_duration;
 use crate::domain::windows::{Calendar, Schedule};
 
 /// The key of every group only `*` covers, in a region's record.
-pub const OTHERS: &str = "*";
+pub(crate) const OTHERS: &str = "*";
 
 /// The key, in a region's record, of who wrote it (the function's name):
 /// no group can have it (`~` is not in a group name). Two stacks in one
 /// region on one table write the same record; the one whose record was
 /// written over compares its settings with the other's.
-pub const BY: &str = "~by";
+pub(crate) const BY: &str = "~by";
 
 /// What a record's digest reads as when the table holds something else
 /// there: it equals no digest, so only that group is refused.
-pub const UNREADABLE: &str = "(unreadable)";
+pub(crate) const UNREADABLE: &str = "(unreadable)";
 
 /// The records as this function compares them: as read, and where another
 /// writer (`BY`) recorded this region's settings over ours, that writer's
 /// record as one more region, named `REGION (WRITER)`.
-pub fn compared(region: &str, by: &str, recorded: &Recorded) -> Recorded {
+pub(crate) fn compared(region: &str, by: &str, recorded: &Recorded) -> Recorded {
     let mut compared = recorded.clone();
     if let Some(theirs) = recorded.get(region)
         && let Some(writer) = theirs.get(BY)
@@ -51,15 +51,15 @@ pub fn compared(region: &str, by: &str, recorded: &Recorded) -> Recorded {
 pub type Digests = BTreeMap<String, String>;
 
 /// What every region recorded: region to its digests.
-pub type Recorded = BTreeMap<String, Digests>;
+pub(crate) type Recorded = BTreeMap<String, Digests>;
 
 /// The digests of the settings this function serves, by group.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SettingsDigests(Digests);
+pub(crate) struct SettingsDigests(Digests);
 
 impl SettingsDigests {
     /// Every group the settings list, and `*` if they have one.
-    pub fn of(groups: &GroupSlots, windows: &Schedule) -> Self {
+    pub(crate) fn of(groups: &GroupSlots, windows: &Schedule) -> Self {
         let mut digests = Digests::new();
         for (name, _) in groups.listed() {
             if let Ok(rules) = groups.rules_for(name) {
@@ -78,20 +78,20 @@ impl SettingsDigests {
         Self(digests)
     }
 
-    pub fn as_map(&self) -> &Digests {
+    pub(crate) fn as_map(&self) -> &Digests {
         &self.0
     }
 
     /// The digest this function decides `group` with; `None` for a group
     /// it does not serve.
-    pub fn for_group(&self, group: &GroupName) -> Option<&str> {
+    pub(crate) fn for_group(&self, group: &GroupName) -> Option<&str> {
         digest_in(&self.0, group.as_str())
     }
 
     /// The first other region that recorded `group` with other settings
     /// than these. A region that never recorded, or that does not serve the
     /// group (it refuses every node of it), agrees.
-    pub fn disagreeing<'a>(
+    pub(crate) fn disagreeing<'a>(
         &self,
         region: &str,
         recorded: &'a Recorded,
@@ -106,7 +106,7 @@ impl SettingsDigests {
     /// Every (other region, group or [`OTHERS`]) whose settings differ from
     /// these, by the same rule as [`Self::disagreeing`]: what a function
     /// says at its start.
-    pub fn disagreements(&self, region: &str, recorded: &Recorded) -> Vec<(String, String)> {
+    pub(crate) fn disagreements(&self, region: &str, recorded: &Recorded) -> Vec<(String, String)> {
         self.0
             .iter()
             .flat_map(|(key, ours)| {
@@ -121,7 +121,7 @@ impl SettingsDigests {
 /// For a person looking at the table: every group (or [`OTHERS`]) some
 /// regions serve with different settings, with those regions, by the rule
 /// each function applies ([`SettingsDigests::disagreeing`]).
-pub fn differing(recorded: &Recorded) -> BTreeMap<String, BTreeSet<String>> {
+pub(crate) fn differing(recorded: &Recorded) -> BTreeMap<String, BTreeSet<String>> {
     let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (region, digests) in recorded {
         for (key, ours) in digests.iter().filter(|(key, _)| !key.starts_with('~')) {

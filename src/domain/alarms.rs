@@ -15,7 +15,7 @@ use crate::domain::input::GroupName;
 
 /// The groups one alarm gates.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Gated {
+pub(crate) enum Gated {
     /// `*`: every group with an item, and every group named in the
     /// configuration.
     All,
@@ -24,7 +24,7 @@ pub enum Gated {
 
 /// Which alarms gate which groups.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AlarmGates {
+pub(crate) struct AlarmGates {
     gates: BTreeMap<String, Gated>,
 }
 
@@ -34,7 +34,7 @@ const MAX_ALARM_NAME: usize = 255;
 impl AlarmGates {
     /// `ALARM=GROUP,GROUP;ALARM=*`: entries separated by `;`, each split at
     /// its last `=` (an alarm name may hold one).
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub(crate) fn parse(spec: &str) -> Result<Self, String> {
         let mut gates = BTreeMap::new();
         for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
             let Some((alarm, groups)) = entry.rsplit_once('=') else {
@@ -68,21 +68,21 @@ impl AlarmGates {
         Ok(Self { gates })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.gates.is_empty()
     }
 
-    pub fn alarm_names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn alarm_names(&self) -> impl Iterator<Item = &str> {
         self.gates.keys().map(String::as_str)
     }
 
-    pub fn gates_alarm(&self, alarm: &str) -> bool {
+    pub(crate) fn gates_alarm(&self, alarm: &str) -> bool {
         self.gates.contains_key(alarm)
     }
 
     /// The alarms that pause `group` (`None`: a group only `*` covers,
     /// which only an alarm on `*` gates).
-    pub fn alarms_for(&self, group: Option<&GroupName>) -> Vec<&str> {
+    pub(crate) fn alarms_for(&self, group: Option<&GroupName>) -> Vec<&str> {
         self.gates
             .iter()
             .filter(|(_, gated)| match (gated, group) {
@@ -104,7 +104,10 @@ impl AlarmGates {
 
     /// The first alarm that names a group `known` does not know, and that
     /// group: a pause that would guard nothing (a typo, most likely).
-    pub fn unknown_group(&self, known: impl Fn(&GroupName) -> bool) -> Option<(&str, &GroupName)> {
+    pub(crate) fn unknown_group(
+        &self,
+        known: impl Fn(&GroupName) -> bool,
+    ) -> Option<(&str, &GroupName)> {
         self.gates.iter().find_map(|(alarm, gated)| match gated {
             Gated::All => None,
             Gated::Groups(groups) => groups
@@ -133,7 +136,7 @@ impl AlarmGates {
     /// The groups the configuration knows that an alarm gates: those an
     /// alarm names, and with `*` those `FLEETLOCK_GROUPS` names. They are
     /// reconciled first, before any group nobody configured.
-    pub fn known_groups(&self, configured: &[GroupName]) -> BTreeSet<GroupName> {
+    pub(crate) fn known_groups(&self, configured: &[GroupName]) -> BTreeSet<GroupName> {
         let mut known: BTreeSet<GroupName> = self.named_groups().cloned().collect();
         if self.any_gates_all() {
             known.extend(configured.iter().cloned());
@@ -144,7 +147,7 @@ impl AlarmGates {
 
 /// An alarm's state as CloudWatch reports it, or its absence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AlarmState {
+pub(crate) enum AlarmState {
     Alarm,
     Ok,
     InsufficientData,
@@ -153,7 +156,7 @@ pub enum AlarmState {
 }
 
 impl AlarmState {
-    pub fn parse(state: &str) -> Self {
+    pub(crate) fn parse(state: &str) -> Self {
         match state {
             "ALARM" => AlarmState::Alarm,
             "OK" => AlarmState::Ok,
@@ -161,7 +164,7 @@ impl AlarmState {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             AlarmState::Alarm => "ALARM",
             AlarmState::Ok => "OK",
@@ -173,13 +176,13 @@ impl AlarmState {
 
 /// One write to make.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Change {
+pub(crate) enum Change {
     Pause { group: GroupName, alarm: String },
     Clear { group: GroupName, alarm: String },
 }
 
 impl Change {
-    pub fn group(&self) -> &GroupName {
+    pub(crate) fn group(&self) -> &GroupName {
         match self {
             Change::Pause { group, .. } | Change::Clear { group, .. } => group,
         }
@@ -192,7 +195,7 @@ impl Change {
 /// `configured` the groups named in `FLEETLOCK_GROUPS`, which `*` covers
 /// even before they have an item. An alarm stored on a group but no longer
 /// configured for it is cleared too.
-pub fn reconcile(
+pub(crate) fn reconcile(
     gates: &AlarmGates,
     states: &BTreeMap<String, AlarmState>,
     stored: &[(GroupName, BTreeSet<String>)],
@@ -243,7 +246,7 @@ pub fn reconcile(
 /// region's alarms, and writes and clears only its own pauses: stored as
 /// `REGION/ALARM` (`FLEETLOCK_REGION`), so that one region's reconcile never
 /// clears another's. Without a region, the alarm's own name.
-pub fn stored_name(region: Option<&str>, alarm: &str) -> String {
+pub(crate) fn stored_name(region: Option<&str>, alarm: &str) -> String {
     match region {
         Some(region) => format!("{region}/{alarm}"),
         None => alarm.to_owned(),
@@ -252,7 +255,7 @@ pub fn stored_name(region: Option<&str>, alarm: &str) -> String {
 
 /// The pauses of `stored` this function owns, by their alarm's own name:
 /// with a region, those stored under it; without, all.
-pub fn own_pauses(region: Option<&str>, stored: &BTreeSet<String>) -> BTreeSet<String> {
+pub(crate) fn own_pauses(region: Option<&str>, stored: &BTreeSet<String>) -> BTreeSet<String> {
     match region {
         Some(region) => stored
             .iter()
@@ -265,7 +268,7 @@ pub fn own_pauses(region: Option<&str>, stored: &BTreeSet<String>) -> BTreeSet<S
 
 /// Where alarm states come from: CloudWatch in production. Every name asked
 /// for is in the answer; one CloudWatch did not return is `Missing`.
-pub trait AlarmStates: Send + Sync + 'static {
+pub(crate) trait AlarmStates: Send + Sync + 'static {
     fn states(
         &self,
         names: &[String],

@@ -19,7 +19,7 @@ const SALT_BYTES: usize = 16;
 const SECRET_BYTES: usize = 20;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     AllGroups,
     Groups(BTreeSet<GroupName>),
 }
@@ -51,12 +51,12 @@ pub struct Clients {
 
 impl Clients {
     /// The names of the clients, in the order listed.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.credentials.iter().map(|c| c.name.as_str())
     }
 
     /// Each client's name and the groups it may use, in the order listed.
-    pub fn scopes(&self) -> impl Iterator<Item = (&str, &Scope)> {
+    pub(crate) fn scopes(&self) -> impl Iterator<Item = (&str, &Scope)> {
         self.credentials.iter().map(|c| (c.name.as_str(), &c.scope))
     }
 }
@@ -78,7 +78,7 @@ pub struct Caller {
 
 impl Caller {
     /// A credential of group `a` may neither take nor release a slot of `b`.
-    pub fn may_use(&self, group: &GroupName) -> Result<(), Error> {
+    pub(crate) fn may_use(&self, group: &GroupName) -> Result<(), Error> {
         if self.scope.allows(group) {
             Ok(())
         } else {
@@ -214,18 +214,18 @@ impl Clients {
 
 /// The client name an `Authorization` header presents, accepted or not: for
 /// the server's log of a refused call, never for its answer.
-pub fn presented_name(authorization: &[u8]) -> Option<String> {
+pub(crate) fn presented_name(authorization: &[u8]) -> Option<String> {
     parse_basic(authorization).map(|(name, _)| name)
 }
 
 /// What the log of a refused call says of who it claimed to be.
-pub const NOT_A_CLIENT: &str = "(not a configured client's name)";
+pub(crate) const NOT_A_CLIENT: &str = "(not a configured client's name)";
 
 impl Auth {
     /// The presented name for the log of a refused call, only when it is a
     /// configured client's name: a secret put in the user part of a URL
     /// (`https://SECRET@host/`) arrives as the name, and must not be logged.
-    pub fn presented_client(&self, authorization: &[u8]) -> Option<String> {
+    pub(crate) fn presented_client(&self, authorization: &[u8]) -> Option<String> {
         let name = presented_name(authorization)?;
         let known = match self {
             Auth::Required(clients) => clients.names().any(|known| known == name),

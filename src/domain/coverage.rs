@@ -11,21 +11,21 @@ use crate::domain::input::GroupName;
 use crate::domain::names::one_typo_apart;
 
 /// The group `fleetlock check`, the smoke test, asks in by default.
-pub const CHECK_GROUP: &str = "fleetlock-check";
+pub(crate) const CHECK_GROUP: &str = "fleetlock-check";
 
 /// One mismatch between the groups and the credentials.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     /// One typo from a name on the other side: refused by the checks that
     /// run before a deploy, since it is never meant.
-    pub typo: bool,
+    pub(crate) typo: bool,
     /// What is wrong, what the nodes hear, and the closest name.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// The texts of `found`, split as the checks before a deploy treat them:
 /// the typos, which they refuse, and the rest, which they warn of.
-pub fn typos_and_warnings(found: Vec<Mismatch>) -> (Vec<String>, Vec<String>) {
+pub(crate) fn typos_and_warnings(found: Vec<Mismatch>) -> (Vec<String>, Vec<String>) {
     let (typos, warnings): (Vec<_>, Vec<_>) = found.into_iter().partition(|m| m.typo);
     let texts = |list: Vec<Mismatch>| list.into_iter().map(|m| m.text).collect();
     (texts(typos), texts(warnings))
@@ -35,7 +35,7 @@ pub fn typos_and_warnings(found: Vec<Mismatch>) -> (Vec<String>, Vec<String>) {
 /// no setting serves, and a configured group no credential reaches, with
 /// the closest name on the other side. A pair one typo apart is told once,
 /// from the credential's side.
-pub fn mismatches(groups: &GroupSlots, clients: &Clients) -> Vec<Mismatch> {
+pub(crate) fn mismatches(groups: &GroupSlots, clients: &Clients) -> Vec<Mismatch> {
     let configured: Vec<&GroupName> = groups.listed().map(|(group, _)| group).collect();
     let scoped: Vec<(&str, &GroupName)> = clients
         .scopes()

@@ -13,22 +13,22 @@ use crate::domain::time::Timestamp;
 
 /// A confirmation, as a hook or a person asks for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Confirmation {
-    pub group: GroupName,
-    pub id: NodeId,
+pub(crate) struct Confirmation {
+    pub(crate) group: GroupName,
+    pub(crate) id: NodeId,
     /// The reservation drained (a `Slot Drain Requested` event's
     /// `reserved_at`): only that one is granted. `None` grants whichever
     /// stands.
-    pub reserved_at: Option<Timestamp>,
+    pub(crate) reserved_at: Option<Timestamp>,
 }
 
 /// The actions the `drained` entry point takes: a closed set, so that a
 /// mistyped action is refused rather than read as a confirmation.
-pub const ACTIONS: [&str; 4] = ["drained", "returned", "slot", "sweep"];
+pub(crate) const ACTIONS: [&str; 4] = ["drained", "returned", "slot", "sweep"];
 
 /// What a hook asks of the `drained` entry point.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Confirm a drain: the reservation becomes the slot.
     Drained(Confirmation),
     /// Confirm a return to service: the returning slot is freed. The
@@ -47,7 +47,7 @@ pub enum Action {
 
 impl Action {
     /// Reads an action; every mistake is named.
-    pub fn parse(action: &Value) -> Result<Self, String> {
+    pub(crate) fn parse(action: &Value) -> Result<Self, String> {
         match action.get("action").and_then(Value::as_str) {
             Some("sweep") => Ok(Action::Sweep),
             Some("returned") => Confirmation::fields(action, "released_at").map(Action::Returned),
@@ -66,7 +66,7 @@ impl Action {
 /// How many reservations of all `stored` groups waited past their group's
 /// drain timeout at `now`, by the rules `groups` configures (a group they
 /// no longer cover counts nothing).
-pub fn overdue_in_all(
+pub(crate) fn overdue_in_all(
     stored: &[(GroupName, GroupRecord)],
     groups: &crate::domain::groups::GroupSlots,
     now: Timestamp,
@@ -85,7 +85,7 @@ pub fn overdue_in_all(
 /// `released_at`; `state` names which (`none` for no slot). A hook that
 /// undrains a node only when it holds nothing must treat `returning` as
 /// "not yet": `holds` and `waiting_for_drain` are both false then.
-pub fn slot_state(group: &GroupRecord, name: &GroupName, id: &NodeId) -> Value {
+pub(crate) fn slot_state(group: &GroupRecord, name: &GroupName, id: &NodeId) -> Value {
     let reserved = group.draining.get(id);
     let returning = group.returning.get(id);
     let state = match (group.holders.holds(id), reserved, returning) {
@@ -108,7 +108,7 @@ pub fn slot_state(group: &GroupRecord, name: &GroupName, id: &NodeId) -> Value {
 
 /// What a return's confirmation came to, as [`Confirmed`] says a drain's:
 /// `done` when the node's slot is free after this call.
-pub fn confirmed_return(outcome: Returned, confirmation: &Confirmation) -> Confirmed {
+pub(crate) fn confirmed_return(outcome: Returned, confirmation: &Confirmation) -> Confirmed {
     let (group, id) = (&confirmation.group, confirmation.id.shown());
     let asked = confirmation.reserved_at.map_or_else(String::new, |at| {
         format!(" (released at {})", at.to_rfc3339())
@@ -162,7 +162,7 @@ impl Confirmation {
     /// Reads `{"action": "drained", "group": G, "id": X, "reserved_at": T}`
     /// (`reserved_at` optional, RFC 3339 as the event writes it). Every
     /// mistake is named.
-    pub fn from_action(action: &Value) -> Result<Self, String> {
+    pub(crate) fn from_action(action: &Value) -> Result<Self, String> {
         match action.get("action").and_then(Value::as_str) {
             Some("drained") => Self::fields(action, "reserved_at"),
             Some(other) => Err(format!(
@@ -207,7 +207,7 @@ impl Confirmation {
 }
 
 /// `2026-11-30T05:12:09.042Z`, as events write times, to the millisecond.
-pub fn parse_time(text: &str) -> Result<Timestamp, String> {
+pub(crate) fn parse_time(text: &str) -> Result<Timestamp, String> {
     let at: jiff::Timestamp = text.trim().parse().map_err(|_| {
         format!("'{text}' is not a time like 2026-11-30T05:12:09.042Z (RFC 3339, in UTC)")
     })?;
@@ -219,15 +219,15 @@ pub fn parse_time(text: &str) -> Result<Timestamp, String> {
 /// What a confirmation came to: a stable name, whether the node may now
 /// reboot (or already could), and a sentence.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Confirmed {
-    pub outcome: &'static str,
+pub(crate) struct Confirmed {
+    pub(crate) outcome: &'static str,
     /// The node holds its slot after this call: the confirmation is done.
-    pub done: bool,
-    pub value: String,
+    pub(crate) done: bool,
+    pub(crate) value: String,
 }
 
 impl Confirmed {
-    pub fn of(outcome: Drained, confirmation: &Confirmation) -> Self {
+    pub(crate) fn of(outcome: Drained, confirmation: &Confirmation) -> Self {
         let (group, id) = (&confirmation.group, confirmation.id.shown());
         let asked = confirmation.reserved_at.map_or_else(String::new, |at| {
             format!(" (reserved at {})", at.to_rfc3339())
@@ -300,7 +300,7 @@ impl Confirmed {
     }
 
     /// A hook's answer: `{"outcome", "done", "value", "group", "id"}`.
-    pub fn to_json(&self, confirmation: &Confirmation) -> Value {
+    pub(crate) fn to_json(&self, confirmation: &Confirmation) -> Value {
         json!({
             "outcome": self.outcome,
             "done": self.done,

@@ -221,7 +221,7 @@ impl Error {
         }
     }
 
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             Error::NotFound(_) => 404,
             Error::MethodNotAllowed(_) => 405,
@@ -255,7 +255,7 @@ impl Error {
     }
 
     /// A sentence for the operator reading Zincati's journal.
-    pub fn value(&self) -> String {
+    pub(crate) fn value(&self) -> String {
         match self {
             Error::NotFound(path) => format!(
                 "no FleetLock endpoint at {path}; expected v1/pre-reboot or \
@@ -459,7 +459,7 @@ impl Error {
     }
 
     /// The `{kind, value}` body that Zincati understands.
-    pub fn body(&self) -> serde_json::Value {
+    pub(crate) fn body(&self) -> serde_json::Value {
         serde_json::json!({ "kind": self.kind(), "value": self.value() })
     }
 }

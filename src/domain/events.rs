@@ -16,11 +16,11 @@ use crate::domain::lock::GroupRecord;
 use crate::domain::time::Timestamp;
 
 /// The `source` of every event this service sends.
-pub const SOURCE: &str = "fleetlock";
+pub(crate) const SOURCE: &str = "fleetlock";
 
 /// One `detail-type` per kind of change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(crate) enum Kind {
     SlotReleased,
     SlotReturned,
     SlotExpired,
@@ -34,20 +34,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
-        Kind::SlotGranted,
-        Kind::SlotDrainRequested,
-        Kind::SlotReleased,
-        Kind::SlotReturned,
-        Kind::SlotReturnOverdue,
-        Kind::SlotExpired,
-        Kind::GroupPaused,
-        Kind::GroupResumed,
-        Kind::NodeExcluded,
-        Kind::NodeIncluded,
-    ];
-
-    pub fn detail_type(self) -> &'static str {
+    pub(crate) fn detail_type(self) -> &'static str {
         match self {
             Kind::SlotGranted => "Slot Granted",
             Kind::SlotDrainRequested => "Slot Drain Requested",
@@ -66,22 +53,22 @@ impl Kind {
 /// The stream record that carried a change: what makes a redelivery
 /// recognisable and what dates a change the item does not date itself.
 #[derive(Clone, Copy, Debug)]
-pub struct Origin<'a> {
+pub(crate) struct Origin<'a> {
     /// The stream record's `eventID`: the same on every delivery of it.
-    pub record_id: &'a str,
+    pub(crate) record_id: &'a str,
     /// The record's `SequenceNumber`: grows with every write to the group.
-    pub sequence: &'a str,
+    pub(crate) sequence: &'a str,
     /// When DynamoDB wrote the record (`ApproximateCreationDateTime`).
-    pub written_at: Timestamp,
+    pub(crate) written_at: Timestamp,
 }
 
 /// One change of a group, ready to send.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SlotEvent {
-    pub kind: Kind,
+pub(crate) struct SlotEvent {
+    pub(crate) kind: Kind,
     /// When the change happened, as precisely as the item says.
-    pub at: Timestamp,
-    pub detail: Value,
+    pub(crate) at: Timestamp,
+    pub(crate) detail: Value,
 }
 
 /// Every change from `old` to `new` (an absent item is `GroupRecord::default()`),
@@ -89,7 +76,7 @@ pub struct SlotEvent {
 /// returns overdue first, then resumes, then pauses, then inclusions and exclusions,
 /// then grants, then drain requests; within a kind by node id or alarm name, so that a
 /// redelivery produces the same list.
-pub fn changes(
+pub(crate) fn changes(
     group: &GroupName,
     old: &GroupRecord,
     new: &GroupRecord,
@@ -379,7 +366,7 @@ impl<'a> After<'a> {
 
 /// The same for every delivery of one change, different for any other: the
 /// stream record's id, the kind of change and whom it concerns.
-pub fn idempotency_key(record_id: &str, kind: Kind, subject: &str) -> String {
+pub(crate) fn idempotency_key(record_id: &str, kind: Kind, subject: &str) -> String {
     let digest = Sha256::new()
         .chain_update(record_id.as_bytes())
         .chain_update([0])
@@ -393,9 +380,9 @@ pub fn idempotency_key(record_id: &str, kind: Kind, subject: &str) -> String {
 /// One event to put.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outgoing {
-    pub detail_type: &'static str,
-    pub detail: String,
-    pub time: Timestamp,
+    pub(crate) detail_type: &'static str,
+    pub(crate) detail: String,
+    pub(crate) time: Timestamp,
 }
 
 impl From<&SlotEvent> for Outgoing {

@@ -43,31 +43,31 @@ impl fmt::Display for GroupsError {
 impl std::error::Error for GroupsError {}
 
 /// The longest settle time: past a day, pausing the group says it better.
-pub const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
 
 /// The shortest lease. A node that took its slot may wait up to 10 minutes
 /// for logged-in users before it reboots, then boots and tells the server
 /// at Zincati's start, retried every 5 minutes: a shorter lease would give
 /// a slot away while its node is still rebooting.
-pub const MIN_LEASE: Duration = Duration::from_secs(30 * 60);
+pub(crate) const MIN_LEASE: Duration = Duration::from_secs(30 * 60);
 /// The longest lease: a week. Past that, `fleetlock release` says it better.
-pub const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The shortest drain timeout: a load balancer needs this long at the least
 /// to stop sending a node new connections.
-pub const MIN_DRAIN: Duration = Duration::from_secs(60);
+pub(crate) const MIN_DRAIN: Duration = Duration::from_secs(60);
 /// The longest drain timeout: past a day, pausing the group says it better.
-pub const MAX_DRAIN: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_DRAIN: Duration = Duration::from_secs(24 * 3600);
 
 /// The shortest return timeout: a target group's health checks need this
 /// long at the least to see a node healthy again (two checks 30 s apart).
-pub const MIN_RETURN: Duration = Duration::from_secs(60);
+pub(crate) const MIN_RETURN: Duration = Duration::from_secs(60);
 /// The longest return timeout: past a day, a node is not coming back by
 /// itself.
-pub const MAX_RETURN: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_RETURN: Duration = Duration::from_secs(24 * 3600);
 
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
-pub const DEFAULT_GROUPS: &str = "default=1";
+pub(crate) const DEFAULT_GROUPS: &str = "default=1";
 
 /// The most slots a group may have. Each holder is an attribute of its
 /// group's item: 500 holders with the longest ids an older version stored
@@ -77,10 +77,10 @@ pub const MAX_SLOTS: u32 = 500;
 
 /// How many groups only `*` covers may have an item, unless
 /// `FLEETLOCK_MAX_WILDCARD_GROUPS` says otherwise.
-pub const DEFAULT_WILDCARD_GROUPS: u32 = 100;
+pub(crate) const DEFAULT_WILDCARD_GROUPS: u32 = 100;
 /// The highest `FLEETLOCK_MAX_WILDCARD_GROUPS`: their names are kept in one
 /// item, at most 64 characters each.
-pub const MAX_WILDCARD_GROUPS: u32 = 2000;
+pub(crate) const MAX_WILDCARD_GROUPS: u32 = 2000;
 
 /// Slot count per group, from `FLEETLOCK_GROUPS` (`default=1,workers=3,*=2`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,7 +147,7 @@ fn per_group<T>(
 impl GroupSlots {
     /// Whether Zincati's default group (a node without `[identity] group`
     /// asks for `default`) gets slots.
-    pub fn covers_default(&self) -> bool {
+    pub(crate) fn covers_default(&self) -> bool {
         GroupName::parse("default").is_ok_and(|default| self.slots_for(&default).is_ok())
     }
 
@@ -202,7 +202,7 @@ impl GroupSlots {
     }
 
     /// How many groups only `*` covers may have an item.
-    pub fn wildcard_limit(&self) -> u32 {
+    pub(crate) fn wildcard_limit(&self) -> u32 {
         self.wildcard_limit
     }
 
@@ -246,12 +246,12 @@ impl GroupSlots {
     }
 
     /// The drain timeout of every group `*` covers, if it has one.
-    pub fn others_drain(&self) -> Option<Duration> {
+    pub(crate) fn others_drain(&self) -> Option<Duration> {
         self.drain_others.map(|(timeout, _)| timeout)
     }
 
     /// Whether any group has a drain gate.
-    pub fn drains(&self) -> bool {
+    pub(crate) fn drains(&self) -> bool {
         !self.drain.is_empty() || self.drain_others.is_some()
     }
 
@@ -268,7 +268,7 @@ impl GroupSlots {
     }
 
     /// Whether any group has a return gate.
-    pub fn returns(&self) -> bool {
+    pub(crate) fn returns(&self) -> bool {
         !self.returns.is_empty() || self.returns_others.is_some()
     }
 
@@ -351,16 +351,16 @@ impl GroupSlots {
         format!("group '{group}' is not configured by FLEETLOCK_GROUPS{closest}")
     }
 
-    pub fn listed(&self) -> impl Iterator<Item = (&GroupName, u32)> {
+    pub(crate) fn listed(&self) -> impl Iterator<Item = (&GroupName, u32)> {
         self.listed.iter().map(|(g, n)| (g, *n))
     }
 
-    pub fn others(&self) -> Option<u32> {
+    pub(crate) fn others(&self) -> Option<u32> {
         self.others
     }
 
     /// The rules of every group `*` covers, if there is a `*`.
-    pub fn others_rules(&self) -> Option<GroupRules> {
+    pub(crate) fn others_rules(&self) -> Option<GroupRules> {
         Some(GroupRules {
             slots: self.others?,
             settle: self.settle_others.unwrap_or(Duration::ZERO),
@@ -382,7 +382,7 @@ fn drain_rule((timeout, on_timeout): (Duration, OnDrainTimeout)) -> DrainRule {
 
 /// A drain gate: `15m` (hold on timeout), `15m:hold` or `30m:grant`, the
 /// timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`].
-pub fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
+pub(crate) fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
     let (time, policy) = text.split_once(':').unwrap_or((text, "hold"));
     let on_timeout = match policy.trim() {
         "hold" => OnDrainTimeout::Hold,
@@ -412,7 +412,7 @@ pub fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
 }
 
 /// A return timeout, from [`MIN_RETURN`] to [`MAX_RETURN`].
-pub fn parse_return(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_return(text: &str) -> Result<Duration, String> {
     let timeout = parse_span(text)?;
     if timeout < MIN_RETURN {
         return Err(format!(
@@ -451,7 +451,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A lease, written as [`parse_duration`] reads it, from [`MIN_LEASE`] to
 /// [`MAX_LEASE`].
-pub fn parse_lease(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_lease(text: &str) -> Result<Duration, String> {
     let lease = parse_span(text)?;
     if lease < MIN_LEASE {
         return Err(format!(

@@ -7,15 +7,15 @@ use std::fmt;
 
 /// A machine as an operator knows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Host {
+pub(crate) struct Host {
     /// The EC2 instance, when known.
-    pub instance: Option<String>,
+    pub(crate) instance: Option<String>,
     /// Its `Name` tag, or the name a host file gives.
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Other instances that carry the same id (from tags): an id is one
     /// node's, so more than one is a mistake or an instance posing as
     /// another node, and the drain hook refuses to act on it.
-    pub also: Vec<String>,
+    pub(crate) also: Vec<String>,
 }
 
 impl fmt::Display for Host {
@@ -39,18 +39,18 @@ impl fmt::Display for Host {
 
 /// Ids to hosts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostMap {
+pub(crate) struct HostMap {
     hosts: BTreeMap<String, Host>,
 }
 
 impl HostMap {
-    pub fn insert(&mut self, id: String, host: Host) {
+    pub(crate) fn insert(&mut self, id: String, host: Host) {
         self.hosts.insert(id, host);
     }
 
     /// A host found carrying `id`: the first one is the id's host, any
     /// other is listed in its [`Host::also`].
-    pub fn add(&mut self, id: String, host: Host) {
+    pub(crate) fn add(&mut self, id: String, host: Host) {
         match self.hosts.get_mut(&id) {
             Some(first) => {
                 let other = host.to_string();
@@ -64,23 +64,15 @@ impl HostMap {
         }
     }
 
-    pub fn get(&self, id: &str) -> Option<&Host> {
+    pub(crate) fn get(&self, id: &str) -> Option<&Host> {
         self.hosts.get(id)
-    }
-
-    pub fn len(&self) -> usize {
-        self.hosts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.hosts.is_empty()
     }
 
     /// A host file: one `ID HOST` a line, the host being the rest of the
     /// line (an instance id `i-…` as its first word is kept apart); blank
     /// lines and `#` comments ignored. An id listed twice is refused, with
     /// its line.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let mut map = Self::default();
         for (number, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or_default().trim();
@@ -135,7 +127,7 @@ mod tests {
              00000000000000000000000000000000 i-0fedcba987654321f\n",
         )
         .unwrap();
-        assert_eq!(map.len(), 3);
+        assert_eq!(map.hosts.len(), 3);
         assert_eq!(
             map.get("8f040e49ad9a45a8b0c617313becf153")
                 .unwrap()

@@ -16,7 +16,7 @@ pub const STORED_ID_BYTES: usize = 256;
 /// Longest group name accepted, in characters.
 pub const MAX_GROUP_CHARS: usize = 64;
 /// A pause's reason reaches node journals through the refusal's value.
-pub const MAX_REASON_CHARS: usize = 200;
+pub(crate) const MAX_REASON_CHARS: usize = 200;
 
 /// A node's identity as sent by the client: 1 to 128 bytes of visible
 /// characters, compared exactly (no case folding, no trimming).
@@ -41,11 +41,11 @@ impl NodeId {
     }
 
     /// An id read from the table, or sent to give a slot back.
-    pub fn stored(raw: &str) -> Result<Self, Error> {
+    pub(crate) fn stored(raw: &str) -> Result<Self, Error> {
         Self::parse_as(raw, IdRule::Stored)
     }
 
-    pub fn parse_as(raw: &str, rule: IdRule) -> Result<Self, Error> {
+    pub(crate) fn parse_as(raw: &str, rule: IdRule) -> Result<Self, Error> {
         let limit = match rule {
             IdRule::New => MAX_ID_BYTES,
             IdRule::Stored => STORED_ID_BYTES,
@@ -84,7 +84,7 @@ impl NodeId {
     /// or control character, and any space but the plain one, appears as
     /// `\u{200b}`, and a backslash as `\\`. [`NodeId::from_shown`] reads it
     /// back.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         let mut out = String::with_capacity(self.0.len());
         for c in self.0.chars() {
             if c == '\\' {
@@ -100,7 +100,7 @@ impl NodeId {
 
     /// An id as [`NodeId::shown`] printed it (or as it is, when it has no
     /// backslash), under the stored rule: what `fleetlock release --id` takes.
-    pub fn from_shown(text: &str) -> Result<Self, Error> {
+    pub(crate) fn from_shown(text: &str) -> Result<Self, Error> {
         let mut raw = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(at) = rest.find('\\') {
@@ -149,7 +149,7 @@ pub(crate) fn is_deceptive(c: char) -> bool {
 /// echo in an answer, a log or a terminal: control characters (escape
 /// sequences, CR and LF that could forge a line) and deceptive ones shown
 /// escaped, and at most `most` characters.
-pub fn printable(text: &str, most: usize) -> String {
+pub(crate) fn printable(text: &str, most: usize) -> String {
     let mut shown = String::new();
     for c in text.chars().take(most) {
         if c.is_control() || is_deceptive(c) {

@@ -165,15 +165,15 @@ pub struct GroupRecord {
 /// How many marks of a slot taken over a group keeps (the newest), and for
 /// how long: enough to tell a node that lost its slot why, when it asks
 /// again, and bounded, as every byte of the item is billed on every call.
-pub const MAX_TAKEN: usize = 10;
-pub const TAKEN_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const MAX_TAKEN: usize = 10;
+pub(crate) const TAKEN_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl GroupRecord {
     /// When the group's settle period ends, if it has not yet at `now`. It
     /// runs from the arrival of the latest release that freed a slot; a
     /// request that arrived before that release (its write landed late)
     /// is inside it even with no settle time at all.
-    pub fn settling_until(&self, settle: Duration, now: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn settling_until(&self, settle: Duration, now: Timestamp) -> Option<Timestamp> {
         let until = self.last_release?.plus(settle);
         (until > now).then_some(until)
     }
@@ -189,7 +189,7 @@ impl GroupRecord {
     /// ran out, then full. With a drain gate, a free or expired slot is
     /// reserved rather than granted, and only while the maintenance window
     /// stays open for the drain timeout.
-    pub fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
+    pub(crate) fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         if let (Some(&since), Some(timeout)) = (self.returning.get(id), rules.return_timeout) {
             let until = since.plus(timeout);
             Acquire::Returning {
@@ -268,7 +268,7 @@ impl GroupRecord {
 
     /// The holder whose slot a newcomer may take at `now` past `lease`, and
     /// its grant time: [`Self::longest_leased`], once its lease has run out.
-    pub fn expired(
+    pub(crate) fn expired(
         &self,
         lease: Duration,
         slots: u32,
@@ -284,7 +284,7 @@ impl GroupRecord {
     /// is never taken over: its node has not rebooted, and its drain timeout
     /// decides what happens; nor is any slot of a group holding more than
     /// its `slots` (a lowered count).
-    pub fn longest_leased(&self, slots: u32) -> Option<(&NodeId, Timestamp, Timestamp)> {
+    pub(crate) fn longest_leased(&self, slots: u32) -> Option<(&NodeId, Timestamp, Timestamp)> {
         if self.holders.len() > slots as usize {
             return None;
         }
@@ -297,7 +297,7 @@ impl GroupRecord {
 
     /// Where the lease of `id`, granted at `granted`, runs from: its
     /// latest renewal, or its grant.
-    pub fn lease_start(&self, id: &NodeId, granted: Timestamp) -> Timestamp {
+    pub(crate) fn lease_start(&self, id: &NodeId, granted: Timestamp) -> Timestamp {
         self.renewed
             .get(id)
             .map_or(granted, |renewed| (*renewed).max(granted))
@@ -307,7 +307,7 @@ impl GroupRecord {
     /// it adds its own: those older than [`TAKEN_KEPT`], and the oldest
     /// past [`MAX_TAKEN`] - 1, so that the group keeps at most
     /// [`MAX_TAKEN`] with the new one.
-    pub fn stale_taken(&self, now: Timestamp) -> Vec<NodeId> {
+    pub(crate) fn stale_taken(&self, now: Timestamp) -> Vec<NodeId> {
         let mut marks: Vec<_> = self.taken.iter().collect();
         marks.sort_by_key(|(_, at)| std::cmp::Reverse(**at));
         marks
@@ -318,7 +318,7 @@ impl GroupRecord {
             .collect()
     }
 
-    pub fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
+    pub(crate) fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         let outcome = self.decide_acquire(id, rules, now);
         match &outcome {
             Acquire::Granted => {
@@ -363,7 +363,7 @@ impl GroupRecord {
     /// Whether a pre-reboot of `id`, which holds its slot, renews its lease:
     /// in a group with a lease, for a granted slot (a reservation waits for
     /// its drain, and is never taken over anyway).
-    pub fn renews(&self, id: &NodeId, rules: GroupRules) -> bool {
+    pub(crate) fn renews(&self, id: &NodeId, rules: GroupRules) -> bool {
         rules.lease.is_some()
             && self.holders.holds(id)
             && !self.draining.contains_key(id)
@@ -382,7 +382,7 @@ impl GroupRecord {
     /// than the one drained (`since`, when the confirmer names it), or
     /// the node may not reboot now (excluded, or the group paused: the
     /// reservation stays, and a later confirmation grants it).
-    pub fn decide_drained(&self, id: &NodeId, since: Option<Timestamp>) -> Drained {
+    pub(crate) fn decide_drained(&self, id: &NodeId, since: Option<Timestamp>) -> Drained {
         if let Some(&since) = self.returning.get(id) {
             // A returning slot is held too, but nothing is left to drain.
             return Drained::Returning { since };
@@ -399,7 +399,12 @@ impl GroupRecord {
         }
     }
 
-    pub fn drained(&mut self, id: &NodeId, since: Option<Timestamp>, now: Timestamp) -> Drained {
+    pub(crate) fn drained(
+        &mut self,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Drained {
         let outcome = self.decide_drained(id, since);
         if outcome == Drained::Granted {
             self.grant_reserved(id, now);
@@ -427,7 +432,7 @@ impl GroupRecord {
     /// until [`GroupRecord::returned`], and a steady-state of a node already
     /// returning changes nothing. Without (a person's `fleetlock release`,
     /// or a group whose gate was removed), a returning slot is freed too.
-    pub fn release(&mut self, id: &NodeId, returns: bool, now: Timestamp) -> Release {
+    pub(crate) fn release(&mut self, id: &NodeId, returns: bool, now: Timestamp) -> Release {
         match self.holders.held_since(id) {
             Some(granted) if granted <= now => {
                 if returns && self.returning.contains_key(id) {

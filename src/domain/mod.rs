@@ -20,19 +20,19 @@
 //!   the regions of a global table.
 
 pub mod agreement;
-pub mod alarms;
+pub(crate) mod alarms;
 pub mod auth;
-pub mod coverage;
-pub mod drain;
+pub(crate) mod coverage;
+pub(crate) mod drain;
 pub mod error;
 pub mod events;
 pub mod groups;
-pub mod hosts;
+pub(crate) mod hosts;
 pub mod input;
 pub mod lock;
-pub mod names;
-pub mod outcomes;
-pub mod semaphore;
+pub(crate) mod names;
+pub(crate) mod outcomes;
+pub(crate) mod semaphore;
 pub mod service;
 pub mod store;
 pub mod time;

@@ -4,7 +4,7 @@
 
 /// " (did you mean 'x'?)" for the first of `known` closest to `word`, if
 /// it is within two edits and not `word` itself; else nothing.
-pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     known
         .into_iter()
         .filter(|known| *known != word)
@@ -17,7 +17,7 @@ pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// Levenshtein distance: how many single-character edits turn `a` into `b`.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -36,7 +36,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// changed, two characters swapped, or only in case. Such a pair in two
 /// settings that must agree is a mistake, not two names. infra/settings.tf
 /// applies the same rule at plan time (Terraform has no edit distance).
-pub fn one_typo_apart(a: &str, b: &str) -> bool {
+pub(crate) fn one_typo_apart(a: &str, b: &str) -> bool {
     if a == b {
         return false;
     }

@@ -23,7 +23,7 @@ impl Semaphore {
     /// What a request for a slot gets, without changing anything. `slots` is
     /// the group's count as configured now, so a lowered count blocks new
     /// holders at once and never evicts the ones there.
-    pub fn decide_acquire(&self, id: &NodeId, slots: u32) -> Acquire {
+    pub(crate) fn decide_acquire(&self, id: &NodeId, slots: u32) -> Acquire {
         if self.holders.contains_key(id) {
             Acquire::AlreadyHeld
         } else if self.holders.len() < slots as usize {
@@ -33,7 +33,7 @@ impl Semaphore {
         }
     }
 
-    pub fn acquire(&mut self, id: &NodeId, slots: u32, now: Timestamp) -> Acquire {
+    pub(crate) fn acquire(&mut self, id: &NodeId, slots: u32, now: Timestamp) -> Acquire {
         let outcome = self.decide_acquire(id, slots);
         if outcome == Acquire::Granted {
             self.holders.insert(id.clone(), now);
@@ -55,7 +55,7 @@ impl Semaphore {
         }
     }
 
-    pub fn release(&mut self, id: &NodeId) -> Release {
+    pub(crate) fn release(&mut self, id: &NodeId) -> Release {
         match self.holders.remove(id) {
             Some(_) => Release::Released,
             None => Release::NotHeld,
@@ -85,7 +85,7 @@ impl Semaphore {
 
     /// The holder that has kept its slot longest: after a failed update it is
     /// the node that blocks its group.
-    pub fn oldest(&self) -> Option<(&NodeId, Timestamp)> {
+    pub(crate) fn oldest(&self) -> Option<(&NodeId, Timestamp)> {
         self.holders().min_by_key(|(_, at)| *at)
     }
 }

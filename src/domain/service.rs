@@ -74,14 +74,14 @@ impl Agreement {
 /// How long a function trusts the regions' records it read: a region that
 /// changes its settings is refused here within this long (and refuses
 /// itself at once, from its own start).
-pub const AGREEMENT_REFRESH: Duration = Duration::from_secs(30);
+pub(crate) const AGREEMENT_REFRESH: Duration = Duration::from_secs(30);
 
 /// How long a function serves on the last records it read while reading
 /// them again fails (a throttled or denied read, a region's outage); past
 /// it, every group is refused (503) until a read succeeds. Safe: a region
 /// that changes its settings refuses the group itself from its start, so
 /// records read late delay only this region's noticing it.
-pub const AGREEMENT_STALE_LIMIT: Duration = Duration::from_secs(300);
+pub(crate) const AGREEMENT_STALE_LIMIT: Duration = Duration::from_secs(300);
 
 /// After a failed read, the next is tried no sooner than this: a failing
 /// read does not add a request to every call.
@@ -126,7 +126,8 @@ impl<S: LockStore> FleetLock<S> {
 
     /// How long the last records read serve while reading them again
     /// fails ([`AGREEMENT_STALE_LIMIT`] unless set).
-    pub fn serving_stale_for(mut self, limit: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn serving_stale_for(mut self, limit: Duration) -> Self {
         if let Some(agreement) = &mut self.agreement {
             agreement.stale_limit = limit;
         }

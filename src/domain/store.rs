@@ -45,7 +45,7 @@ pub enum Excluding {
 /// Why `exclude` of `id` stops before it writes, if it does: the node is
 /// excluded already, or the group excludes as many nodes as it may. Both
 /// stores decide it from the group as they read it.
-pub fn exclusion_refused(group: &GroupRecord, id: &NodeId) -> Option<Excluding> {
+pub(crate) fn exclusion_refused(group: &GroupRecord, id: &NodeId) -> Option<Excluding> {
     if group.excluded.contains_key(id) {
         Some(Excluding::Changed(Changed::AlreadySo))
     } else if group.excluded.len() >= crate::domain::lock::MAX_EXCLUSIONS {
@@ -57,7 +57,7 @@ pub fn exclusion_refused(group: &GroupRecord, id: &NodeId) -> Option<Excluding> 
 
 impl<T> Decided<T> {
     /// The same decision with its outcome mapped.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Decided<U> {
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Decided<U> {
         Decided {
             outcome: f(self.outcome),
             group: self.group,

@@ -16,12 +16,12 @@ impl Timestamp {
     }
 
     /// How long before `now` this was; zero if the clocks disagree.
-    pub fn age_at(self, now: Timestamp) -> Duration {
+    pub(crate) fn age_at(self, now: Timestamp) -> Duration {
         Duration::from_millis(now.0.saturating_sub(self.0))
     }
 
     /// `2026-11-30T05:12:09Z`: UTC, whole seconds, always the same width.
-    pub fn to_rfc3339(self) -> String {
+    pub(crate) fn to_rfc3339(self) -> String {
         let seconds = i64::try_from(self.0 / 1000).unwrap_or(i64::MAX);
         match jiff::Timestamp::from_second(seconds) {
             Ok(at) => at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
@@ -56,7 +56,7 @@ pub trait Clock: Send + Sync + 'static {
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
@@ -65,7 +65,7 @@ impl Clock for SystemClock {
 }
 
 /// A duration in `h`, `m`, `s` units, of any length.
-pub fn parse_span(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_span(text: &str) -> Result<Duration, String> {
     let explain = || format!("'{text}' is not a duration like 90s, 10m, 1h or 1h30m");
     let mut rest = text.trim();
     if rest.is_empty() {
@@ -100,7 +100,7 @@ pub fn parse_span(text: &str) -> Result<Duration, String> {
 
 /// A setting's duration exactly, in the syntax [`parse_span`] reads: `1h30m`,
 /// `90s`, `0s`.
-pub fn format_duration(duration: Duration) -> String {
+pub(crate) fn format_duration(duration: Duration) -> String {
     let secs = duration.as_secs();
     let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
     let mut out = String::new();
@@ -116,7 +116,7 @@ pub fn format_duration(duration: Duration) -> String {
 /// days), to its two largest units: `45s`, `2m5s`, `3h12m`, `2d1h`; below a
 /// second, `250ms` (what a test sets). Settings themselves are shown exactly,
 /// by [`format_duration`].
-pub fn human_duration(duration: Duration) -> String {
+pub(crate) fn human_duration(duration: Duration) -> String {
     if duration < Duration::from_secs(1) {
         return format!("{}ms", duration.as_millis());
     }

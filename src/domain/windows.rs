@@ -20,11 +20,11 @@ use crate::domain::input::GroupName;
 use crate::domain::names::did_you_mean;
 use crate::domain::time::Timestamp;
 
-pub const MINUTES_PER_WEEK: u32 = 7 * 24 * 60;
+pub(crate) const MINUTES_PER_WEEK: u32 = 7 * 24 * 60;
 
 /// One window, as configured.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Window {
+pub(crate) struct Window {
     days: BTreeSet<Day>,
     start_hour: u8,
     start_minute: u8,
@@ -63,7 +63,7 @@ impl Day {
 
 impl Window {
     /// `days=Sat,Sun start_time=22:30 length_minutes=60`, every key once.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let (mut days, mut start, mut length) = (None, None, None);
         for pair in text.split_whitespace() {
             let (key, value) = pair
@@ -146,17 +146,17 @@ fn parse_start(text: &str) -> Result<(u8, u8), String> {
 
 /// A group's windows; possibly overlapping, possibly past the week's end.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Calendar {
+pub(crate) struct Calendar {
     windows: Vec<Window>,
 }
 
 impl Calendar {
-    pub fn windows(&self) -> &[Window] {
+    pub(crate) fn windows(&self) -> &[Window] {
         &self.windows
     }
 
     /// Whether minute `m` of the week (0 = Monday 00:00) is inside a window.
-    pub fn contains(&self, m: u32) -> bool {
+    pub(crate) fn contains(&self, m: u32) -> bool {
         self.windows
             .iter()
             .flat_map(Window::intervals)
@@ -168,7 +168,7 @@ impl Calendar {
     /// The longest the group stays open at a stretch, in minutes: the
     /// windows that overlap or touch count as one, across the week's end
     /// too; the whole week when they cover it.
-    pub fn longest_open_minutes(&self) -> u32 {
+    pub(crate) fn longest_open_minutes(&self) -> u32 {
         let open: Vec<bool> = (0..MINUTES_PER_WEEK).map(|m| self.contains(m)).collect();
         if open.iter().all(|o| *o) {
             return MINUTES_PER_WEEK;
@@ -234,7 +234,7 @@ impl Default for Schedule {
 impl Schedule {
     /// No windows yet, every group always open, in the zone of
     /// `FLEETLOCK_TIME_ZONE`: `UTC` (also when unset) or an IANA name.
-    pub fn in_zone(name: Option<&str>) -> Result<Self, String> {
+    pub(crate) fn in_zone(name: Option<&str>) -> Result<Self, String> {
         let name = name
             .map(str::trim)
             .filter(|n| !n.is_empty())
@@ -275,7 +275,7 @@ impl Schedule {
     /// start_time=HH:MM length_minutes=N`; a group may have several; `*`
     /// gives windows to every group without its own. `known` refuses a
     /// group that is not configured, with the reason.
-    pub fn with_windows(
+    pub(crate) fn with_windows(
         mut self,
         spec: &str,
         known: impl Fn(&GroupName) -> Result<(), String>,
@@ -311,17 +311,17 @@ impl Schedule {
         Ok(self)
     }
 
-    pub fn zone_name(&self) -> &str {
+    pub(crate) fn zone_name(&self) -> &str {
         &self.zone_name
     }
 
     /// The windows of every group only `*` covers.
-    pub fn others_calendar(&self) -> Option<&Calendar> {
+    pub(crate) fn others_calendar(&self) -> Option<&Calendar> {
         self.others.as_ref()
     }
 
     /// The group's windows; `None`: it may reboot at any time.
-    pub fn calendar_for(&self, group: &GroupName) -> Option<&Calendar> {
+    pub(crate) fn calendar_for(&self, group: &GroupName) -> Option<&Calendar> {
         self.groups.get(group).or(self.others.as_ref())
     }
 
@@ -340,14 +340,14 @@ impl Schedule {
     }
 
     /// Whether the windows are in UTC, where a local time adds nothing.
-    pub fn is_utc(&self) -> bool {
+    pub(crate) fn is_utc(&self) -> bool {
         ["UTC", "Etc/UTC"]
             .iter()
             .any(|utc| self.zone_name.eq_ignore_ascii_case(utc))
     }
 
     /// `Sat 2026-12-05 23:00 Europe/Berlin`: a time as the zone's clock shows it.
-    pub fn local_text(&self, at: Timestamp) -> String {
+    pub(crate) fn local_text(&self, at: Timestamp) -> String {
         format!(
             "{} {}",
             self.local(at).strftime("%a %Y-%m-%d %H:%M"),
@@ -412,7 +412,7 @@ impl Schedule {
 
     /// The next `count` times the calendar opens (`true`) or closes
     /// (`false`) after `from`, in order: what `fleetlock windows` lists.
-    pub fn changes(
+    pub(crate) fn changes(
         &self,
         calendar: &Calendar,
         from: Timestamp,
@@ -432,7 +432,7 @@ impl Schedule {
     }
 
     /// Every configured calendar, for `status` and the logs.
-    pub fn calendars(&self) -> impl Iterator<Item = (Option<&GroupName>, &Calendar)> {
+    pub(crate) fn calendars(&self) -> impl Iterator<Item = (Option<&GroupName>, &Calendar)> {
         self.groups
             .iter()
             .map(|(g, c)| (Some(g), c))
@@ -444,7 +444,7 @@ impl Schedule {
 /// drain timeout: no drain would ever begin there (one begins only while
 /// the window stays open until it would time out), so none of its nodes
 /// would ever reboot.
-pub fn windows_fit_drains(
+pub(crate) fn windows_fit_drains(
     groups: &crate::domain::groups::GroupSlots,
     windows: &Schedule,
 ) -> Result<(), String> {

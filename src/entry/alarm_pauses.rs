@@ -68,7 +68,7 @@ impl Written {
 }
 
 /// Keeps the table's alarm pauses in step with the gating alarms.
-pub struct AlarmPauses<S, A> {
+pub(crate) struct AlarmPauses<S, A> {
     store: S,
     alarms: A,
     gates: AlarmGates,
@@ -81,7 +81,7 @@ pub struct AlarmPauses<S, A> {
 }
 
 impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
-    pub fn new(store: S, alarms: A, gates: AlarmGates, configured: Vec<GroupName>) -> Self {
+    pub(crate) fn new(store: S, alarms: A, gates: AlarmGates, configured: Vec<GroupName>) -> Self {
         Self {
             store,
             alarms,
@@ -92,7 +92,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
     }
 
     /// The same, on a global table: this region's pauses only.
-    pub fn in_region(mut self, region: Option<String>) -> Self {
+    pub(crate) fn in_region(mut self, region: Option<String>) -> Self {
         self.region = region;
         self
     }
@@ -144,7 +144,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
     /// Handles one event; `Err` when nothing could be decided (the alarms or
     /// the table could not be read) or a change failed: Lambda then counts
     /// an error, and the next event or the schedule tries again.
-    pub async fn handle(&self, event: &Value) -> Result<Value, String> {
+    pub(crate) async fn handle(&self, event: &Value) -> Result<Value, String> {
         let trigger = trigger_of(event);
         if let Trigger::StateChange { alarm, state } = &trigger {
             if !self.gates.gates_alarm(alarm) {
@@ -219,7 +219,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
 /// Runs the entry point: CloudWatch alarm state changes and a schedule keep
 /// the table's alarm pauses in step with the gating alarms. Needs the table,
 /// the gates and the groups; no clients.
-pub async fn run() -> ExitCode {
+pub(crate) async fn run() -> ExitCode {
     let setup = async {
         let settings =
             AlarmPausesSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;

@@ -12,7 +12,7 @@ use crate::http::{Api, lambda};
 use crate::metrics::EmbeddedMetrics;
 use crate::store::dynamodb::Regional;
 
-pub async fn run() -> ExitCode {
+pub(crate) async fn run() -> ExitCode {
     let settings = match ApiSettings::from_vars(config::process_env) {
         Ok(settings) => settings,
         Err(ApiSettingsError::Invalid(err)) => {

@@ -22,22 +22,22 @@ use crate::domain::coverage;
 use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
 
 /// The one action this entry point answers.
-pub const ACTION: &str = "check-config";
+pub(crate) const ACTION: &str = "check-config";
 
 /// Checks a deployment's settings against the table and the alarms it names.
-pub struct ConfigChecker<A> {
+pub(crate) struct ConfigChecker<A> {
     dynamodb: aws_sdk_dynamodb::Client,
     alarms: A,
 }
 
 impl<A: AlarmStates> ConfigChecker<A> {
-    pub fn new(dynamodb: aws_sdk_dynamodb::Client, alarms: A) -> Self {
+    pub(crate) fn new(dynamodb: aws_sdk_dynamodb::Client, alarms: A) -> Self {
         Self { dynamodb, alarms }
     }
 
     /// One invocation: what the settings give, or every reason the functions
     /// would not start or would misbehave with them.
-    pub async fn handle(
+    pub(crate) async fn handle(
         &self,
         event: &Value,
         var: impl Fn(&str) -> Option<String>,
@@ -139,7 +139,7 @@ fn refusal(problems: &[String]) -> String {
 }
 
 /// Runs the entry point: every invocation checks the settings as they are.
-pub async fn run() -> ExitCode {
+pub(crate) async fn run() -> ExitCode {
     let aws = aws::load_config().await;
     let checker = Arc::new(ConfigChecker::new(
         aws::dynamodb_client(&aws),

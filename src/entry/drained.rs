@@ -224,7 +224,7 @@ fn answered(
     Ok(confirmed.to_json(confirmation))
 }
 
-pub async fn run() -> ExitCode {
+pub(crate) async fn run() -> ExitCode {
     let setup = async {
         let settings =
             config::DrainedSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;

@@ -2,9 +2,9 @@
 //! any setting is read; each reads its own settings ([`crate::config`]) and
 //! builds its own clients ([`crate::aws`]).
 
-pub mod alarm_pauses;
-pub mod api;
-pub mod check_config;
+pub(crate) mod alarm_pauses;
+pub(crate) mod api;
+pub(crate) mod check_config;
 pub mod drained;
 pub mod slot_events;
 
@@ -23,7 +23,7 @@ use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
 /// region's settings (one write) and says which regions differ, which it
 /// refuses to serve those groups with. Without a region, the service as it
 /// is.
-pub async fn agreeing<S: crate::domain::store::LockStore>(
+pub(crate) async fn agreeing<S: crate::domain::store::LockStore>(
     service: crate::domain::service::FleetLock<S>,
     region: Option<String>,
 ) -> Result<crate::domain::service::FleetLock<S>, String> {
@@ -81,7 +81,7 @@ pub async fn run() -> ExitCode {
 /// (`_HANDLER`): chosen before anything else, since each entry point needs
 /// its own settings and clients.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntryPoint {
+pub(crate) enum EntryPoint {
     /// The FleetLock API (`api`, or `bootstrap`, which both templates set).
     Api,
     /// Slot events from the table's stream (`slot-events`).
@@ -96,7 +96,7 @@ pub enum EntryPoint {
 }
 
 impl EntryPoint {
-    pub const NAMES: [&str; 5] = [
+    pub(crate) const NAMES: [&str; 5] = [
         "api",
         "slot-events",
         "alarm-pauses",
@@ -104,7 +104,7 @@ impl EntryPoint {
         "check-config",
     ];
 
-    pub fn from_handler(handler: Option<&str>) -> Result<Self, String> {
+    pub(crate) fn from_handler(handler: Option<&str>) -> Result<Self, String> {
         match handler.map(str::trim) {
             None | Some("" | "api" | "bootstrap") => Ok(EntryPoint::Api),
             Some("slot-events") => Ok(EntryPoint::SlotEvents),
@@ -118,7 +118,7 @@ impl EntryPoint {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             EntryPoint::Api => "api",
             EntryPoint::SlotEvents => "slot-events",
@@ -131,7 +131,7 @@ impl EntryPoint {
 
 /// Serves events of any other shape: `handle` gets each event's JSON and
 /// answers JSON, or an error that Lambda reports as the invocation's.
-pub async fn run_json<F, Fut>(handle: F) -> Result<(), lambda_http::Error>
+pub(crate) async fn run_json<F, Fut>(handle: F) -> Result<(), lambda_http::Error>
 where
     F: Fn(serde_json::Value) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<serde_json::Value, String>> + Send,
@@ -164,7 +164,7 @@ fn runtime_stopped(result: Result<(), lambda_http::Error>) -> ExitCode {
 /// The store of a serving process, after one check of its table: a missing
 /// table or a wrong key stops the start; an unreachable DynamoDB does not (it
 /// is an outage, answered `store_unavailable` until it ends, with no restart).
-pub async fn checked_store(
+pub(crate) async fn checked_store(
     aws: &SdkConfig,
     table: String,
     regional: Regional<'_>,

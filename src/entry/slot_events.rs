@@ -27,13 +27,13 @@ use crate::metrics::emf_line;
 use crate::store::dynamodb::{group_from_keys, record_from_image};
 
 /// Entries in one PutEvents call: EventBridge's limit.
-pub const ENTRIES_PER_PUT: usize = 10;
+pub(crate) const ENTRIES_PER_PUT: usize = 10;
 /// Tries of an entry before its record is reported as failed.
-pub const PUT_ATTEMPTS: u32 = 3;
+pub(crate) const PUT_ATTEMPTS: u32 = 3;
 
-pub const EVENTS_PUT: &str = "SlotEventsPut";
-pub const EVENTS_FAILED: &str = "SlotEventsFailed";
-pub const UNREADABLE_RECORDS: &str = "UnreadableStreamRecords";
+pub(crate) const EVENTS_PUT: &str = "SlotEventsPut";
+pub(crate) const EVENTS_FAILED: &str = "SlotEventsFailed";
+pub(crate) const UNREADABLE_RECORDS: &str = "UnreadableStreamRecords";
 
 /// A stream record as Lambda delivers it; only what the events need.
 #[derive(Deserialize)]
@@ -94,16 +94,16 @@ fn read_record(record: &Value) -> Result<RecordEvents, String> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BatchReport {
     pub events_put: usize,
-    pub events_failed: usize,
+    pub(crate) events_failed: usize,
     pub unreadable_records: usize,
     /// Sequence numbers of the records whose events could not all be put.
-    pub failed_records: Vec<String>,
+    pub(crate) failed_records: Vec<String>,
 }
 
 impl BatchReport {
     /// The answer Lambda reads (`ReportBatchItemFailures`): it checkpoints
     /// before the first failed record and retries from there.
-    pub fn response(&self) -> Value {
+    pub(crate) fn response(&self) -> Value {
         let failures: Vec<Value> = self
             .failed_records
             .iter()
@@ -115,7 +115,7 @@ impl BatchReport {
     /// One line in the Embedded Metric Format for the batch. Only the count
     /// an alarm watches is a metric (each is billed monthly); the others are
     /// plain properties, for Logs Insights and the dashboard.
-    pub fn metric_line(&self, service: &str, now: Timestamp) -> String {
+    pub(crate) fn metric_line(&self, service: &str, now: Timestamp) -> String {
         emf_line(
             service,
             now,
@@ -144,7 +144,8 @@ impl<S: EventSink> SlotEvents<S> {
     }
 
     /// The first pause between tries of failed entries; it doubles each time.
-    pub fn with_retry_pause(mut self, pause: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_retry_pause(mut self, pause: Duration) -> Self {
         self.retry_pause = pause;
         self
     }
@@ -233,7 +234,7 @@ impl<S: EventSink> SlotEvents<S> {
 
 /// Runs the entry point: the table's stream to EventBridge. Needs no table,
 /// no clients and no group settings: only the bus.
-pub async fn run() -> ExitCode {
+pub(crate) async fn run() -> ExitCode {
     let settings = SlotEventsSettings::from_vars(config::process_env);
     tracing::info!(bus = settings.bus, "slot events go to this EventBridge bus");
     let function = settings.function;

@@ -47,7 +47,7 @@ pub fn route_path(event: &Request) -> String {
 }
 
 /// Serves events from the Lambda runtime until the runtime stops.
-pub async fn run<S: LockStore>(api: Arc<Api<S>>) -> Result<(), lambda_http::Error> {
+pub(crate) async fn run<S: LockStore>(api: Arc<Api<S>>) -> Result<(), lambda_http::Error> {
     lambda_http::run(service_fn(move |event: Request| {
         let api = Arc::clone(&api);
         async move { Ok::<_, std::convert::Infallible>(handle_event(&api, event).await) }

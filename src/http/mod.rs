@@ -3,7 +3,7 @@
 //! ([`lambda`]) and the local server ([`server`]).
 
 pub mod lambda;
-pub mod router;
+pub(crate) mod router;
 pub mod server;
 
 pub use router::{Api, MAX_BODY_BYTES, PROTOCOL_HEADER, refusal};

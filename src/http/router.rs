@@ -71,7 +71,7 @@ impl<S: LockStore> Api<S> {
     }
 
     /// Also print CloudWatch embedded metrics for each decision (under Lambda).
-    pub fn with_metrics(mut self, metrics: EmbeddedMetrics) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: EmbeddedMetrics) -> Self {
         self.metrics = Some(metrics);
         self
     }
@@ -80,7 +80,7 @@ impl<S: LockStore> Api<S> {
         &self.service
     }
 
-    pub fn auth(&self) -> &Auth {
+    pub(crate) fn auth(&self) -> &Auth {
         &self.auth
     }
 

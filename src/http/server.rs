@@ -33,16 +33,16 @@ pub struct Limits {
     /// moment the server waits for them: from the connection's start, and
     /// on a kept-alive connection from the end of the previous answer, so it
     /// is the idle keep-alive timeout too.
-    pub header_timeout: Duration,
+    pub(crate) header_timeout: Duration,
     /// How long the body may take once the headers are in.
-    pub body_timeout: Duration,
+    pub(crate) body_timeout: Duration,
     /// How long an answer may wait for the client to take it: a client
     /// that sends and never reads (its buffers full) loses its connection
     /// rather than holding a place for ever.
-    pub write_timeout: Duration,
+    pub(crate) write_timeout: Duration,
     /// Connections served at once; past it, new ones wait in the kernel's
     /// queue until one closes.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
 }
 
 impl Default for Limits {
@@ -60,9 +60,9 @@ impl Default for Limits {
 
 /// The most a connection buffers: a request's headers (Zincati's are about
 /// 300 bytes) and a slice of its body. hyper's own floor is 8 KiB.
-pub const MAX_BUFFER_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_BUFFER_BYTES: usize = 16 * 1024;
 /// The most header lines a request may have.
-pub const MAX_HEADERS: usize = 32;
+pub(crate) const MAX_HEADERS: usize = 32;
 /// Pauses after a failed `accept` (out of descriptors, say): from the first
 /// to the longest, doubling, so the loop neither spins nor stalls for long.
 const ACCEPT_PAUSE_FIRST: Duration = Duration::from_millis(10);

@@ -36,7 +36,7 @@ struct State {
 impl MemoryStore {
     /// From now on (or no longer) every read of the regions' records fails.
     #[cfg(test)]
-    pub fn refuse_settings_reads(&self, refuse: bool) {
+    pub(crate) fn refuse_settings_reads(&self, refuse: bool) {
         self.state.lock().unwrap().refuse_settings_reads = refuse;
     }
 

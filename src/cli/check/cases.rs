@@ -36,7 +36,7 @@ impl Heard {
 }
 
 /// A run: the server, the group, the ids taken, the cases so far.
-pub struct Check {
+pub(crate) struct Check {
     lock: Lock,
     group: String,
     slots: u32,
@@ -50,7 +50,7 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn new(lock: Lock, group: &str, slots: u32, nonce: &str) -> Self {
+    pub(crate) fn new(lock: Lock, group: &str, slots: u32, nonce: &str) -> Self {
         Self {
             lock,
             group: group.to_owned(),
@@ -135,7 +135,7 @@ impl Check {
     }
 
     /// Gives back every slot the run holds; the ids it could not free.
-    pub async fn release_all(&self) -> Vec<String> {
+    pub(crate) async fn release_all(&self) -> Vec<String> {
         let held: Vec<String> = self
             .taken
             .lock()
@@ -155,7 +155,7 @@ impl Check {
     }
 
     /// The cases, in order; a stop is the reason the run could not go on.
-    pub async fn run(&self) -> Result<(), Stop> {
+    pub(crate) async fn run(&self) -> Result<(), Stop> {
         self.base_url();
         let probe = self.first_probe().await?;
         self.credentials(&probe).await?;
@@ -457,7 +457,7 @@ impl Check {
     }
 
     /// The cases recorded so far.
-    pub fn cases(&self) -> Vec<Case> {
+    pub(crate) fn cases(&self) -> Vec<Case> {
         self.cases.lock().expect("not poisoned").clone()
     }
 }
@@ -473,7 +473,7 @@ fn must(held: bool) -> Verdict {
 }
 
 /// A short random tag for this run's ids.
-pub fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

@@ -10,8 +10,8 @@
 //! names its ids after itself, and gives back every slot it took, whatever
 //! ends it; what it cannot give back, it names.
 
-pub mod cases;
-pub mod report;
+pub(crate) mod cases;
+pub(crate) mod report;
 
 use std::process::ExitCode;
 
@@ -21,36 +21,36 @@ use crate::config::{LockSettings, process_env};
 
 use super::USAGE_EXIT;
 use super::lock::{UrlSource, stop_signal, url_given};
-pub use cases::{Check, nonce};
-pub use report::{Case, Report, Stop, Verdict};
+pub(crate) use cases::{Check, nonce};
+pub(crate) use report::{Report, Stop};
 
 /// The group the check works in unless told otherwise.
-pub const DEFAULT_GROUP: &str = crate::domain::coverage::CHECK_GROUP;
+pub(crate) const DEFAULT_GROUP: &str = crate::domain::coverage::CHECK_GROUP;
 
 /// Check a FleetLock server as Zincati calls it (the URL as base_url, default
 /// FLEETLOCK_URL), in a group kept for it (default fleetlock-check, 2 slots);
 /// gives back every slot it took; exit codes: 0 conforms, 1 does not (or
 /// stopped), 2 bad input, 3 unreachable
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// The server, as Zincati's base_url: https://NAME:SECRET@host/ (default: FLEETLOCK_URL)
     #[arg(value_name = "URL", conflicts_with = "url_file")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// The server's URL, from the first line of this file
     #[arg(long, value_name = "F")]
-    pub url_file: Option<String>,
+    pub(crate) url_file: Option<String>,
     /// The group kept for the check (configured, with no settle time, pause or window)
     #[arg(long, value_name = "G", default_value = DEFAULT_GROUP)]
-    pub group: String,
+    pub(crate) group: String,
     /// The slots that group is configured with
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub slots: u32,
+    pub(crate) slots: u32,
     /// Count warnings as failures
     #[arg(long)]
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Print the report as JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 impl CheckArgs {
@@ -64,7 +64,7 @@ impl CheckArgs {
 
     /// `fleetlock check`: the URL checked first, then the cases, stopped by
     /// Ctrl-C or SIGTERM; whatever ends it, the slots it took are given back.
-    pub async fn run(self) -> ExitCode {
+    pub(crate) async fn run(self) -> ExitCode {
         let request = &self;
         let url_source = self.url_source();
         let settings = LockSettings::from_vars(process_env);

@@ -2,7 +2,7 @@
 
 /// Why a run ended before its last case.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// No answer: the server cannot be reached, or failed to answer.
     Unreachable(String),
     /// An answer that leaves nothing more to check safely.
@@ -22,7 +22,7 @@ impl std::fmt::Display for Stop {
 
 /// How a case ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Pass,
     /// Not what Zincati needs to work, but what a careful server does;
     /// a failure under `--strict`.
@@ -46,31 +46,31 @@ impl Verdict {
 
 /// One case: what it checks, what it saw, and the rule behind it.
 #[derive(Clone, Debug)]
-pub struct Case {
-    pub name: &'static str,
-    pub verdict: Verdict,
-    pub saw: String,
-    pub rule: &'static str,
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    pub(crate) verdict: Verdict,
+    pub(crate) saw: String,
+    pub(crate) rule: &'static str,
 }
 
 /// Everything a run found, and the slots it could not give back.
 #[derive(Clone, Debug, Default)]
-pub struct Report {
-    pub cases: Vec<Case>,
+pub(crate) struct Report {
+    pub(crate) cases: Vec<Case>,
     /// Why the run stopped before its end, if it did.
-    pub stopped: Option<String>,
+    pub(crate) stopped: Option<String>,
     /// Ids still holding a slot after the clean-up.
-    pub left: Vec<String>,
+    pub(crate) left: Vec<String>,
 }
 
 impl Report {
-    pub fn count(&self, verdict: Verdict) -> usize {
+    pub(crate) fn count(&self, verdict: Verdict) -> usize {
         self.cases.iter().filter(|c| c.verdict == verdict).count()
     }
 
     /// Whether the run failed: a failure, a stop, a slot left behind, or
     /// (with `strict`) a warning.
-    pub fn failed(&self, strict: bool) -> bool {
+    pub(crate) fn failed(&self, strict: bool) -> bool {
         self.count(Verdict::Fail) > 0
             || self.stopped.is_some()
             || !self.left.is_empty()
@@ -78,7 +78,7 @@ impl Report {
     }
 
     /// One line per case, then the summary.
-    pub fn text(&self, group: &str, strict: bool) -> String {
+    pub(crate) fn text(&self, group: &str, strict: bool) -> String {
         let mut out = String::new();
         for case in &self.cases {
             out.push_str(&format!(
@@ -119,7 +119,13 @@ impl Report {
         out
     }
 
-    pub fn json(&self, url: &str, group: &str, slots: u32, strict: bool) -> serde_json::Value {
+    pub(crate) fn json(
+        &self,
+        url: &str,
+        group: &str,
+        slots: u32,
+        strict: bool,
+    ) -> serde_json::Value {
         serde_json::json!({
             "url": url,
             "group": group,

@@ -14,8 +14,8 @@ use crate::cli::usage::did_you_mean;
 // A samconfig.toml's parameters, and a tfvars file's variables.
 mod samconfig;
 mod tfvars;
-pub use samconfig::from_samconfig;
-pub use tfvars::from_tfvars;
+pub(crate) use samconfig::from_samconfig;
+pub(crate) use tfvars::from_tfvars;
 
 /// The template and the module of this version.
 const TEMPLATE: &str = include_str!("../../../template.yaml");
@@ -54,30 +54,30 @@ const TF_VARIABLES: &[(&str, &str)] = &[
 /// A deploy's settings as the function's environment, with the name each
 /// variable has in the deploy's own words.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct DeployInputs {
-    pub vars: BTreeMap<String, String>,
+pub(crate) struct DeployInputs {
+    pub(crate) vars: BTreeMap<String, String>,
     /// `FLEETLOCK_GROUPS` → `parameter Groups` or `variable groups`.
-    pub names: BTreeMap<String, String>,
+    pub(crate) names: BTreeMap<String, String>,
     /// Which inputs the deploy sets itself (the rest are defaults).
-    pub given: Vec<String>,
+    pub(crate) given: Vec<String>,
     /// What the deploy itself would refuse, beyond the function's settings
     /// (a drain gate without slot events), each a sentence.
-    pub refused: Vec<String>,
+    pub(crate) refused: Vec<String>,
     /// A root module's inputs whose values only Terraform knows, with
     /// their text (`clients`, `var.fleetlock_clients`): not read, the
     /// module's defaults checked in their place (none for the credentials).
-    pub unread: Vec<(String, String)>,
+    pub(crate) unread: Vec<(String, String)>,
     /// The label of the root module's `module` block they were read from.
-    pub module: Option<String>,
+    pub(crate) module: Option<String>,
     /// Where the credential entries go, in the deploy file's words.
-    pub clients_go: String,
+    pub(crate) clients_go: String,
 }
 
 impl DeployInputs {
     /// An error of the function's configuration ("FLEETLOCK_GROUPS: …"),
     /// worded with the input the deploy sets ("parameter Groups
     /// (FLEETLOCK_GROUPS): …").
-    pub fn reword(&self, error: &str) -> String {
+    pub(crate) fn reword(&self, error: &str) -> String {
         if error.starts_with("FLEETLOCK_AUTH: 'required' but") {
             let name = |var: &'static str| self.names.get(var).map_or(var, String::as_str);
             return format!(

@@ -3,9 +3,9 @@
 //! the very code the function reads them with at start; every error at once,
 //! or what each group gets ([`summary`]). Nothing is asked of AWS.
 
-pub mod deploy_inputs;
+pub(crate) mod deploy_inputs;
 mod root_module;
-pub mod summary;
+pub(crate) mod summary;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,12 +22,12 @@ use deploy_inputs::DeployInputs;
 
 /// The commands of `config`.
 #[derive(Subcommand, Debug, PartialEq, Eq)]
-pub enum ConfigSub {
+pub(crate) enum ConfigSub {
     Check(ConfigCheck),
 }
 
 impl ConfigSub {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         match self {
             ConfigSub::Check(check) => check.run(out),
         }
@@ -38,10 +38,10 @@ impl ConfigSub {
 /// a tfvars file would deploy) as the function reads them; print every error,
 /// or what each group gets and every bound (--env: the variables)
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct ConfigCheck {
+pub(crate) struct ConfigCheck {
     /// The parameter_overrides of this samconfig.toml, over the template's defaults
     #[arg(long, value_name = "FILE", conflicts_with = "tfvars")]
-    pub samconfig: Option<PathBuf>,
+    pub(crate) samconfig: Option<PathBuf>,
     /// Its config-env (as sam deploy --config-env)
     #[arg(
         long,
@@ -49,20 +49,20 @@ pub struct ConfigCheck {
         default_value = "default",
         requires = "samconfig"
     )]
-    pub config_env: String,
+    pub(crate) config_env: String,
     /// The module inputs of this .tfvars or .tfvars.json file (or of a root module's module block), over the module's defaults
     #[arg(long, value_name = "FILE")]
-    pub tfvars: Option<PathBuf>,
+    pub(crate) tfvars: Option<PathBuf>,
     /// When the windows next open or close, from this time (RFC 3339; default: now)
     #[arg(long, value_name = "TIME", value_parser = instant)]
-    pub from: Option<Timestamp>,
+    pub(crate) from: Option<Timestamp>,
     /// Print the function's FLEETLOCK_* variables as shell assignments instead
     #[arg(long)]
-    pub env: bool,
+    pub(crate) env: bool,
 }
 
 impl ConfigCheck {
-    pub fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let from = self.from.unwrap_or_else(Timestamp::now);
         let read = |file: &Path| {
             std::fs::read_to_string(file)
@@ -96,7 +96,7 @@ impl ConfigCheck {
 /// read them, every error at once; nothing is asked of AWS. `inputs` are
 /// the deploy file's, when the variables came from one: its errors name
 /// the file's own inputs, and `env` prints the variables it would deploy.
-pub fn config_check(
+pub(crate) fn config_check(
     var: impl Fn(&str) -> Option<String>,
     inputs: Option<(&str, &DeployInputs)>,
     from: Timestamp,
@@ -188,7 +188,7 @@ pub fn config_check(
 }
 
 /// `text` as one shell word: as it is when plain, else in single quotes.
-pub fn shell_word(text: &str) -> String {
+pub(crate) fn shell_word(text: &str) -> String {
     let plain = text
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '@'));

@@ -20,20 +20,20 @@ const META_ARGUMENTS: &[&str] = &[
 
 /// What a `module` block gives the module.
 #[derive(Debug, Default)]
-pub struct ModuleInputs {
+pub(crate) struct ModuleInputs {
     /// The block's label (`module "fleetlock"`).
-    pub label: String,
+    pub(crate) label: String,
     /// Each literal input, as JSON.
-    pub literal: serde_json::Map<String, Value>,
+    pub(crate) literal: serde_json::Map<String, Value>,
     /// Each input whose value only Terraform knows: its name and its text.
-    pub unread: Vec<(String, String)>,
+    pub(crate) unread: Vec<(String, String)>,
 }
 
 /// The inputs of the `module` block in `body` that calls this module: the
 /// only one, or among several the one labelled `fleetlock` or whose source
 /// names `fleetlock` or `infra`. `None` when `body` has no `module` block
 /// (a tfvars file).
-pub fn module_inputs(body: &hcl::Body, file: &str) -> Result<Option<ModuleInputs>, String> {
+pub(crate) fn module_inputs(body: &hcl::Body, file: &str) -> Result<Option<ModuleInputs>, String> {
     let modules: Vec<&hcl::Block> = body
         .blocks()
         .filter(|block| block.identifier() == "module")

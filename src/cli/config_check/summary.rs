@@ -9,7 +9,7 @@ use crate::domain::time::Timestamp;
 /// rules (slots, settle time, windows with when they next open or close
 /// after `from`, the alarms that pause it), who may call, where the locks
 /// live, and every fixed bound.
-pub fn config_summary(
+pub(crate) fn config_summary(
     config: &Config,
     gates: &crate::domain::alarms::AlarmGates,
     from: Timestamp,

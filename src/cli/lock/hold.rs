@@ -12,22 +12,22 @@ use super::{Checked, Ended, give_back_once};
 use crate::client::{Call, ClientError, Reply};
 
 /// How long a stopped command has between SIGTERM and SIGKILL.
-pub const KILL_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const KILL_AFTER: Duration = Duration::from_secs(30);
 /// How often a slot with no lease is looked at: nobody can take it over,
 /// but a person can release it (`fleetlock release`), and the job should
 /// hear of that.
-pub const UNLEASED_CHECK: Duration = Duration::from_secs(5 * 60);
+pub(crate) const UNLEASED_CHECK: Duration = Duration::from_secs(5 * 60);
 /// The most between two renewals of a leased slot, and between two tries
 /// after a renewal that got no answer.
-pub const MAX_RENEW_EVERY: Duration = Duration::from_secs(5 * 60);
-pub const RETRY_RENEWAL: Duration = Duration::from_secs(30);
+pub(crate) const MAX_RENEW_EVERY: Duration = Duration::from_secs(5 * 60);
+pub(crate) const RETRY_RENEWAL: Duration = Duration::from_secs(30);
 /// A renewal not confirmed this long before the lease runs out counts as
 /// lost: the command is stopped while the slot is still its own.
-pub const LEASE_MARGIN: Duration = Duration::from_secs(60);
+pub(crate) const LEASE_MARGIN: Duration = Duration::from_secs(60);
 
 /// What an answer to a renewal says of the slot.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Renewal {
+pub(crate) enum Renewal {
     /// Still held; the lease runs again from the request.
     Held,
     /// No word either way (no answer, a 5xx, a refusal before the store such
@@ -38,7 +38,7 @@ pub enum Renewal {
 }
 
 /// Reads the answer to a holder's pre-reboot.
-pub fn renewal_of(answer: Result<Reply, ClientError>) -> Renewal {
+pub(crate) fn renewal_of(answer: Result<Reply, ClientError>) -> Renewal {
     match answer {
         // A server that names no outcome said yes to a holder: held.
         Ok(Reply::Yes { outcome, .. }) => match outcome.as_deref() {
@@ -67,7 +67,7 @@ pub fn renewal_of(answer: Result<Reply, ClientError>) -> Renewal {
 /// a third of the lease after, at most [`MAX_RENEW_EVERY`]; after an
 /// unanswered try, again in [`RETRY_RENEWAL`]. `None` for the lease: a slot
 /// nobody can take over, looked at every [`UNLEASED_CHECK`].
-pub fn next_renewal(lease: Option<Duration>, confirmed: Instant, failed: bool) -> Instant {
+pub(crate) fn next_renewal(lease: Option<Duration>, confirmed: Instant, failed: bool) -> Instant {
     let every = match lease {
         Some(lease) => (lease / 3).clamp(Duration::from_secs(1), MAX_RENEW_EVERY),
         None => UNLEASED_CHECK,
@@ -84,7 +84,7 @@ pub fn next_renewal(lease: Option<Duration>, confirmed: Instant, failed: bool) -
 /// The instant past which a slot whose renewals go unanswered counts as
 /// lost: [`LEASE_MARGIN`] (or a third of a short lease) before its lease,
 /// counted from the sending of the last confirmed renewal, runs out.
-pub fn lost_after(lease: Option<Duration>, confirmed: Instant) -> Option<Instant> {
+pub(crate) fn lost_after(lease: Option<Duration>, confirmed: Instant) -> Option<Instant> {
     // A lease too long to add to an instant (a server's u64::MAX seconds)
     // is never lost by waiting.
     lease.and_then(|lease| confirmed.checked_add(lease.saturating_sub(LEASE_MARGIN.min(lease / 3))))
@@ -99,14 +99,14 @@ enum Run {
 
 /// The command `lock` holds a slot for, and whether it sees the URL.
 #[derive(Clone, Copy, Debug)]
-pub struct Job<'a> {
-    pub command: &'a [String],
-    pub keep_url: bool,
+pub(crate) struct Job<'a> {
+    pub(crate) command: &'a [String],
+    pub(crate) keep_url: bool,
 }
 
 /// Runs `command` while the slot `checked` names is held, renews it, gives
 /// it back at the end; the exit code to end with.
-pub async fn hold(
+pub(crate) async fn hold(
     checked: &Checked,
     job: Job<'_>,
     lease: Option<Duration>,

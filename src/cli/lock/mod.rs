@@ -5,7 +5,7 @@
 //! this is the loop around them: waiting with backoff, stopping cleanly, and
 //! the exit codes. [`hold`]: the slot held while a command runs.
 
-pub mod hold;
+pub(crate) mod hold;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -20,11 +20,11 @@ use crate::domain::time::human_duration;
 
 /// The least time between two tries: the endpoint's throttle is shared with
 /// every Zincati of the fleet.
-pub const RETRY_FLOOR: Duration = Duration::from_secs(60);
+pub(crate) const RETRY_FLOOR: Duration = Duration::from_secs(60);
 /// The most: Zincati's own cycle.
-pub const RETRY_CEILING: Duration = Duration::from_secs(300);
+pub(crate) const RETRY_CEILING: Duration = Duration::from_secs(300);
 /// The `--app` of a job that names none.
-pub const DEFAULT_APP: &str = "job";
+pub(crate) const DEFAULT_APP: &str = "job";
 
 /// How the command ended, and its exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,25 +92,25 @@ pub struct Request {
 pub struct LockArgs {
     /// The group whose slot the job takes
     #[arg(long, value_name = "GROUP")]
-    pub group: String,
+    pub(crate) group: String,
     /// The job's id (default: derived from the machine id and --app)
     #[arg(long, value_name = "ID", conflicts_with = "app")]
-    pub id: Option<String>,
+    pub(crate) id: Option<String>,
     /// The job's name, from which its id is derived (default: job)
     #[arg(long, value_name = "NAME")]
-    pub app: Option<String>,
+    pub(crate) app: Option<String>,
     /// Ask again until yes
     #[arg(long)]
-    pub wait: bool,
+    pub(crate) wait: bool,
     /// With --wait: give up after this long
     #[arg(long, value_name = "D", requires = "wait", value_parser = crate::domain::groups::parse_duration)]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
     /// The server's URL, from the first line of this file
     #[arg(long, value_name = "F", conflicts_with = "url")]
-    pub url_file: Option<String>,
+    pub(crate) url_file: Option<String>,
     /// The server's URL (shows the secret in ps and shell history)
     #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
 }
 
 impl LockArgs {
@@ -137,7 +137,7 @@ impl LockArgs {
     /// `lock` (a pre-reboot) or `unlock` (a steady-state): settings checked
     /// first, then the calls, stopped by Ctrl-C or SIGTERM; the exit code
     /// says how it ended.
-    pub async fn run(self, call: Call) -> ExitCode {
+    pub(crate) async fn run(self, call: Call) -> ExitCode {
         let (request, checked) = match self.checked(call) {
             Ok(checked) => checked,
             Err(ended) => return ExitCode::from(ended.code()),
@@ -150,7 +150,7 @@ impl LockArgs {
     /// The request for `call` and its settings checked before anything is
     /// sent, with the warnings about where the secret shows (`--url` in
     /// `ps`, `http://` on the way); `Err` after the line that says why.
-    pub fn checked(&self, call: Call) -> Result<(Request, Checked), Ended> {
+    pub(crate) fn checked(&self, call: Call) -> Result<(Request, Checked), Ended> {
         let request = self.request(call);
         let settings = LockSettings::from_vars(process_env);
         let checked = check(&request, &settings).map_err(|why| {
@@ -173,7 +173,7 @@ impl LockArgs {
 }
 
 /// Completes at Ctrl-C or SIGTERM.
-pub async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut signal) => {
@@ -207,14 +207,14 @@ pub struct Pacing {
 }
 
 impl Pacing {
-    pub const FLEET: Pacing = Pacing {
+    pub(crate) const FLEET: Pacing = Pacing {
         floor: RETRY_FLOOR,
         ceiling: RETRY_CEILING,
     };
 
     /// The pause before try number `tries + 1`, plus up to a tenth more
     /// (`jitter` in [0, 1)) so that jobs started together spread.
-    pub fn pause_after(self, tries: u32, jitter: f64) -> Duration {
+    pub(crate) fn pause_after(self, tries: u32, jitter: f64) -> Duration {
         let doubled = self
             .floor
             .saturating_mul(2u32.saturating_pow(tries.saturating_sub(1)));
@@ -226,7 +226,10 @@ impl Pacing {
 /// The server's URL where the command was told to find it, as Zincati's
 /// base_url: the argument, the first line of the file, or `FLEETLOCK_URL`
 /// (`None` when that is unset or blank). `Err` is one line for a person.
-pub fn url_given(source: &UrlSource, settings: &LockSettings) -> Result<Option<String>, String> {
+pub(crate) fn url_given(
+    source: &UrlSource,
+    settings: &LockSettings,
+) -> Result<Option<String>, String> {
     Ok(match source {
         UrlSource::Argument(url) => Some(url.clone()),
         UrlSource::File(path) => Some(
@@ -242,7 +245,7 @@ pub fn url_given(source: &UrlSource, settings: &LockSettings) -> Result<Option<S
 }
 
 /// Reads and checks the settings; `Err` is one line for a person.
-pub fn check(request: &Request, settings: &LockSettings) -> Result<Checked, String> {
+pub(crate) fn check(request: &Request, settings: &LockSettings) -> Result<Checked, String> {
     let machine_id_file = settings.machine_id_file.as_path();
     let group = GroupName::parse(&request.group).map_err(|e| format!("--group: {}", e.value()))?;
     let url = url_given(&request.url, settings)?.ok_or(
@@ -311,7 +314,7 @@ pub async fn run(
 
 /// [`run`], with the lease the server gave a slot taken (`None` without a
 /// lease, or from a server that does not say).
-pub async fn run_for_lease(
+pub(crate) async fn run_for_lease(
     checked: &Checked,
     request: &Request,
     stop: impl Future<Output = ()>,
@@ -433,7 +436,7 @@ async fn give_back_unheard(checked: &Checked, what: &str, say: &mut dyn FnMut(&s
 }
 
 /// One steady-state for the checked id: `Err` says why it was not a 2xx.
-pub async fn give_back_once(checked: &Checked) -> Result<(), String> {
+pub(crate) async fn give_back_once(checked: &Checked) -> Result<(), String> {
     match checked
         .lock
         .call(
@@ -458,7 +461,7 @@ pub struct LockCommand {
     /// Leave FLEETLOCK_URL, the node's secret, in COMMAND's environment
     /// (it is taken out otherwise)
     #[arg(long, requires = "command")]
-    pub keep_url: bool,
+    pub(crate) keep_url: bool,
     /// Run this command while holding the slot, renew the slot while it
     /// runs, give it back when it ends, and exit with its code (4: the slot
     /// was lost and the command stopped; 127: it could not be started)
@@ -468,7 +471,7 @@ pub struct LockCommand {
 
 impl LockCommand {
     /// `lock`, with or without a command.
-    pub async fn run(self) -> ExitCode {
+    pub(crate) async fn run(self) -> ExitCode {
         if self.command.is_empty() {
             return self.args.run(Call::PreReboot).await;
         }

@@ -11,7 +11,7 @@ use crate::domain::windows::WindowState;
 
 use super::view::{Wildcard, rfc3339, rules_of, settles_until, state};
 
-pub fn render(
+pub(crate) fn render(
     groups: &[(GroupName, GroupRecord)],
     deployed: Option<&Config>,
     now: Timestamp,
@@ -142,7 +142,7 @@ pub fn render(
 
 /// The regions of a global table and the groups whose settings differ
 /// between them; `null` on a table of one region.
-pub fn regions(recorded: &Recorded) -> serde_json::Value {
+pub(crate) fn regions(recorded: &Recorded) -> serde_json::Value {
     if recorded.is_empty() {
         return serde_json::Value::Null;
     }

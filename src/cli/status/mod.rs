@@ -2,9 +2,9 @@
 //! [`table`] renders it for people, [`json`] for scripts, from the words
 //! both share ([`view`]).
 
-pub mod json;
-pub mod text;
-pub mod view;
+pub(crate) mod json;
+pub(crate) mod text;
+pub(crate) mod view;
 
 use std::io::Write;
 
@@ -25,26 +25,26 @@ use super::hosts::{HostLookup, HostsAsked};
 /// past 20 idle groups, the rest are counted (--all lists them); --hosts: each
 /// holder's host, from the instances' tags or a file of 'ID HOST' lines
 #[derive(Args, Debug, PartialEq, Eq)]
-pub struct Status {
+pub(crate) struct Status {
     /// Only this group
     #[arg(long, value_name = "GROUP")]
-    pub group: Option<String>,
+    pub(crate) group: Option<String>,
     /// As JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Read the rules from this deployed function's configuration
     #[arg(long, value_name = "NAME")]
-    pub function: Option<String>,
+    pub(crate) function: Option<String>,
     /// List every idle group too
     #[arg(long)]
-    pub all: bool,
+    pub(crate) all: bool,
     /// Show each holder's host: 'tags' (the instances' own tags) or a host file (default: FLEETLOCK_HOSTS)
     #[arg(long, value_name = "tags|FILE")]
-    pub hosts: Option<String>,
+    pub(crate) hosts: Option<String>,
 }
 
 impl Status {
-    pub async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
+    pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let group = self.group.as_deref().map(group_named).transpose()?;
         let table = config::command_table(process_env, "status")?;
         let hosts = HostsAsked::read(self.hosts)?;
@@ -72,16 +72,16 @@ impl Status {
 
 /// How `status` shows the groups.
 #[derive(Clone, Copy)]
-pub struct StatusView<'a> {
-    pub json: bool,
+pub(crate) struct StatusView<'a> {
+    pub(crate) json: bool,
     /// Every idle group too.
-    pub all: bool,
+    pub(crate) all: bool,
     /// Where the holders' hosts come from, if asked.
-    pub hosts: Option<&'a HostLookup>,
+    pub(crate) hosts: Option<&'a HostLookup>,
 }
 
 /// `status`: who holds a slot, and each group's state and rules.
-pub async fn status<S: LockStore>(
+pub(crate) async fn status<S: LockStore>(
     store: &S,
     group: Option<&GroupName>,
     deployed: Option<&Config>,

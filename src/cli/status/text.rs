@@ -15,7 +15,7 @@ use crate::domain::time::human_duration;
 /// group. `deployed` is the configuration the function runs with, when
 /// known (`--function`, or the same variables in the shell). With
 /// `idle_shown`, only that many idle groups are listed, the rest counted.
-pub fn render(
+pub(crate) fn render(
     groups: &[(GroupName, GroupRecord)],
     deployed: Option<&Config>,
     now: Timestamp,

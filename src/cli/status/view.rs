@@ -9,12 +9,12 @@ use crate::domain::lock::GroupRules;
 use crate::domain::time::Timestamp;
 use crate::domain::windows::WindowState;
 
-pub fn rfc3339(at: Timestamp) -> String {
+pub(crate) fn rfc3339(at: Timestamp) -> String {
     at.to_rfc3339()
 }
 
 /// What `status --group G` says of a group with no item.
-pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
+pub(crate) fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
     let configured = match deployed {
         None => "pass --function (or set FLEETLOCK_GROUPS as deployed) to see whether it is \
                  configured"
@@ -30,7 +30,7 @@ pub fn unused_group(group: &GroupName, deployed: Option<&Config>) -> String {
 
 /// The lines that say which regions serve a global table and where their
 /// settings differ; none on a table of one region.
-pub fn regions(recorded: &Recorded) -> Vec<String> {
+pub(crate) fn regions(recorded: &Recorded) -> Vec<String> {
     if recorded.is_empty() {
         return Vec::new();
     }
@@ -59,7 +59,7 @@ pub fn regions(recorded: &Recorded) -> Vec<String> {
     lines
 }
 
-pub fn slots_text(record: &GroupRecord) -> String {
+pub(crate) fn slots_text(record: &GroupRecord) -> String {
     match record.slots {
         Some(slots) => format!("{}/{slots}", record.holders.len()),
         None => record.holders.len().to_string(),
@@ -67,12 +67,12 @@ pub fn slots_text(record: &GroupRecord) -> String {
 }
 
 /// The group's rules, if the configuration is known.
-pub fn rules_of(name: &GroupName, deployed: Option<&Config>) -> Option<GroupRules> {
+pub(crate) fn rules_of(name: &GroupName, deployed: Option<&Config>) -> Option<GroupRules> {
     deployed?.groups.rules_for(name).ok()
 }
 
 /// When the group's settle period ends, if the configuration is known.
-pub fn settles_until(
+pub(crate) fn settles_until(
     name: &GroupName,
     record: &GroupRecord,
     deployed: Option<&Config>,
@@ -81,12 +81,16 @@ pub fn settles_until(
     record.settling_until(rules_of(name, deployed)?.settle, now)
 }
 
-pub fn window(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<WindowState> {
+pub(crate) fn window(
+    name: &GroupName,
+    deployed: Option<&Config>,
+    now: Timestamp,
+) -> Option<WindowState> {
     deployed.map(|config| config.windows.state(name, now))
 }
 
 /// The answer a newcomer would get now, in one word.
-pub fn state(
+pub(crate) fn state(
     name: &GroupName,
     record: &GroupRecord,
     deployed: Option<&Config>,
@@ -107,7 +111,11 @@ pub fn state(
 }
 
 /// A line on a group's windows, if it has any.
-pub fn window_line(name: &GroupName, deployed: Option<&Config>, now: Timestamp) -> Option<String> {
+pub(crate) fn window_line(
+    name: &GroupName,
+    deployed: Option<&Config>,
+    now: Timestamp,
+) -> Option<String> {
     let config = deployed?;
     let calendar = config.windows.calendar_for(name)?;
     let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
@@ -129,16 +137,16 @@ pub fn window_line(name: &GroupName, deployed: Option<&Config>, now: Timestamp) 
 /// Idle groups (no holder, no pause) listed before the rest are only
 /// counted: a table with thousands of groups nobody uses hides the few
 /// that matter.
-pub const IDLE_SHOWN: usize = 20;
+pub(crate) const IDLE_SHOWN: usize = 20;
 
 /// How many groups only `*` covers are counted, and the limit when the
 /// configuration is known.
 #[derive(Clone, Copy, Debug)]
-pub struct Wildcard {
-    pub counted: usize,
-    pub limit: Option<u32>,
+pub(crate) struct Wildcard {
+    pub(crate) counted: usize,
+    pub(crate) limit: Option<u32>,
 }
 
-pub fn is_idle(record: &GroupRecord) -> bool {
+pub(crate) fn is_idle(record: &GroupRecord) -> bool {
     record.holders.is_empty() && !record.pause.is_paused() && record.excluded.is_empty()
 }

@@ -283,3 +283,66 @@ fn one_command_has_help_of_its_own_and_the_whole_help_lists_them_all() {
     assert_eq!(parse(&args("--help")), Ok(None));
     assert_eq!(parse(&args("-V")), Ok(Some(Sub::Version)));
 }
+
+/// The shipped units run commands this binary takes, and the Butane config
+/// carries the same units.
+#[test]
+fn the_shipped_units_call_commands_the_binary_takes() {
+    use crate::client::Call;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
+    let butane = std::fs::read_to_string(root.join("butane/fleetlock-job.bu")).unwrap();
+    let mut calls = Vec::new();
+    for unit in [
+        "fleetlock-job@.service",
+        "fleetlock-unlock-at-boot@.service",
+    ] {
+        let text = std::fs::read_to_string(root.join("systemd").join(unit)).unwrap();
+        let indented: String = text
+            .lines()
+            .map(|l| {
+                if l.is_empty() {
+                    "\n".to_owned()
+                } else {
+                    format!("        {l}\n")
+                }
+            })
+            .collect();
+        assert!(
+            butane.contains(&indented),
+            "{unit} differs in the Butane config"
+        );
+        for line in text.lines().filter(|l| l.starts_with("Exec")) {
+            let (_, command) = line.split_once('=').unwrap();
+            let Some(args) = command.strip_prefix("/usr/local/bin/fleetlock ") else {
+                continue;
+            };
+            let args: Vec<String> = args
+                .replace("${FLEETLOCK_GROUP}", "workers")
+                .replace("%i", "backup")
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            match parse(&args) {
+                Ok(Some(Sub::Lock(lock))) => {
+                    assert_eq!(lock.command, ["/usr/local/libexec/backup"], "{line}");
+                    let request = lock.args.request(Call::PreReboot);
+                    calls.push((request.call, request.wait));
+                }
+                Ok(Some(Sub::Unlock(unlock))) => {
+                    let request = unlock.args.request(Call::SteadyState);
+                    calls.push((request.call, request.wait));
+                }
+                other => panic!("{unit}: {line}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(
+        calls,
+        [
+            (Call::PreReboot, Some(Some(Duration::from_secs(6 * 3600)))),
+            (Call::SteadyState, Some(Some(Duration::from_secs(600)))),
+            (Call::SteadyState, Some(None)),
+        ],
+        "lock around the job, unlock after it, unlock at boot until it succeeds"
+    );
+}

@@ -16,7 +16,7 @@ impl GroupRecord {
     /// returning since another time than the one confirmed (`since`, when
     /// the confirmer names it). A pause does not keep a slot from coming
     /// back: nobody goes down by it.
-    pub fn decide_returned(&self, id: &NodeId, since: Option<Timestamp>) -> Returned {
+    pub(crate) fn decide_returned(&self, id: &NodeId, since: Option<Timestamp>) -> Returned {
         match self.returning.get(id) {
             None => Returned::NotReturning {
                 holds: self.holders.holds(id),
@@ -31,7 +31,12 @@ impl GroupRecord {
     /// The return of `id` confirmed at `now`: its slot is free, and the
     /// settle period runs from here (the node is back, which is what a
     /// settle time waits after).
-    pub fn returned(&mut self, id: &NodeId, since: Option<Timestamp>, now: Timestamp) -> Returned {
+    pub(crate) fn returned(
+        &mut self,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Returned {
         let outcome = self.decide_returned(id, since);
         if outcome == Returned::Freed {
             self.free(id, now);
@@ -56,7 +61,7 @@ impl GroupRecord {
 
     /// What the stop for the return of `id` begun at `since` does, without
     /// changing anything.
-    pub fn decide_stop(&self, id: &NodeId, since: Timestamp) -> Stopping {
+    pub(crate) fn decide_stop(&self, id: &NodeId, since: Timestamp) -> Stopping {
         match self.returning.get(id) {
             Some(&returning) if returning == since => {
                 if self.returns_failed.get(id) == Some(&since) {
@@ -73,7 +78,12 @@ impl GroupRecord {
     /// `now`: the group stops (unless it stopped already, for this node or
     /// another), and the return is counted as failed, once. The slot stays
     /// returning: the node is not known to be back.
-    pub fn stop_for_return(&mut self, id: &NodeId, since: Timestamp, now: Timestamp) -> Stopping {
+    pub(crate) fn stop_for_return(
+        &mut self,
+        id: &NodeId,
+        since: Timestamp,
+        now: Timestamp,
+    ) -> Stopping {
         let outcome = self.decide_stop(id, since);
         if outcome == Stopping::Stopped {
             self.returns_failed.insert(id.clone(), since);

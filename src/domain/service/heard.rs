@@ -85,10 +85,10 @@ impl Outcome {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     pub outcome: Outcome,
-    pub holders: usize,
-    pub slots: u32,
+    pub(crate) holders: usize,
+    pub(crate) slots: u32,
     /// How long the longest holder has kept its slot: a stuck node shows here.
-    pub oldest_holder_age: Option<Duration>,
+    pub(crate) oldest_holder_age: Option<Duration>,
     /// For a decision that grants nothing (full, paused, settling): the
     /// refusal Zincati hears, non-2xx with its own kind.
     pub refusal: Option<Error>,
@@ -99,20 +99,20 @@ pub struct Answer {
     /// In a group with a drain gate: how many of its reservations waited
     /// past their drain timeout, after this decision (what the alarm on
     /// drains nobody confirmed reads). `None` in a group without one.
-    pub drains_overdue: Option<usize>,
+    pub(crate) drains_overdue: Option<usize>,
     /// For a pre-reboot in a group with a lease: how long the lease of a
     /// slot held now runs (from this answer, for a holder that renewed).
-    pub lease: Option<Duration>,
+    pub(crate) lease: Option<Duration>,
     /// In a group with a return gate: its returning slots after this
     /// decision. `None` in a group without one.
-    pub returns: Option<Returns>,
+    pub(crate) returns: Option<Returns>,
 }
 
 impl Answer {
     /// What the node hears: a 2xx with this answer, or its refusal (a
     /// decision that grants nothing is answered as a refusal, with the group
     /// as it stands for the log line and the metric).
-    pub fn heard(&self) -> Result<&Answer, Error> {
+    pub(crate) fn heard(&self) -> Result<&Answer, Error> {
         match &self.refusal {
             Some(refusal) => Err(refusal.clone()),
             None => Ok(self),
@@ -123,11 +123,11 @@ impl Answer {
 /// A group's returning slots as a decision left them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Returns {
-    pub returning: usize,
+    pub(crate) returning: usize,
     /// How long the oldest return has waited for its confirmation.
-    pub oldest: Option<Duration>,
+    pub(crate) oldest: Option<Duration>,
     /// How many returns waited past the group's return timeout.
-    pub overdue: usize,
+    pub(crate) overdue: usize,
 }
 
 /// The returning slots of a group with a return gate at `now`; `None`
@@ -153,7 +153,7 @@ pub fn returns(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExpiredSlot {
     pub holder: NodeId,
-    pub held: Duration,
+    pub(crate) held: Duration,
 }
 
 /// What the node hears of the rules' answer to its pre-reboot, `group` as

@@ -204,7 +204,9 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
 /// `{"N": ..}`), as a stream record carries it; `None` (no image) is a group
 /// with no item. The same reading as every other, so a stream sees exactly
 /// what a decision saw.
-pub fn record_from_image(image: Option<&serde_json::Value>) -> Result<GroupRecord, StoreError> {
+pub(crate) fn record_from_image(
+    image: Option<&serde_json::Value>,
+) -> Result<GroupRecord, StoreError> {
     let Some(image) = image else {
         return Ok(GroupRecord::default());
     };
@@ -270,7 +272,7 @@ pub(super) fn recorded_of(
 
 /// The group an image's keys (or the image itself) names; `None` for the
 /// item that lists the groups only `*` covers, which is no group.
-pub fn group_from_keys(keys: &serde_json::Value) -> Result<Option<GroupName>, StoreError> {
+pub(crate) fn group_from_keys(keys: &serde_json::Value) -> Result<Option<GroupName>, StoreError> {
     match item_from_json(keys)?.get(KEY_ATTRIBUTE) {
         Some(AttributeValue::S(name)) if name.starts_with('~') => Ok(None),
         Some(AttributeValue::S(name)) => GroupName::parse(name)

@@ -75,7 +75,7 @@ mod return_writes;
 mod writes;
 
 pub use admin::{Regional, TableProblem, global_table_problem, table_definition};
-pub use codec::{group_from_keys, record_from_image};
+pub(crate) use codec::{group_from_keys, record_from_image};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
@@ -85,7 +85,7 @@ use aws_sdk_dynamodb::types::{
 
 use crate::domain::store::StoreError;
 
-pub const KEY_ATTRIBUTE: &str = "group";
+pub(crate) const KEY_ATTRIBUTE: &str = "group";
 pub(super) const KEY_TYPE: ScalarAttributeType = ScalarAttributeType::S;
 pub(super) const BILLING_MODE: BillingMode = BillingMode::PayPerRequest;
 pub(super) const COUNT_ATTRIBUTE: &str = "holder_count";
@@ -116,10 +116,10 @@ pub(super) const RENEWED_PREFIX: &str = "r:";
 /// A node whose slot was taken over past its lease: `t:ID`, when.
 pub(super) const TAKEN_PREFIX: &str = "t:";
 /// The key of the item that lists the groups only `*` covers.
-pub const WILDCARD_KEY: &str = "~wildcard-groups";
+pub(crate) const WILDCARD_KEY: &str = "~wildcard-groups";
 /// The key of the item where each region records the digests of the
 /// settings it serves (a global table's regions must agree).
-pub const SETTINGS_KEY: &str = "~settings";
+pub(crate) const SETTINGS_KEY: &str = "~settings";
 /// A region's record on that item: `s:<region>`, a map of group to digest.
 pub(super) const SETTINGS_PREFIX: &str = "s:";
 pub(super) const WILDCARD_NAMES_ATTRIBUTE: &str = "names";
@@ -132,7 +132,7 @@ pub(super) const LEGACY_HOLDER_PREFIX: &str = "holder:";
 /// not, so each further new group in this time is refused without one. A
 /// group forgotten meanwhile is seen within this time; nothing is granted
 /// on it, so it can only delay a grant, never add one.
-pub const WILDCARD_FULL_REMEMBERED: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const WILDCARD_FULL_REMEMBERED: std::time::Duration = std::time::Duration::from_secs(60);
 
 pub struct DynamoStore {
     client: Client,

@@ -101,7 +101,11 @@ pub(super) fn override_words(text: &str) -> Result<Vec<String>, String> {
 /// The settings of `sam deploy --config-env ENV` from a samconfig.toml:
 /// `parameter_overrides` of `[ENV.deploy.parameters]`, else of
 /// `[ENV.global.parameters]`, then the template's defaults.
-pub fn from_samconfig(text: &str, config_env: &str, file: &str) -> Result<DeployInputs, String> {
+pub(crate) fn from_samconfig(
+    text: &str,
+    config_env: &str,
+    file: &str,
+) -> Result<DeployInputs, String> {
     let parsed: toml::Table =
         toml::from_str(text).map_err(|e| format!("{file}: not TOML: {}", e.message()))?;
     let Some(environment) = parsed.get(config_env).and_then(toml::Value::as_table) else {

@@ -34,7 +34,7 @@ pub(super) fn module_variables(variables_tf: &str) -> BTreeMap<String, Value> {
 /// `.tfvars` (HCL) or `.tfvars.json` whose names are the module's inputs,
 /// then the module's defaults. Names of other inputs (a root module's own)
 /// are left alone, unless they look like a typo of the module's.
-pub fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
+pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
     let (mut unread, mut module_label) = (Vec::new(), None);
     let given: serde_json::Map<String, Value> = if file.ends_with(".json") {
         serde_json::from_str(text).map_err(|e| format!("{file}: not JSON: {e}"))?
