@@ -13,7 +13,7 @@ use crate::domain::time::Timestamp;
 use crate::store::dynamodb::DynamoStore;
 
 use super::Failure;
-use super::usage::did_you_mean;
+use crate::domain::names::did_you_mean;
 
 /// A group named on the command line; a bad name is the command's input
 /// error, in the sentence the name's own check gives.

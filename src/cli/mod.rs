@@ -53,6 +53,10 @@ use crate::logging;
     name = "fleetlock",
     version,
     about = "fleetlock: a FleetLock server for Zincati, the update agent of Fedora CoreOS",
+    long_about = "fleetlock: a FleetLock server for Zincati, the update agent of Fedora CoreOS.\n\n\
+                  Under the AWS Lambda runtime it serves API Gateway and Function URL events; \
+                  elsewhere it runs these commands (fleetlock help COMMAND, or COMMAND --help, \
+                  for one command's options).",
     disable_help_subcommand = false
 )]
 pub(crate) struct Cli {
@@ -124,7 +128,7 @@ pub async fn run(args: Vec<String>) -> ExitCode {
     let command = match parse(&args) {
         Ok(command) => command,
         Err(why) => {
-            eprintln!("fleetlock: {why}\nRun 'fleetlock help' for usage.");
+            eprintln!("fleetlock: {why}\n{}", usage::where_to_read(&args));
             return ExitCode::from(USAGE_EXIT);
         }
     };

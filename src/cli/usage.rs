@@ -1,8 +1,8 @@
-//! Usage, generated from the one definition of the commands ([`super::Cli`]):
-//! the whole help (`fleetlock help`), each command's usage line (in its own
-//! `--help` too), the docs' command table, and usage mistakes told in a
-//! sentence (exit [`USAGE_EXIT`]), in clap's words except where ours say
-//! more (the closest command, what a missing option is for).
+//! Usage in clap's own words, from the one definition of the commands
+//! ([`super::Cli`]): the whole help (clap's list of the commands, then the
+//! settings), each command's help and usage line, the docs' command table,
+//! and usage mistakes told in one sentence (exit [`USAGE_EXIT`]), with our
+//! words where they say more than clap's (what a missing option is for).
 
 use clap::CommandFactory;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -13,58 +13,25 @@ use crate::domain::time::Timestamp;
 /// The exit code of every usage mistake (and of `lock`/`unlock`'s bad input).
 pub(crate) const USAGE_EXIT: u8 = 2;
 
-/// What the whole help says before the commands.
-const PREAMBLE: &str = "\
-fleetlock: a FleetLock server for Zincati, the update agent of Fedora CoreOS.
+/// Help is wrapped at this width, or a narrower terminal's.
+const HELP_WIDTH: usize = 100;
 
-Under the AWS Lambda runtime it serves API Gateway and Function URL events.
-Elsewhere:
-";
-
-/// The line of the help that lists the ways to get help.
-const HELP_USAGE: &str = "fleetlock help [COMMAND] | COMMAND --help | --version";
-
-/// The clap definition, each command's usage line the generated one: for
-/// parsing, completions and the tests.
+/// The clap definition with the settings after the whole help: for parsing,
+/// help, completions and the tests.
 pub(crate) fn definition() -> clap::Command {
-    let mut root = Cli::command();
-    for (path, _) in commands(&Cli::command()) {
-        let words: Vec<&str> = path.split(' ').collect();
-        root = override_usage(root, &words);
-    }
-    root
-}
-
-fn override_usage(cmd: clap::Command, words: &[&str]) -> clap::Command {
-    match words {
-        [] => cmd,
-        [last] => cmd.mut_subcommand(*last, |sub| {
-            let line = usage_line(&format!("fleetlock {}", sub.get_name()), &sub);
-            sub.override_usage(line)
-        }),
-        [first, rest @ ..] => {
-            let prefix = (*first).to_owned();
-            cmd.mut_subcommand(*first, |sub| {
-                let mut sub = sub;
-                for (path, _) in commands(&sub.clone()) {
-                    if path == rest.join(" ") {
-                        sub = sub.mut_subcommand(path.clone(), |leaf| {
-                            let line = usage_line(&format!("fleetlock {prefix} {path}"), &leaf);
-                            leaf.override_usage(line)
-                        });
-                    }
-                }
-                sub
-            })
-        }
-    }
+    Cli::command()
+        .max_term_width(HELP_WIDTH)
+        .after_help(crate::config::settings::environment())
 }
 
 /// Every command a person runs, as its words after `fleetlock` (`config
 /// check` is two), with its definition, in the order the help lists them.
+#[cfg(test)]
 fn commands(root: &clap::Command) -> Vec<(String, clap::Command)> {
     let mut found = Vec::new();
-    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+    // clap's own `help` (added when the definition is built) is not one.
+    let shown = |s: &&clap::Command| !s.is_hide_set() && s.get_name() != "help";
+    for sub in root.get_subcommands().filter(shown) {
         if sub.has_subcommands() {
             for (path, leaf) in commands(sub) {
                 found.push((format!("{} {path}", sub.get_name()), leaf));
@@ -76,157 +43,54 @@ fn commands(root: &clap::Command) -> Vec<(String, clap::Command)> {
     found
 }
 
-/// One command's usage, from its arguments: required ones bare, the rest in
-/// brackets, two that exclude each other as `A | B`, a repeatable one with
-/// `...`, and an option of a few values with those values.
-pub(crate) fn usage_line(prefix: &str, cmd: &clap::Command) -> String {
-    let arguments: Vec<&clap::Arg> = cmd
-        .get_arguments()
-        .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
-        .collect();
-    let mut words = vec![prefix.to_owned()];
-    let mut done: Vec<&str> = Vec::new();
-    for arg in &arguments {
-        if done.contains(&arg.get_id().as_str()) {
-            continue;
-        }
-        done.push(arg.get_id().as_str());
-        // The first later argument this one excludes: shown as one choice.
-        let other = arguments.iter().find(|b| {
-            !done.contains(&b.get_id().as_str())
-                && (arg_conflicts(cmd, arg, b) || arg_conflicts(cmd, b, arg))
-        });
-        match other {
-            Some(other) => {
-                done.push(other.get_id().as_str());
-                let choice = format!("{} | {}", bare(arg), bare(other));
-                // One of the two is needed when either is needed without the other.
-                let needed = arg.is_required_set()
-                    || other.is_required_set()
-                    || required_unless(arg, other)
-                    || required_unless(other, arg);
-                words.push(if needed {
-                    format!("({choice})")
-                } else {
-                    format!("[{choice}]")
-                });
-            }
-            // An argument after `--` (`lock -- COMMAND`) shows its `--`.
-            None if arg.is_last_set() => words.push(format!("[-- {}]", bare(arg))),
-            None if arg.is_required_set() => words.push(bare(arg)),
-            None => words.push(format!("[{}]", bare(arg))),
-        }
-    }
-    words.join(" ")
+/// One command's usage line as clap writes it, without its "Usage: ".
+#[cfg(test)]
+fn usage_line(path: &str, cmd: &clap::Command) -> String {
+    let rendered = cmd
+        .clone()
+        .bin_name(format!("fleetlock {path}"))
+        .render_usage()
+        .to_string();
+    rendered
+        .strip_prefix("Usage: ")
+        .unwrap_or(&rendered)
+        .to_owned()
 }
 
-fn arg_conflicts(cmd: &clap::Command, a: &clap::Arg, b: &clap::Arg) -> bool {
-    cmd.get_arg_conflicts_with(a)
-        .iter()
-        .any(|c| c.get_id() == b.get_id())
-}
-
-/// Whether `a` is required unless `b` is given (clap keeps no getter for it:
-/// its usage line says so).
-fn required_unless(a: &clap::Arg, b: &clap::Arg) -> bool {
-    let probe = clap::Command::new("probe")
-        .arg(a.clone())
-        .arg(b.clone().required(false))
-        .try_get_matches_from(["probe"]);
-    probe.is_err() && !a.is_required_set()
-}
-
-/// An argument without brackets: `--group GROUP`, `--json`, `ID...`,
-/// `--for operator|function`.
-fn bare(arg: &clap::Arg) -> String {
-    let value = {
-        let possible: Vec<String> = arg
-            .get_possible_values()
-            .iter()
-            .filter(|p| !p.is_hide_set())
-            .map(|p| p.get_name().to_owned())
-            .collect();
-        if possible.is_empty() {
-            arg.get_value_names()
-                .and_then(|names| names.first())
-                .map_or_else(|| arg.get_id().as_str().to_uppercase(), ToString::to_string)
-        } else {
-            possible.join("|")
-        }
-    };
-    let repeated = matches!(arg.get_action(), clap::ArgAction::Append)
-        || arg.get_num_args().is_some_and(|n| n.max_values() > 1);
-    let dots = if repeated { "..." } else { "" };
-    match arg.get_long() {
-        None => format!("{value}{dots}"),
-        Some(long) if arg.get_action().takes_values() => {
-            let sep = if repeated { " " } else { "" };
-            format!("--{long} {value}{sep}{dots}")
-        }
-        Some(long) => format!("--{long}"),
-    }
-}
-
-/// What a command does, in one paragraph (its doc comment's first).
-fn about(cmd: &clap::Command) -> String {
-    cmd.get_about().map(ToString::to_string).unwrap_or_default()
-}
-
-/// `fleetlock help`: every command with its usage line and what it does,
-/// then the settings.
+/// `fleetlock help`: clap's list of the commands, then the settings.
 pub(crate) fn help_text() -> String {
-    let mut text = format!("{PREAMBLE}\nUSAGE:\n");
-    for (path, cmd) in commands(&definition()) {
-        text.push_str(&format!(
-            "    {}\n",
-            usage_line(&format!("fleetlock {path}"), &cmd)
-        ));
-        for line in wrapped(&about(&cmd), 92) {
-            text.push_str(&format!("        {line}\n"));
-        }
-    }
-    text.push_str(&format!(
-        "    {HELP_USAGE}\n\n{}",
-        crate::config::settings::environment()
-    ));
-    text
+    definition().render_long_help().to_string()
 }
 
-/// The commands as a Markdown table, for docs/operating.md.
+/// The commands as a Markdown table, for docs/operating.md: clap's usage
+/// line, every option, and what the command does.
 #[cfg(test)]
 pub(crate) fn commands_table() -> String {
-    let mut table = String::from("| command | what it does |\n|---|---|\n");
-    for (path, cmd) in commands(&definition()) {
-        let usage = usage_line(&format!("fleetlock {path}"), &cmd).replace('|', "\\|");
+    let cell = |text: &str| text.replace('|', "\\|");
+    let mut table = String::from("| command | options | what it does |\n|---|---|---|\n");
+    let mut root = definition();
+    root.build();
+    for (path, cmd) in commands(&root) {
+        let options: Vec<String> = cmd
+            .get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(clap::Arg::get_long)
+            .filter(|long| *long != "help")
+            .map(|long| format!("`--{long}`"))
+            .collect();
+        let about = cmd.get_about().map(ToString::to_string).unwrap_or_default();
         table.push_str(&format!(
-            "| `{usage}` | {} |\n",
-            about(&cmd).replace('|', "\\|")
+            "| `{}` | {} | {} |\n",
+            cell(&usage_line(&path, &cmd)),
+            options.join(" "),
+            cell(&about)
         ));
     }
-    table.push_str(&format!(
-        "| `{}` | this help, or one command's |\n",
-        HELP_USAGE.replace('|', "\\|")
-    ));
+    table.push_str(
+        "| `fleetlock help [COMMAND]`, `fleetlock COMMAND --help`, `fleetlock --version` \
+         |  | the whole help, or one command's |\n",
+    );
     table
-}
-
-/// `text` in lines of at most `width` characters, broken between words.
-fn wrapped(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.len() + 1 + word.len() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
 }
 
 /// An RFC 3339 time given on the command line.
@@ -259,6 +123,27 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Sub>, String> {
             ErrorKind::DisplayVersion => Ok(Some(Sub::Version)),
             _ => Err(usage_mistake(&err, args)),
         },
+    }
+}
+
+/// The line after a usage mistake: the help of the command it was about, or
+/// the whole help.
+pub(crate) fn where_to_read(args: &[String]) -> String {
+    let mut path = Vec::new();
+    let mut cmd = definition();
+    for word in args {
+        match cmd.find_subcommand(word) {
+            Some(sub) if !sub.is_hide_set() => {
+                path.push(word.as_str());
+                cmd = sub.clone();
+            }
+            _ => break,
+        }
+    }
+    if path.is_empty() || cmd.has_subcommands() {
+        "Run 'fleetlock help' for usage.".to_owned()
+    } else {
+        format!("Run 'fleetlock {} --help' for its usage.", path.join(" "))
     }
 }
 
@@ -301,28 +186,29 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
         Some(first) => first.to_owned(),
         None => "fleetlock".to_owned(),
     };
+    // clap's closest suggestion comes last.
     let suggested = |kind| {
         strings(kind)
-            .first()
+            .last()
             .map_or(String::new(), |s| format!(" (did you mean '{s}'?)"))
     };
     match err.kind() {
-        ErrorKind::InvalidSubcommand if args.first().is_some_and(|a| a == "config") => {
-            let word = text(ContextKind::InvalidSubcommand).unwrap_or_default();
-            format!("unknown command 'config {word}' (try 'config check')")
-        }
         ErrorKind::InvalidSubcommand => {
-            // A typo of a command is named, never run as something else.
+            // A typo of a command is named (clap's closest), never run as
+            // something else.
             let word = text(ContextKind::InvalidSubcommand).unwrap_or_default();
-            let definition = definition();
-            let closest = definition
-                .get_subcommands()
-                .filter(|s| !s.is_hide_set())
-                .map(clap::Command::get_name)
-                .chain(["help"])
-                .find(|known| edit_distance(&word, known) <= 2)
-                .map_or(String::new(), |known| format!(" (did you mean '{known}'?)"));
-            format!("unknown command '{word}'{closest}")
+            match args.first().map(String::as_str) {
+                Some("config") => {
+                    let tip = strings(ContextKind::SuggestedSubcommand)
+                        .last()
+                        .map_or(String::new(), |s| format!(" (did you mean 'config {s}'?)"));
+                    format!("unknown command 'config {word}'{tip}")
+                }
+                _ => format!(
+                    "unknown command '{word}'{}",
+                    suggested(ContextKind::SuggestedSubcommand)
+                ),
+            }
         }
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             "config needs a command: 'fleetlock config check'".into()
@@ -389,8 +275,6 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
         _ => first_line(err),
     }
 }
-
-pub(crate) use crate::domain::names::{did_you_mean, edit_distance};
 
 /// clap's own sentence, without its "error: " and its usage lines.
 fn first_line(err: &clap::Error) -> String {

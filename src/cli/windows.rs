@@ -73,7 +73,8 @@ pub(crate) fn unconfigured(
         return Ok(());
     }
     let listed: Vec<&GroupName> = config.groups.listed().map(|(name, _)| name).collect();
-    let closest = super::usage::did_you_mean(group.as_str(), listed.iter().map(|g| g.as_str()));
+    let closest =
+        crate::domain::names::did_you_mean(group.as_str(), listed.iter().map(|g| g.as_str()));
     let names: Vec<&str> = listed.iter().map(|g| g.as_str()).collect();
     Err(Failure::Refused(format!(
         "group '{group}' is not configured (configured: {}){closest}; its windows would be \

@@ -74,7 +74,8 @@ pub(crate) const SETTINGS: &[Setting] = &[
         rule: true,
         help: &[
             "maintenance windows per group, in Zincati's words, ';'-separated:",
-            "'workers: days=Sat,Sun start_time=22:00 length_minutes=120' (default: always open)",
+            "'workers: days=Sat,Sun start_time=22:00 length_minutes=120'",
+            "(default: always open)",
         ],
     },
     Setting {
@@ -161,7 +162,8 @@ pub(crate) const SETTINGS: &[Setting] = &[
         rule: false,
         help: &[
             "'required' (with FLEETLOCK_CLIENTS) or 'disabled' (private networks only);",
-            "unset, Lambda refuses to start without clients and `serve` is open on loopback only",
+            "unset, Lambda refuses to start without clients and `serve` is open on",
+            "loopback only",
         ],
     },
     Setting {
@@ -175,8 +177,9 @@ pub(crate) const SETTINGS: &[Setting] = &[
         function: false,
         rule: false,
         help: &[
-            "roots trusted beside the functions' compiled-in ones (a TLS-inspecting proxy's",
-            "CA); the command line reads the system's store, or these as curl does",
+            "roots trusted beside the functions' compiled-in ones (a",
+            "TLS-inspecting proxy's CA); the command line reads the system's store, or",
+            "these as curl does",
         ],
     },
     Setting {
@@ -246,6 +249,8 @@ mod tests {
         }
         for line in help.lines().skip(1) {
             assert!(line.starts_with("    "), "{line}");
+            // Within the help's width, which would break it elsewhere.
+            assert!(line.chars().count() <= 100, "{line}");
         }
         let deployed: Vec<_> = function_variables().collect();
         assert!(deployed.contains(&"FLEETLOCK_GROUPS") && !deployed.contains(&"FLEETLOCK_URL"));

@@ -76,8 +76,13 @@ async fn serve(command: &mut Command) -> (Child, std::net::SocketAddr) {
 async fn no_arguments_prints_help() {
     let r = run(&mut fleetlock()).await;
     assert!(r.ok);
-    assert!(r.stdout.contains("fleetlock serve"), "{}", r.stdout);
-    assert!(r.stdout.contains("fleetlock release --group GROUP --id ID"));
+    assert!(
+        r.stdout.contains("Usage: fleetlock [COMMAND]"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("  release       Release a slot by hand"));
+    assert!(r.stdout.contains("ENVIRONMENT:"));
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::root_module;
-use crate::cli::usage::did_you_mean;
+use crate::domain::names::did_you_mean;
 
 // A samconfig.toml's parameters, and a tfvars file's variables.
 mod samconfig;

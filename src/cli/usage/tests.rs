@@ -45,20 +45,27 @@ fn docs_command_table_is_the_definitions() {
     );
 }
 
+/// The whole help names every command with what it does, and each
+/// command's own help every option it takes.
 #[test]
-fn every_command_and_option_is_in_the_help_and_its_usage_line() {
+fn every_command_is_in_the_help_and_every_option_in_its_own() {
     let help = help_text();
     let mut count = 0;
     for (path, cmd) in commands(&definition()) {
-        let line = usage_line(&format!("fleetlock {path}"), &cmd);
-        assert!(help.contains(&line), "help lacks {line}");
+        let name = path.split(' ').next().unwrap();
+        assert!(
+            help.lines().any(|l| l.starts_with(&format!("  {name} "))),
+            "help lacks {name}"
+        );
+        let own = command_help(&args(&format!("{path} --help"))).unwrap();
+        assert!(
+            own.contains(&format!("Usage: {}", usage_line(&path, &cmd))),
+            "{own}"
+        );
         for option in cmd.get_arguments().filter_map(|a| a.get_long()) {
-            if option == "help" {
-                continue;
-            }
             assert!(
-                line.contains(&format!("--{option}")),
-                "{line} lacks --{option}"
+                own.contains(&format!("--{option}")),
+                "{path} lacks --{option}"
             );
         }
         let parsed = parse(&args(&path));
@@ -69,40 +76,59 @@ fn every_command_and_option_is_in_the_help_and_its_usage_line() {
         count += 1;
     }
     assert!(count > 15, "{count} commands");
+    assert!(
+        help.contains("ENVIRONMENT:\n    FLEETLOCK_GROUPS"),
+        "{help}"
+    );
+    // Wrapped at the help's width, whatever the terminal (none here).
+    assert!(help.lines().all(|l| l.chars().count() <= 100), "{help}");
 }
 
+/// clap's own usage lines: required options bare, the rest [OPTIONS].
 #[test]
-fn usage_lines_show_choices_repeats_and_values() {
+fn usage_lines_are_claps() {
     let line = |path: &str| {
         let (_, cmd) = commands(&definition())
             .into_iter()
             .find(|(p, _)| p == path)
             .unwrap();
-        usage_line(&format!("fleetlock {path}"), &cmd)
+        usage_line(path, &cmd)
     };
-    assert_eq!(
-        line("pause"),
-        "fleetlock pause (--group GROUP ... | --all) --reason TEXT [--by NAME] \
-             [--function NAME] [--create]"
-    );
+    assert_eq!(line("pause"), "fleetlock pause [OPTIONS] --reason <TEXT>");
     assert_eq!(
         line("lock"),
-        "fleetlock lock --group GROUP [--id ID | --app NAME] [--wait] [--timeout D] \
-             [--url-file F | --url URL] [--keep-url] [-- COMMAND...]"
+        "fleetlock lock [OPTIONS] --group <GROUP> [-- <COMMAND>...]"
     );
     assert_eq!(
-        line("unlock"),
-        "fleetlock unlock --group GROUP [--id ID | --app NAME] [--wait] [--timeout D] \
-             [--url-file F | --url URL]"
+        line("release"),
+        "fleetlock release --group <GROUP> --id <ID>"
     );
-    assert!(line("iam-policy").contains(
-            "[--for operator|function|slot-events|alarm-pauses|node-tagging|drained|drain-hook|check-config]"
-        ));
     assert_eq!(
-        line("hosts"),
-        "fleetlock hosts ID... [--hosts tags|FILE] [--json]"
+        line("forget"),
+        "fleetlock forget [OPTIONS] <--group <GROUP>|--region <REGION>>"
     );
-    assert!(line("check").starts_with("fleetlock check [URL | --url-file F]"));
+    assert_eq!(line("hosts"), "fleetlock hosts [OPTIONS] <ID>...");
+    assert_eq!(line("config check"), "fleetlock config check [OPTIONS]");
+}
+
+/// After a mistake, the help to read: the command's own where there is one.
+#[test]
+fn a_mistake_points_at_the_help_of_its_command() {
+    for (line, says) in [
+        (
+            "pause --group a",
+            "Run 'fleetlock pause --help' for its usage.",
+        ),
+        (
+            "config check --samconfig",
+            "Run 'fleetlock config check --help' for its usage.",
+        ),
+        ("config chek", "Run 'fleetlock help' for usage."),
+        ("reboot", "Run 'fleetlock help' for usage."),
+        ("version", "Run 'fleetlock help' for usage."),
+    ] {
+        assert_eq!(where_to_read(&args(line)), says, "{line}");
+    }
 }
 
 #[test]
@@ -198,6 +224,10 @@ fn mistakes_are_explained() {
         ("reboot", "unknown command"),
         ("unlok", "unknown command 'unlok' (did you mean 'unlock'?)"),
         ("stauts", "(did you mean 'status'?)"),
+        (
+            "status --grop x",
+            "unknown option '--grop' (did you mean '--group'?)",
+        ),
         ("serve --listen nowhere", "not an address"),
         ("serve --listen", "needs a value"),
         ("serve --header-timeout 0s", "not from 1s to 10m"),
@@ -224,7 +254,10 @@ fn mistakes_are_explained() {
             "--for: 'node' is not valid (one of: operator",
         ),
         ("config", "config needs a command"),
-        ("config chek", "unknown command 'config chek'"),
+        (
+            "config chek",
+            "unknown command 'config chek' (did you mean 'config check'?)",
+        ),
     ] {
         let err = parse(&args(line)).unwrap_err();
         assert!(err.contains(says), "{line}: {err}");
@@ -268,17 +301,17 @@ fn completions_cover_every_command_and_option() {
 fn one_command_has_help_of_its_own_and_the_whole_help_lists_them_all() {
     let status = command_help(&args("status --help")).unwrap();
     assert!(status.contains("--function <NAME>"), "{status}");
-    // Its usage line is the one the whole help shows.
     assert!(
-        status.contains("fleetlock status [--group GROUP] [--json] [--function NAME]"),
+        status.contains("Usage: fleetlock status [OPTIONS]"),
         "{status}"
     );
     assert_eq!(command_help(&args("help status")), Some(status));
     let check = command_help(&args("config check --help")).unwrap();
     assert!(
-        check.contains("fleetlock config check [--samconfig FILE | --tfvars FILE]"),
+        check.contains("Usage: fleetlock config check [OPTIONS]"),
         "{check}"
     );
+    assert!(check.contains("--samconfig <FILE>"), "{check}");
     assert_eq!(command_help(&args("--help")), None);
     assert_eq!(parse(&args("--help")), Ok(None));
     assert_eq!(parse(&args("-V")), Ok(Some(Sub::Version)));
