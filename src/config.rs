@@ -161,34 +161,24 @@ impl Config {
                 }
             },
         };
-        if let Some(spec) = var("FLEETLOCK_SETTLE").filter(|v| !v.trim().is_empty()) {
-            match groups.clone().with_settle(&spec) {
-                Ok(settled) => groups = settled,
-                Err(err) => fault(err.into()),
-            }
-        }
-        if let Some(spec) = var("FLEETLOCK_LEASE").filter(|v| !v.trim().is_empty()) {
-            match groups.clone().with_lease(&spec) {
-                Ok(leased) => groups = leased,
-                Err(err) => fault(err.into()),
-            }
-        }
-        if let Some(spec) = var("FLEETLOCK_DRAIN").filter(|v| !v.trim().is_empty()) {
-            match groups.clone().with_drain(&spec) {
-                Ok(drained) => groups = drained,
-                Err(err) => fault(err.into()),
-            }
-        }
-        if let Some(spec) = var("FLEETLOCK_RETURN").filter(|v| !v.trim().is_empty()) {
-            match groups.clone().with_return(&spec) {
-                Ok(returning) => groups = returning,
-                Err(err) => fault(err.into()),
-            }
-        }
-        if let Some(limit) = var("FLEETLOCK_MAX_WILDCARD_GROUPS").filter(|v| !v.trim().is_empty()) {
-            match groups.clone().with_wildcard_limit(&limit) {
-                Ok(limited) => groups = limited,
-                Err(err) => fault(err.into()),
+        // Each refines the groups in the order the function reads them.
+        type Refine = fn(GroupSlots, &str) -> Result<GroupSlots, GroupsError>;
+        let refinements: [(&str, Refine); 5] = [
+            ("FLEETLOCK_SETTLE", GroupSlots::with_settle),
+            ("FLEETLOCK_LEASE", GroupSlots::with_lease),
+            ("FLEETLOCK_DRAIN", GroupSlots::with_drain),
+            ("FLEETLOCK_RETURN", GroupSlots::with_return),
+            (
+                "FLEETLOCK_MAX_WILDCARD_GROUPS",
+                GroupSlots::with_wildcard_limit,
+            ),
+        ];
+        for (name, refine) in refinements {
+            if let Some(spec) = var(name).filter(|v| !v.trim().is_empty()) {
+                match refine(groups.clone(), &spec) {
+                    Ok(refined) => groups = refined,
+                    Err(err) => fault(err.into()),
+                }
             }
         }
         let schedule =
@@ -197,20 +187,10 @@ impl Config {
                 Schedule::in_zone(None).expect("UTC")
             });
         let windows = match var("FLEETLOCK_WINDOWS").filter(|v| !v.trim().is_empty()) {
-            Some(spec) => schedule
-                .clone()
-                .with_windows(
-                    &spec,
-                    |g| match groups.slots_for(g) {
-                        Err(_) if groups_known => Err(groups.not_configured(g)),
-                        _ => Ok(()),
-                    },
-                    !groups_known || groups.others().is_some(),
-                )
-                .unwrap_or_else(|why| {
-                    fault(ConfigError::Windows(why));
-                    schedule
-                }),
+            Some(spec) => windows(&schedule, &spec, &groups, groups_known).unwrap_or_else(|why| {
+                fault(ConfigError::Windows(why));
+                schedule
+            }),
             None => schedule,
         };
         if let Err(why) = crate::domain::windows::windows_fit_drains(&groups, &windows) {
@@ -278,6 +258,24 @@ pub(crate) fn table(var: impl Fn(&str) -> Option<String>) -> Result<Option<Strin
             "'{name}' is not a DynamoDB table name (3 to 255 of a-z A-Z 0-9 _ - .)"
         ))),
     }
+}
+
+/// `FLEETLOCK_WINDOWS` in `schedule`'s zone, each naming a configured group
+/// (any group, while the groups themselves are wrong: `groups_known` false).
+fn windows(
+    schedule: &Schedule,
+    spec: &str,
+    groups: &GroupSlots,
+    groups_known: bool,
+) -> Result<Schedule, String> {
+    schedule.clone().with_windows(
+        spec,
+        |g| match groups.slots_for(g) {
+            Err(_) if groups_known => Err(groups.not_configured(g)),
+            _ => Ok(()),
+        },
+        !groups_known || groups.others().is_some(),
+    )
 }
 
 /// `FLEETLOCK_CLIENTS` and `FLEETLOCK_AUTH`; `None` when neither says.

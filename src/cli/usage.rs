@@ -167,76 +167,34 @@ pub(crate) fn command_help(args: &[String]) -> Option<String> {
 
 /// A clap error as one sentence in this program's words.
 fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
-    let text = |kind| match err.get(kind) {
-        Some(ContextValue::String(s)) => Some(s.clone()),
-        Some(ContextValue::Strings(list)) => Some(list.join(", ")),
-        Some(ContextValue::StyledStr(s)) => Some(s.to_string()),
-        _ => None,
-    };
-    let strings = |kind| match err.get(kind) {
-        Some(ContextValue::Strings(list)) => list.clone(),
-        Some(ContextValue::String(s)) => vec![s.clone()],
-        _ => Vec::new(),
-    };
-    // "--group <G>" as the help writes it: "--group G".
-    let option = |arg: String| arg.replace(['<', '>'], "");
-    let option_name = |arg: &str| arg.split_whitespace().next().unwrap_or(arg).to_owned();
     let command = match args.first().map(String::as_str) {
-        Some("config") => "config check".to_owned(),
-        Some(first) => first.to_owned(),
-        None => "fleetlock".to_owned(),
-    };
-    // clap's closest suggestion comes last.
-    let suggested = |kind| {
-        strings(kind)
-            .last()
-            .map_or(String::new(), |s| format!(" (did you mean '{s}'?)"))
+        Some("config") => "config check",
+        Some(first) => first,
+        None => "fleetlock",
     };
     match err.kind() {
         ErrorKind::InvalidSubcommand => {
             // A typo of a command is named (clap's closest), never run as
             // something else.
-            let word = text(ContextKind::InvalidSubcommand).unwrap_or_default();
-            match args.first().map(String::as_str) {
-                Some("config") => {
-                    let tip = strings(ContextKind::SuggestedSubcommand)
-                        .last()
-                        .map_or(String::new(), |s| format!(" (did you mean 'config {s}'?)"));
-                    format!("unknown command 'config {word}'{tip}")
-                }
-                _ => format!(
-                    "unknown command '{word}'{}",
-                    suggested(ContextKind::SuggestedSubcommand)
-                ),
-            }
+            let word = text(err, ContextKind::InvalidSubcommand).unwrap_or_default();
+            let word = match args.first().map(String::as_str) {
+                Some("config") => format!("config {word}"),
+                _ => word,
+            };
+            let tip = closest(err, ContextKind::SuggestedSubcommand);
+            let tip = match args.first().map(String::as_str) {
+                Some("config") => tip.replace("'check'", "'config check'"),
+                _ => tip,
+            };
+            format!("unknown command '{word}'{tip}")
         }
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             "config needs a command: 'fleetlock config check'".into()
         }
-        ErrorKind::MissingRequiredArgument => {
-            let missing: Vec<String> = strings(ContextKind::InvalidArg)
-                .into_iter()
-                .map(option)
-                .collect();
-            // `requires`: an option given without the one it goes with.
-            if matches!(command.as_str(), "lock" | "unlock")
-                && missing.first().is_some_and(|m| option_name(m) == "--wait")
-            {
-                return "--timeout goes with --wait".into();
-            }
-            let hint = match missing.first().map(|m| option_name(m)).as_deref() {
-                Some("--reason") => ": it reaches the nodes' journals",
-                Some("--groups") => " ('*' for all, or 'a,b')",
-                Some("--group") if matches!(command.as_str(), "pause" | "resume") => {
-                    " (repeatable) or --all"
-                }
-                _ => "",
-            };
-            format!("{command} needs {}{hint}", missing.join(" and "))
-        }
+        ErrorKind::MissingRequiredArgument => missing(err, command),
         ErrorKind::ArgumentConflict => {
-            let arg = text(ContextKind::InvalidArg).map(|a| option_name(&a));
-            let prior = text(ContextKind::PriorArg).map(|a| option_name(&a));
+            let arg = text(err, ContextKind::InvalidArg).map(|a| option_name(&a));
+            let prior = text(err, ContextKind::PriorArg).map(|a| option_name(&a));
             match (arg, prior) {
                 (Some(arg), Some(prior)) if arg == prior => format!("{arg} given twice"),
                 (Some(arg), Some(prior)) => {
@@ -247,33 +205,87 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
             }
         }
         ErrorKind::UnknownArgument => {
-            let arg = text(ContextKind::InvalidArg).unwrap_or_default();
-            let tip = suggested(ContextKind::SuggestedArg);
+            let arg = text(err, ContextKind::InvalidArg).unwrap_or_default();
             if arg.starts_with('-') {
+                let tip = closest(err, ContextKind::SuggestedArg);
                 format!("unknown option '{arg}'{tip}")
             } else {
                 format!("unexpected argument '{arg}'")
             }
         }
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
-            let arg = text(ContextKind::InvalidArg)
-                .map(|a| option_name(&a).replace(['<', '>'], ""))
-                .unwrap_or_default();
-            let value = text(ContextKind::InvalidValue).unwrap_or_default();
-            match std::error::Error::source(err) {
-                // A reason that names its option already stands alone.
-                Some(why) if why.to_string().starts_with(&arg) => why.to_string(),
-                Some(why) => format!("{arg}: {why}"),
-                None if value.is_empty() => format!("{arg} needs a value"),
-                None => {
-                    let valid = text(ContextKind::ValidValue)
-                        .map_or(String::new(), |v| format!(" (one of: {v})"));
-                    format!("{arg}: '{value}' is not valid{valid}")
-                }
-            }
-        }
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => invalid_value(err),
         _ => first_line(err),
     }
+}
+
+/// A required option left out, with what it is for where that helps.
+fn missing(err: &clap::Error, command: &str) -> String {
+    // "--group <G>" as the help writes it: "--group G".
+    let missing: Vec<String> = strings(err, ContextKind::InvalidArg)
+        .into_iter()
+        .map(|arg| arg.replace(['<', '>'], ""))
+        .collect();
+    let first = missing.first().map(|m| option_name(m));
+    // `requires`: an option given without the one it goes with.
+    if matches!(command, "lock" | "unlock") && first.as_deref() == Some("--wait") {
+        return "--timeout goes with --wait".into();
+    }
+    let hint = match first.as_deref() {
+        Some("--reason") => ": it reaches the nodes' journals",
+        Some("--groups") => " ('*' for all, or 'a,b')",
+        Some("--group") if matches!(command, "pause" | "resume") => " (repeatable) or --all",
+        _ => "",
+    };
+    format!("{command} needs {}{hint}", missing.join(" and "))
+}
+
+/// A value its option refuses, with the reason its parser gave.
+fn invalid_value(err: &clap::Error) -> String {
+    let arg = text(err, ContextKind::InvalidArg)
+        .map(|a| option_name(&a).replace(['<', '>'], ""))
+        .unwrap_or_default();
+    let value = text(err, ContextKind::InvalidValue).unwrap_or_default();
+    match std::error::Error::source(err) {
+        // A reason that names its option already stands alone.
+        Some(why) if why.to_string().starts_with(&arg) => why.to_string(),
+        Some(why) => format!("{arg}: {why}"),
+        None if value.is_empty() => format!("{arg} needs a value"),
+        None => {
+            let valid = text(err, ContextKind::ValidValue)
+                .map_or(String::new(), |v| format!(" (one of: {v})"));
+            format!("{arg}: '{value}' is not valid{valid}")
+        }
+    }
+}
+
+/// One piece of a clap error's context as text.
+fn text(err: &clap::Error, kind: ContextKind) -> Option<String> {
+    match err.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(list)) => Some(list.join(", ")),
+        Some(ContextValue::StyledStr(s)) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
+fn strings(err: &clap::Error, kind: ContextKind) -> Vec<String> {
+    match err.get(kind) {
+        Some(ContextValue::Strings(list)) => list.clone(),
+        Some(ContextValue::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// ` (did you mean 'X'?)` with clap's closest suggestion (its last).
+fn closest(err: &clap::Error, kind: ContextKind) -> String {
+    strings(err, kind)
+        .last()
+        .map_or(String::new(), |s| format!(" (did you mean '{s}'?)"))
+}
+
+/// An option's name without its value: `--group` of `--group GROUP`.
+fn option_name(arg: &str) -> String {
+    arg.split_whitespace().next().unwrap_or(arg).to_owned()
 }
 
 /// clap's own sentence, without its "error: " and its usage lines.

@@ -84,24 +84,7 @@ impl<A: AlarmStates> ConfigChecker<A> {
             )),
         }
         let alarms: Vec<String> = gates.alarm_names().map(str::to_owned).collect();
-        if !alarms.is_empty() {
-            match self.alarms.states(&alarms).await {
-                Ok(states) => problems.extend(
-                    states
-                        .iter()
-                        .filter(|(_, state)| **state == AlarmState::Missing)
-                        .map(|(alarm, _)| {
-                            format!(
-                                "alarm '{alarm}' (FLEETLOCK_ALARM_PAUSES) does not exist in \
-                                 this region: its pause would guard nothing"
-                            )
-                        }),
-                ),
-                Err(why) => problems.push(format!(
-                    "the alarms FLEETLOCK_ALARM_PAUSES names could not be read: {why}"
-                )),
-            }
-        }
+        problems.extend(self.missing_alarms(&alarms).await);
         if !problems.is_empty() {
             return Err(refusal(&problems));
         }
@@ -125,6 +108,30 @@ impl<A: AlarmStates> ConfigChecker<A> {
             "alarms": alarms,
             "warnings": warnings,
         }))
+    }
+}
+
+impl<A: AlarmStates> ConfigChecker<A> {
+    /// Each alarm the settings name that does not exist here, as a problem
+    /// (or that they could not be read).
+    async fn missing_alarms(&self, alarms: &[String]) -> Vec<String> {
+        if alarms.is_empty() {
+            return Vec::new();
+        }
+        match self.alarms.states(alarms).await {
+            Ok(states) => (states.iter())
+                .filter(|(_, state)| **state == AlarmState::Missing)
+                .map(|(alarm, _)| {
+                    format!(
+                        "alarm '{alarm}' (FLEETLOCK_ALARM_PAUSES) does not exist in this \
+                         region: its pause would guard nothing"
+                    )
+                })
+                .collect(),
+            Err(why) => vec![format!(
+                "the alarms FLEETLOCK_ALARM_PAUSES names could not be read: {why}"
+            )],
+        }
     }
 }
 

@@ -92,6 +92,29 @@ impl ConfigCheck {
     }
 }
 
+/// Of a deploy file: which inputs it sets, and which only Terraform reads.
+fn say_what_was_read(file: &str, inputs: &DeployInputs, out: &mut impl Write) {
+    say!(out, "configuration {file} deploys: valid");
+    if !inputs.given.is_empty() {
+        say!(
+            out,
+            "set there: {}; the rest are the defaults",
+            inputs.given.join(", ")
+        );
+    }
+    if !inputs.unread.is_empty() {
+        let unread: Vec<String> = (inputs.unread.iter())
+            .map(|(name, text)| format!("{name} = {text}"))
+            .collect();
+        say!(
+            out,
+            "not read, since only Terraform knows their values (the module checks \
+             them at plan time): {}",
+            unread.join("; ")
+        );
+    }
+}
+
 /// `config check`: the settings of these variables, as the function would
 /// read them, every error at once; nothing is asked of AWS. `inputs` are
 /// the deploy file's, when the variables came from one: its errors name
@@ -144,29 +167,7 @@ pub(crate) fn config_check(
     }
     match inputs {
         None => say!(out, "configuration in this shell: valid"),
-        Some((file, inputs)) => {
-            say!(out, "configuration {file} deploys: valid");
-            if !inputs.given.is_empty() {
-                say!(
-                    out,
-                    "set there: {}; the rest are the defaults",
-                    inputs.given.join(", ")
-                );
-            }
-            if !inputs.unread.is_empty() {
-                say!(
-                    out,
-                    "not read, since only Terraform knows their values (the module checks \
-                     them at plan time): {}",
-                    inputs
-                        .unread
-                        .iter()
-                        .map(|(name, text)| format!("{name} = {text}"))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                );
-            }
-        }
+        Some((file, inputs)) => say_what_was_read(file, inputs, out),
     }
     for warning in warnings {
         say!(out, "warning: {}", reword(warning));

@@ -1,9 +1,14 @@
 //! What `config check` prints of a valid configuration.
 
+use super::deploy_inputs::DeployInputs;
 use crate::config::Config;
-use crate::domain::input::GroupName;
+use crate::domain::alarms::AlarmGates;
+use crate::domain::auth::Auth;
+use crate::domain::groups::MAX_SLOTS;
+use crate::domain::input::{GroupName, MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
 use crate::domain::lock::GroupRules;
-use crate::domain::time::Timestamp;
+use crate::domain::time::{Timestamp, format_duration};
+use crate::domain::windows::Schedule;
 
 /// What `config check` prints of a valid configuration: each group's
 /// rules (slots, settle time, windows with when they next open or close
@@ -11,44 +16,25 @@ use crate::domain::time::Timestamp;
 /// live, and every fixed bound.
 pub(crate) fn config_summary(
     config: &Config,
-    gates: &crate::domain::alarms::AlarmGates,
+    gates: &AlarmGates,
     from: Timestamp,
-    deployed: Option<&super::deploy_inputs::DeployInputs>,
+    deployed: Option<&DeployInputs>,
 ) -> String {
-    use crate::domain::auth::Auth;
-    use crate::domain::groups::MAX_SLOTS;
-    use crate::domain::input::{MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
-    use crate::domain::time::format_duration;
+    let mut out = groups_section(config, gates, from);
+    out.push_str(&clients_line(config, deployed));
+    out.push_str(&match &config.table {
+        Some(table) => format!("table: {table}\n"),
+        None if deployed.is_some() => "table: the one the stack or the module creates\n".into(),
+        None => "table: none; 'serve' keeps the locks in memory\n".into(),
+    });
+    out.push_str(&bounds_section());
+    out
+}
+
+/// `groups:`, a line a group and one for '*'.
+fn groups_section(config: &Config, gates: &AlarmGates, from: Timestamp) -> String {
     let mut out = String::from("groups:\n");
-    let schedule = &config.windows;
-    let at = |t: Timestamp| {
-        if schedule.is_utc() {
-            t.to_rfc3339()
-        } else {
-            format!("{} ({})", t.to_rfc3339(), schedule.local_text(t))
-        }
-    };
-    let windows_of = |group: Option<&GroupName>| {
-        schedule
-            .calendars()
-            .find(|(g, _)| *g == group)
-            .map(|(_, calendar)| {
-                let list: Vec<String> =
-                    calendar.windows().iter().map(ToString::to_string).collect();
-                let next = match schedule.changes(calendar, from, 1).first() {
-                    Some((true, opens)) => format!("closed, next opens {}", at(*opens)),
-                    Some((false, closes)) => format!("open now, closes {}", at(*closes)),
-                    None => "never open".into(),
-                };
-                format!(
-                    "reboots only in {} ({}): {next}",
-                    list.join("; "),
-                    schedule.zone_name()
-                )
-            })
-            .unwrap_or_else(|| "always open".into())
-    };
-    let gates_of = |group: Option<&GroupName>| {
+    let alarms_of = |group: Option<&GroupName>| {
         let alarms = gates.alarms_for(group);
         if alarms.is_empty() {
             String::new()
@@ -56,36 +42,13 @@ pub(crate) fn config_summary(
             format!("; paused while in ALARM: {}", alarms.join(", "))
         }
     };
-    let rule_text =
-        |rules: GroupRules| {
-            format!(
-            "{} slot{}, settle {}{}{}{}",
-            rules.slots,
-            if rules.slots == 1 { "" } else { "s" },
-            format_duration(rules.settle),
-            rules.lease.map_or(String::new(), |lease| format!(
-                ", lease {} (then a full group's next asker takes the oldest slot)",
-                format_duration(lease)
-            )),
-            rules.drain.map_or(String::new(), |drain| format!(
-                ", drain gate {} then {} (a slot is granted once its node's drain is confirmed)",
-                format_duration(drain.timeout),
-                drain.on_timeout.as_str()
-            )),
-            rules.return_timeout.map_or(String::new(), |timeout| format!(
-                ", return gate {timeout} (a released slot is free once its node's return is \
-                 confirmed; past the timeout the group stops)",
-                timeout = format_duration(timeout)
-            ))
-        )
-        };
     for (name, _) in config.groups.listed() {
         if let Ok(rules) = config.groups.rules_for(name) {
             out.push_str(&format!(
                 "  {name}: {}, {}{}\n",
-                rule_text(rules),
-                windows_of(Some(name)),
-                gates_of(Some(name))
+                rules_text(rules),
+                windows_text(&config.windows, Some(name), from),
+                alarms_of(Some(name))
             ));
         }
     }
@@ -93,9 +56,9 @@ pub(crate) fn config_summary(
         Some(rules) => out.push_str(&format!(
             "  * (every other valid group): {}, {}{}; at most {} such groups come into \
              existence (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
-            rule_text(rules),
-            windows_of(None),
-            gates_of(None),
+            rules_text(rules),
+            windows_text(&config.windows, None, from),
+            alarms_of(None),
             config.groups.wildcard_limit()
         )),
         None => out.push_str("  no '*': any other group is refused (unknown_group)\n"),
@@ -106,7 +69,71 @@ pub(crate) fn config_summary(
              refused)\n",
         );
     }
-    out.push_str(&match &config.auth {
+    out
+}
+
+/// A group's slots, settle time and gates.
+fn rules_text(rules: GroupRules) -> String {
+    let lease = rules.lease.map_or(String::new(), |lease| {
+        format!(
+            ", lease {} (then a full group's next asker takes the oldest slot)",
+            format_duration(lease)
+        )
+    });
+    let drain = rules.drain.map_or(String::new(), |drain| {
+        format!(
+            ", drain gate {} then {} (a slot is granted once its node's drain is confirmed)",
+            format_duration(drain.timeout),
+            drain.on_timeout.as_str()
+        )
+    });
+    let returns = rules.return_timeout.map_or(String::new(), |timeout| {
+        format!(
+            ", return gate {} (a released slot is free once its node's return is \
+             confirmed; past the timeout the group stops)",
+            format_duration(timeout)
+        )
+    });
+    format!(
+        "{} slot{}, settle {}{lease}{drain}{returns}",
+        rules.slots,
+        if rules.slots == 1 { "" } else { "s" },
+        format_duration(rules.settle),
+    )
+}
+
+/// A group's windows (or '*''s, for `None`) and when they next open or
+/// close after `from`.
+fn windows_text(schedule: &Schedule, group: Option<&GroupName>, from: Timestamp) -> String {
+    let at = |t: Timestamp| {
+        if schedule.is_utc() {
+            t.to_rfc3339()
+        } else {
+            format!("{} ({})", t.to_rfc3339(), schedule.local_text(t))
+        }
+    };
+    schedule
+        .calendars()
+        .find(|(g, _)| *g == group)
+        .map(|(_, calendar)| {
+            let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
+            let next = match schedule.changes(calendar, from, 1).first() {
+                Some((true, opens)) => format!("closed, next opens {}", at(*opens)),
+                Some((false, closes)) => format!("open now, closes {}", at(*closes)),
+                None => "never open".into(),
+            };
+            format!(
+                "reboots only in {} ({}): {next}",
+                list.join("; "),
+                schedule.zone_name()
+            )
+        })
+        .unwrap_or_else(|| "always open".into())
+}
+
+/// `clients:`: who may call, or why no one needs to say.
+fn clients_line(config: &Config, deployed: Option<&DeployInputs>) -> String {
+    match &config.auth {
         Some(Auth::Required(clients)) => {
             let names: Vec<&str> = clients.names().collect();
             format!("clients: {}\n", names.join(", "))
@@ -120,14 +147,13 @@ pub(crate) fn config_summary(
                      'serve' is open on loopback only\n"
                 .into(),
         },
-    });
-    out.push_str(&match &config.table {
-        Some(table) => format!("table: {table}\n"),
-        None if deployed.is_some() => "table: the one the stack or the module creates\n".into(),
-        None => "table: none; 'serve' keeps the locks in memory\n".into(),
-    });
+    }
+}
+
+/// `bounds:`: every fixed limit a caller meets.
+fn bounds_section() -> String {
     let limits = crate::http::server::Limits::default();
-    out.push_str(&format!(
+    format!(
         "bounds:\n  \
          an id: at most {MAX_ID_BYTES} bytes of visible characters (a steady-state also takes \
          the ids of up to {STORED_ID_BYTES} bytes that 0.2 granted)\n  \
@@ -144,8 +170,7 @@ pub(crate) fn config_summary(
         limits.max_connections,
         crate::http::server::MAX_BUFFER_BYTES / 1024,
         crate::http::server::MAX_HEADERS,
-    ));
-    out
+    )
 }
 
 #[cfg(test)]

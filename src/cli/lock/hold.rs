@@ -114,22 +114,10 @@ pub(crate) async fn hold(
     say: &mut dyn FnMut(&str),
 ) -> u8 {
     let (id, group) = (checked.id.as_str(), checked.group.as_str());
-    let command = job.command;
-    // A process group of its own: SIGTERM and SIGKILL reach the whole job,
-    // grandchildren included. The node's secret stays out of its
-    // environment unless asked for.
-    let mut spawned = tokio::process::Command::new(&command[0]);
-    spawned
-        .args(&command[1..])
-        .process_group(0)
-        .kill_on_drop(true);
-    if !job.keep_url {
-        spawned.env_remove("FLEETLOCK_URL");
-    }
-    let mut child = match spawned.spawn() {
+    let mut child = match spawn(job) {
         Ok(child) => child,
         Err(err) => {
-            say(&format!("cannot run {}: {err}", command[0]));
+            say(&format!("cannot run {}: {err}", job.command[0]));
             give_back(checked, say).await;
             return 127;
         }
@@ -193,6 +181,21 @@ pub(crate) async fn hold(
         Run::Exited(code) => code,
         Run::Lost => Ended::Lost.code(),
     }
+}
+
+/// Starts the job in a process group of its own, so that SIGTERM and
+/// SIGKILL reach all of it, grandchildren included. The node's secret stays
+/// out of its environment unless asked for.
+fn spawn(job: Job<'_>) -> std::io::Result<tokio::process::Child> {
+    let mut spawned = tokio::process::Command::new(&job.command[0]);
+    spawned
+        .args(&job.command[1..])
+        .process_group(0)
+        .kill_on_drop(true);
+    if !job.keep_url {
+        spawned.env_remove("FLEETLOCK_URL");
+    }
+    spawned.spawn()
 }
 
 /// The shell's exit code of a process: its own, or 128 and the signal.

@@ -5,7 +5,11 @@
 //! this is the loop around them: waiting with backoff, stopping cleanly, and
 //! the exit codes. [`hold`]: the slot held while a command runs.
 
+mod checked;
 pub(crate) mod hold;
+
+pub use checked::Checked;
+pub(crate) use checked::{check, url_given};
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -13,9 +17,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
-use crate::client::{Call, ClientError, Lock, Reply, job_id, parse_machine_id, zincati_id};
+use crate::client::{Call, ClientError, Reply};
 use crate::config::{LockSettings, process_env};
-use crate::domain::input::{GroupName, NodeId};
 use crate::domain::time::human_duration;
 
 /// The least time between two tries: the endpoint's throttle is shared with
@@ -188,15 +191,6 @@ pub(crate) async fn stop_signal() {
     }
 }
 
-/// Everything checked before anything is sent: the URL, the group, the id.
-pub struct Checked {
-    pub lock: Lock,
-    pub group: GroupName,
-    pub id: NodeId,
-    /// How long `--wait` pauses between tries.
-    pub pacing: Pacing,
-}
-
 /// The pauses of `--wait`: from `floor`, doubling, up to `ceiling`. The
 /// commands use [`Pacing::FLEET`]; a test sets milliseconds to run the same
 /// loop in a moment.
@@ -221,71 +215,6 @@ impl Pacing {
         let base = doubled.min(self.ceiling);
         base + base.mul_f64(jitter.clamp(0.0, 1.0) / 10.0)
     }
-}
-
-/// The server's URL where the command was told to find it, as Zincati's
-/// base_url: the argument, the first line of the file, or `FLEETLOCK_URL`
-/// (`None` when that is unset or blank). `Err` is one line for a person.
-pub(crate) fn url_given(
-    source: &UrlSource,
-    settings: &LockSettings,
-) -> Result<Option<String>, String> {
-    Ok(match source {
-        UrlSource::Argument(url) => Some(url.clone()),
-        UrlSource::File(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("--url-file {path}: {e}"))?
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        ),
-        UrlSource::Environment => settings.url.clone().filter(|u| !u.trim().is_empty()),
-    })
-}
-
-/// Reads and checks the settings; `Err` is one line for a person.
-pub(crate) fn check(request: &Request, settings: &LockSettings) -> Result<Checked, String> {
-    let machine_id_file = settings.machine_id_file.as_path();
-    let group = GroupName::parse(&request.group).map_err(|e| format!("--group: {}", e.value()))?;
-    let url = url_given(&request.url, settings)?.ok_or(
-        "no FleetLock URL: set FLEETLOCK_URL or give --url-file FILE \
-         (https://NAME:SECRET@host/, as in Zincati's base_url)",
-    )?;
-    let lock = Lock::new(&url).map_err(|e| e.to_string())?;
-    let machine = std::fs::read_to_string(machine_id_file)
-        .map_err(|e| format!("{}: {e}", machine_id_file.display()))
-        .and_then(|text| parse_machine_id(&text));
-    let id = match &request.identity {
-        Identity::Id(id) => {
-            // Never Zincati's own: its pre-reboot would hear "already held"
-            // and reboot the host in the middle of the job.
-            if let Ok(machine) = &machine
-                && *id == zincati_id(machine)
-            {
-                return Err(format!(
-                    "--id {id} is the id Zincati uses on this host: Zincati would take the \
-                     job's slot as its own and reboot mid-job; use --app NAME or another id"
-                ));
-            }
-            id.clone()
-        }
-        Identity::App(app) => {
-            let machine = machine.map_err(|why| {
-                format!(
-                    "--app {app} derives the id from the machine id, which cannot be read: {why}"
-                )
-            })?;
-            job_id(&machine, app)
-        }
-    };
-    let id = NodeId::parse(&id).map_err(|e| format!("--id: {}", e.value()))?;
-    Ok(Checked {
-        lock,
-        group,
-        id,
-        pacing: Pacing::FLEET,
-    })
 }
 
 /// A number in [0, 1) that differs between processes and moments: enough to
@@ -347,36 +276,9 @@ pub(crate) async fn run_for_lease(
                 return (Ended::Refused, None);
             }
         };
-        let retry_ends = match answer {
-            Ok(Reply::Yes { lease, .. }) => {
-                let done = match request.call {
-                    Call::PreReboot => format!("took a slot of group '{group}' as {id}"),
-                    Call::SteadyState => {
-                        format!("gave back any slot of group '{group}' held by {id}")
-                    }
-                };
-                say(&done);
-                return (Ended::Done, lease);
-            }
-            Ok(Reply::Refused { value, .. }) => {
-                say(&format!("refused: {value}"));
-                Ended::Refused
-            }
-            Ok(Reply::Rejected { status, value, .. }) => {
-                say(&format!(
-                    "refused ({status}), asking again would not help: {value}"
-                ));
-                return (Ended::Usage, None);
-            }
-            Err(ClientError::Url(why)) => {
-                say(&why);
-                return (Ended::Usage, None);
-            }
-            Err(err) => {
-                unheard |= !matches!(err, ClientError::NotSent(_));
-                say(&err.to_string());
-                Ended::Unreachable
-            }
+        let retry_ends = match step(answer, request.call, checked, &mut unheard, say) {
+            Step::End(ended, lease) => return (ended, lease),
+            Step::Retry(ended) => ended,
         };
         if request.wait.is_none() {
             if unheard && request.call == Call::PreReboot {
@@ -415,6 +317,57 @@ pub(crate) async fn run_for_lease(
                 say("stopped while waiting; no slot was taken");
                 return (Ended::Refused, None);
             }
+        }
+    }
+}
+
+/// What one answer means for [`run_for_lease`].
+enum Step {
+    /// The run ends here (with the lease of a slot taken).
+    End(Ended, Option<Duration>),
+    /// Asking again may help; if no later try does, the run ends so.
+    Retry(Ended),
+}
+
+/// One answer, said, and what it means; `unheard` is set when a request may
+/// have reached the server with its answer lost.
+fn step(
+    answer: Result<Reply, ClientError>,
+    call: Call,
+    checked: &Checked,
+    unheard: &mut bool,
+    say: &mut dyn FnMut(&str),
+) -> Step {
+    let (id, group) = (checked.id.as_str(), checked.group.as_str());
+    match answer {
+        Ok(Reply::Yes { lease, .. }) => {
+            let done = match call {
+                Call::PreReboot => format!("took a slot of group '{group}' as {id}"),
+                Call::SteadyState => {
+                    format!("gave back any slot of group '{group}' held by {id}")
+                }
+            };
+            say(&done);
+            Step::End(Ended::Done, lease)
+        }
+        Ok(Reply::Refused { value, .. }) => {
+            say(&format!("refused: {value}"));
+            Step::Retry(Ended::Refused)
+        }
+        Ok(Reply::Rejected { status, value, .. }) => {
+            say(&format!(
+                "refused ({status}), asking again would not help: {value}"
+            ));
+            Step::End(Ended::Usage, None)
+        }
+        Err(ClientError::Url(why)) => {
+            say(&why);
+            Step::End(Ended::Usage, None)
+        }
+        Err(err) => {
+            *unheard |= !matches!(err, ClientError::NotSent(_));
+            say(&err.to_string());
+            Step::Retry(Ended::Unreachable)
         }
     }
 }
@@ -493,132 +446,4 @@ impl LockCommand {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tries_are_a_minute_apart_at_least_and_five_at_most() {
-        assert_eq!(Pacing::FLEET.pause_after(1, 0.0), Duration::from_secs(60));
-        assert_eq!(Pacing::FLEET.pause_after(2, 0.0), Duration::from_secs(120));
-        assert_eq!(Pacing::FLEET.pause_after(3, 0.0), Duration::from_secs(240));
-        assert_eq!(Pacing::FLEET.pause_after(4, 0.0), Duration::from_secs(300));
-        assert_eq!(Pacing::FLEET.pause_after(40, 0.0), Duration::from_secs(300));
-        assert_eq!(
-            Pacing::FLEET.pause_after(1, 0.999),
-            Duration::from_secs_f64(65.994)
-        );
-        for _ in 0..100 {
-            let j = jitter();
-            assert!((0.0..1.0).contains(&j));
-            assert!(Pacing::FLEET.pause_after(1, j) >= RETRY_FLOOR);
-        }
-    }
-
-    fn request(identity: Identity, url: UrlSource) -> Request {
-        Request {
-            call: Call::PreReboot,
-            group: "workers".into(),
-            identity,
-            url,
-            wait: None,
-        }
-    }
-
-    fn settings(url: Option<String>, machine_id_file: &std::path::Path) -> LockSettings {
-        LockSettings {
-            url,
-            machine_id_file: machine_id_file.to_path_buf(),
-        }
-    }
-
-    #[test]
-    fn settings_are_checked_before_anything_is_sent() {
-        let dir = std::env::temp_dir().join(format!("fleetlock-check-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let machine = dir.join("machine-id");
-        std::fs::write(&machine, "e0f3745b108f471cbd4883c6fbed8cdd\n").unwrap();
-        let url_file = dir.join("url");
-        std::fs::write(&url_file, "https://fleet:secret@h.example/\n").unwrap();
-        let zincati = zincati_id(&parse_machine_id("e0f3745b108f471cbd4883c6fbed8cdd").unwrap());
-        let url = || UrlSource::Argument("https://h.example/".into());
-
-        let ok = check(
-            &request(Identity::App("backup".into()), url()),
-            &settings(None, &machine),
-        )
-        .unwrap();
-        assert_ne!(ok.id.as_str(), zincati);
-        let from_file = UrlSource::File(url_file.display().to_string());
-        assert!(
-            check(
-                &request(Identity::Id("n1".into()), from_file),
-                &settings(None, &machine)
-            )
-            .is_ok()
-        );
-        let from_env = request(Identity::Id("n1".into()), UrlSource::Environment);
-        assert!(
-            check(
-                &from_env,
-                &settings(Some("http://h.example/".into()), &machine)
-            )
-            .is_ok()
-        );
-
-        for (request, env, says) in [
-            (
-                request(Identity::Id(zincati.clone()), url()),
-                None,
-                "the id Zincati uses",
-            ),
-            (
-                request(Identity::Id("n1".into()), UrlSource::Environment),
-                None,
-                "FLEETLOCK_URL",
-            ),
-            (
-                request(
-                    Identity::Id("n1".into()),
-                    UrlSource::Argument("h.example".into()),
-                ),
-                None,
-                "not a URL",
-            ),
-            (
-                request(Identity::Id("a\u{200b}b".into()), url()),
-                None,
-                "--id: ",
-            ),
-            (
-                request(
-                    Identity::Id("n1".into()),
-                    UrlSource::File("/nonexistent".into()),
-                ),
-                None,
-                "--url-file /nonexistent",
-            ),
-        ] {
-            let err = check(&request, &settings(env, &machine)).err().unwrap();
-            assert!(err.contains(says), "{err}");
-        }
-        let mut bad_group = request(Identity::Id("n1".into()), url());
-        bad_group.group = "a b".into();
-        assert!(
-            check(&bad_group, &settings(None, &machine))
-                .err()
-                .unwrap()
-                .starts_with("--group: ")
-        );
-        let no_machine = check(
-            &request(Identity::App("backup".into()), url()),
-            &settings(None, &dir.join("missing")),
-        );
-        assert!(
-            no_machine
-                .err()
-                .unwrap()
-                .contains("machine id, which cannot be read")
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

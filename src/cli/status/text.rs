@@ -2,8 +2,8 @@
 
 use crate::config::Config;
 use crate::domain::hosts::HostMap;
-use crate::domain::input::GroupName;
-use crate::domain::lock::GroupRecord;
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::{GroupRecord, GroupRules};
 use crate::domain::time::Timestamp;
 
 use super::view::{
@@ -102,14 +102,8 @@ fn holder_rows(
     never_used: &[GroupName],
     hosts: Option<&HostMap>,
 ) -> Vec<Vec<String>> {
-    let mut rows = vec![vec![
-        "GROUP".to_string(),
-        "HELD".to_string(),
-        "STATE".to_string(),
-        "ID".to_string(),
-        "SINCE (UTC)".to_string(),
-        "FOR".to_string(),
-    ]];
+    const HEADER: [&str; 6] = ["GROUP", "HELD", "STATE", "ID", "SINCE (UTC)", "FOR"];
+    let mut rows = vec![HEADER.map(String::from).to_vec()];
     for &(name, record) in groups {
         let state = state(name, record, deployed, now).to_string();
         if never_used.contains(name) {
@@ -219,20 +213,50 @@ fn group_notes(
         ));
     }
     for (id, exclusion) in &record.excluded {
-        let host = hosts
-            .and_then(|hosts| hosts.get(id.as_str()))
-            .map_or(String::new(), |host| format!(" ({host})"));
         out.push_str(&format!(
-            "{name} excludes '{}'{host} {}\n",
+            "{name} excludes '{}'{} {}\n",
             id.shown(),
+            host_of(hosts, id),
             crate::domain::service::excluded_because(exclusion)
         ));
     }
-    let drain = rules_of(name, deployed).and_then(|rules| rules.drain);
+    let rules = rules_of(name, deployed);
+    drain_notes(out, name, record, rules, now, hosts);
+    return_notes(out, name, record, rules, deployed.is_some(), now, hosts);
+    if let Some(lease) = rules.and_then(|rules| rules.lease) {
+        lease_notes(out, name, record, lease, now);
+    }
+    if let Some(until) = settles_until(name, record, deployed, now) {
+        out.push_str(&format!(
+            "{name} settles until {} (last release {})\n",
+            rfc3339(until),
+            record.last_release.map_or("-".into(), rfc3339)
+        ));
+    }
+    if let Some(line) = window_line(name, deployed, now) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+}
+
+/// ` (HOST)` where the host map knows the id's host.
+fn host_of(hosts: Option<&HostMap>, id: &NodeId) -> String {
+    hosts
+        .and_then(|hosts| hosts.get(id.as_str()))
+        .map_or(String::new(), |host| format!(" ({host})"))
+}
+
+/// A line for each reservation waiting for its drain, with how to confirm it.
+fn drain_notes(
+    out: &mut String,
+    name: &GroupName,
+    record: &GroupRecord,
+    rules: Option<GroupRules>,
+    now: Timestamp,
+    hosts: Option<&HostMap>,
+) {
+    let drain = rules.and_then(|rules| rules.drain);
     for (id, since) in &record.draining {
-        let host = hosts
-            .and_then(|hosts| hosts.get(id.as_str()))
-            .map_or(String::new(), |host| format!(" ({host})"));
         let until = drain.map_or(String::new(), |drain| {
             let until = since.plus(drain.timeout);
             if until <= now {
@@ -246,67 +270,76 @@ fn group_notes(
             }
         });
         out.push_str(&format!(
-            "{name}: '{}'{host} waits for its drain since {}{until}: confirm with \
+            "{name}: '{}'{} waits for its drain since {}{until}: confirm with \
              'fleetlock drained --group {name} --id {} --reserved-at {}'\n",
             id.shown(),
+            host_of(hosts, id),
             rfc3339(*since),
             crate::cli::config_check::shell_word(&id.shown()),
             since.to_rfc3339_millis()
         ));
     }
-    let return_timeout = rules_of(name, deployed).and_then(|rules| rules.return_timeout);
+}
+
+/// A line for each slot returning, with how to confirm its node is back.
+fn return_notes(
+    out: &mut String,
+    name: &GroupName,
+    record: &GroupRecord,
+    rules: Option<GroupRules>,
+    deployed: bool,
+    now: Timestamp,
+    hosts: Option<&HostMap>,
+) {
+    let return_timeout = rules.and_then(|rules| rules.return_timeout);
     for (id, since) in &record.returning {
-        let host = hosts
-            .and_then(|hosts| hosts.get(id.as_str()))
-            .map_or(String::new(), |host| format!(" ({host})"));
         let until = match return_timeout {
             Some(timeout) if since.plus(timeout) <= now => format!(
                 ", past its return timeout since {}",
                 rfc3339(since.plus(timeout))
             ),
             Some(timeout) => format!(", due by {}", rfc3339(since.plus(timeout))),
-            None if deployed.is_some() => {
+            None if deployed => {
                 ", and the group has no return gate now: nobody confirms it by itself".into()
             }
             None => String::new(),
         };
         out.push_str(&format!(
-            "{name}: '{}'{host} is returning since {} ({}){until}: confirm with \
+            "{name}: '{}'{} is returning since {} ({}){until}: confirm with \
              'fleetlock returned --group {name} --id {} --released-at {}'\n",
             id.shown(),
+            host_of(hosts, id),
             rfc3339(*since),
             human_duration(since.age_at(now)),
             crate::cli::config_check::shell_word(&id.shown()),
             since.to_rfc3339_millis()
         ));
     }
-    if let Some(lease) = rules_of(name, deployed).and_then(|rules| rules.lease) {
-        for (id, at) in record.holders.holders() {
-            if record.draining.contains_key(id) || record.returning.contains_key(id) {
-                continue;
-            }
-            let ends = at.plus(lease);
-            if ends <= now {
-                out.push_str(&format!(
-                    "{name}: '{}' is past its {} lease since {}: the next node to ask \
-                     while the group is full takes its slot\n",
-                    id.shown(),
-                    crate::domain::time::format_duration(lease),
-                    rfc3339(ends)
-                ));
-            }
+}
+
+/// A line for each holder past its lease (not one waiting for a drain or
+/// returning: the lease does not run for those).
+fn lease_notes(
+    out: &mut String,
+    name: &GroupName,
+    record: &GroupRecord,
+    lease: std::time::Duration,
+    now: Timestamp,
+) {
+    for (id, at) in record.holders.holders() {
+        if record.draining.contains_key(id) || record.returning.contains_key(id) {
+            continue;
         }
-    }
-    if let Some(until) = settles_until(name, record, deployed, now) {
-        out.push_str(&format!(
-            "{name} settles until {} (last release {})\n",
-            rfc3339(until),
-            record.last_release.map_or("-".into(), rfc3339)
-        ));
-    }
-    if let Some(line) = window_line(name, deployed, now) {
-        out.push_str(&line);
-        out.push('\n');
+        let ends = at.plus(lease);
+        if ends <= now {
+            out.push_str(&format!(
+                "{name}: '{}' is past its {} lease since {}: the next node to ask \
+                 while the group is full takes its slot\n",
+                id.shown(),
+                crate::domain::time::format_duration(lease),
+                rfc3339(ends)
+            ));
+        }
     }
 }
 

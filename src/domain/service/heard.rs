@@ -171,39 +171,19 @@ pub(super) fn to_pre_reboot(
         Acquire::Granted => (Outcome::Granted, None),
         Acquire::TakesExpired { holder, since } => {
             let held = since.age_at(now);
-            // The one decision that takes a slot from a node: the
-            // operator finds it in the log, as the event's consumers do.
-            tracing::warn!(
-                group = %params.group,
-                id = %params.id.shown(),
-                expired = %holder.shown(),
-                held_s = held.as_secs(),
-                lease = %rules.lease.map(format_duration).unwrap_or_default(),
-                "slot expired: a holder kept its slot past the group's lease, and the \
-                 node that asked took it"
-            );
+            log_expired(params, rules, &holder, held);
             expired = Some(ExpiredSlot { holder, held });
             match group.draining.get(&params.id) {
                 // In a group with a drain gate the slot is reserved.
-                Some(&since) => (
-                    Outcome::Reserved,
-                    Some(waiting_for_drain(params, rules, since, true, false)),
-                ),
+                Some(&since) => reserved(params, rules, since),
                 None => (Outcome::GrantedExpired, None),
             }
         }
-        Acquire::Reserves => {
-            let since = group.draining.get(&params.id).copied().unwrap_or(now);
-            tracing::info!(
-                group = %params.group,
-                id = %params.id.shown(),
-                "slot reserved: the node waits for its drain to be confirmed"
-            );
-            (
-                Outcome::Reserved,
-                Some(waiting_for_drain(params, rules, since, true, false)),
-            )
-        }
+        Acquire::Reserves => reserved(
+            params,
+            rules,
+            group.draining.get(&params.id).copied().unwrap_or(now),
+        ),
         Acquire::Draining { since, overdue, .. } => (
             if overdue {
                 Outcome::DrainOverdue
@@ -213,93 +193,36 @@ pub(super) fn to_pre_reboot(
             Some(waiting_for_drain(params, rules, since, false, overdue)),
         ),
         Acquire::DrainTimedOut { since } => {
-            tracing::warn!(
-                group = %params.group,
-                id = %params.id.shown(),
-                waited_s = since.age_at(now).as_secs(),
-                "drain timed out: nobody confirmed the node's drain in time, and the group \
-                 grants on timeout; the node reboots undrained"
-            );
+            log_drain_timed_out(params, since.age_at(now));
             (Outcome::GrantedDrainTimeout, None)
         }
-        Acquire::WindowTooShort { closes } => (
-            Outcome::WindowClosing,
-            Some(Error::WindowClosesBeforeDrain {
+        Acquire::WindowTooShort { closes } => {
+            let timeout = rules.drain.map(|drain| format_duration(drain.timeout));
+            let closes = closes.to_rfc3339();
+            let refusal = Error::WindowClosesBeforeDrain {
                 group: name,
-                closes: closes.to_rfc3339(),
-                timeout: rules
-                    .drain
-                    .map(|drain| format_duration(drain.timeout))
-                    .unwrap_or_default(),
-            }),
-        ),
+                closes,
+                timeout: timeout.unwrap_or_default(),
+            };
+            (Outcome::WindowClosing, Some(refusal))
+        }
         Acquire::Returning {
             since,
             until,
             overdue,
         } => (
             Outcome::WaitingForReturn,
-            Some(Error::WaitingForReturn {
-                group: name,
-                id: params.id.shown(),
-                since: since.to_rfc3339(),
-                until: until.to_rfc3339(),
-                overdue,
-            }),
+            Some(waiting_for_return(params, since, until, overdue)),
         ),
         Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
-        // A node whose slot was taken over hears so: it was told yes,
-        // and must learn that it holds nothing now.
-        Acquire::Full => match group.taken.get(&params.id) {
-            Some(taken_at) => (
-                Outcome::Full,
-                Some(Error::SlotTaken {
-                    group: name,
-                    id: params.id.shown(),
-                    taken_at: taken_at.to_rfc3339(),
-                    lease: rules.lease.map(format_duration),
-                }),
-            ),
-            None => (
-                Outcome::Full,
-                Some(Error::SemaphoreFull {
-                    group: name,
-                    holders: group.holders.len(),
-                    slots: rules.slots,
-                    lease_ends: lease_ends(&group, rules),
-                }),
-            ),
-        },
-        Acquire::Paused => (
-            Outcome::Paused,
-            Some(Error::GroupPaused {
-                group: name,
-                why: paused_because(&group.pause),
-            }),
-        ),
-        Acquire::Excluded => (
-            Outcome::Excluded,
-            Some(Error::NodeExcluded {
-                group: name,
-                id: params.id.shown(),
-                why: group
-                    .excluded
-                    .get(&params.id)
-                    .map_or_else(|| "(no longer)".into(), excluded_because),
-            }),
-        ),
+        Acquire::Full => (Outcome::Full, Some(full(params, rules, &group))),
+        Acquire::Paused => (Outcome::Paused, Some(paused(params, &group))),
+        Acquire::Excluded => (Outcome::Excluded, Some(excluded(params, &group))),
         Acquire::TooManyGroups { limit } => (
             Outcome::TooManyGroups,
             Some(Error::TooManyGroups { group: name, limit }),
         ),
-        Acquire::Settling { until } => (
-            Outcome::Settling,
-            Some(Error::Settling {
-                group: name,
-                until: until.to_rfc3339(),
-                settle: format_duration(rules.settle),
-            }),
-        ),
+        Acquire::Settling { until } => (Outcome::Settling, Some(settling(params, rules, until))),
     };
     Answer {
         expired,
@@ -307,6 +230,113 @@ pub(super) fn to_pre_reboot(
         returns: returns(&group, rules, now),
         lease: rules.lease,
         ..answer(outcome, &group, rules.slots, now, refusal)
+    }
+}
+
+/// A grant on a drain's timeout: the node reboots undrained, and the
+/// operator finds it in the log.
+fn log_drain_timed_out(params: &ClientParams, waited: Duration) {
+    tracing::warn!(
+        group = %params.group,
+        id = %params.id.shown(),
+        waited_s = waited.as_secs(),
+        "drain timed out: nobody confirmed the node's drain in time, and the group \
+         grants on timeout; the node reboots undrained"
+    );
+}
+
+/// The refusal of a node whose slot is returning since `since`.
+fn waiting_for_return(
+    params: &ClientParams,
+    since: Timestamp,
+    until: Timestamp,
+    overdue: bool,
+) -> Error {
+    Error::WaitingForReturn {
+        group: params.group.to_string(),
+        id: params.id.shown(),
+        since: since.to_rfc3339(),
+        until: until.to_rfc3339(),
+        overdue,
+    }
+}
+
+/// The refusal of a paused group, with who paused it and why.
+fn paused(params: &ClientParams, group: &GroupRecord) -> Error {
+    Error::GroupPaused {
+        group: params.group.to_string(),
+        why: paused_because(&group.pause),
+    }
+}
+
+/// The refusal of a group that settles after its last release.
+fn settling(params: &ClientParams, rules: GroupRules, until: Timestamp) -> Error {
+    Error::Settling {
+        group: params.group.to_string(),
+        until: until.to_rfc3339(),
+        settle: format_duration(rules.settle),
+    }
+}
+
+/// The refusal of an excluded node, with who excluded it and why.
+fn excluded(params: &ClientParams, group: &GroupRecord) -> Error {
+    Error::NodeExcluded {
+        group: params.group.to_string(),
+        id: params.id.shown(),
+        why: (group.excluded.get(&params.id))
+            .map_or_else(|| "(no longer)".into(), excluded_because),
+    }
+}
+
+/// The one decision that takes a slot from a node: the operator finds it in
+/// the log, as the event's consumers do.
+fn log_expired(params: &ClientParams, rules: GroupRules, holder: &NodeId, held: Duration) {
+    tracing::warn!(
+        group = %params.group,
+        id = %params.id.shown(),
+        expired = %holder.shown(),
+        held_s = held.as_secs(),
+        lease = %rules.lease.map(format_duration).unwrap_or_default(),
+        "slot expired: a holder kept its slot past the group's lease, and the \
+         node that asked took it"
+    );
+}
+
+/// A slot reserved since `since`: the node waits for its drain.
+fn reserved(
+    params: &ClientParams,
+    rules: GroupRules,
+    since: Timestamp,
+) -> (Outcome, Option<Error>) {
+    tracing::info!(
+        group = %params.group,
+        id = %params.id.shown(),
+        "slot reserved: the node waits for its drain to be confirmed"
+    );
+    (
+        Outcome::Reserved,
+        Some(waiting_for_drain(params, rules, since, true, false)),
+    )
+}
+
+/// The refusal of a full group: a node whose slot was taken over hears
+/// so (it was told yes, and must learn that it holds nothing now); any
+/// other, who holds the slots.
+fn full(params: &ClientParams, rules: GroupRules, group: &GroupRecord) -> Error {
+    let name = params.group.to_string();
+    match group.taken.get(&params.id) {
+        Some(taken_at) => Error::SlotTaken {
+            group: name,
+            id: params.id.shown(),
+            taken_at: taken_at.to_rfc3339(),
+            lease: rules.lease.map(format_duration),
+        },
+        None => Error::SemaphoreFull {
+            group: name,
+            holders: group.holders.len(),
+            slots: rules.slots,
+            lease_ends: lease_ends(group, rules),
+        },
     }
 }
 

@@ -64,79 +64,25 @@ pub(super) fn read_number(
     }
 }
 
-impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
+type Item = HashMap<String, AttributeValue>;
+
+impl TryFrom<&Item> for GroupRecord {
     type Error = StoreError;
 
-    fn try_from(item: &HashMap<String, AttributeValue>) -> Result<Self, StoreError> {
-        let mut holders = Vec::new();
-        for name in item.keys() {
-            let raw_id = name
-                .strip_prefix(HOLDER_PREFIX)
-                .or_else(|| name.strip_prefix(LEGACY_HOLDER_PREFIX));
-            if let Some(raw_id) = raw_id {
-                let id = NodeId::stored(raw_id)
-                    .map_err(|_| StoreError::Corrupt(format!("invalid holder id {raw_id:?}")))?;
-                let at = read_number(item, name)?.unwrap_or_default();
-                holders.push((id, Timestamp(at)));
-            }
-        }
-        let count = read_number(item, COUNT_ATTRIBUTE)?.unwrap_or(0);
-        if count != holders.len() as u64 {
-            return Err(StoreError::Corrupt(format!(
-                "{COUNT_ATTRIBUTE} is {count} but {} holders are stored",
-                holders.len()
-            )));
-        }
+    fn try_from(item: &Item) -> Result<Self, StoreError> {
+        let holders = read_holders(item)?;
         let slots =
             read_number(item, SLOTS_ATTRIBUTE)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-        let mut excluded = BTreeMap::new();
-        for (name, value) in item {
-            if let Some(raw_id) = name.strip_prefix(EXCLUDED_PREFIX) {
-                let id = NodeId::parse(raw_id)
-                    .map_err(|_| StoreError::Corrupt(format!("invalid excluded id {raw_id:?}")))?;
-                let AttributeValue::M(exclusion) = value else {
-                    return Err(StoreError::Corrupt(format!("{name} is not a map")));
-                };
-                excluded.insert(id, read_person_pause(name, exclusion)?);
-            }
-        }
-        let mut draining = BTreeMap::new();
-        for name in item.keys() {
-            if let Some(raw_id) = name.strip_prefix(DRAIN_PREFIX) {
-                let id = NodeId::stored(raw_id)
-                    .map_err(|_| StoreError::Corrupt(format!("invalid reserved id {raw_id:?}")))?;
-                if !holders.iter().any(|(holder, _)| *holder == id) {
-                    return Err(StoreError::Corrupt(format!(
-                        "{name} marks a reservation of a node that holds no slot"
-                    )));
-                }
-                let since = read_number(item, name)?.unwrap_or_default();
-                draining.insert(id, Timestamp(since));
-            }
-        }
+        let excluded = read_excluded(item)?;
+        let draining = read_draining(item, &holders)?;
+        let Marks {
+            mut renewed,
+            taken,
+            returning,
+            mut returns_failed,
+        } = read_marks(item)?;
         // A renewal is only ever written on a holder, and removed with it;
         // one that outlived its holder (written by hand) decides nothing.
-        let mut renewed = BTreeMap::new();
-        let mut taken = BTreeMap::new();
-        let mut returning = BTreeMap::new();
-        let mut returns_failed = BTreeMap::new();
-        for name in item.keys() {
-            let (marks, raw_id) = if let Some(raw_id) = name.strip_prefix(RENEWED_PREFIX) {
-                (&mut renewed, raw_id)
-            } else if let Some(raw_id) = name.strip_prefix(TAKEN_PREFIX) {
-                (&mut taken, raw_id)
-            } else if let Some(raw_id) = name.strip_prefix(RETURNING_PREFIX) {
-                (&mut returning, raw_id)
-            } else if let Some(raw_id) = name.strip_prefix(RETURN_FAILED_PREFIX) {
-                (&mut returns_failed, raw_id)
-            } else {
-                continue;
-            };
-            let id = NodeId::stored(raw_id)
-                .map_err(|_| StoreError::Corrupt(format!("invalid id {raw_id:?} in {name}")))?;
-            let at = read_number(item, name)?.unwrap_or_default();
-            marks.insert(id, Timestamp(at));
-        }
         renewed.retain(|id, _| holders.iter().any(|(holder, _)| holder == id));
         if let Some(id) = returning
             .keys()
@@ -154,40 +100,9 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
                 excluded.len()
             )));
         }
-        let person = match item.get(PAUSED_ATTRIBUTE) {
-            None => None,
-            Some(AttributeValue::M(pause)) => Some(read_person_pause(PAUSED_ATTRIBUTE, pause)?),
-            Some(_) => {
-                return Err(StoreError::Corrupt(format!(
-                    "{PAUSED_ATTRIBUTE} is not a map"
-                )));
-            }
-        };
-        let alarms = match item.get(ALARMS_ATTRIBUTE) {
-            None => BTreeSet::new(),
-            Some(AttributeValue::Ss(names)) => names.iter().cloned().collect(),
-            Some(_) => {
-                return Err(StoreError::Corrupt(format!(
-                    "{ALARMS_ATTRIBUTE} is not a string set"
-                )));
-            }
-        };
-        let stop = match item.get(STOPPED_ATTRIBUTE) {
-            None => None,
-            Some(AttributeValue::M(stop)) => Some(read_stop(stop)?),
-            Some(_) => {
-                return Err(StoreError::Corrupt(format!(
-                    "{STOPPED_ATTRIBUTE} is not a map"
-                )));
-            }
-        };
         Ok(GroupRecord {
             holders: Semaphore::from_holders(holders),
-            pause: Pause {
-                person,
-                alarms,
-                stop,
-            },
+            pause: read_pause(item)?,
             last_release: read_number(item, RELEASED_ATTRIBUTE)?.map(Timestamp),
             slots,
             excluded,
@@ -198,6 +113,134 @@ impl TryFrom<&HashMap<String, AttributeValue>> for GroupRecord {
             returns_failed,
         })
     }
+}
+
+/// The holders and when each took its slot, held to the stored count.
+fn read_holders(item: &Item) -> Result<Vec<(NodeId, Timestamp)>, StoreError> {
+    let mut holders = Vec::new();
+    for name in item.keys() {
+        let raw_id = name
+            .strip_prefix(HOLDER_PREFIX)
+            .or_else(|| name.strip_prefix(LEGACY_HOLDER_PREFIX));
+        if let Some(raw_id) = raw_id {
+            let id = NodeId::stored(raw_id)
+                .map_err(|_| StoreError::Corrupt(format!("invalid holder id {raw_id:?}")))?;
+            let at = read_number(item, name)?.unwrap_or_default();
+            holders.push((id, Timestamp(at)));
+        }
+    }
+    let count = read_number(item, COUNT_ATTRIBUTE)?.unwrap_or(0);
+    if count != holders.len() as u64 {
+        return Err(StoreError::Corrupt(format!(
+            "{COUNT_ATTRIBUTE} is {count} but {} holders are stored",
+            holders.len()
+        )));
+    }
+    Ok(holders)
+}
+
+fn read_excluded(item: &Item) -> Result<BTreeMap<NodeId, ByPerson>, StoreError> {
+    let mut excluded = BTreeMap::new();
+    for (name, value) in item {
+        if let Some(raw_id) = name.strip_prefix(EXCLUDED_PREFIX) {
+            let id = NodeId::parse(raw_id)
+                .map_err(|_| StoreError::Corrupt(format!("invalid excluded id {raw_id:?}")))?;
+            let AttributeValue::M(exclusion) = value else {
+                return Err(StoreError::Corrupt(format!("{name} is not a map")));
+            };
+            excluded.insert(id, read_person_pause(name, exclusion)?);
+        }
+    }
+    Ok(excluded)
+}
+
+/// The reservations waiting for a drain: each of a holder.
+fn read_draining(
+    item: &Item,
+    holders: &[(NodeId, Timestamp)],
+) -> Result<BTreeMap<NodeId, Timestamp>, StoreError> {
+    let mut draining = BTreeMap::new();
+    for name in item.keys() {
+        if let Some(raw_id) = name.strip_prefix(DRAIN_PREFIX) {
+            let id = NodeId::stored(raw_id)
+                .map_err(|_| StoreError::Corrupt(format!("invalid reserved id {raw_id:?}")))?;
+            if !holders.iter().any(|(holder, _)| *holder == id) {
+                return Err(StoreError::Corrupt(format!(
+                    "{name} marks a reservation of a node that holds no slot"
+                )));
+            }
+            let since = read_number(item, name)?.unwrap_or_default();
+            draining.insert(id, Timestamp(since));
+        }
+    }
+    Ok(draining)
+}
+
+/// The time marks a holder's slot carries, each by node.
+#[derive(Default)]
+struct Marks {
+    renewed: BTreeMap<NodeId, Timestamp>,
+    taken: BTreeMap<NodeId, Timestamp>,
+    returning: BTreeMap<NodeId, Timestamp>,
+    returns_failed: BTreeMap<NodeId, Timestamp>,
+}
+
+fn read_marks(item: &Item) -> Result<Marks, StoreError> {
+    let mut marks = Marks::default();
+    for name in item.keys() {
+        let (into, raw_id) = if let Some(raw_id) = name.strip_prefix(RENEWED_PREFIX) {
+            (&mut marks.renewed, raw_id)
+        } else if let Some(raw_id) = name.strip_prefix(TAKEN_PREFIX) {
+            (&mut marks.taken, raw_id)
+        } else if let Some(raw_id) = name.strip_prefix(RETURNING_PREFIX) {
+            (&mut marks.returning, raw_id)
+        } else if let Some(raw_id) = name.strip_prefix(RETURN_FAILED_PREFIX) {
+            (&mut marks.returns_failed, raw_id)
+        } else {
+            continue;
+        };
+        let id = NodeId::stored(raw_id)
+            .map_err(|_| StoreError::Corrupt(format!("invalid id {raw_id:?} in {name}")))?;
+        let at = read_number(item, name)?.unwrap_or_default();
+        into.insert(id, Timestamp(at));
+    }
+    Ok(marks)
+}
+
+/// A person's pause, the alarms' and the sweep's stop.
+fn read_pause(item: &Item) -> Result<Pause, StoreError> {
+    let person = match item.get(PAUSED_ATTRIBUTE) {
+        None => None,
+        Some(AttributeValue::M(pause)) => Some(read_person_pause(PAUSED_ATTRIBUTE, pause)?),
+        Some(_) => {
+            return Err(StoreError::Corrupt(format!(
+                "{PAUSED_ATTRIBUTE} is not a map"
+            )));
+        }
+    };
+    let alarms = match item.get(ALARMS_ATTRIBUTE) {
+        None => BTreeSet::new(),
+        Some(AttributeValue::Ss(names)) => names.iter().cloned().collect(),
+        Some(_) => {
+            return Err(StoreError::Corrupt(format!(
+                "{ALARMS_ATTRIBUTE} is not a string set"
+            )));
+        }
+    };
+    let stop = match item.get(STOPPED_ATTRIBUTE) {
+        None => None,
+        Some(AttributeValue::M(stop)) => Some(read_stop(stop)?),
+        Some(_) => {
+            return Err(StoreError::Corrupt(format!(
+                "{STOPPED_ATTRIBUTE} is not a map"
+            )));
+        }
+    };
+    Ok(Pause {
+        person,
+        alarms,
+        stop,
+    })
 }
 
 /// A group's state from an image of its item in DynamoDB's JSON (`{"S": ..}`,

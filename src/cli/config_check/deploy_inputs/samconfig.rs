@@ -106,49 +106,7 @@ pub(crate) fn from_samconfig(
     config_env: &str,
     file: &str,
 ) -> Result<DeployInputs, String> {
-    let parsed: toml::Table =
-        toml::from_str(text).map_err(|e| format!("{file}: not TOML: {}", e.message()))?;
-    let Some(environment) = parsed.get(config_env).and_then(toml::Value::as_table) else {
-        let known: Vec<&str> = parsed
-            .iter()
-            .filter(|(_, v)| v.is_table())
-            .map(|(k, _)| k.as_str())
-            .collect();
-        return Err(format!(
-            "{file} has no config-env '{config_env}'{} (it has: {})",
-            did_you_mean(config_env, known.iter().copied()),
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        ));
-    };
-    let overrides = ["deploy", "global"].iter().find_map(|command| {
-        environment
-            .get(*command)?
-            .get("parameters")?
-            .get("parameter_overrides")
-    });
-    let pairs: Vec<String> = match overrides {
-        None => Vec::new(),
-        Some(toml::Value::String(text)) => {
-            override_words(text).map_err(|why| format!("{file}: parameter_overrides {why}"))?
-        }
-        Some(toml::Value::Array(items)) => items
-            .iter()
-            .map(|item| {
-                item.as_str().map(unquote_override).ok_or_else(|| {
-                    format!("{file}: each item of parameter_overrides is a \"Key=Value\" string")
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(format!(
-                "{file}: parameter_overrides is a string of Key=Value words or a list of them"
-            ));
-        }
-    };
+    let pairs = override_pairs(text, config_env, file)?;
     let parameters = template_parameters(TEMPLATE);
     let mut values = parameters.clone();
     let mut given = Vec::new();
@@ -183,36 +141,7 @@ pub(crate) fn from_samconfig(
             .names
             .insert((*var).into(), format!("parameter {parameter}"));
     }
-    let events = values.get("SlotEvents").map(String::as_str) == Some("true");
-    let set = |name: &str| values.get(name).is_some_and(|v| !v.trim().is_empty());
-    // On a global table's replica the gates' events may come from the one
-    // region whose stack reads the stream (its ExistingTableStreamArn).
-    let replica = set("ExistingTableName");
-    if replica && events && !set("ExistingTableStreamArn") {
-        inputs.refused.push(
-            "parameter SlotEvents=true with ExistingTableName needs ExistingTableStreamArn (the \
-             template's rule SlotEventsOnAGlobalTableNeedTheStream refuses the deploy): this \
-             region's stream of the global table, global-table.yaml's StreamArn output"
-                .into(),
-        );
-    }
-    let events = events || replica;
-    if set("Drain") && !events {
-        inputs.refused.push(
-            "parameter Drain needs SlotEvents=true (the template's rule DrainNeedsSlotEvents \
-             refuses the deploy): the Slot Drain Requested event is what tells a hook to drain \
-             a node"
-                .into(),
-        );
-    }
-    if set("Return") && !events {
-        inputs.refused.push(
-            "parameter Return needs SlotEvents=true (the template's rule ReturnNeedsSlotEvents \
-             refuses the deploy): the Slot Released event (returning) is what tells a hook to \
-             bring a node back and confirm its return"
-                .into(),
-        );
-    }
+    inputs.refused = template_refusals(&values);
     let anonymous = values.get("AllowAnonymous").map(String::as_str) == Some("true");
     inputs.vars.insert(
         "FLEETLOCK_AUTH".into(),
@@ -222,6 +151,89 @@ pub(crate) fn from_samconfig(
         .names
         .insert("FLEETLOCK_AUTH".into(), "parameter AllowAnonymous".into());
     Ok(inputs)
+}
+
+/// The `Key=Value` words of `parameter_overrides` in `[ENV.deploy.parameters]`,
+/// else in `[ENV.global.parameters]`, as `sam deploy --config-env ENV` reads them.
+fn override_pairs(text: &str, config_env: &str, file: &str) -> Result<Vec<String>, String> {
+    let parsed: toml::Table =
+        toml::from_str(text).map_err(|e| format!("{file}: not TOML: {}", e.message()))?;
+    let Some(environment) = parsed.get(config_env).and_then(toml::Value::as_table) else {
+        let known: Vec<&str> = parsed
+            .iter()
+            .filter(|(_, v)| v.is_table())
+            .map(|(k, _)| k.as_str())
+            .collect();
+        return Err(format!(
+            "{file} has no config-env '{config_env}'{} (it has: {})",
+            did_you_mean(config_env, known.iter().copied()),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ));
+    };
+    let overrides = ["deploy", "global"].iter().find_map(|command| {
+        environment
+            .get(*command)?
+            .get("parameters")?
+            .get("parameter_overrides")
+    });
+    match overrides {
+        None => Ok(Vec::new()),
+        Some(toml::Value::String(text)) => {
+            override_words(text).map_err(|why| format!("{file}: parameter_overrides {why}"))
+        }
+        Some(toml::Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                item.as_str().map(unquote_override).ok_or_else(|| {
+                    format!("{file}: each item of parameter_overrides is a \"Key=Value\" string")
+                })
+            })
+            .collect(),
+        Some(_) => Err(format!(
+            "{file}: parameter_overrides is a string of Key=Value words or a list of them"
+        )),
+    }
+}
+
+/// What the template's rules refuse beyond the function's settings: slot
+/// events on a replica without its stream, a gate without slot events.
+fn template_refusals(values: &BTreeMap<String, String>) -> Vec<String> {
+    let mut refused = Vec::new();
+    let events = values.get("SlotEvents").map(String::as_str) == Some("true");
+    let set = |name: &str| values.get(name).is_some_and(|v| !v.trim().is_empty());
+    // On a global table's replica the gates' events may come from the one
+    // region whose stack reads the stream (its ExistingTableStreamArn).
+    let replica = set("ExistingTableName");
+    if replica && events && !set("ExistingTableStreamArn") {
+        refused.push(
+            "parameter SlotEvents=true with ExistingTableName needs ExistingTableStreamArn (the \
+             template's rule SlotEventsOnAGlobalTableNeedTheStream refuses the deploy): this \
+             region's stream of the global table, global-table.yaml's StreamArn output"
+                .into(),
+        );
+    }
+    let events = events || replica;
+    if set("Drain") && !events {
+        refused.push(
+            "parameter Drain needs SlotEvents=true (the template's rule DrainNeedsSlotEvents \
+             refuses the deploy): the Slot Drain Requested event is what tells a hook to drain \
+             a node"
+                .into(),
+        );
+    }
+    if set("Return") && !events {
+        refused.push(
+            "parameter Return needs SlotEvents=true (the template's rule ReturnNeedsSlotEvents \
+             refuses the deploy): the Slot Released event (returning) is what tells a hook to \
+             bring a node back and confirm its return"
+                .into(),
+        );
+    }
+    refused
 }
 
 /// One item of a list of overrides: `Key=Value` or `Key="Value"`.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::*;
+use crate::cli::config_check::root_module::ModuleInputs;
 
 /// The module's variables and their defaults (JSON, `null` where none),
 /// from the text of `variables.tf`.
@@ -35,31 +36,12 @@ pub(super) fn module_variables(variables_tf: &str) -> BTreeMap<String, Value> {
 /// then the module's defaults. Names of other inputs (a root module's own)
 /// are left alone, unless they look like a typo of the module's.
 pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
-    let (mut unread, mut module_label) = (Vec::new(), None);
-    let given: serde_json::Map<String, Value> = if file.ends_with(".json") {
-        serde_json::from_str(text).map_err(|e| format!("{file}: not JSON: {e}"))?
-    } else {
-        let body = hcl::parse(text).map_err(|e| format!("{file}: not HCL: {e}"))?;
-        if let Some(module) = root_module::module_inputs(&body, file)? {
-            unread = module.unread;
-            module_label = Some(module.label);
-            module.literal
-        } else if let Some(block) = body.blocks().next() {
-            return Err(format!(
-                "{file}: a tfvars file holds only NAME = value lines, not blocks like '{}' \
-                 (a root module's file is read by its module block)",
-                block.identifier()
-            ));
-        } else {
-            body.attributes()
-                .map(|attribute| {
-                    let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()))
-                        .map_err(|e| format!("{file}: {}: {e}", attribute.key()))?;
-                    Ok((attribute.key().to_owned(), value))
-                })
-                .collect::<Result<_, String>>()?
-        }
-    };
+    let ModuleInputs {
+        label,
+        literal: given,
+        unread,
+    } = given_inputs(text, file)?;
+    let module_label = (!label.is_empty()).then_some(label);
     let variables = module_variables(MODULE_VARIABLES);
     for name in given.keys().chain(unread.iter().map(|(name, _)| name)) {
         if !variables.contains_key(name) {
@@ -102,38 +84,7 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
             .names
             .insert((*var).into(), format!("variable {variable}"));
     }
-    let gated = |name: &str| matches!(value(name), Value::Object(map) if !map.is_empty());
-    let events = matches!(value("slot_events"), Value::Bool(true))
-        || value("slot_events") == Value::String("true".into());
-    // On a replica of a global table the gates' events come from the region
-    // that made the table, and slot events run there only.
-    let replica = is_unread("existing_table_name")
-        || matches!(value("existing_table_name"), Value::String(name) if !name.is_empty());
-    if replica && events {
-        inputs.refused.push(
-            "variable slot_events runs where the global table is made, not with \
-             existing_table_name (the module's precondition refuses the plan): every replica's \
-             stream carries every region's writes, so a second slot-events function would send \
-             each change twice"
-                .into(),
-        );
-    }
-    let events = events || replica;
-    if gated("drain") && !events {
-        inputs.refused.push(
-            "variable drain needs slot_events = true (the module's precondition refuses the \
-             plan): the Slot Drain Requested event is what tells a hook to drain a node"
-                .into(),
-        );
-    }
-    if gated("return_gate") && !events {
-        inputs.refused.push(
-            "variable return_gate needs slot_events = true (the module's precondition refuses \
-             the plan): the Slot Released event (returning) is what tells a hook to bring a \
-             node back and confirm its return"
-                .into(),
-        );
-    }
+    inputs.refused = module_refusals(&value, &is_unread);
     let credentials_unread = is_unread("clients") || is_unread("allow_anonymous");
     inputs.unread = unread;
     if credentials_unread {
@@ -152,6 +103,80 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
         .names
         .insert("FLEETLOCK_AUTH".into(), "variable allow_anonymous".into());
     Ok(inputs)
+}
+
+/// What a tfvars file (or a root module's `module` block, with its label
+/// and the inputs only Terraform reads) gives the module, as JSON.
+fn given_inputs(text: &str, file: &str) -> Result<ModuleInputs, String> {
+    if file.ends_with(".json") {
+        let literal = serde_json::from_str(text).map_err(|e| format!("{file}: not JSON: {e}"))?;
+        return Ok(ModuleInputs {
+            literal,
+            ..ModuleInputs::default()
+        });
+    }
+    let body = hcl::parse(text).map_err(|e| format!("{file}: not HCL: {e}"))?;
+    if let Some(module) = root_module::module_inputs(&body, file)? {
+        return Ok(module);
+    }
+    if let Some(block) = body.blocks().next() {
+        return Err(format!(
+            "{file}: a tfvars file holds only NAME = value lines, not blocks like '{}' \
+             (a root module's file is read by its module block)",
+            block.identifier()
+        ));
+    }
+    let literal = body
+        .attributes()
+        .map(|attribute| {
+            let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()))
+                .map_err(|e| format!("{file}: {}: {e}", attribute.key()))?;
+            Ok((attribute.key().to_owned(), value))
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(ModuleInputs {
+        literal,
+        ..ModuleInputs::default()
+    })
+}
+
+/// What the module's preconditions refuse beyond the function's settings:
+/// slot events on a replica, a gate without slot events.
+fn module_refusals(value: &dyn Fn(&str) -> Value, is_unread: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut refused = Vec::new();
+    let gated = |name: &str| matches!(value(name), Value::Object(map) if !map.is_empty());
+    let events = matches!(value("slot_events"), Value::Bool(true))
+        || value("slot_events") == Value::String("true".into());
+    // On a replica of a global table the gates' events come from the region
+    // that made the table, and slot events run there only.
+    let replica = is_unread("existing_table_name")
+        || matches!(value("existing_table_name"), Value::String(name) if !name.is_empty());
+    if replica && events {
+        refused.push(
+            "variable slot_events runs where the global table is made, not with \
+             existing_table_name (the module's precondition refuses the plan): every replica's \
+             stream carries every region's writes, so a second slot-events function would send \
+             each change twice"
+                .into(),
+        );
+    }
+    let events = events || replica;
+    if gated("drain") && !events {
+        refused.push(
+            "variable drain needs slot_events = true (the module's precondition refuses the \
+             plan): the Slot Drain Requested event is what tells a hook to drain a node"
+                .into(),
+        );
+    }
+    if gated("return_gate") && !events {
+        refused.push(
+            "variable return_gate needs slot_events = true (the module's precondition refuses \
+             the plan): the Slot Released event (returning) is what tells a hook to bring a \
+             node back and confirm its return"
+                .into(),
+        );
+    }
+    refused
 }
 
 /// A value as Terraform's string template gives it: a whole number without
