@@ -843,6 +843,90 @@ class DeployCheck(unittest.TestCase):
         self.assertEqual((sent[-1][0], unused.calls), ("SUCCESS", []))
 
 
+def cfn_rule_value(expr, parameters):
+    """A rule's condition or assertion, as CloudFormation evaluates it with
+    these parameter values (strings)."""
+    if not isinstance(expr, dict):
+        return expr
+    (function, argument), = expr.items()
+    if function == "Ref":
+        return parameters[argument]
+    values = [cfn_rule_value(a, parameters) for a in argument] if isinstance(argument, list) else []
+    if function == "Fn::Equals":
+        return values[0] == values[1]
+    if function == "Fn::Not":
+        return not values[0]
+    if function == "Fn::And":
+        return all(values)
+    if function == "Fn::Or":
+        return any(values)
+    if function == "Fn::Contains":
+        return values[1] in values[0]
+    raise AssertionError(f"a rule function this evaluator does not know: {function}")
+
+
+def sam_rules_refusing(parameters):
+    """The template's rules a deploy with these parameters breaks."""
+    for name, rule in SAM["Rules"].items():
+        if "RuleCondition" in rule and not cfn_rule_value(rule["RuleCondition"], parameters):
+            continue
+        if not all(cfn_rule_value(a["Assert"], parameters) for a in rule["Assertions"]):
+            yield name
+
+
+class SamconfigAgainstTheRules(unittest.TestCase):
+    """`config check --samconfig` refuses exactly what the template's own
+    rules refuse, over every combination of the inputs both read (the gates,
+    slot events, a global table's replica and stream, the credentials): the
+    check's copy of the rules is held to the template's, by behaviour."""
+
+    ENTRY = "fleet:*:000102030405060708090a0b0c0d0e0f:" + "0" * 64
+    # The rules config check models; the rest (a domain, the private
+    # endpoint) concern parameters it does not read.
+    MODELLED = {"ClientsUnlessAnonymous", "DrainNeedsSlotEvents", "ReturnNeedsSlotEvents",
+                "SlotEventsOnAGlobalTableNeedTheStream", "ExistingTableStreamNeedsSlotEvents"}
+    STREAM = "arn:aws:dynamodb:eu-west-1:123456789012:table/locks/stream/2026-01-01T00:00:00.000"
+
+    def test_every_combination_is_refused_alike(self):
+        import itertools
+        import tempfile
+        defaults = {name: str(p.get("Default", "")) for name, p in SAM["Parameters"].items()}
+        choices = {
+            "Drain": ["", "default=15m"],
+            "Return": ["", "default=20m"],
+            "SlotEvents": ["false", "true"],
+            "ExistingTableName": ["", "locks"],
+            "ExistingTableStreamArn": ["", self.STREAM],
+            "Clients": ["", self.ENTRY],
+            "AllowAnonymous": ["false", "true"],
+        }
+        refused_cases = 0
+        with tempfile.TemporaryDirectory() as folder:
+            samconfig = Path(folder) / "samconfig.toml"
+            for values in itertools.product(*choices.values()):
+                case = {k: v for k, v in zip(choices, values) if v != defaults[k]}
+                overrides = " ".join(f'{k}=\\"{v}\\"' for k, v in case.items())
+                samconfig.write_text(f'version = 0.1\n[default.deploy.parameters]\n'
+                                     f'parameter_overrides = "{overrides}"\n')
+                broken = set(sam_rules_refusing({**defaults, **case}))
+                self.assertLessEqual(broken, self.MODELLED, case)
+                checked = subprocess.run(
+                    [str(lambda_run.FLEETLOCK), "config", "check", "--samconfig", str(samconfig)],
+                    capture_output=True, text=True, env=lambda_run.HERMETIC)
+                # Credentials with anonymous access on: no rule's, the
+                # function's own refusal (and so the deploy's check's).
+                conflict = case.get("Clients") and case.get("AllowAnonymous") == "true"
+                self.assertEqual(checked.returncode != 0, bool(broken) or bool(conflict),
+                                 f"{case}: the rules break {sorted(broken)}; config check says "
+                                 f"{checked.stdout}{checked.stderr}")
+                for rule in broken - {"ClientsUnlessAnonymous"}:
+                    self.assertIn(rule, checked.stderr, case)
+                refused_cases += bool(broken) or bool(conflict)
+        # The corpus reaches both verdicts, most of it refused.
+        self.assertGreater(refused_cases, 64)
+        self.assertLess(refused_cases, 128)
+
+
 class Docs(unittest.TestCase):
     def test_deploy_md_names_every_parameter_and_output_of_the_template(self):
         docs = (ROOT / "docs" / "deploy.md").read_text()

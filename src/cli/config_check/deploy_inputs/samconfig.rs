@@ -200,7 +200,8 @@ fn override_pairs(text: &str, config_env: &str, file: &str) -> Result<Vec<String
 }
 
 /// What the template's rules refuse beyond the function's settings: slot
-/// events on a replica without its stream, a gate without slot events.
+/// events on a replica without its stream, a stream without them, a gate
+/// without slot events (tests/iac holds these to the template's rules).
 fn template_refusals(values: &BTreeMap<String, String>) -> Vec<String> {
     let mut refused = Vec::new();
     let events = values.get("SlotEvents").map(String::as_str) == Some("true");
@@ -213,6 +214,14 @@ fn template_refusals(values: &BTreeMap<String, String>) -> Vec<String> {
             "parameter SlotEvents=true with ExistingTableName needs ExistingTableStreamArn (the \
              template's rule SlotEventsOnAGlobalTableNeedTheStream refuses the deploy): this \
              region's stream of the global table, global-table.yaml's StreamArn output"
+                .into(),
+        );
+    }
+    if set("ExistingTableStreamArn") && !(replica && events) {
+        refused.push(
+            "parameter ExistingTableStreamArn is read only by slot events on a global table \
+             (the template's rule ExistingTableStreamNeedsSlotEvents refuses the deploy): set \
+             SlotEvents=true and ExistingTableName, or leave it empty"
                 .into(),
         );
     }
