@@ -19,8 +19,17 @@ on AWS plus one certificate.
 
 Run by scripts/bench-cold-start, which builds the binaries and starts DynamoDB
 Local; CANDIDATES names them: "label=path[=entry]" separated by ';', where
-entry "system" or "compiled" says how the build trusts roots (above), and
-"floor" marks the hello world (one handler, no settings).
+entry "system" or "compiled" says how the build trusts roots (above),
+"floor" marks the hello world (one handler, no settings) and
+"floor-dynamodb" the hello world that makes the api's one DescribeTable at
+start with the same SDK (the floor of any Rust function on DynamoDB).
+
+Each start's CPU time (user and system, every thread, from /proc) until its
+first ask for work is shown beside its init: on a full core the two differ
+by the waits (the DescribeTable's round trip), at a small share by the
+throttling too. PROFILE=1 instead runs the first candidate's api entry point
+RUNS times under `perf record` and prints where its CPU went (a build with
+symbols: scripts/bench-cold-start --profile).
 """
 
 import io
@@ -40,7 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "iac"))
 import lambda_run  # noqa: E402
 # The stand-in Runtime API that records the first ask for work.
-from init_time import _FirstNext  # noqa: E402
+from init_time import _FirstNext, aws_env  # noqa: E402
 
 RUNS = int(os.environ.get("RUNS", "15"))
 FULL_CORE_MB = 1769
@@ -166,13 +175,17 @@ class TlsStandIn:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def start(binary, handler, env, cpu):
-    """One cold start: (init ms, the DescribeTable's ms from the log or None)."""
+def start(binary, handler, env, cpu, perf=None):
+    """One cold start: (init ms, the DescribeTable's ms from the log or None,
+    the CPU ms of every thread until the first ask for work). With `perf`
+    (a perf.data path), under `perf record`, its samples added there."""
     server = _FirstNext()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     started = time.perf_counter()
+    wrapper = ["perf", "record", "--quiet", "-F", "20000", "-g", "--call-graph", "dwarf,16384",
+               "-o", str(perf), "--"] if perf else []
     process = subprocess.Popen(
-        [str(binary)],
+        [*wrapper, str(binary)],
         env={**lambda_run.HERMETIC, **env,
              "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
              "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-bench",
@@ -185,8 +198,14 @@ def start(binary, handler, env, cpu):
             process.kill()
             sys.exit(f"{binary} {handler}: never asked for work: {process.communicate()[1].decode()}")
         init = (server.asked_at - started) * 1000
+        # Blocked on the unanswered ask from here on: the CPU it has used
+        # is its start's.
+        cpu_ms = None if perf else process_cpu_ms(process.pid)
     finally:
-        process.kill()
+        if perf:
+            process.send_signal(2)  # perf writes its samples on SIGINT
+        else:
+            process.kill()
         _, err = process.communicate()
         server.shutdown()
         server.server_close()
@@ -198,7 +217,39 @@ def start(binary, handler, env, cpu):
             continue
         if fields.get("message") == "table checked":
             check = float(fields["check_ms"])
-    return init, check
+    return init, check, cpu_ms
+
+
+def process_cpu_ms(pid):
+    """The CPU every thread of `pid` has run so far, in ms: the sum of their
+    schedstat run times (nanoseconds, unlike /proc's 10 ms ticks)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended between the listing and the read
+    return total / 1e6
+
+
+def profile(candidates, entries, tls):
+    """PROFILE=1: the api entry point of the first candidate, RUNS cold starts
+    on a full core under perf, and where their CPU went."""
+    label, path, kind = candidates[0]
+    _, handler, env = entries[0]
+    data = Path("target/bench/cold-start.perf.data")
+    data.parent.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for n in range(RUNS):
+        part = data.with_suffix(f".{n}")
+        start(path, handler, {**env, **tls.trust(kind)}, CpuShare(1.0), perf=part)
+        runs.append(part)
+    report = ["perf", "report", "--stdio", "--no-children", "--percent-limit", "0.5",
+              "--sort", "dso,symbol", "-g", "none"]
+    for part in runs[:1]:
+        print(subprocess.run([*report, "-i", str(part)], capture_output=True, text=True).stdout)
+    print(f"{label}: {RUNS} profiles in {data.parent}/cold-start.perf.* "
+          f"(perf report -i FILE --no-children --sort dso,symbol)")
 
 
 def zipped(binary):
@@ -220,18 +271,26 @@ def main():
         label, path, *kind = spec.split("=")
         candidates.append((label, Path(path), kind[0] if kind else "compiled"))
     cli = os.environ.get("FLEETLOCK_CLI")
-    subprocess.run([cli, "create-table"], check=True, capture_output=True,
-                   env={**lambda_run.HERMETIC, **lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table})
+    made = subprocess.run([cli, "create-table"], capture_output=True, text=True,
+                          env={**lambda_run.HERMETIC, **aws_env(endpoint), "FLEETLOCK_TABLE": table})
+    if made.returncode != 0 and "already exists" not in made.stderr:
+        sys.exit(f"create-table: {made.stderr.strip()}")
     tls = TlsStandIn(endpoint)
-    aws = {**lambda_run.aws_env(tls.endpoint), "FLEETLOCK_TABLE": table}
+    aws = {**aws_env(tls.endpoint), "FLEETLOCK_TABLE": table}
     entries = [
         ("api", "bootstrap", {**aws, "FLEETLOCK_AUTH": "disabled", "FLEETLOCK_GROUPS": "default=1,workers=2"}),
-        ("slot-events", "slot-events", lambda_run.aws_env(tls.endpoint)),
+        ("slot-events", "slot-events", aws_env(tls.endpoint)),
         ("alarm-pauses", "alarm-pauses", {**aws, "FLEETLOCK_GROUPS": "default=1",
                                           "FLEETLOCK_ALARM_PAUSES": "db-errors=default"}),
         ("drained", "drained", aws),
     ]
-    print(f"{RUNS} cold starts per entry point and CPU share; medians in ms.\n")
+    if os.environ.get("PROFILE"):
+        profile(candidates, entries, tls)
+        tls.close()
+        return
+    print(f"{RUNS} cold starts per entry point and CPU share; medians in ms: the init "
+          "(start to first ask for work), and in brackets the CPU time of every thread "
+          "until then.\n")
     print("| build | binary bytes | zip bytes |")
     print("|---|---:|---:|")
     for label, path, _ in candidates:
@@ -241,9 +300,16 @@ def main():
     print("|---|---|" + "---:|" * len(SHARES))
     checks = {}
     for label, path, kind in candidates:
-        runs = [("hello world", "bootstrap", {})] if kind == "floor" else entries
+        if kind == "floor":
+            runs = [("hello world", "bootstrap", {})]
+        elif kind == "floor-dynamodb":
+            # The same one DescribeTable at start, through the same TLS.
+            runs = [("DescribeTable, then hello", "bootstrap", aws)]
+        else:
+            runs = entries
         for name, handler, env in runs:
-            env = {**env, **tls.trust(kind)} if kind != "floor" else env
+            env = {**env, **tls.trust("compiled" if kind == "floor-dynamodb" else kind)} \
+                if kind != "floor" else env
             cells = []
             for mb, share in SHARES:
                 cpu = CpuShare(share)
@@ -252,7 +318,8 @@ def main():
                     results = [start(path, handler, env, cpu) for _ in range(RUNS)]
                 finally:
                     cpu.remove()
-                cells.append(f"{statistics.median(r[0] for r in results):.1f}")
+                cells.append(f"{statistics.median(r[0] for r in results):.1f} "
+                             f"({statistics.median(r[2] for r in results):.1f})")
                 seen = [r[1] for r in results if r[1] is not None]
                 if seen:
                     checks[(label, mb)] = statistics.median(seen)

@@ -31,6 +31,13 @@ CLI = Path(os.environ.get("FLEETLOCK_CLI", ROOT / "target" / "release" / "fleetl
 RUNS = int(os.environ.get("RUNS", "40"))
 
 
+def aws_env(endpoint):
+    """The AWS settings of a run straight on DynamoDB Local, with its own
+    access key: the tests' key is the IAM enforcer's, which the benchmarks
+    do not run behind, and which DynamoDB Local refuses."""
+    return {**lambda_run.aws_env(endpoint), "AWS_ACCESS_KEY_ID": "local"}
+
+
 class _FirstNext(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -143,11 +150,11 @@ def main():
     endpoint = lambda_run.dynamodb_endpoint()
     table = "fleetlock-init-bench"
     subprocess.run([str(CLI), "create-table"], check=True, capture_output=True,
-                   env={**lambda_run.HERMETIC, **lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table})
-    aws = {**lambda_run.aws_env(endpoint), "FLEETLOCK_TABLE": table}
+                   env={**lambda_run.HERMETIC, **aws_env(endpoint), "FLEETLOCK_TABLE": table})
+    aws = {**aws_env(endpoint), "FLEETLOCK_TABLE": table}
     entries = [
         ("api", "bootstrap", {**aws, "FLEETLOCK_AUTH": "disabled", "FLEETLOCK_GROUPS": "default=1,workers=2"}),
-        ("slot events", "slot-events", lambda_run.aws_env(endpoint)),
+        ("slot events", "slot-events", aws_env(endpoint)),
         ("alarm pauses", "alarm-pauses", {**aws, "FLEETLOCK_GROUPS": "default=1",
                                           "FLEETLOCK_ALARM_PAUSES": "db-errors=default"}),
         ("drain confirmations", "drained", aws),

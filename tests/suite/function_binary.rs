@@ -47,6 +47,20 @@ fn the_function_binary_links_nothing_of_the_command_line() {
     assert!(needed.iter().all(|n| *n > 0), "{needed:?}");
 }
 
+/// aws-lc is built without its CPU jitter entropy source (.cargo/config.toml):
+/// sampling it at the first TLS connection was most of a cold start's CPU.
+#[test]
+fn the_function_binary_seeds_its_tls_from_the_kernel_without_cpu_jitter() {
+    let counts = symbols_naming(
+        env!("CARGO_BIN_EXE_fleetlock-lambda"),
+        &["RAND_bytes", "jent_"],
+    );
+    let (aws_lc, jitter) = (counts[0], counts[1]);
+    // aws-lc is there, so its symbols can be seen: its jitter source is not.
+    assert!(aws_lc > 0, "no aws-lc in fleetlock-lambda");
+    assert_eq!(jitter, 0, "aws-lc's jitter entropy in fleetlock-lambda");
+}
+
 #[test]
 fn the_function_binary_outside_lambda_says_what_it_is() {
     let run = Command::new(env!("CARGO_BIN_EXE_fleetlock-lambda"))
