@@ -27,7 +27,10 @@ start with the same SDK (the floor of any Rust function on DynamoDB).
 Each start's CPU time (user and system, every thread, from /proc) until its
 first ask for work is shown beside its init: on a full core the two differ
 by the waits (the DescribeTable's round trip), at a small share by the
-throttling too. PROFILE=1 instead runs the first candidate's api entry point
+throttling too. Then the api entry point's warm calls at 128 MB, 256 MB and
+a full core: WARM_CALLS (200) pre-reboots and steady-states in turn, the
+median from an event handed out to its answer and the CPU per call.
+PROFILE=1 instead runs the first candidate's api entry point
 RUNS times under `perf record` and prints where its CPU went (a build with
 symbols: scripts/bench-cold-start --profile).
 """
@@ -44,6 +47,7 @@ import sys
 import threading
 import time
 import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "iac"))
@@ -252,6 +256,84 @@ def profile(candidates, entries, tls):
           f"(perf report -i FILE --no-children --sort dso,symbol)")
 
 
+class _Warm(ThreadingHTTPServer):
+    """A Runtime API that hands out `events` one by one and times each from
+    the moment it is handed out to the function's answer."""
+    daemon_threads = True
+
+    def __init__(self, events):
+        self.events = list(events)
+        self.handed, self.answered = [], []
+        self.done = threading.Event()
+        super().__init__(("127.0.0.1", 0), _WarmHandler)
+
+
+class _WarmHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        server = self.server
+        if len(server.handed) == len(server.events):
+            server.done.set()
+            time.sleep(5)  # never answered: the run is over
+            return
+        body = json.dumps(server.events[len(server.handed)]).encode()
+        self.send_response(200)
+        self.send_header("lambda-runtime-aws-request-id", f"r-{len(server.handed)}")
+        self.send_header("lambda-runtime-deadline-ms", "99999999999999")
+        self.send_header("lambda-runtime-invoked-function-arn",
+                         "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+        server.handed.append(time.perf_counter())
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.server.answered.append(time.perf_counter())
+        self.send_response(202)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+
+def warm(binary, env, cpu, calls):
+    """The api entry point's warm calls, as Zincati makes them (a pre-reboot
+    and a steady-state in turn): (p50 ms from event to answer, CPU ms per
+    call), after the cold start and 10 calls that warm the connection."""
+    node = "8f040e49ad9a45a8b0c617313becf153"
+    events = [lambda_run.api_gateway_event("pre-reboot" if n % 2 == 0 else "steady-state", node)
+              for n in range(calls + 10)]
+    server = _Warm(events)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    process = subprocess.Popen(
+        [str(binary)],
+        env={**lambda_run.HERMETIC, **env,
+             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
+             "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-bench",
+             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+             "_HANDLER": "bootstrap"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=cpu.enter)
+    try:
+        while len(server.answered) < 10:
+            if process.poll() is not None:
+                sys.exit(f"{binary}: ended before its warm calls")
+            time.sleep(0.01)
+        before = process_cpu_ms(process.pid)
+        if not server.done.wait(timeout=300):
+            sys.exit(f"{binary}: its warm calls did not finish")
+        spent = process_cpu_ms(process.pid) - before
+    finally:
+        process.kill()
+        process.communicate()
+        server.shutdown()
+        server.server_close()
+    times = [(a - h) * 1000 for h, a in zip(server.handed[10:], server.answered[10:])]
+    return statistics.median(times), spent / calls
+
+
 def zipped(binary):
     """The bytes of a zip of `binary` as bootstrap, as scripts/build-lambda makes it."""
     buffer = io.BytesIO()
@@ -324,6 +406,27 @@ def main():
                 if seen:
                     checks[(label, mb)] = statistics.median(seen)
             print(f"| {label} | {name} | " + " | ".join(cells) + " |")
+    warm_shares = [(128, 128 / FULL_CORE_MB), (256, 256 / FULL_CORE_MB), (FULL_CORE_MB, 1.0)]
+    calls = int(os.environ.get("WARM_CALLS", "200"))
+    print()
+    print(f"The api entry point's warm calls ({calls} after 10, a pre-reboot and a steady-state "
+          "in turn, each one conditional write): the median from the event to the answer in ms, "
+          "and in brackets the CPU per call in ms.")
+    print()
+    print("| build | " + " | ".join(f"{mb} MB" for mb, _ in warm_shares) + " |")
+    print("|---|" + "---:|" * len(warm_shares))
+    for label, path, kind in candidates:
+        if kind.startswith("floor"):
+            continue
+        cells = []
+        for mb, share in warm_shares:
+            cpu = CpuShare(share)
+            try:
+                p50, per_call = warm(path, {**entries[0][2], **tls.trust(kind)}, cpu, calls)
+            finally:
+                cpu.remove()
+            cells.append(f"{p50:.2f} ({per_call:.2f})")
+        print(f"| {label} | " + " | ".join(cells) + " |")
     tls.close()
     if checks:
         print()
