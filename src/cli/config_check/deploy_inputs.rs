@@ -74,6 +74,19 @@ pub(crate) struct DeployInputs {
 }
 
 impl DeployInputs {
+    /// One variable of the function's environment, and its name in the
+    /// deploy's own words (`parameter Groups`, `variable groups`).
+    pub(crate) fn set(&mut self, var: &str, value: String, name: String) {
+        self.vars.insert(var.to_owned(), value);
+        self.names.insert(var.to_owned(), name);
+    }
+
+    /// `FLEETLOCK_AUTH` from the deploy's switch for anonymous calls.
+    pub(crate) fn set_auth(&mut self, anonymous: bool, name: &str) {
+        let auth = if anonymous { "disabled" } else { "required" };
+        self.set("FLEETLOCK_AUTH", auth.to_owned(), name.to_owned());
+    }
+
     /// An error of the function's configuration ("FLEETLOCK_GROUPS: …"),
     /// worded with the input the deploy sets ("parameter Groups
     /// (FLEETLOCK_GROUPS): …").

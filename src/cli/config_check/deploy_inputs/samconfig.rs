@@ -136,20 +136,11 @@ pub(crate) fn from_samconfig(
     };
     for (parameter, var) in SAM_PARAMETERS {
         let value = values.get(*parameter).cloned().unwrap_or_default();
-        inputs.vars.insert((*var).into(), value);
-        inputs
-            .names
-            .insert((*var).into(), format!("parameter {parameter}"));
+        inputs.set(var, value, format!("parameter {parameter}"));
     }
     inputs.refused = template_refusals(&values);
     let anonymous = values.get("AllowAnonymous").map(String::as_str) == Some("true");
-    inputs.vars.insert(
-        "FLEETLOCK_AUTH".into(),
-        if anonymous { "disabled" } else { "required" }.into(),
-    );
-    inputs
-        .names
-        .insert("FLEETLOCK_AUTH".into(), "parameter AllowAnonymous".into());
+    inputs.set_auth(anonymous, "parameter AllowAnonymous");
     Ok(inputs)
 }
 

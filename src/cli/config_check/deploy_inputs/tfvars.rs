@@ -79,10 +79,7 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
         }
         let rendered = render_tf(variable, &value(variable))
             .map_err(|why| format!("{file}: variable {variable}: {why}"))?;
-        inputs.vars.insert((*var).into(), rendered);
-        inputs
-            .names
-            .insert((*var).into(), format!("variable {variable}"));
+        inputs.set(var, rendered, format!("variable {variable}"));
     }
     inputs.refused = module_refusals(&value, &is_unread);
     let credentials_unread = is_unread("clients") || is_unread("allow_anonymous");
@@ -95,13 +92,7 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
         Value::String(text) if text == "true" || text == "false" => text == "true",
         _ => return Err(format!("{file}: variable allow_anonymous: true or false")),
     };
-    inputs.vars.insert(
-        "FLEETLOCK_AUTH".into(),
-        if anonymous { "disabled" } else { "required" }.into(),
-    );
-    inputs
-        .names
-        .insert("FLEETLOCK_AUTH".into(), "variable allow_anonymous".into());
+    inputs.set_auth(anonymous, "variable allow_anonymous");
     Ok(inputs)
 }
 
