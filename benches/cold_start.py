@@ -191,11 +191,7 @@ def start(binary, handler, env, cpu, perf=None):
     process = subprocess.Popen(
         [*wrapper, str(binary)],
         env={**lambda_run.HERMETIC, **env,
-             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
-             "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-bench",
-             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
-             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-             "_HANDLER": handler},
+             **lambda_run.runtime_env(server, handler, "fleetlock-bench")},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=cpu.enter)
     try:
         if not server.asked.wait(timeout=60):
@@ -250,8 +246,7 @@ def profile(candidates, entries, tls):
         runs.append(part)
     report = ["perf", "report", "--stdio", "--no-children", "--percent-limit", "0.5",
               "--sort", "dso,symbol", "-g", "none"]
-    for part in runs[:1]:
-        print(subprocess.run([*report, "-i", str(part)], capture_output=True, text=True).stdout)
+    print(subprocess.run([*report, "-i", str(runs[0])], capture_output=True, text=True).stdout)
     print(f"{label}: {RUNS} profiles in {data.parent}/cold-start.perf.* "
           f"(perf report -i FILE --no-children --sort dso,symbol)")
 
@@ -278,15 +273,7 @@ class _WarmHandler(BaseHTTPRequestHandler):
             server.done.set()
             time.sleep(5)  # never answered: the run is over
             return
-        body = json.dumps(server.events[len(server.handed)]).encode()
-        self.send_response(200)
-        self.send_header("lambda-runtime-aws-request-id", f"r-{len(server.handed)}")
-        self.send_header("lambda-runtime-deadline-ms", "99999999999999")
-        self.send_header("lambda-runtime-invoked-function-arn",
-                         "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        lambda_run.send_invocation(self, server.events[len(server.handed)])
         self.wfile.flush()
         server.handed.append(time.perf_counter())
 
@@ -310,11 +297,7 @@ def warm(binary, env, cpu, calls):
     process = subprocess.Popen(
         [str(binary)],
         env={**lambda_run.HERMETIC, **env,
-             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
-             "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-bench",
-             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
-             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-             "_HANDLER": "bootstrap"},
+             **lambda_run.runtime_env(server, "bootstrap", "fleetlock-bench")},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=cpu.enter)
     try:
         while len(server.answered) < 10:

@@ -65,11 +65,7 @@ def start(server, handler, env):
     process = subprocess.Popen(
         [str(BINARY)],
         env={**lambda_run.HERMETIC, **env,
-             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
-             "AWS_LAMBDA_FUNCTION_NAME": "fleetlock-bench",
-             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
-             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-             "_HANDLER": handler},
+             **lambda_run.runtime_env(server, handler, "fleetlock-bench")},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return started, process
 
@@ -108,16 +104,7 @@ class _CheckHandler(BaseHTTPRequestHandler):
             time.sleep(5)  # one check is the measurement
             return
         self.server.handed = True
-        body = b'{"action": "check-config"}'
-        self.send_response(200)
-        for name, value in [("lambda-runtime-aws-request-id", "check-1"),
-                            ("lambda-runtime-deadline-ms", "99999999999999"),
-                            ("lambda-runtime-invoked-function-arn",
-                             "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock-config-check"),
-                            ("content-length", str(len(body)))]:
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+        lambda_run.send_invocation(self, {"action": "check-config"})
 
     def do_POST(self):
         self.server.answer = self.rfile.read(int(self.headers.get("content-length", "0")))

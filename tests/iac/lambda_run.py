@@ -65,16 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
         except queue.Empty:
             self.send_error(503)
             return
-        body = json.dumps(event).encode()
-        self.send_response(200)
-        self.send_header("lambda-runtime-aws-request-id", str(uuid.uuid4()))
-        self.send_header("lambda-runtime-deadline-ms", "99999999999999")
-        self.send_header("lambda-runtime-invoked-function-arn",
-                         "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock")
-        self.send_header("lambda-runtime-trace-id", "Root=1-00000000-000000000000000000000000")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_invocation(self, event)
 
     def do_POST(self):
         length = int(self.headers.get("content-length", 0))
@@ -84,6 +75,31 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         kind = "response" if self.path.endswith("/response") else "error"
         self.server.answers.put((kind, json.loads(body or b"null")))
+
+
+def send_invocation(handler, event):
+    """Answers a function's GET /invocation/next with `event`, as Lambda's
+    Runtime API does."""
+    body = json.dumps(event).encode()
+    handler.send_response(200)
+    handler.send_header("lambda-runtime-aws-request-id", str(uuid.uuid4()))
+    handler.send_header("lambda-runtime-deadline-ms", "99999999999999")
+    handler.send_header("lambda-runtime-invoked-function-arn",
+                        "arn:aws:lambda:eu-west-1:123456789012:function:fleetlock")
+    handler.send_header("lambda-runtime-trace-id", "Root=1-00000000-000000000000000000000000")
+    handler.send_header("content-length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def runtime_env(server, handler, function="fleetlock-test"):
+    """The environment Lambda gives a function polling `server` (a Runtime
+    API stand-in) as the entry point `handler`."""
+    return {"AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
+            "AWS_LAMBDA_FUNCTION_NAME": function,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "_HANDLER": handler}
 
 
 def dynamodb_endpoint():
@@ -132,12 +148,7 @@ def invoke(handler, events, env, function="fleetlock-test"):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     process = subprocess.Popen(
         [str(FUNCTION)],
-        env={**HERMETIC, **env,
-             "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{server.server_address[1]}",
-             "AWS_LAMBDA_FUNCTION_NAME": function,
-             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
-             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-             "_HANDLER": handler,
+        env={**HERMETIC, **env, **runtime_env(server, handler, function),
              **({"AWS_ACCESS_KEY_ID": principal(handler)}
                 if env.get("AWS_ACCESS_KEY_ID", HARNESS_KEY) == HARNESS_KEY else {})},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
