@@ -176,17 +176,15 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
         ErrorKind::InvalidSubcommand => {
             // A typo of a command is named (clap's closest), never run as
             // something else.
+            // Under `config`, both words are named: 'config chek'.
+            let parent = if command == "config check" {
+                "config "
+            } else {
+                ""
+            };
             let word = text(err, ContextKind::InvalidSubcommand).unwrap_or_default();
-            let word = match args.first().map(String::as_str) {
-                Some("config") => format!("config {word}"),
-                _ => word,
-            };
-            let tip = closest(err, ContextKind::SuggestedSubcommand);
-            let tip = match args.first().map(String::as_str) {
-                Some("config") => tip.replace("'check'", "'config check'"),
-                _ => tip,
-            };
-            format!("unknown command '{word}'{tip}")
+            let tip = closest(err, ContextKind::SuggestedSubcommand, parent);
+            format!("unknown command '{parent}{word}'{tip}")
         }
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             "config needs a command: 'fleetlock config check'".into()
@@ -207,7 +205,7 @@ fn usage_mistake(err: &clap::Error, args: &[String]) -> String {
         ErrorKind::UnknownArgument => {
             let arg = text(err, ContextKind::InvalidArg).unwrap_or_default();
             if arg.starts_with('-') {
-                let tip = closest(err, ContextKind::SuggestedArg);
+                let tip = closest(err, ContextKind::SuggestedArg, "");
                 format!("unknown option '{arg}'{tip}")
             } else {
                 format!("unexpected argument '{arg}'")
@@ -276,11 +274,12 @@ fn strings(err: &clap::Error, kind: ContextKind) -> Vec<String> {
     }
 }
 
-/// ` (did you mean 'X'?)` with clap's closest suggestion (its last).
-fn closest(err: &clap::Error, kind: ContextKind) -> String {
+/// ` (did you mean 'X'?)` with clap's closest suggestion (its last), after
+/// `parent`'s words.
+fn closest(err: &clap::Error, kind: ContextKind, parent: &str) -> String {
     strings(err, kind)
         .last()
-        .map_or(String::new(), |s| format!(" (did you mean '{s}'?)"))
+        .map_or(String::new(), |s| format!(" (did you mean '{parent}{s}'?)"))
 }
 
 /// An option's name without its value: `--group` of `--group GROUP`.
