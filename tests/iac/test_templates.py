@@ -362,6 +362,14 @@ class AuthAndLimits(unittest.TestCase):
         for name, resource in SAM_RESOURCES.items():
             if name != "FleetLockFunction" and "MemorySize" in resource.get("Properties", {}):
                 self.assertEqual(resource["Properties"]["MemorySize"], 128, name)
+        # Through SAM's own transform, 256 reaches the API function alone.
+        defaults = {name: p.get("Default", "") for name, p in SAM["Parameters"].items()}
+        resources = sam_transform({"ApiMemorySize": "256"})["Resources"]
+        sizes = {name: resolved(r["Properties"]["MemorySize"], {"ApiMemorySize": "256"}, defaults)
+                 for name, r in resources.items()
+                 if r["Type"] == "AWS::Lambda::Function" and "MemorySize" in r["Properties"]}
+        self.assertEqual(sizes.pop("FleetLockFunction"), "256")
+        self.assertTrue(sizes and set(sizes.values()) == {128}, sizes)
 
 
 @functools.cache
