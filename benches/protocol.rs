@@ -31,7 +31,7 @@ const HTTP_CALLS: usize = 5_000;
 
 mod support;
 
-use support::{call, connect, memory_kib, spawn_serve, zincati_body};
+use support::{call, connect, memory_kib, process_cpu_of, spawn_serve, zincati_body};
 
 fn body(id: &str) -> Vec<u8> {
     zincati_body(id, "bench")
@@ -435,17 +435,7 @@ fn closed_window_spec() -> String {
 
 /// CPU time this process has used (user + system), from /proc.
 fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name in parentheses; utime and stime are the
-    // 14th and 15th fields, in clock ticks of 10 ms.
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let fields: Vec<u64> = after
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    Duration::from_millis(fields.iter().sum::<u64>() * 10)
+    process_cpu_of(std::process::id())
 }
 
 /// CPU per call of this process (DynamoDB Local excluded) for a grant and for
@@ -754,7 +744,7 @@ async fn release_binary() {
 
     let spawned = Instant::now();
     let (mut child, addr) =
-        spawn_serve(&binary, &table, &format!("bench={SLOTS}"), &[], None).await;
+        spawn_serve(&binary, Some(&table), &format!("bench={SLOTS}"), &[], None).await;
     let ready = spawned.elapsed();
     let pid = child.id().unwrap();
 

@@ -80,7 +80,7 @@ mod fault_proxy;
 
 use fault_proxy::{Fault, FaultProxy};
 
-use support::{call, connect, memory_kib, spawn_serve};
+use support::{call, connect, memory_kib, process_cpu_of, spawn_serve};
 
 const GROUPS: &[(&str, u32)] = &[
     ("default", 2),
@@ -759,7 +759,7 @@ async fn main() {
     let endpoint = proxy.as_ref().map(FaultProxy::url);
     let (mut server, addr) = spawn_serve(
         &binary,
-        &table,
+        Some(&table),
         &groups_spec,
         &[
             ("FLEETLOCK_SETTLE", settle_spec.as_str()),
@@ -1357,6 +1357,8 @@ async fn main() {
         .map(|(id, _)| id.to_string())
         .collect();
     let ghosts_left = holders_left().filter(|(id, _)| is_ghost(id)).count() as u64;
+    // Its start included: a few milliseconds against a soak's minutes.
+    let server_cpu = process_cpu_of(pid);
     server.kill().await.ok();
 
     let t = &tally;
@@ -1377,6 +1379,10 @@ async fn main() {
         "| protocol calls | {} ({:.0}/s) |",
         get(&t.calls),
         get(&t.calls) as f64 / elapsed
+    );
+    println!(
+        "| the server's CPU per protocol call, ms | {:.3} |",
+        server_cpu.as_secs_f64() * 1000.0 / get(&t.calls).max(1) as f64
     );
     println!(
         "| granted / already held / full (423) | {} / {} / {} |",

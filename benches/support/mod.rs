@@ -16,12 +16,13 @@ pub fn zincati_body(id: &str, group: &str) -> Vec<u8> {
 }
 
 /// `fleetlock serve` from `binary` on a free loopback port, on DynamoDB table
-/// `table` with these groups and settle times (its DynamoDB requests sent to
-/// `endpoint` instead of `AWS_ENDPOINT_URL`, when given); returns the child
-/// and its address once it prints that it listens.
+/// `table` (in memory without one) with these groups and settings (its
+/// DynamoDB requests sent to `endpoint` instead of `AWS_ENDPOINT_URL`, when
+/// given), logging at warn unless the settings say `RUST_LOG`; returns the
+/// child and its address once it prints that it listens.
 pub async fn spawn_serve(
     binary: &str,
-    table: &str,
+    table: Option<&str>,
     groups: &str,
     rules: &[(&str, &str)],
     endpoint: Option<&str>,
@@ -29,12 +30,21 @@ pub async fn spawn_serve(
     let mut command = tokio::process::Command::new(binary);
     command
         .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("FLEETLOCK_TABLE", table)
         .env("FLEETLOCK_GROUPS", groups)
-        .envs(rules.iter().copied())
         .env("RUST_LOG", "warn")
+        .envs(rules.iter().copied())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true);
+    // Where a caller chose its log level, the logs go to a file, as the
+    // journal or CloudWatch would take them, not to the benchmark's output.
+    if rules.iter().any(|(name, _)| *name == "RUST_LOG") {
+        let log = std::env::temp_dir().join(format!("fleetlock-serve-{}.log", std::process::id()));
+        command.stderr(std::fs::File::create(log).expect("create the server's log file"));
+    }
+    match table {
+        Some(table) => command.env("FLEETLOCK_TABLE", table),
+        None => command.env_remove("FLEETLOCK_TABLE"),
+    };
     if let Some(endpoint) = endpoint {
         command.env("AWS_ENDPOINT_URL", endpoint);
     }
@@ -92,4 +102,20 @@ pub fn memory_kib(pid: u32, field: &str) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// The CPU time a process has used, every thread's, user and system, living
+/// or exited (/proc's figure, in clock ticks of 10 ms).
+pub fn process_cpu_of(pid: u32) -> std::time::Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses; utime and
+    // stime are the 14th and 15th.
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse::<u64>().ok())
+        .sum();
+    std::time::Duration::from_millis(ticks * 10)
 }

@@ -138,6 +138,18 @@ impl NodeId {
 /// format characters (Cf: bidi controls, joiners, shorthand and hieroglyph
 /// format controls), and any space but the plain one.
 pub(crate) fn is_deceptive(c: char) -> bool {
+    // No ASCII character is ignorable or a format character: an id or a
+    // group of ASCII alone (Zincati's, always) skips Unicode's tables, which
+    // cost a tenth of the server's CPU on every call.
+    if c.is_ascii() {
+        return c.is_whitespace() && c != ' ';
+    }
+    deceptive_by_unicode_tables(c)
+}
+
+/// The rule itself, for any character: a space other than the plain one,
+/// Unicode's Default_Ignorable_Code_Point, or a format character (Cf).
+fn deceptive_by_unicode_tables(c: char) -> bool {
     use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
     use icu_properties::{CodePointMapData, CodePointSetData};
     (c.is_whitespace() && c != ' ')

@@ -89,6 +89,19 @@ fn every_character_unicode_calls_ignorable_or_format_is_refused() {
 }
 
 #[test]
+fn the_ascii_shortcut_agrees_with_unicodes_tables() {
+    for c in (0..=0x7f_u8).map(char::from) {
+        assert_eq!(
+            is_deceptive(c),
+            deceptive_by_unicode_tables(c),
+            "U+{:04X}",
+            u32::from(c)
+        );
+    }
+    assert!(is_deceptive('\t') && is_deceptive('\u{0b}') && !is_deceptive(' '));
+}
+
+#[test]
 fn the_stored_rule_keeps_ids_an_older_version_granted() {
     let long = "x".repeat(STORED_ID_BYTES);
     assert_eq!(NodeId::parse(&long).unwrap_err().kind(), "invalid_id");
