@@ -298,6 +298,7 @@ async fn requests_per_answer_kind() {
             lease: None,
             drain: None,
             return_timeout: None,
+            zone: None,
         };
         let planted = api.service().store().acquire(&group, &gone, one, day_ago);
         assert_eq!(planted.await.expect("plant").outcome, Acquire::Granted);
@@ -495,6 +496,7 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
         lease: None,
         drain: None,
         return_timeout: None,
+        zone: None,
     };
     println!("### {title}\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");
@@ -551,6 +553,7 @@ async fn take_over_write_units() {
             lease: Some(Duration::from_secs(6 * 3600)),
             drain: None,
             return_timeout: None,
+            zone: None,
         };
         let mut last = None;
         for n in 0..slots {
@@ -607,6 +610,7 @@ async fn drain_write_units() {
                 window_closes: None,
             }),
             return_timeout: None,
+            zone: None,
         };
         let mut last = None;
         let mut id = NodeId::parse("0").unwrap();
@@ -661,6 +665,7 @@ async fn return_write_units() {
             lease: None,
             drain: None,
             return_timeout: Some(Duration::from_secs(1200)),
+            zone: None,
         };
         let mut id = NodeId::parse("0").unwrap();
         for n in 0..slots {

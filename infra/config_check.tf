@@ -76,6 +76,7 @@ resource "aws_lambda_function" "config_check" {
       FLEETLOCK_LEASE               = local.lease_env
       FLEETLOCK_DRAIN               = local.drain_env
       FLEETLOCK_RETURN              = local.return_env
+      FLEETLOCK_ZONES               = local.zones_env
       FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
       FLEETLOCK_WINDOWS             = local.windows_env
       FLEETLOCK_TIME_ZONE           = var.time_zone

@@ -27,6 +27,7 @@ locals {
   lease_env   = join(",", [for group, time in var.lease : "${group}=${time}"])
   drain_env   = join(",", [for group, gate in var.drain : "${group}=${gate}"])
   return_env  = join(",", [for group, timeout in var.return_gate : "${group}=${timeout}"])
+  zones_env   = join(",", var.zones)
   windows_env = join(";", flatten([for group, windows in var.maintenance_windows : [for w in windows : "${group}: days=${join(",", w.days)} start_time=${w.start_time} length_minutes=${w.length_minutes}"]]))
   clients_env = join(" ", var.clients)
 
@@ -239,6 +240,7 @@ resource "aws_lambda_function" "this" {
       FLEETLOCK_LEASE               = local.lease_env
       FLEETLOCK_DRAIN               = local.drain_env
       FLEETLOCK_RETURN              = local.return_env
+      FLEETLOCK_ZONES               = local.zones_env
       FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
       FLEETLOCK_WINDOWS             = local.windows_env
       FLEETLOCK_TIME_ZONE           = var.time_zone
@@ -256,6 +258,11 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = length(local.unconfigured_refusals) == 0
       error_message = "The function would refuse these settings at start: ${join("; ", local.unconfigured_refusals)}. The configured groups: ${join(", ", local.configured_groups)}."
+    }
+
+    precondition {
+      condition     = length(local.zone_refusals) == 0
+      error_message = "The function would refuse these settings at start: ${join("; ", local.zone_refusals)}."
     }
 
     precondition {

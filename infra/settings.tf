@@ -54,6 +54,13 @@ locals {
     ]
   }
 
+  # FLEETLOCK_ZONES (src/domain/groups.rs, with_zones): each group split by
+  # zone named with its slots in groups, and no group of groups under one.
+  zone_refusals = concat(
+    [for group in var.zones : "zones names group '${group}', which groups does not name with its slots" if !contains(local.configured_groups, group)],
+    [for pair in setproduct(var.zones, local.configured_groups) : "group '${pair[1]}' is under '${pair[0]}', which is split by zone: groups may not give it slots of its own" if startswith(pair[1], "${pair[0]}.")],
+  )
+
   # The groups read against the credentials (src/domain/coverage.rs): a
   # credential's group one typo from a configured one that nothing serves,
   # or a configured group no credential reaches, one typo from a
@@ -94,6 +101,8 @@ locals {
   credential_unserved = [
     for c in local.credential_groups : c
     if !contains(local.configured_groups, c.group) && (!local.wildcard_groups || anytrue([for known in local.configured_groups : known != "*" && lower(known) == lower(c.group)]))
+    # A zone's group (workers.us-east-1a) is served by its split group.
+    && !anytrue([for zoned in var.zones : startswith(c.group, "${zoned}.")])
   ]
   credential_typos = distinct(concat(
     [

@@ -122,6 +122,18 @@ variable "return_gate" {
   }
 }
 
+variable "zones" {
+  description = "FLEETLOCK_ZONES: the groups whose nodes go out of service one zone at a time, e.g. [\"workers\"]: a node asking as workers.us-east-1a (its group, a dot, its zone) takes a slot of workers, and while nodes of one zone are out those of another hear another_zone_out. Each group named in groups with its slots (never \"*\"). contrib/butane/fleetlock-zone-group.bu sets a node's group from its Availability Zone. Empty: no group is split."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for group in var.zones : can(regex("^[a-zA-Z0-9.-]{1,64}$", group))]) && length(distinct(var.zones)) == length(var.zones)
+    error_message = "zones lists group names (letters, digits, '.' and '-', at most 64), each once; \"*\" cannot be split by zone."
+  }
+}
+
 variable "max_wildcard_groups" {
   description = "FLEETLOCK_MAX_WILDCARD_GROUPS: how many groups that only \"*=N\" covers may come into existence; past it a new one is refused (too_many_groups), so a credential scoped to \"*\" cannot fill the table."
   type        = number

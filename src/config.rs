@@ -66,6 +66,7 @@ pub(crate) enum ConfigError {
     Lease(String),
     Drain(String),
     Return(String),
+    Zones(String),
     Windows(String),
     TimeZone(String),
     Table(String),
@@ -87,6 +88,7 @@ impl fmt::Display for ConfigError {
             ConfigError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
             ConfigError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
             ConfigError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
+            ConfigError::Zones(why) => write!(f, "FLEETLOCK_ZONES: {why}"),
             ConfigError::Windows(why) => write!(f, "FLEETLOCK_WINDOWS: {why}"),
             ConfigError::TimeZone(why) => write!(f, "FLEETLOCK_TIME_ZONE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
@@ -112,6 +114,7 @@ impl From<GroupsError> for ConfigError {
             GroupsError::Lease(why) => ConfigError::Lease(why),
             GroupsError::Drain(why) => ConfigError::Drain(why),
             GroupsError::Return(why) => ConfigError::Return(why),
+            GroupsError::Zones(why) => ConfigError::Zones(why),
             GroupsError::MaxWildcardGroups(why) => ConfigError::MaxWildcardGroups(why),
         }
     }
@@ -163,11 +166,12 @@ impl Config {
         };
         // Each refines the groups in the order the function reads them.
         type Refine = fn(GroupSlots, &str) -> Result<GroupSlots, GroupsError>;
-        let refinements: [(&str, Refine); 5] = [
+        let refinements: [(&str, Refine); 6] = [
             ("FLEETLOCK_SETTLE", GroupSlots::with_settle),
             ("FLEETLOCK_LEASE", GroupSlots::with_lease),
             ("FLEETLOCK_DRAIN", GroupSlots::with_drain),
             ("FLEETLOCK_RETURN", GroupSlots::with_return),
+            ("FLEETLOCK_ZONES", GroupSlots::with_zones),
             (
                 "FLEETLOCK_MAX_WILDCARD_GROUPS",
                 GroupSlots::with_wildcard_limit,

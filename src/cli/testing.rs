@@ -23,6 +23,7 @@ pub(crate) fn rules(slots: u32) -> GroupRules {
         lease: None,
         drain: None,
         return_timeout: None,
+        zone: None,
     }
 }
 

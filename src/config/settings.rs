@@ -60,6 +60,15 @@ pub(crate) const SETTINGS: &[Setting] = &[
         ],
     },
     Setting {
+        name: "FLEETLOCK_ZONES",
+        function: true,
+        rule: true,
+        help: &[
+            "groups whose nodes go out one zone at a time, e.g. 'workers': a node asking",
+            "as 'workers.us-east-1a' takes a slot of 'workers' (default: none)",
+        ],
+    },
+    Setting {
         name: "FLEETLOCK_MAX_WILDCARD_GROUPS",
         function: true,
         rule: false,

@@ -3,7 +3,7 @@
 //! a group given 3 slots in one region and 1 in another would be granted 3
 //! by the first while the second believes in 1. So each region records a
 //! digest of every group's deciding settings (slots, settle, lease, drain,
-//! return, windows) in the table, and refuses to serve a group whose digest
+//! return, windows, one zone at a time) in the table, and refuses to serve a group whose digest
 //! another region recorded differently. Pure: the store keeps the records,
 //! the service compares.
 
@@ -63,16 +63,17 @@ impl SettingsDigests {
         let mut digests = Digests::new();
         for (name, _) in groups.listed() {
             if let Ok(rules) = groups.rules_for(name) {
+                let zoned = groups.zoned().any(|zoned| zoned == name);
                 digests.insert(
                     name.to_string(),
-                    digest(rules, windows.calendar_for(name), windows),
+                    digest(rules, zoned, windows.calendar_for(name), windows),
                 );
             }
         }
         if let Some(rules) = groups.others_rules() {
             digests.insert(
                 OTHERS.to_owned(),
-                digest(rules, windows.others_calendar(), windows),
+                digest(rules, false, windows.others_calendar(), windows),
             );
         }
         Self(digests)
@@ -156,8 +157,15 @@ fn digest_in<'a>(digests: &'a Digests, key: &str) -> Option<&'a str> {
 }
 
 /// The digest of the settings that decide a group's grants: its rules and
-/// its windows in their zone. 16 bytes of SHA-256, as hex.
-fn digest(rules: GroupRules, calendar: Option<&Calendar>, windows: &Schedule) -> String {
+/// its windows in their zone, and whether it is split by zone (named only
+/// where it is, so that a group's digest is what an earlier version
+/// recorded). 16 bytes of SHA-256, as hex.
+fn digest(
+    rules: GroupRules,
+    zoned: bool,
+    calendar: Option<&Calendar>,
+    windows: &Schedule,
+) -> String {
     let mut text = format!(
         "slots={};settle={};lease={};drain={};return={}",
         rules.slots,
@@ -170,6 +178,9 @@ fn digest(rules: GroupRules, calendar: Option<&Calendar>, windows: &Schedule) ->
         )),
         rules.return_timeout.map_or("-".into(), format_duration),
     );
+    if zoned {
+        text.push_str(";one_zone_at_a_time");
+    }
     if let Some(calendar) = calendar {
         let _ = write!(text, ";zone={};windows=", windows.zone_name());
         for window in calendar.windows() {
@@ -212,6 +223,7 @@ mod tests {
             ("FLEETLOCK_LEASE", "workers=6h"),
             ("FLEETLOCK_DRAIN", "workers=15m"),
             ("FLEETLOCK_RETURN", "workers=20m"),
+            ("FLEETLOCK_ZONES", "workers"),
             (
                 "FLEETLOCK_WINDOWS",
                 "workers: days=Sat start_time=22:00 length_minutes=60",

@@ -47,8 +47,14 @@ pub(crate) fn mismatches(groups: &GroupSlots, clients: &Clients) -> Vec<Mismatch
         .collect();
     let mut found = Vec::new();
     let mut told = Vec::new();
+    // The group whose slots a credential's group takes: a zone's group
+    // (`workers.us-east-1a`) is served by, and reaches, its split group.
+    let parent_of = |group: &GroupName| match groups.zone_of(group) {
+        Ok(Some((parent, _))) => Some(parent),
+        _ => None,
+    };
     for (client, group) in &scoped {
-        if groups.slots_for(group).is_ok() {
+        if groups.slots_for(group).is_ok() || parent_of(group).is_some() {
             continue;
         }
         let twin = configured
@@ -74,7 +80,9 @@ pub(crate) fn mismatches(groups: &GroupSlots, clients: &Clients) -> Vec<Mismatch
         return found;
     }
     for group in configured {
-        let reached = scoped.iter().any(|(_, scoped)| *scoped == group);
+        let reached = scoped
+            .iter()
+            .any(|(_, scoped)| *scoped == group || parent_of(scoped).as_ref() == Some(group));
         if reached || told.contains(&group.as_str()) {
             continue;
         }
@@ -121,6 +129,20 @@ mod tests {
 
     fn said(groups: &str, entries: &[(&str, &str)]) -> Vec<Mismatch> {
         mismatches(&GroupSlots::parse(groups).unwrap(), &clients(entries))
+    }
+
+    #[test]
+    fn a_zones_group_is_served_by_its_split_group_and_reaches_it() {
+        let split = GroupSlots::parse("workers=3")
+            .unwrap()
+            .with_zones("workers")
+            .unwrap();
+        let zone_only = clients(&[("a", "workers.us-east-1a")]);
+        assert_eq!(mismatches(&split, &zone_only), vec![]);
+        // Unsplit, the same credential names a group nothing serves, and
+        // nothing reaches `workers`.
+        let plain = GroupSlots::parse("workers=3").unwrap();
+        assert_eq!(mismatches(&plain, &zone_only).len(), 2);
     }
 
     #[test]

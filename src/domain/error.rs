@@ -2,6 +2,7 @@
 //! uses it as a metrics label) and one HTTP status; `value` is a sentence for a
 //! person and never carries internals such as SDK error dumps.
 
+use crate::domain::zones::zone_phrase;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +60,15 @@ pub enum Error {
         /// When its slot was taken, and the lease it had run past.
         taken_at: String,
         lease: Option<String>,
+    },
+    /// In a group split by zone: a slot is free, but nodes of another zone
+    /// are out of service; this node's zone waits until they are back.
+    OtherZoneOut {
+        group: String,
+        /// The zone group out of service ("" where no grant recorded it),
+        /// and the node's own.
+        out: String,
+        asked: String,
     },
     /// A person or an alarm paused the group: no new slots until resumed.
     GroupPaused {
@@ -181,6 +191,7 @@ impl Error {
         "too_many_groups",
         "semaphore_full",
         "slot_taken",
+        "another_zone_out",
         "group_paused",
         "node_excluded",
         "waiting_for_drain",
@@ -208,6 +219,7 @@ impl Error {
             Error::TooManyGroups { .. } => "too_many_groups",
             Error::SemaphoreFull { .. } => "semaphore_full",
             Error::SlotTaken { .. } => "slot_taken",
+            Error::OtherZoneOut { .. } => "another_zone_out",
             Error::GroupPaused { .. } => "group_paused",
             Error::NodeExcluded { .. } => "node_excluded",
             Error::WaitingForDrain { .. } => "waiting_for_drain",
@@ -241,6 +253,7 @@ impl Error {
             // retries, like a full group.
             Error::SemaphoreFull { .. }
             | Error::SlotTaken { .. }
+            | Error::OtherZoneOut { .. }
             | Error::GroupPaused { .. }
             | Error::NodeExcluded { .. }
             | Error::WaitingForDrain { .. }
@@ -339,6 +352,18 @@ impl Error {
                 lease
                     .as_ref()
                     .map_or_else(|| "lease".to_owned(), |lease| format!("{lease} lease"))
+            ),
+            Error::OtherZoneOut { group, out, asked } => format!(
+                "group '{group}' has nodes out of service in {} (they reboot one zone at a \
+                 time); this node, in {}, waits until they are back; try again later",
+                if out.is_empty() {
+                    "a zone no grant recorded (slots held from before the group was split \
+                     by zone)"
+                        .to_owned()
+                } else {
+                    format!("{}, group '{out}'", zone_phrase(out))
+                },
+                zone_phrase(asked),
             ),
             Error::GroupPaused { group, why } => format!(
                 "group '{group}' is paused {why}; no node takes a new reboot slot until it is \

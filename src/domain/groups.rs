@@ -4,7 +4,7 @@
 //! groups only `*` covers, and the durations all of them are written in.
 //! Parsed here, pure; [`crate::config`] reads the variables.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use crate::domain::input::GroupName;
 use crate::domain::lock::{DrainRule, GroupRules, OnDrainTimeout};
 use crate::domain::names::did_you_mean;
 use crate::domain::time::parse_span;
+use crate::domain::zones::{self, ZoneGroup};
 
 /// Why a group setting was refused, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,7 @@ pub enum GroupsError {
     Lease(String),
     Drain(String),
     Return(String),
+    Zones(String),
     MaxWildcardGroups(String),
 }
 
@@ -33,6 +35,7 @@ impl fmt::Display for GroupsError {
             GroupsError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
             GroupsError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
             GroupsError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
+            GroupsError::Zones(why) => write!(f, "FLEETLOCK_ZONES: {why}"),
             GroupsError::MaxWildcardGroups(why) => {
                 write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
             }
@@ -100,6 +103,8 @@ pub struct GroupSlots {
     /// From `FLEETLOCK_RETURN`; a group in neither map has no return gate.
     returns: BTreeMap<GroupName, Duration>,
     returns_others: Option<Duration>,
+    /// From `FLEETLOCK_ZONES`: groups split by zone ([`crate::domain::zones`]).
+    zoned: BTreeSet<GroupName>,
     /// How many groups only `*` covers may have an item.
     wildcard_limit: u32,
 }
@@ -182,6 +187,7 @@ impl GroupSlots {
             drain_others: None,
             returns: BTreeMap::new(),
             returns_others: None,
+            zoned: BTreeSet::new(),
             wildcard_limit: DEFAULT_WILDCARD_GROUPS,
         })
     }
@@ -267,6 +273,66 @@ impl GroupSlots {
         Ok(self)
     }
 
+    /// Adds the groups of `FLEETLOCK_ZONES` (`workers,db`), split by zone:
+    /// each named in FLEETLOCK_GROUPS (never `*`), none a zone of another,
+    /// and no group FLEETLOCK_GROUPS lists one of their zones.
+    pub fn with_zones(mut self, spec: &str) -> Result<Self, GroupsError> {
+        let bad = |why: String| Err(GroupsError::Zones(why));
+        let mut zoned = BTreeSet::new();
+        for name in spec.split(',').map(str::trim) {
+            if name == "*" {
+                return bad(
+                    "'*' cannot be split by zone: name each group whose nodes go out one \
+                     zone at a time, as FLEETLOCK_GROUPS names it"
+                        .into(),
+                );
+            }
+            let group = match GroupName::parse(name) {
+                Ok(group) => group,
+                Err(e) => return bad(format!("group '{name}': {}", e.value())),
+            };
+            if !self.listed.contains_key(&group) {
+                return bad(format!(
+                    "{}; a group split by zone is named there with its slots",
+                    self.not_configured(&group)
+                ));
+            }
+            if !zoned.insert(group) {
+                return bad(format!("group '{name}' is listed twice"));
+            }
+        }
+        for group in self.listed.keys() {
+            if let Some(parent) = zoned
+                .iter()
+                .find(|parent| group.as_str().starts_with(&format!("{parent}.")))
+            {
+                return bad(format!(
+                    "group '{group}' is under '{parent}', which is split by zone: a node \
+                     asking with that name takes a slot of '{parent}', so FLEETLOCK_GROUPS \
+                     may not give it slots of its own (nor may '{group}' be split again)"
+                ));
+            }
+        }
+        self.zoned = zoned;
+        Ok(self)
+    }
+
+    /// The groups split by zone.
+    pub(crate) fn zoned(&self) -> impl Iterator<Item = &GroupName> {
+        self.zoned.iter()
+    }
+
+    /// Where `group` is a group split by zone or one of its zones' groups:
+    /// the group whose slots it takes, and its zone group (a zone's group,
+    /// `workers.us-east-1a`, takes the slots of its parent, `workers`).
+    /// `None` for any other group.
+    pub fn zone_of(&self, group: &GroupName) -> Result<Option<(GroupName, ZoneGroup)>, Error> {
+        if self.zoned.is_empty() {
+            return Ok(None);
+        }
+        zones::split(&self.zoned, group)
+    }
+
     /// Whether any group has a return gate.
     pub(crate) fn returns(&self) -> bool {
         !self.returns.is_empty() || self.returns_others.is_some()
@@ -315,6 +381,7 @@ impl GroupSlots {
             lease,
             drain: drain.map(drain_rule),
             return_timeout: self.returns.get(group).copied().or(self.returns_others),
+            zone: None,
         })
     }
 
@@ -368,6 +435,7 @@ impl GroupSlots {
             lease: self.lease_others,
             drain: self.drain_others.map(drain_rule),
             return_timeout: self.returns_others,
+            zone: None,
         })
     }
 }

@@ -12,6 +12,7 @@ use crate::domain::input::{NodeId, PauseReason};
 pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
 use crate::domain::time::Timestamp;
+use crate::domain::zones::ZoneGroup;
 
 // The return gate's rules: a returning slot confirmed, or stopping its
 // group past the timeout.
@@ -125,6 +126,10 @@ pub struct GroupRules {
     /// timeout: a node's steady-state leaves its slot counted as returning
     /// until a hook or a person confirms the node is back in service.
     pub return_timeout: Option<Duration>,
+    /// In a group split by zone (`FLEETLOCK_ZONES`), set by the service for
+    /// one request: the zone group the node asked with. Its nodes go out
+    /// only while no other zone group's are.
+    pub zone: Option<ZoneGroup>,
 }
 
 /// A group as stored: the state that decides a request for a slot.
@@ -160,6 +165,10 @@ pub struct GroupRecord {
     /// return's start): a return stops its group once, so a person's
     /// `resume` is not undone by the next sweep.
     pub returns_failed: BTreeMap<NodeId, Timestamp>,
+    /// In a group split by zone: the zone group whose nodes hold its slots,
+    /// as the latest grant recorded it. Meaningful while any node holds one
+    /// (a release leaves it; the next grant to an empty group writes its own).
+    pub zone: Option<String>,
 }
 
 /// How many marks of a slot taken over a group keeps (the newest), and for
@@ -218,6 +227,19 @@ impl GroupRecord {
                     }),
                 outcome => outcome,
             };
+            let outcome = match (outcome, rules.zone) {
+                (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(zone)) => {
+                    let replaced = match &outcome {
+                        Acquire::TakesExpired { holder, .. } => Some(holder),
+                        _ => None,
+                    };
+                    match self.other_zone_out(zone, replaced) {
+                        Some(out) => Acquire::OtherZone { zone: out },
+                        None => outcome,
+                    }
+                }
+                (outcome, _) => outcome,
+            };
             match (outcome, rules.drain) {
                 (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(drain)) => {
                     match drain.window_closes {
@@ -228,6 +250,24 @@ impl GroupRecord {
                 }
                 (outcome, _) => outcome,
             }
+        }
+    }
+
+    /// In a group split by zone, the zone group out of service that keeps
+    /// a node of `zone` waiting, if any: the recorded one while any node
+    /// holds a slot (but `replaced`, whose slot the node would take over),
+    /// "" where no grant recorded one (slots held from before the split).
+    /// The same as the grant's condition on DynamoDB: none held, or the
+    /// recorded zone group is the node's.
+    fn other_zone_out(&self, zone: ZoneGroup, replaced: Option<&NodeId>) -> Option<String> {
+        let others_hold = self
+            .holders
+            .holders()
+            .any(|(holder, _)| Some(holder) != replaced);
+        match &self.zone {
+            _ if !others_hold => None,
+            Some(out) if out == zone.as_str() => None,
+            out => Some(out.clone().unwrap_or_default()),
         }
     }
 
@@ -320,6 +360,11 @@ impl GroupRecord {
 
     pub(crate) fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         let outcome = self.decide_acquire(id, rules, now);
+        if let (Acquire::Granted | Acquire::Reserves | Acquire::TakesExpired { .. }, Some(zone)) =
+            (&outcome, rules.zone)
+        {
+            self.zone = Some(zone.as_str().to_owned());
+        }
         match &outcome {
             Acquire::Granted => {
                 self.holders.acquire(id, rules.slots, now);

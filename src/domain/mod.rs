@@ -17,7 +17,8 @@
 //!   to; [`alarms`]: pauses that follow alarms, and where their states come
 //!   from; [`drain`]: a hook's confirmation that a node was drained, and
 //!   what each outcome says; [`agreement`]: settings that agree across
-//!   the regions of a global table.
+//!   the regions of a global table; [`zones`]: groups whose nodes go out one
+//!   zone at a time.
 
 pub mod agreement;
 pub(crate) mod alarms;
@@ -37,3 +38,4 @@ pub mod service;
 pub mod store;
 pub mod time;
 pub mod windows;
+pub mod zones;

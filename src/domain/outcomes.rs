@@ -48,6 +48,10 @@ pub enum Acquire {
         until: Timestamp,
         overdue: bool,
     },
+    /// In a group split by zone: a slot is free (or expired), but nodes of
+    /// another zone group, `zone`, are out of service ("" where no grant
+    /// recorded which).
+    OtherZone { zone: String },
     /// The group has no item yet, only `*` covers it, and as many such
     /// groups as allowed exist already: nothing was stored.
     TooManyGroups { limit: u32 },

@@ -2,6 +2,7 @@
 //! Knows nothing of HTTP: it takes validated parameters and returns an answer
 //! or an [`Error`].
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use crate::domain::error::Error;
 use crate::domain::groups::GroupSlots;
 use crate::domain::input::ClientParams;
 use crate::domain::input::GroupName;
+use crate::domain::lock::GroupRules;
 use crate::domain::store::StoreError;
 use crate::domain::store::{Decided, LockStore};
 use crate::domain::time::{Clock, SystemClock};
@@ -274,11 +276,41 @@ impl<S: LockStore> FleetLock<S> {
         &self.store
     }
 
+    /// The request as its group's slots see it, and their rules: a zone's
+    /// group (`workers.us-east-1a`) asks for a slot of its parent
+    /// (`workers`), whose item, settings and windows are its own, with the
+    /// zone group in the rules.
+    fn resolve<'a>(
+        &self,
+        params: &'a ClientParams,
+    ) -> Result<(Cow<'a, ClientParams>, GroupRules), Error> {
+        let Some((group, zone)) = self.groups.zone_of(&params.group)? else {
+            return Ok((Cow::Borrowed(params), self.groups.rules_for(&params.group)?));
+        };
+        let mut rules = self.groups.rules_for(&group)?;
+        rules.zone = Some(zone);
+        let params = ClientParams {
+            id: params.id.clone(),
+            group,
+        };
+        Ok((Cow::Owned(params), rules))
+    }
+
+    /// The group whose slots `group` takes, where it is a zone's group of a
+    /// group split by zone: a credential for that group reaches its zones.
+    pub fn zone_parent(&self, group: &GroupName) -> Option<GroupName> {
+        match self.groups.zone_of(group) {
+            Ok(Some((parent, _))) if &parent != group => Some(parent),
+            _ => None,
+        }
+    }
+
     /// `v1/pre-reboot`: take a slot, or confirm the one already held. Outside
     /// the group's maintenance windows every node is refused, holders too (they
     /// keep their slot and reboot in the next window), without asking the store.
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
-        let mut rules = self.groups.rules_for(&params.group)?;
+        let (params, mut rules) = self.resolve(params)?;
+        let params = &params;
         let now = self.clock.now();
         match self.windows.state(&params.group, now) {
             WindowState::Closed { opens } => {
@@ -319,7 +351,8 @@ impl<S: LockStore> FleetLock<S> {
     /// `v1/steady-state`: give the slot back; a node holding none hears yes.
     /// Allowed in a paused or settling group: nobody is ever kept holding.
     pub async fn steady_state(&self, params: &ClientParams) -> Result<Answer, Error> {
-        let rules = self.groups.rules_for(&params.group)?;
+        let (params, rules) = self.resolve(params)?;
+        let params = &params;
         self.check_agreement(&params.group).await?;
         let now = self.clock.now();
         let Decided { outcome, group, .. } = self

@@ -221,7 +221,15 @@ impl<S: LockStore> Api<S> {
             Endpoint::SteadyState => IdRule::Stored,
         };
         let params = ClientParams::from_body(body, rule).map_err(|err| Box::new((err, None)))?;
-        let scope = caller.as_ref().map_or(Ok(()), |c| c.may_use(&params.group));
+        // A credential for a group split by zone reaches its zones' groups.
+        let scope = caller.as_ref().map_or(Ok(()), |c| {
+            c.may_use(&params.group).or_else(|refused| {
+                match self.service.zone_parent(&params.group) {
+                    Some(parent) => c.may_use(&parent).map_err(|_| refused),
+                    None => Err(refused),
+                }
+            })
+        });
         let checked = Checked {
             params,
             client: caller.map(|c| c.name),

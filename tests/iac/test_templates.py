@@ -1979,6 +1979,90 @@ class NodeTagging(unittest.TestCase):
         self.assertIn("aws ec2 delete-tags --resources i-0123456789abcdef0", said)
 
 
+class ZoneGroupUnit(unittest.TestCase):
+    """contrib/butane/fleetlock-zone-group.bu: at boot, before Zincati, a
+    node's group becomes PARENT.ZONE from the instance metadata (IMDSv2),
+    and a group a person set is never overwritten."""
+
+    SCRIPT = ROOT / "contrib" / "systemd" / "fleetlock-zone-group"
+
+    def test_the_butane_config_carries_the_script_and_unit_unchanged(self):
+        import yaml
+
+        config = yaml.safe_load((ROOT / "contrib" / "butane" / "fleetlock-zone-group.bu").read_text())
+        self.assertEqual((config["variant"], config["version"]), ("fcos", "1.5.0"))
+        files = {f["path"]: f for f in config["storage"]["files"]}
+        self.assertEqual(files["/usr/local/libexec/fleetlock-zone-group"]["contents"]["inline"],
+                         self.SCRIPT.read_text())
+        self.assertIn("FLEETLOCK_PARENT_GROUP=workers", files["/etc/fleetlock-zone.env"]["contents"]["inline"])
+        units = {u["name"]: u for u in config["systemd"]["units"]}
+        unit = units["fleetlock-zone-group.service"]
+        self.assertTrue(unit["enabled"])
+        self.assertEqual(unit["contents"],
+                         (ROOT / "contrib" / "systemd" / "fleetlock-zone-group.service").read_text())
+        self.assertIn("Before=zincati.service", unit["contents"])
+        subprocess.run([str(Path(sys.executable).parent / "shellcheck"), str(self.SCRIPT)], check=True)
+
+    def run_script(self, env_text, dropins=None, zone="us-east-1a", zone_id="use1-az1"):
+        """The script with /etc/fleetlock-zone.env `env_text` and these other
+        drop-ins: (exit code, {drop-in name: text} after, curl calls, output)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as root:
+            root = Path(root)
+            bin_dir, config_dir = root / "bin", root / "config.d"
+            bin_dir.mkdir()
+            config_dir.mkdir()
+            for name, text in (dropins or {}).items():
+                (config_dir / name).write_text(text)
+            env_file = root / "fleetlock-zone.env"
+            env_file.write_text(env_text)
+            calls = root / "calls"
+            # The metadata service: a token first, then only with it.
+            curl = ('echo "curl $*" >> "$CALLS"\n'
+                    'case "$*" in *"-X PUT"*api/token*) echo TOKEN ;;\n'
+                    f'*"X-aws-ec2-metadata-token: TOKEN"*placement/availability-zone-id) echo {zone_id} ;;\n'
+                    f'*"X-aws-ec2-metadata-token: TOKEN"*placement/availability-zone) echo {zone} ;;\n'
+                    '*) exit 22 ;; esac')
+            stub = bin_dir / "curl"
+            stub.write_text(f"#!/bin/sh\n{curl}\n")
+            stub.chmod(0o755)
+            env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls),
+                   "FLEETLOCK_ZONE_ENV": str(env_file), "ZINCATI_CONFIG_DIR": str(config_dir)}
+            ran = subprocess.run(["sh", str(self.SCRIPT)], env=env, capture_output=True, text=True)
+            after = {p.name: p.read_text() for p in config_dir.iterdir()}
+            curls = calls.read_text().splitlines() if calls.exists() else []
+            return ran.returncode, after, curls, ran.stdout + ran.stderr
+
+    def test_the_group_becomes_the_parents_zone_group_before_zincati(self):
+        code, after, curls, said = self.run_script("FLEETLOCK_PARENT_GROUP=workers\n")
+        self.assertEqual(code, 0, said)
+        self.assertIn('[identity]\ngroup = "workers.us-east-1a"\n', after["55-fleetlock-zone.toml"])
+        self.assertIn("-X PUT", curls[0], "IMDSv2: the token first")
+        # The zone's id where asked, the same zone in every account.
+        code, after, _, _ = self.run_script("FLEETLOCK_PARENT_GROUP=workers\nFLEETLOCK_ZONE_FROM=id\n")
+        self.assertIn('group = "workers.use1-az1"', after["55-fleetlock-zone.toml"])
+
+    def test_a_group_a_person_set_is_never_overwritten(self):
+        mine = {"90-group.toml": '[identity]\ngroup = "db"\n',
+                "55-fleetlock-zone.toml": '[identity]\ngroup = "workers.us-east-1b"\n'}
+        code, after, curls, said = self.run_script("FLEETLOCK_PARENT_GROUP=workers\n", mine)
+        self.assertEqual(code, 0, said)
+        self.assertEqual(after, {"90-group.toml": mine["90-group.toml"]},
+                         "the person's group stays, and the unit's own earlier drop-in goes")
+        self.assertEqual(curls, [], "nothing asked of the metadata service")
+        self.assertIn("sets Zincati's group already", said)
+
+    def test_a_bad_setting_or_zone_writes_nothing(self):
+        for env_text, zone in [("", "us-east-1a"), ("FLEETLOCK_PARENT_GROUP=work_ers\n", "us-east-1a"),
+                               ("FLEETLOCK_PARENT_GROUP=workers\n", "us east"),
+                               ("FLEETLOCK_PARENT_GROUP=workers\nFLEETLOCK_ZONE_FROM=zone\n", "us-east-1a"),
+                               ("FLEETLOCK_PARENT_GROUP=" + "w" * 60 + "\n", "us-east-1a")]:
+            code, after, _, said = self.run_script(env_text, zone=zone)
+            self.assertEqual((code, after), (1, {}), (env_text, zone, said))
+            self.assertIn("fleetlock-zone-group:", said)
+
+
 class JobUnits(unittest.TestCase):
     def test_the_butane_config_parses_and_keeps_the_secret_private(self):
         import yaml

@@ -543,6 +543,7 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
         taken,
         returning,
         returns_failed,
+        zone,
     } = record;
     let mut times = |map: &BTreeMap<NodeId, Timestamp>| -> BTreeMap<NodeId, Timestamp> {
         map.iter().map(|(id, at)| (id.clone(), f(*at))).collect()
@@ -583,6 +584,7 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
         taken,
         returning,
         returns_failed,
+        zone: zone.clone(),
     }
 }
 

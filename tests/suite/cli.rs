@@ -1308,6 +1308,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
             lease: None,
             drain: None,
             return_timeout: None,
+            zone: None,
         };
         let at = fleetlock::domain::time::Timestamp(1_000);
         store.acquire(&name, &node, rules, at).await.unwrap();

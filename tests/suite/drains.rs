@@ -33,6 +33,7 @@ fn gated(slots: u32, on_timeout: OnDrainTimeout) -> GroupRules {
             window_closes: None,
         }),
         return_timeout: None,
+        zone: None,
     }
 }
 

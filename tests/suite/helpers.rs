@@ -51,6 +51,7 @@ pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
         lease: None,
         drain: None,
         return_timeout: None,
+        zone: None,
     }
 }
 

@@ -27,6 +27,7 @@ fn leased(slots: u32) -> GroupRules {
         lease: Some(LEASE),
         drain: None,
         return_timeout: None,
+        zone: None,
     }
 }
 

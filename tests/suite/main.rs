@@ -33,3 +33,4 @@ mod slot_events;
 mod wildcard_groups;
 mod windows;
 mod write_conflicts;
+mod zones;

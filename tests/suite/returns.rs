@@ -30,6 +30,7 @@ fn returning(slots: u32) -> GroupRules {
         lease: None,
         drain: None,
         return_timeout: Some(TIMEOUT),
+        zone: None,
     }
 }
 
@@ -174,6 +175,7 @@ async fn the_gate_meets_the_other_levers<S: LockStore>(store: &S) {
     assert_eq!(steady(store, &g, "c", at(307)).await, Release::Returning);
     let plain = GroupRules {
         return_timeout: None,
+        zone: None,
         ..leased
     };
     assert_eq!(

@@ -20,6 +20,7 @@ fn wildcard(limit: u32) -> GroupRules {
         lease: None,
         drain: None,
         return_timeout: None,
+        zone: None,
     }
 }
 
@@ -31,6 +32,7 @@ const LISTED: GroupRules = GroupRules {
     lease: None,
     drain: None,
     return_timeout: None,
+    zone: None,
 };
 
 async fn names<S: LockStore>(store: &S) -> Vec<String> {
@@ -88,6 +90,7 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
     // waits for a person's resume, and forgetting the item would lift it.
     let gated = fleetlock::domain::lock::GroupRules {
         return_timeout: Some(std::time::Duration::from_secs(60)),
+        zone: None,
         ..wildcard(3)
     };
     let b = group("b");

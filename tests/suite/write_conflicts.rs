@@ -30,6 +30,7 @@ fn leased() -> GroupRules {
         lease: Some(LEASE),
         drain: None,
         return_timeout: None,
+        zone: None,
     }
 }
 
@@ -49,6 +50,7 @@ fn returning() -> GroupRules {
     GroupRules {
         lease: None,
         return_timeout: Some(Duration::from_secs(1200)),
+        zone: None,
         ..leased()
     }
 }

@@ -220,6 +220,17 @@ fn group_notes(
             crate::domain::service::excluded_because(exclusion)
         ));
     }
+    if let Some(zone) = record
+        .zone
+        .as_deref()
+        .filter(|_| !record.holders.is_empty())
+    {
+        out.push_str(&format!(
+            "{name} has nodes out in {} (group '{zone}'): the other zones wait until \
+             they are back\n",
+            crate::domain::zones::zone_phrase(zone)
+        ));
+    }
     let rules = rules_of(name, deployed);
     drain_notes(out, name, record, rules, now, hosts);
     return_notes(out, name, record, rules, deployed.is_some(), now, hosts);
@@ -372,6 +383,33 @@ mod tests {
         let text = render(&groups, deployed, now, None, wildcard, &[], None);
         let json = super::super::json::render(&groups, deployed, now, wildcard, &[], None);
         (text, json["groups"][0].clone())
+    }
+
+    #[test]
+    fn status_names_the_zone_out_while_a_node_holds_and_not_after() {
+        use crate::domain::input::NodeId;
+        use crate::domain::lock::Semaphore;
+        let config = workers_with("FLEETLOCK_ZONES", "workers");
+        let t0 = Timestamp(1_764_480_000_042);
+        let mut record = GroupRecord {
+            holders: Semaphore::from_holders([(NodeId::parse("a1").unwrap(), t0)]),
+            zone: Some("workers.us-east-1a".into()),
+            slots: Some(3),
+            ..GroupRecord::default()
+        };
+        let (text, group) = shown(&record, Some(&config), t0);
+        assert!(
+            text.contains(
+                "workers has nodes out in zone 'us-east-1a' (group 'workers.us-east-1a'): the \
+                 other zones wait until they are back"
+            ),
+            "{text}"
+        );
+        assert_eq!(group["zone_out"], "workers.us-east-1a");
+        record.holders = Semaphore::default();
+        let (text, group) = shown(&record, Some(&config), t0);
+        assert!(!text.contains("nodes out in"), "{text}");
+        assert_eq!(group["zone_out"], serde_json::Value::Null);
     }
 
     #[test]

@@ -32,6 +32,11 @@ fn one_of_each() -> Vec<Error> {
             taken_at: "2026-11-30T05:12:09Z".into(),
             lease: Some("30m".into()),
         },
+        Error::OtherZoneOut {
+            group: "g".into(),
+            out: "g.us-east-1a".into(),
+            asked: "g.us-east-1b".into(),
+        },
         Error::GroupPaused {
             group: "g".into(),
             why: "by alice".into(),
@@ -92,6 +97,7 @@ fn every_variant_is_counted(err: &Error) {
         | Error::TooManyGroups { .. }
         | Error::SemaphoreFull { .. }
         | Error::SlotTaken { .. }
+        | Error::OtherZoneOut { .. }
         | Error::GroupPaused { .. }
         | Error::NodeExcluded { .. }
         | Error::WaitingForDrain { .. }

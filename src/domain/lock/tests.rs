@@ -139,6 +139,7 @@ fn rules(slots: u32, settle: Duration) -> GroupRules {
         lease: None,
         drain: None,
         return_timeout: None,
+        zone: None,
     }
 }
 
@@ -793,6 +794,7 @@ const TWENTY_MIN: Duration = Duration::from_secs(1200);
 fn returning(slots: u32) -> GroupRules {
     GroupRules {
         return_timeout: Some(TWENTY_MIN),
+        zone: None,
         ..rules(slots, Duration::ZERO)
     }
 }
@@ -1018,5 +1020,173 @@ fn an_overdue_return_stops_its_group_once_and_keeps_its_slot() {
     assert_eq!(
         group.stop_for_return(&id("b"), Timestamp(200), later),
         Stopping::NotReturning
+    );
+}
+
+fn zoned(slots: u32, zone: &str) -> GroupRules {
+    GroupRules {
+        slots,
+        zone: Some(crate::domain::zones::ZoneGroup::of(
+            &crate::domain::input::GroupName::parse(zone).unwrap(),
+        )),
+        ..GroupRules::default()
+    }
+}
+
+#[test]
+fn a_group_split_by_zone_has_one_zone_out_at_a_time() {
+    let mut group = GroupRecord::default();
+    let (a, b) = (zoned(3, "w.a"), zoned(3, "w.b"));
+    assert_eq!(group.acquire(&id("a1"), a, Timestamp(1)), Acquire::Granted);
+    assert_eq!(group.zone.as_deref(), Some("w.a"));
+    assert_eq!(
+        group.acquire(&id("b1"), b, Timestamp(2)),
+        Acquire::OtherZone { zone: "w.a".into() },
+        "a free slot, but zone a is out"
+    );
+    assert!(!group.holders.holds(&id("b1")), "nothing was taken");
+    assert_eq!(group.acquire(&id("a2"), a, Timestamp(3)), Acquire::Granted);
+    assert_eq!(group.acquire(&id("a3"), a, Timestamp(3)), Acquire::Granted);
+    assert_eq!(
+        group.decide_acquire(&id("a4"), a, Timestamp(4)),
+        Acquire::Full,
+        "the group's slots still cap its own zone"
+    );
+    assert_eq!(
+        group.decide_acquire(&id("b1"), b, Timestamp(4)),
+        Acquire::Full,
+        "full is the answer where no zone could go"
+    );
+    for node in ["a1", "a2"] {
+        group.release(&id(node), false, Timestamp(5));
+    }
+    assert_eq!(
+        group.decide_acquire(&id("b1"), b, Timestamp(6)),
+        Acquire::OtherZone { zone: "w.a".into() },
+        "one node of zone a is still out"
+    );
+    group.release(&id("a3"), false, Timestamp(6));
+    assert_eq!(group.acquire(&id("b1"), b, Timestamp(7)), Acquire::Granted);
+    assert_eq!(group.zone.as_deref(), Some("w.b"));
+    // A holder of another zone keeps its slot, and a node asking with the
+    // parent's own name (its zone unknown) is a zone of its own.
+    assert_eq!(
+        group.decide_acquire(&id("b1"), a, Timestamp(8)),
+        Acquire::AlreadyHeld
+    );
+    assert_eq!(
+        group.decide_acquire(&id("n1"), zoned(3, "w"), Timestamp(8)),
+        Acquire::OtherZone { zone: "w.b".into() }
+    );
+}
+
+#[test]
+fn a_returning_or_reserved_slot_keeps_its_zone_out() {
+    let mut group = GroupRecord::default();
+    let gate = |zone| GroupRules {
+        return_timeout: Some(Duration::from_secs(600)),
+        ..zoned(2, zone)
+    };
+    assert_eq!(
+        group.acquire(&id("a1"), gate("w.a"), Timestamp(1)),
+        Acquire::Granted
+    );
+    assert_eq!(
+        group.release(&id("a1"), true, Timestamp(2)),
+        Release::Returning
+    );
+    assert_eq!(
+        group.decide_acquire(&id("b1"), gate("w.b"), Timestamp(3)),
+        Acquire::OtherZone { zone: "w.a".into() },
+        "back only once its return is confirmed"
+    );
+    let drained = GroupRules {
+        drain: Some(DrainRule {
+            timeout: Duration::from_secs(600),
+            on_timeout: OnDrainTimeout::Hold,
+            window_closes: None,
+        }),
+        ..zoned(2, "w.c")
+    };
+    let mut group = GroupRecord::default();
+    assert_eq!(
+        group.acquire(&id("c1"), drained, Timestamp(1)),
+        Acquire::Reserves
+    );
+    assert_eq!(
+        group.zone.as_deref(),
+        Some("w.c"),
+        "a reservation is out too"
+    );
+    assert_eq!(
+        group.decide_acquire(
+            &id("b1"),
+            GroupRules {
+                zone: gate("w.b").zone,
+                ..drained
+            },
+            Timestamp(2)
+        ),
+        Acquire::OtherZone { zone: "w.c".into() }
+    );
+}
+
+#[test]
+fn a_lease_taken_over_across_zones_only_from_the_last_holder() {
+    let lease = Duration::from_secs(3600);
+    let leased = |zone| GroupRules {
+        lease: Some(lease),
+        ..zoned(1, zone)
+    };
+    let mut group = GroupRecord::default();
+    assert_eq!(
+        group.acquire(&id("a1"), leased("w.a"), Timestamp(0)),
+        Acquire::Granted
+    );
+    let later = Timestamp(0).plus(lease);
+    // The expired holder is the only one: its zone is no longer out once
+    // its slot passes on.
+    assert!(matches!(
+        group.acquire(&id("b1"), leased("w.b"), later),
+        Acquire::TakesExpired { .. }
+    ));
+    assert_eq!(group.zone.as_deref(), Some("w.b"));
+    // With two holders of zone b, one expired, zone a waits for both.
+    let two = |zone| GroupRules {
+        lease: Some(lease),
+        ..zoned(2, zone)
+    };
+    assert_eq!(
+        group.acquire(&id("b2"), two("w.b"), later.plus(lease)),
+        Acquire::Granted
+    );
+    let much_later = later.plus(lease * 3);
+    assert_eq!(
+        group.decide_acquire(&id("a2"), two("w.a"), much_later),
+        Acquire::OtherZone { zone: "w.b".into() }
+    );
+    assert!(matches!(
+        group.decide_acquire(&id("b3"), two("w.b"), much_later),
+        Acquire::TakesExpired { .. }
+    ));
+}
+
+#[test]
+fn slots_held_from_before_the_split_keep_every_zone_waiting() {
+    let mut group = GroupRecord::default();
+    let plain = GroupRules {
+        slots: 2,
+        ..GroupRules::default()
+    };
+    assert_eq!(
+        group.acquire(&id("old"), plain, Timestamp(1)),
+        Acquire::Granted
+    );
+    assert_eq!(group.zone, None);
+    assert_eq!(
+        group.decide_acquire(&id("a1"), zoned(2, "w.a"), Timestamp(2)),
+        Acquire::OtherZone {
+            zone: String::new()
+        }
     );
 }

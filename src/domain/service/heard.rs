@@ -27,6 +27,9 @@ pub enum Outcome {
     Excluded,
     /// The group settles after a release: refused at the edge.
     Settling,
+    /// In a group split by zone, nodes of another zone are out: refused at
+    /// the edge.
+    OtherZone,
     /// A new group only `*` covers, past the limit: refused at the edge.
     TooManyGroups,
     /// A slot was reserved for the node, which waits for its drain: refused
@@ -66,6 +69,7 @@ impl Outcome {
             Outcome::Paused => "paused",
             Outcome::Excluded => "excluded",
             Outcome::Settling => "settling",
+            Outcome::OtherZone => "other_zone",
             Outcome::TooManyGroups => "too_many_groups",
             Outcome::Reserved => "reserved",
             Outcome::WaitingForDrain => "waiting_for_drain",
@@ -223,6 +227,14 @@ pub(super) fn to_pre_reboot(
             Some(Error::TooManyGroups { group: name, limit }),
         ),
         Acquire::Settling { until } => (Outcome::Settling, Some(settling(params, rules, until))),
+        Acquire::OtherZone { zone } => (
+            Outcome::OtherZone,
+            Some(Error::OtherZoneOut {
+                group: params.group.to_string(),
+                out: zone,
+                asked: rules.zone.map_or_else(String::new, |z| z.to_string()),
+            }),
+        ),
     };
     Answer {
         expired,

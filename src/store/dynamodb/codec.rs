@@ -111,6 +111,15 @@ impl TryFrom<&Item> for GroupRecord {
             taken,
             returning,
             returns_failed,
+            zone: match item.get(ZONE_ATTRIBUTE) {
+                None => None,
+                Some(AttributeValue::S(zone)) => Some(zone.clone()),
+                Some(_) => {
+                    return Err(StoreError::Corrupt(format!(
+                        "attribute {ZONE_ATTRIBUTE} is not a string"
+                    )));
+                }
+            },
         })
     }
 }

@@ -4,7 +4,9 @@
 //! one wins.
 
 use super::codec::*;
-use super::writes::{GRANT_CHECKS, Written, decided, refused_again, reserves};
+use super::writes::{
+    GRANT_CHECKS, TAKE_OVER_ZONE_CHECK, Written, decided, refused_again, reserves, zone_terms,
+};
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
@@ -48,16 +50,17 @@ impl DynamoStore {
             Some(_) => "#expired_renewed = :renewed",
             None => "attribute_not_exists(#expired_renewed)",
         };
+        let (zone_set, zone_check) = zone_terms(rules, TAKE_OVER_ZONE_CHECK);
         let mut request = self
             .grant_checks(id, rules, now)
             .update_expression(format!(
-                "SET #holder = :now, {}#slots = :slots, #expired_taken = :now REMOVE {remove}",
+                "SET #holder = :now, {}{zone_set}#slots = :slots, #expired_taken = :now REMOVE {remove}",
                 reserves(rules)
             ))
             .condition_expression(format!(
                 "(#expired = :since OR #expired_legacy = :since) AND {renewal} \
                  AND attribute_not_exists(#expired_returning) \
-                 AND #count <= :slots AND {GRANT_CHECKS}"
+                 AND #count <= :slots AND {GRANT_CHECKS}{zone_check}"
             ))
             .expression_attribute_names("#expired", holder_attribute(expired))
             .expression_attribute_names("#expired_legacy", legacy_holder_attribute(expired))
@@ -69,6 +72,9 @@ impl DynamoStore {
         for (index, node) in stale.iter().enumerate() {
             request =
                 request.expression_attribute_names(format!("#stale{index}"), taken_attribute(node));
+        }
+        if rules.zone.is_some() {
+            request = request.expression_attribute_values(":one", number(1));
         }
         match renewed {
             Some(renewed) => request.expression_attribute_values(":renewed", number(renewed.0)),

@@ -93,6 +93,9 @@ pub(super) const SLOTS_ATTRIBUTE: &str = "slots";
 pub(super) const PAUSED_ATTRIBUTE: &str = "paused";
 pub(super) const ALARMS_ATTRIBUTE: &str = "alarms";
 pub(super) const RELEASED_ATTRIBUTE: &str = "released_at";
+/// In a group split by zone: the zone group whose nodes hold its slots, as
+/// the latest grant wrote it.
+pub(super) const ZONE_ATTRIBUTE: &str = "zone";
 /// Counts a person's pauses and resumes: each writes only on the count it
 /// read, so a late one never undoes a newer one.
 pub(super) const PAUSE_VERSION_ATTRIBUTE: &str = "pause_version";

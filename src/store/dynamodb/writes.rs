@@ -76,6 +76,27 @@ pub(super) fn reserves(rules: GroupRules) -> &'static str {
     }
 }
 
+/// In a group split by zone, what a grant adds to its `SET`: the asker's
+/// zone group, recorded as the one out of service.
+pub(super) const ZONE_SET: &str = "#zone = :zone, ";
+/// And to its condition: no node holds a slot, or the zone group recorded
+/// is the asker's. The rule of [`GroupRecord::decide_acquire`], in the one
+/// write.
+pub(super) const GRANT_ZONE_CHECK: &str =
+    " AND (attribute_not_exists(#count) OR #count = :zero OR #zone = :zone)";
+/// A take-over's: the holder it replaces is the only one, or the zone
+/// group recorded is the asker's.
+pub(super) const TAKE_OVER_ZONE_CHECK: &str = " AND (#count = :one OR #zone = :zone)";
+
+/// The zone terms of a grant's `SET` and condition, where its group is
+/// split by zone.
+pub(super) fn zone_terms(rules: GroupRules, check: &'static str) -> (&'static str, &'static str) {
+    match rules.zone {
+        Some(_) => (ZONE_SET, check),
+        None => ("", ""),
+    }
+}
+
 /// What a second write of a pre-reboot answers when its condition refused
 /// it, from the item the refusal returned, with no third request: an
 /// answer that would need another write (a slot freed meanwhile, another
@@ -130,13 +151,18 @@ impl DynamoStore {
             "#count < :slots"
         };
         let mut condition = format!("{room} AND {GRANT_CHECKS}");
+        let (zone_set, zone_check) = zone_terms(rules, GRANT_ZONE_CHECK);
+        condition.push_str(zone_check);
         let mut request = self
             .grant_checks(id, rules, now)
             .update_expression(format!(
-                "SET #holder = :now, {}#slots = :slots REMOVE #renewed, #taken ADD #count :one",
+                "SET #holder = :now, {}{zone_set}#slots = :slots REMOVE #renewed, #taken ADD #count :one",
                 reserves(rules)
             ))
             .expression_attribute_values(":one", number(1));
+        if rules.zone.is_some() {
+            request = request.expression_attribute_values(":zero", number(0));
+        }
         if item_exists {
             condition.push_str(" AND attribute_exists(#key)");
             request = request.expression_attribute_names("#key", KEY_ATTRIBUTE);
@@ -172,6 +198,12 @@ impl DynamoStore {
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":slots", number(rules.slots.into()))
             .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
+        let request = match rules.zone {
+            Some(zone) => request
+                .expression_attribute_names("#zone", ZONE_ATTRIBUTE)
+                .expression_attribute_values(":zone", AttributeValue::S(zone.to_string())),
+            None => request,
+        };
         // DynamoDB refuses a name no expression uses: only a reservation
         // writes the mark.
         match rules.drain {

@@ -99,6 +99,38 @@ run "bad_return_gate_of_a_group_not_configured" {
   expect_failures = [aws_lambda_function.this]
 }
 
+run "good_zones_of_a_configured_group" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:workers.us-east-1a:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { workers = 3 }
+    zones           = ["workers"]
+  }
+}
+
+run "bad_zones_of_a_group_only_the_wildcard_covers" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { workers = 3, "*" = 1 }
+    zones           = ["batch"]
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_a_group_with_slots_under_a_split_group" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:*:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { workers = 3, "workers.us-east-1a" = 1 }
+    zones           = ["workers"]
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
 run "bad_return_timeout_under_a_minute" {
   command = plan
   variables {

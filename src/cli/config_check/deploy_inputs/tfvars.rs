@@ -252,6 +252,13 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
             }
             out.join(";")
         }
+        "zones" => {
+            let groups: Result<Vec<String>, String> = list_of(value, "[\"workers\"]")?
+                .iter()
+                .map(|group| scalar_of(group, "a group"))
+                .collect();
+            groups?.join(",")
+        }
         "clients" => {
             let shape = "[\"NAME:GROUPS:SALT:SHA256\"]";
             let entries: Result<Vec<String>, String> = list_of(value, shape)?
