@@ -90,7 +90,6 @@ resource "aws_lambda_function" "drained" {
       FLEETLOCK_GROUPS          = local.groups_env
       FLEETLOCK_DRAIN           = local.drain_env
       FLEETLOCK_RETURN          = local.return_env
-      FLEETLOCK_ZONES           = local.zones_env
       FLEETLOCK_METRICS_SERVICE = aws_lambda_function.this.function_name
       RUST_LOG                  = var.log_level
     }
