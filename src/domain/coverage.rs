@@ -47,14 +47,10 @@ pub(crate) fn mismatches(groups: &GroupSlots, clients: &Clients) -> Vec<Mismatch
         .collect();
     let mut found = Vec::new();
     let mut told = Vec::new();
-    // The group whose slots a credential's group takes: a zone's group
-    // (`workers.us-east-1a`) is served by, and reaches, its split group.
-    let parent_of = |group: &GroupName| match groups.zone_of(group) {
-        Ok(Some((parent, _))) => Some(parent),
-        _ => None,
-    };
+    // A zone's group (`workers.us-east-1a`) is served by, and reaches, its
+    // split group.
     for (client, group) in &scoped {
-        if groups.slots_for(group).is_ok() || parent_of(group).is_some() {
+        if groups.slots_for(group).is_ok() || groups.zone_parent(group).is_some() {
             continue;
         }
         let twin = configured
@@ -80,9 +76,9 @@ pub(crate) fn mismatches(groups: &GroupSlots, clients: &Clients) -> Vec<Mismatch
         return found;
     }
     for group in configured {
-        let reached = scoped
-            .iter()
-            .any(|(_, scoped)| *scoped == group || parent_of(scoped).as_ref() == Some(group));
+        let reached = scoped.iter().any(|(_, scoped)| {
+            *scoped == group || groups.zone_parent(scoped).as_ref() == Some(group)
+        });
         if reached || told.contains(&group.as_str()) {
             continue;
         }

@@ -302,10 +302,7 @@ impl GroupSlots {
             }
         }
         for group in self.listed.keys() {
-            if let Some(parent) = zoned
-                .iter()
-                .find(|parent| group.as_str().starts_with(&format!("{parent}.")))
-            {
+            if let Some((parent, _)) = zones::under(&zoned, group) {
                 return bad(format!(
                     "group '{group}' is under '{parent}', which is split by zone: a node \
                      asking with that name takes a slot of '{parent}', so FLEETLOCK_GROUPS \
@@ -331,6 +328,16 @@ impl GroupSlots {
             return Ok(None);
         }
         zones::split(&self.zoned, group)
+    }
+
+    /// The split group whose slots `group` takes, where `group` is one of
+    /// its zones' groups (not the split group's own name): a credential
+    /// for the split group reaches it.
+    pub(crate) fn zone_parent(&self, group: &GroupName) -> Option<GroupName> {
+        match self.zone_of(group) {
+            Ok(Some((parent, _))) if &parent != group => Some(parent),
+            _ => None,
+        }
     }
 
     /// Whether any group has a return gate.

@@ -253,6 +253,12 @@ impl GroupRecord {
         }
     }
 
+    /// In a group split by zone, the zone group whose nodes are out of
+    /// service now: the one recorded, while any node holds a slot.
+    pub(crate) fn zone_out(&self) -> Option<&str> {
+        self.zone.as_deref().filter(|_| !self.holders.is_empty())
+    }
+
     /// In a group split by zone, the zone group out of service that keeps
     /// a node of `zone` waiting, if any: the recorded one while any node
     /// holds a slot (but `replaced`, whose slot the node would take over),

@@ -299,10 +299,7 @@ impl<S: LockStore> FleetLock<S> {
     /// The group whose slots `group` takes, where it is a zone's group of a
     /// group split by zone: a credential for that group reaches its zones.
     pub fn zone_parent(&self, group: &GroupName) -> Option<GroupName> {
-        match self.groups.zone_of(group) {
-            Ok(Some((parent, _))) if &parent != group => Some(parent),
-            _ => None,
-        }
+        self.groups.zone_parent(group)
     }
 
     /// `v1/pre-reboot`: take a slot, or confirm the one already held. Outside

@@ -69,35 +69,43 @@ fn is_zone_name(zone: &str) -> bool {
     !zone.is_empty() && zone.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
+/// The split group `group` is under, if any, and the rest of its name
+/// after the dot (`workers.a.b` is under `workers`, rest `a.b`).
+pub(crate) fn under<'a, 'g>(
+    zoned: impl IntoIterator<Item = &'a GroupName>,
+    group: &'g GroupName,
+) -> Option<(&'a GroupName, &'g str)> {
+    zoned.into_iter().find_map(|parent| {
+        let rest = group
+            .as_str()
+            .strip_prefix(parent.as_str())?
+            .strip_prefix('.')?;
+        Some((parent, rest))
+    })
+}
+
 /// Which group `group` takes its slots from, among the split groups
 /// `zoned`: `Some((parent, zone group))` for a split group's own name or one
 /// of its zones, `None` for any other group. A name under a split group
 /// that is not one of its zones (`workers.a.b`, `workers.`) is refused:
 /// it would otherwise be a group of its own, with slots of its own.
 pub(crate) fn split<'a>(
-    zoned: impl IntoIterator<Item = &'a GroupName>,
+    zoned: impl IntoIterator<Item = &'a GroupName> + Clone,
     group: &GroupName,
 ) -> Result<Option<(GroupName, ZoneGroup)>, Error> {
-    for parent in zoned {
-        if parent == group {
-            return Ok(Some((parent.clone(), ZoneGroup::of(group))));
-        }
-        let Some(zone) = group
-            .as_str()
-            .strip_prefix(parent.as_str())
-            .and_then(|rest| rest.strip_prefix('.'))
-        else {
-            continue;
-        };
-        if !is_zone_name(zone) {
-            return Err(Error::InvalidGroup(format!(
-                "group '{group}' is under '{parent}', which is split by zone, but '{zone}' is \
-                 not a zone's name (letters, digits and '-', as 'us-east-1a')"
-            )));
-        }
+    if let Some(parent) = zoned.clone().into_iter().find(|parent| *parent == group) {
         return Ok(Some((parent.clone(), ZoneGroup::of(group))));
     }
-    Ok(None)
+    let Some((parent, zone)) = under(zoned, group) else {
+        return Ok(None);
+    };
+    if !is_zone_name(zone) {
+        return Err(Error::InvalidGroup(format!(
+            "group '{group}' is under '{parent}', which is split by zone, but '{zone}' is \
+             not a zone's name (letters, digits and '-', as 'us-east-1a')"
+        )));
+    }
+    Ok(Some((parent.clone(), ZoneGroup::of(group))))
 }
 
 #[cfg(test)]

@@ -94,8 +94,7 @@ fn group_json(
             "since_ms": stop.at.0,
         })),
         "last_release_at": record.last_release.map(rfc3339),
-        // In a group split by zone: the zone group out while any node holds.
-        "zone_out": (!record.holders.is_empty()).then_some(record.zone.as_deref()).flatten(),
+        "zone_out": record.zone_out(),
         "settle_seconds": rules.map(|r| r.settle.as_secs()),
         "lease_seconds": rules.and_then(|r| r.lease).map(|l| l.as_secs()),
         "drain_timeout_seconds": drain.map(|d| d.timeout.as_secs()),

@@ -1190,3 +1190,53 @@ fn slots_held_from_before_the_split_keep_every_zone_waiting() {
         }
     );
 }
+
+#[test]
+fn a_zones_answer_comes_after_exclusion_pause_and_settle_and_before_full() {
+    let mut group = GroupRecord::default();
+    let settle = GroupRules {
+        settle: Duration::from_secs(60),
+        ..zoned(2, "w.a")
+    };
+    assert_eq!(
+        group.acquire(&id("a1"), settle, Timestamp(0)),
+        Acquire::Granted
+    );
+    let b = GroupRules {
+        zone: zoned(2, "w.b").zone,
+        ..settle
+    };
+    assert_eq!(
+        group.decide_acquire(&id("b1"), b, Timestamp(1)),
+        Acquire::OtherZone { zone: "w.a".into() }
+    );
+    group.pause.alarms.insert("x".into());
+    assert_eq!(
+        group.decide_acquire(&id("b1"), b, Timestamp(1)),
+        Acquire::Paused
+    );
+    group.excluded.insert(
+        id("b1"),
+        ByPerson {
+            reason: PauseReason::parse("disk").unwrap(),
+            since: Timestamp(1),
+            by: "alice".into(),
+        },
+    );
+    assert_eq!(
+        group.decide_acquire(&id("b1"), b, Timestamp(1)),
+        Acquire::Excluded
+    );
+    group.pause.alarms.clear();
+    group.excluded.clear();
+    // A release starts the settle period: settling wins over the zone.
+    assert_eq!(
+        group.acquire(&id("a2"), settle, Timestamp(2)),
+        Acquire::Granted
+    );
+    group.release(&id("a2"), false, Timestamp(3));
+    assert!(matches!(
+        group.decide_acquire(&id("b1"), b, Timestamp(4)),
+        Acquire::Settling { .. }
+    ));
+}

@@ -205,6 +205,13 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
     let scalar_of = |value: &Value, what: &str| {
         scalar(value).ok_or_else(|| format!("{what} must be a number or a string"))
     };
+    // A list of scalars, each `what`, as their text.
+    let scalars_of = |value: &Value, shape: &str, what: &str| -> Result<Vec<String>, String> {
+        list_of(value, shape)?
+            .iter()
+            .map(|item| scalar_of(item, what))
+            .collect()
+    };
     let sorted = |map: &serde_json::Map<String, Value>| {
         let mut entries: Vec<(String, Value)> =
             map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -238,13 +245,10 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
                             .get(name)
                             .ok_or_else(|| format!("a window of '{group}' has no {name}"))
                     };
-                    let days: Result<Vec<String>, String> = list_of(field("days")?, shape)?
-                        .iter()
-                        .map(|day| scalar_of(day, "a day"))
-                        .collect();
+                    let days = scalars_of(field("days")?, shape, "a day")?;
                     out.push(format!(
                         "{group}: days={} start_time={} length_minutes={}",
-                        days?.join(","),
+                        days.join(","),
                         scalar_of(field("start_time")?, "start_time")?,
                         scalar_of(field("length_minutes")?, "length_minutes")?
                     ));
@@ -252,30 +256,16 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
             }
             out.join(";")
         }
-        "zones" => {
-            let groups: Result<Vec<String>, String> = list_of(value, "[\"workers\"]")?
-                .iter()
-                .map(|group| scalar_of(group, "a group"))
-                .collect();
-            groups?.join(",")
-        }
-        "clients" => {
-            let shape = "[\"NAME:GROUPS:SALT:SHA256\"]";
-            let entries: Result<Vec<String>, String> = list_of(value, shape)?
-                .iter()
-                .map(|entry| scalar_of(entry, "an entry"))
-                .collect();
-            entries?.join(" ")
-        }
+        "zones" => scalars_of(value, "[\"workers\"]", "a group")?.join(","),
+        "clients" => scalars_of(value, "[\"NAME:GROUPS:SALT:SHA256\"]", "an entry")?.join(" "),
         "alarm_pauses" => {
             let shape = "{ \"api-5xx\" = [\"*\"] }";
             let mut out = Vec::new();
             for (alarm, groups) in sorted(map_of(value, shape)?) {
-                let groups: Result<Vec<String>, String> = list_of(&groups, shape)?
-                    .iter()
-                    .map(|group| scalar_of(group, "a group"))
-                    .collect();
-                out.push(format!("{alarm}={}", groups?.join(",")));
+                out.push(format!(
+                    "{alarm}={}",
+                    scalars_of(&groups, shape, "a group")?.join(",")
+                ));
             }
             out.join(";")
         }
