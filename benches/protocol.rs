@@ -299,6 +299,7 @@ async fn requests_per_answer_kind() {
             drain: None,
             return_timeout: None,
             zone: None,
+            canary: None,
         };
         let planted = api.service().store().acquire(&group, &gone, one, day_ago);
         assert_eq!(planted.await.expect("plant").outcome, Acquire::Granted);
@@ -497,6 +498,7 @@ async fn write_units_by_group_size(title: &str, id_of: fn(usize) -> String, repo
         drain: None,
         return_timeout: None,
         zone: None,
+        canary: None,
     };
     println!("### {title}\n");
     println!("| holders after the grant | grant (write units) | its release (write units) |");
@@ -554,6 +556,7 @@ async fn take_over_write_units() {
             drain: None,
             return_timeout: None,
             zone: None,
+            canary: None,
         };
         let mut last = None;
         for n in 0..slots {
@@ -611,6 +614,7 @@ async fn drain_write_units() {
             }),
             return_timeout: None,
             zone: None,
+            canary: None,
         };
         let mut last = None;
         let mut id = NodeId::parse("0").unwrap();
@@ -666,6 +670,7 @@ async fn return_write_units() {
             drain: None,
             return_timeout: Some(Duration::from_secs(1200)),
             zone: None,
+            canary: None,
         };
         let mut id = NodeId::parse("0").unwrap();
         for n in 0..slots {
@@ -714,7 +719,13 @@ async fn return_write_units() {
         measured(counter.get() - before, refused.write_units);
         let before = counter.get();
         let stop = store
-            .stop_for_return(&group, &id, started, Timestamp::now())
+            .stop_rollout(
+                &group,
+                &id,
+                started,
+                fleetlock::domain::lock::StopCause::Return,
+                Timestamp::now(),
+            )
             .await
             .expect("stop");
         assert_eq!(stop.outcome, fleetlock::domain::lock::Stopping::Stopped);

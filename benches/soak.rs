@@ -1152,7 +1152,15 @@ async fn main() {
                 let now = Timestamp::now();
                 for (_, record) in groups {
                     for (id, since) in record.returns_overdue(RETURN_TIMEOUT, now) {
-                        let stopped = store.stop_for_return(&group, &id, since, now).await;
+                        let stopped = store
+                            .stop_rollout(
+                                &group,
+                                &id,
+                                since,
+                                fleetlock::domain::lock::StopCause::Return,
+                                now,
+                            )
+                            .await;
                         if stopped.map(|d| d.outcome)
                             == Ok(fleetlock::domain::lock::Stopping::Stopped)
                         {

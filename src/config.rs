@@ -67,6 +67,7 @@ pub(crate) enum ConfigError {
     Drain(String),
     Return(String),
     Zones(String),
+    Canary(String),
     Windows(String),
     TimeZone(String),
     Table(String),
@@ -89,6 +90,7 @@ impl fmt::Display for ConfigError {
             ConfigError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
             ConfigError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
             ConfigError::Zones(why) => write!(f, "FLEETLOCK_ZONES: {why}"),
+            ConfigError::Canary(why) => write!(f, "FLEETLOCK_CANARY: {why}"),
             ConfigError::Windows(why) => write!(f, "FLEETLOCK_WINDOWS: {why}"),
             ConfigError::TimeZone(why) => write!(f, "FLEETLOCK_TIME_ZONE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
@@ -115,6 +117,7 @@ impl From<GroupsError> for ConfigError {
             GroupsError::Drain(why) => ConfigError::Drain(why),
             GroupsError::Return(why) => ConfigError::Return(why),
             GroupsError::Zones(why) => ConfigError::Zones(why),
+            GroupsError::Canary(why) => ConfigError::Canary(why),
             GroupsError::MaxWildcardGroups(why) => ConfigError::MaxWildcardGroups(why),
         }
     }
@@ -166,12 +169,13 @@ impl Config {
         };
         // Each refines the groups in the order the function reads them.
         type Refine = fn(GroupSlots, &str) -> Result<GroupSlots, GroupsError>;
-        let refinements: [(&str, Refine); 6] = [
+        let refinements: [(&str, Refine); 7] = [
             ("FLEETLOCK_SETTLE", GroupSlots::with_settle),
             ("FLEETLOCK_LEASE", GroupSlots::with_lease),
             ("FLEETLOCK_DRAIN", GroupSlots::with_drain),
             ("FLEETLOCK_RETURN", GroupSlots::with_return),
             ("FLEETLOCK_ZONES", GroupSlots::with_zones),
+            ("FLEETLOCK_CANARY", GroupSlots::with_canary),
             (
                 "FLEETLOCK_MAX_WILDCARD_GROUPS",
                 GroupSlots::with_wildcard_limit,
@@ -495,8 +499,8 @@ impl AlarmPausesSettings {
 }
 
 /// The drained entry point's settings: the table, and for its sweep the
-/// gates (`FLEETLOCK_GROUPS`, `FLEETLOCK_DRAIN`, as the API function reads
-/// them) and the API function whose metric it feeds
+/// gates (`FLEETLOCK_GROUPS`, `FLEETLOCK_DRAIN`, `FLEETLOCK_RETURN`,
+/// `FLEETLOCK_CANARY`, as the API function reads them) and the API function whose metric it feeds
 /// (`FLEETLOCK_METRICS_SERVICE`). Without a gate it confirms and reads
 /// slots, and refuses a sweep.
 #[derive(Clone, Debug)]
@@ -514,12 +518,13 @@ impl DrainedSettings {
             )
         })?;
         let service = var("FLEETLOCK_METRICS_SERVICE").filter(|s| !s.trim().is_empty());
-        let sweep = match (config.groups.drains() || config.groups.returns(), service) {
+        let gates = config.groups.drains() || config.groups.returns() || config.groups.canaries();
+        let sweep = match (gates, service) {
             (true, Some(service)) => Some((config.groups, service)),
             (true, None) => {
                 return Err(ConfigError::Missing(
-                    "FLEETLOCK_METRICS_SERVICE is unset: the sweep of drains and returns overdue \
-                     needs the API function's name, the dimension its DrainsOverdue and \
+                    "FLEETLOCK_METRICS_SERVICE is unset: the sweep of drains, returns and \
+                     canaries' waves overdue needs the API function's name, the dimension its DrainsOverdue and \
                      ReturnsOverdue alarms watch"
                         .into(),
                 ));

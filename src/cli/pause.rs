@@ -222,7 +222,7 @@ pub(crate) async fn targets<S: LockStore>(
 mod tests {
     use super::*;
     use crate::cli::testing::{group, node, printed, rules};
-    use crate::domain::lock::GroupRules;
+    use crate::domain::lock::{GroupRules, StopCause};
     use crate::store::memory::MemoryStore;
 
     #[tokio::test]
@@ -276,7 +276,13 @@ mod tests {
             .await
             .unwrap();
         store
-            .stop_for_return(&workers, &node("n1"), Timestamp(1_000), Timestamp(601_000))
+            .stop_rollout(
+                &workers,
+                &node("n1"),
+                Timestamp(1_000),
+                StopCause::Return,
+                Timestamp(601_000),
+            )
             .await
             .unwrap();
         store.pause_for_alarm(&workers, "api-5xx").await.unwrap();

@@ -24,6 +24,7 @@ pub(crate) fn rules(slots: u32) -> GroupRules {
         drain: None,
         return_timeout: None,
         zone: None,
+        canary: None,
     }
 }
 

@@ -69,6 +69,16 @@ pub(crate) const SETTINGS: &[Setting] = &[
         ],
     },
     Setting {
+        name: "FLEETLOCK_CANARY",
+        function: true,
+        rule: true,
+        help: &[
+            "per group, a canary then waves: BAKE[:WAVES[:BACK]], e.g. 'workers=30m:1+3':",
+            "the first node alone, then 3, then the rest, each wave back 30m before the",
+            "next; a wave's node out past BACK (default 1h) stops the group (default: none)",
+        ],
+    },
+    Setting {
         name: "FLEETLOCK_MAX_WILDCARD_GROUPS",
         function: true,
         rule: false,

@@ -117,6 +117,18 @@ pub enum Error {
         closes: String,
         timeout: String,
     },
+    /// In a group with a canary (`FLEETLOCK_CANARY`): the grant would begin
+    /// the rollout's next wave, and the wave before (`wave`, as a phrase:
+    /// "the canary", "wave 2 (3 nodes)") is not back in service yet
+    /// (`until` is `None`), or is back and bakes until `until`.
+    WaitingForWave {
+        group: String,
+        wave: String,
+        /// The rollout's plan ("the canary, then 3, then the rest").
+        plan: String,
+        bake: String,
+        until: Option<String>,
+    },
     /// A slot of the group was given back less than its settle time ago.
     Settling {
         group: String,
@@ -196,6 +208,7 @@ impl Error {
         "node_excluded",
         "waiting_for_drain",
         "waiting_for_return",
+        "waiting_for_wave",
         "settling",
         "outside_maintenance_window",
         "settings_differ",
@@ -224,6 +237,7 @@ impl Error {
             Error::NodeExcluded { .. } => "node_excluded",
             Error::WaitingForDrain { .. } => "waiting_for_drain",
             Error::WaitingForReturn { .. } => "waiting_for_return",
+            Error::WaitingForWave { .. } => "waiting_for_wave",
             Error::WindowClosesBeforeDrain { .. } => "outside_maintenance_window",
             Error::Settling { .. } => "settling",
             Error::OutsideMaintenanceWindow { .. } => "outside_maintenance_window",
@@ -258,6 +272,7 @@ impl Error {
             | Error::NodeExcluded { .. }
             | Error::WaitingForDrain { .. }
             | Error::WaitingForReturn { .. }
+            | Error::WaitingForWave { .. }
             | Error::WindowClosesBeforeDrain { .. }
             | Error::Settling { .. }
             | Error::OutsideMaintenanceWindow { .. } => 423,
@@ -437,6 +452,28 @@ impl Error {
                 "group '{group}'s maintenance window closes at {closes}, before a drain begun \
                  now ({timeout} at the most) would end; no drain begins, and Zincati asks \
                  again in the next window"
+            ),
+            Error::WaitingForWave {
+                group,
+                wave,
+                plan,
+                bake,
+                until: None,
+            } => format!(
+                "group '{group}' rolls out in waves ({plan}): {wave} is not back in service \
+                 yet, and the next wave waits until it is and has stayed back {bake}; try \
+                 again later"
+            ),
+            Error::WaitingForWave {
+                group,
+                wave,
+                plan,
+                bake,
+                until: Some(until),
+            } => format!(
+                "group '{group}' rolls out in waves ({plan}): {wave} is back in service, and \
+                 the next wave begins once it has stayed back {bake}, at {until}; try again \
+                 later"
             ),
             Error::Settling {
                 group,

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
+use crate::domain::canary::{CanaryRule, parse_canary};
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 use crate::domain::lock::{DrainRule, GroupRules, OnDrainTimeout};
@@ -24,6 +25,7 @@ pub enum GroupsError {
     Drain(String),
     Return(String),
     Zones(String),
+    Canary(String),
     MaxWildcardGroups(String),
 }
 
@@ -36,6 +38,7 @@ impl fmt::Display for GroupsError {
             GroupsError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
             GroupsError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
             GroupsError::Zones(why) => write!(f, "FLEETLOCK_ZONES: {why}"),
+            GroupsError::Canary(why) => write!(f, "FLEETLOCK_CANARY: {why}"),
             GroupsError::MaxWildcardGroups(why) => {
                 write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
             }
@@ -105,6 +108,10 @@ pub struct GroupSlots {
     returns_others: Option<Duration>,
     /// From `FLEETLOCK_ZONES`: groups split by zone ([`crate::domain::zones`]).
     zoned: BTreeSet<GroupName>,
+    /// From `FLEETLOCK_CANARY` ([`crate::domain::canary`]); a group in
+    /// neither has no canary.
+    canary: BTreeMap<GroupName, CanaryRule>,
+    canary_others: Option<CanaryRule>,
     /// How many groups only `*` covers may have an item.
     wildcard_limit: u32,
 }
@@ -188,6 +195,8 @@ impl GroupSlots {
             returns: BTreeMap::new(),
             returns_others: None,
             zoned: BTreeSet::new(),
+            canary: BTreeMap::new(),
+            canary_others: None,
             wildcard_limit: DEFAULT_WILDCARD_GROUPS,
         })
     }
@@ -314,6 +323,24 @@ impl GroupSlots {
         Ok(self)
     }
 
+    /// Adds the canaries of `FLEETLOCK_CANARY` (`workers=30m:1+3`): a bake,
+    /// waves and how long a wave's node may be out
+    /// ([`crate::domain::canary::parse_canary`]), for groups these slots
+    /// configure.
+    pub fn with_canary(mut self, spec: &str) -> Result<Self, GroupsError> {
+        let (canary, canary_others) = self
+            .durations(spec, "a canary", "workers=30m:1+3", parse_canary)
+            .map_err(GroupsError::Canary)?;
+        self.canary = canary;
+        self.canary_others = canary_others;
+        Ok(self)
+    }
+
+    /// Whether any group has a canary.
+    pub(crate) fn canaries(&self) -> bool {
+        !self.canary.is_empty() || self.canary_others.is_some()
+    }
+
     /// The groups split by zone.
     pub(crate) fn zoned(&self) -> impl Iterator<Item = &GroupName> {
         self.zoned.iter()
@@ -389,6 +416,7 @@ impl GroupSlots {
             drain: drain.map(drain_rule),
             return_timeout: self.returns.get(group).copied().or(self.returns_others),
             zone: None,
+            canary: self.canary.get(group).copied().or(self.canary_others),
         })
     }
 
@@ -443,6 +471,7 @@ impl GroupSlots {
             drain: self.drain_others.map(drain_rule),
             return_timeout: self.returns_others,
             zone: None,
+            canary: self.canary_others,
         })
     }
 }

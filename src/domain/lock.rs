@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
 use crate::domain::input::{NodeId, PauseReason};
 pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
@@ -57,13 +58,25 @@ impl Pause {
 }
 
 /// A group stopped by the server: the first node whose return passed the
-/// group's return timeout, when its return began, and when the stop was
-/// written.
+/// group's return timeout (or, in a wave of a canary rollout, that was out
+/// of service past the canary's time), when its return began (its grant),
+/// and when the stop was written.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RolloutStop {
     pub id: NodeId,
     pub returning_since: Timestamp,
     pub at: Timestamp,
+    pub cause: StopCause,
+}
+
+/// Why the server stopped a rollout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StopCause {
+    /// A return passed the return gate's timeout.
+    #[default]
+    Return,
+    /// A node of a canary's wave was not back in service in time.
+    Wave,
 }
 
 /// What happens to a reservation whose drain nobody confirmed in time.
@@ -130,6 +143,8 @@ pub struct GroupRules {
     /// one request: the zone group the node asked with. Its nodes go out
     /// only while no other zone group's are.
     pub zone: Option<ZoneGroup>,
+    /// The group's canary and waves (`FLEETLOCK_CANARY`), if it has them.
+    pub canary: Option<CanaryRule>,
 }
 
 /// A group as stored: the state that decides a request for a slot.
@@ -169,6 +184,12 @@ pub struct GroupRecord {
     /// as the latest grant recorded it. Meaningful while any node holds one
     /// (a release leaves it; the next grant to an empty group writes its own).
     pub zone: Option<String>,
+    /// In a group with a canary: how many slots the current rollout has
+    /// granted (reservations and take-overs count), which tells its wave.
+    pub wave_grants: Option<u32>,
+    /// In a group with a canary: when the current rollout began (its
+    /// canary's grant, or a person's `fleetlock rollout begin`).
+    pub rollout_began: Option<Timestamp>,
 }
 
 /// How many marks of a slot taken over a group keeps (the newest), and for
@@ -240,6 +261,12 @@ impl GroupRecord {
                 }
                 (outcome, _) => outcome,
             };
+            let outcome = match (outcome, rules.canary) {
+                (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(canary)) => {
+                    self.wave_refusal(canary, now).unwrap_or(outcome)
+                }
+                (outcome, _) => outcome,
+            };
             match (outcome, rules.drain) {
                 (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(drain)) => {
                     match drain.window_closes {
@@ -251,6 +278,45 @@ impl GroupRecord {
                 (outcome, _) => outcome,
             }
         }
+    }
+
+    /// Whether the group's rollout still runs at `now`: a node is out, or
+    /// the last slot given back (or the rollout's start) is more recent
+    /// than the bake and [`ROLLOUT_QUIET`]. The next grant of a group whose
+    /// rollout does not run begins a new one, with its canary.
+    pub(crate) fn rollout_runs(&self, canary: CanaryRule, now: Timestamp) -> bool {
+        let quiet_since = now.minus(canary.bake + ROLLOUT_QUIET);
+        !self.holders.is_empty()
+            || self.last_release.is_some_and(|at| at > quiet_since)
+            || self.rollout_began.is_some_and(|at| at > quiet_since)
+    }
+
+    /// The grants the running rollout has made, as the next grant counts
+    /// them: none when a new rollout begins.
+    pub(crate) fn rollout_grants(&self, canary: CanaryRule, now: Timestamp) -> u32 {
+        if self.rollout_runs(canary, now) {
+            self.wave_grants.unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// Why a grant the slots allow waits for the rollout's waves, if it
+    /// does: it would be a wave's first, while a node is still out
+    /// (reserved, holding or returning) or the bake since the last slot
+    /// came back has not passed. The same as the grant's condition on
+    /// DynamoDB.
+    fn wave_refusal(&self, canary: CanaryRule, now: Timestamp) -> Option<Acquire> {
+        let grants = self.rollout_grants(canary, now);
+        if !canary.is_wave_start(grants) {
+            return None;
+        }
+        let wave = canary.wave_of(grants);
+        if !self.holders.is_empty() {
+            return Some(Acquire::WaveOut { wave });
+        }
+        let until = self.last_release?.plus(canary.bake);
+        (until > now).then_some(Acquire::Baking { wave, until })
     }
 
     /// In a group split by zone, the zone group whose nodes are out of
@@ -370,6 +436,16 @@ impl GroupRecord {
             (&outcome, rules.zone)
         {
             self.zone = Some(zone.as_str().to_owned());
+        }
+        if let (Acquire::Granted | Acquire::Reserves | Acquire::TakesExpired { .. }, Some(canary)) =
+            (&outcome, rules.canary)
+        {
+            if !self.rollout_runs(canary, now) {
+                self.rollout_began = Some(now);
+                self.wave_grants = Some(1);
+            } else {
+                self.wave_grants = Some(self.wave_grants.unwrap_or(0).saturating_add(1));
+            }
         }
         match &outcome {
             Acquire::Granted => {

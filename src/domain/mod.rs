@@ -18,11 +18,12 @@
 //!   from; [`drain`]: a hook's confirmation that a node was drained, and
 //!   what each outcome says; [`agreement`]: settings that agree across
 //!   the regions of a global table; [`zones`]: groups whose nodes go out one
-//!   zone at a time.
+//!   zone at a time; [`canary`]: a rollout's canary and waves.
 
 pub mod agreement;
 pub(crate) mod alarms;
 pub mod auth;
+pub mod canary;
 pub(crate) mod coverage;
 pub(crate) mod drain;
 pub mod error;

@@ -1,6 +1,7 @@
 //! What the lock answers: to a request for a slot, to a drain's
 //! confirmation, to a release.
 
+use crate::domain::canary::Wave;
 use crate::domain::input::NodeId;
 use crate::domain::time::Timestamp;
 
@@ -52,6 +53,12 @@ pub enum Acquire {
     /// another zone group, `zone`, are out of service ("" where no grant
     /// recorded which).
     OtherZone { zone: String },
+    /// In a group with a canary: the grant would begin the next wave, but
+    /// `wave` (the canary, or the wave before) is not back in service yet.
+    WaveOut { wave: Wave },
+    /// In a group with a canary: `wave` is back, and the next one begins
+    /// once its bake is over, at `until`.
+    Baking { wave: Wave, until: Timestamp },
     /// The group has no item yet, only `*` covers it, and as many such
     /// groups as allowed exist already: nothing was stored.
     TooManyGroups { limit: u32 },

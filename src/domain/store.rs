@@ -8,7 +8,7 @@ use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRecord, GroupRules, Release, Returned, Stopping,
+    Acquire, ByPerson, Drained, GroupRecord, GroupRules, Release, Returned, StopCause, Stopping,
 };
 use crate::domain::time::Timestamp;
 
@@ -147,14 +147,18 @@ pub trait LockStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Returned>, StoreError>> + Send;
 
-    /// The return of `id` begun at `since` passed its timeout: the group
-    /// stops, once per return (one conditional write), as
-    /// [`crate::domain::lock::GroupRecord::stop_for_return`] says.
-    fn stop_for_return(
+    /// The return of `id` begun at `since` passed its timeout (`cause`
+    /// [`StopCause::Return`]), or, in a canary's wave, `id` granted at
+    /// `since` is not back in time ([`StopCause::Wave`]): the group stops,
+    /// once per slot (one conditional write), as
+    /// [`crate::domain::lock::GroupRecord::stop_for_return`] and
+    /// [`crate::domain::lock::GroupRecord::stop_for_wave`] say.
+    fn stop_rollout(
         &self,
         group: &GroupName,
         id: &NodeId,
         since: Timestamp,
+        cause: StopCause,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Stopping>, StoreError>> + Send;
 

@@ -12,7 +12,8 @@
 //! drain timeout into the `DrainsOverdue` metric and its returns past their
 //! return timeout into `ReturnsOverdue` (a group's calls count them too,
 //! but a group nobody calls sends nothing), and stops the rollout of a
-//! group for each return past its timeout, once.
+//! group for each return past its timeout, once, and for each node of a
+//! canary's wave not back within the canary's time, once.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -25,9 +26,11 @@ use crate::domain::drain::{
     Action, Confirmation, Confirmed, confirmed_return, overdue_in_all, slot_state,
 };
 use crate::domain::groups::GroupSlots;
-use crate::domain::lock::Stopping;
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::lock::{StopCause, Stopping};
 use crate::domain::service::returns;
 use crate::domain::store::LockStore;
+use crate::domain::time::Timestamp;
 use crate::domain::time::{Clock, SystemClock};
 use crate::metrics::{DRAINS_OVERDUE, RETURNS_OVERDUE, emf_line};
 use crate::store::dynamodb::Regional;
@@ -128,8 +131,9 @@ impl<S: LockStore> DrainConfirmer<S> {
     /// once per return). One EMF line printed with the totals.
     async fn sweep(&self) -> Result<Value, String> {
         let sweep = self.sweep.as_ref().ok_or(
-            "no sweep without a drain or return gate: FLEETLOCK_DRAIN, FLEETLOCK_RETURN and \
-             FLEETLOCK_METRICS_SERVICE are unset on this function",
+            "no sweep without a drain or return gate or a canary: FLEETLOCK_DRAIN, \
+             FLEETLOCK_RETURN, FLEETLOCK_CANARY and FLEETLOCK_METRICS_SERVICE are unset on \
+             this function",
         )?;
         let stored = self.store.groups(None).await.map_err(|err| {
             tracing::error!(error = %err, "lock store failed on a sweep");
@@ -139,10 +143,27 @@ impl<S: LockStore> DrainConfirmer<S> {
         let overdue = overdue_in_all(&stored, &sweep.groups, now);
         let mut returns_overdue = 0;
         let mut stopped = 0;
+        let mut waves_overdue = 0;
         for (group, record) in &stored {
             let Ok(rules) = sweep.groups.rules_for(group) else {
                 continue;
             };
+            if let Some(canary) = rules.canary {
+                for (id, granted) in record.waves_overdue(canary, now) {
+                    waves_overdue += 1;
+                    if self.stop(group, &id, granted, StopCause::Wave, now).await? {
+                        stopped += 1;
+                        tracing::warn!(
+                            group = %group,
+                            id = %id.shown(),
+                            out_s = granted.age_at(now).as_secs(),
+                            "rollout stopped: a node of the canary's wave was not back in \
+                             service within the canary's time; its slot stays ('fleetlock \
+                             release' once it is back or gone, then 'fleetlock resume')"
+                        );
+                    }
+                }
+            }
             let (Some(timeout), Some(returns)) =
                 (rules.return_timeout, returns(record, rules, now))
             else {
@@ -150,15 +171,7 @@ impl<S: LockStore> DrainConfirmer<S> {
             };
             returns_overdue += returns.overdue;
             for (id, since) in record.returns_overdue(timeout, now) {
-                let decided = self
-                    .store
-                    .stop_for_return(group, &id, since, now)
-                    .await
-                    .map_err(|err| {
-                        tracing::error!(group = %group, error = %err, "lock store failed on a rollout stop");
-                        format!("a rollout stop could not be written: {err}")
-                    })?;
-                if decided.outcome == Stopping::Stopped {
+                if self.stop(group, &id, since, StopCause::Return, now).await? {
                     stopped += 1;
                     tracing::warn!(
                         group = %group,
@@ -176,6 +189,7 @@ impl<S: LockStore> DrainConfirmer<S> {
             DRAINS_OVERDUE: overdue,
             RETURNS_OVERDUE: returns_overdue,
             "RolloutsStopped": stopped,
+            "WavesOverdue": waves_overdue,
             "Groups": groups,
         });
         println!(
@@ -198,8 +212,30 @@ impl<S: LockStore> DrainConfirmer<S> {
             "drains_overdue": overdue,
             "returns_overdue": returns_overdue,
             "stopped": stopped,
+            "waves_overdue": waves_overdue,
             "groups": groups,
         }))
+    }
+
+    /// One stop of a group's rollout (one conditional write): whether this
+    /// write stopped it for that slot.
+    async fn stop(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        since: Timestamp,
+        cause: StopCause,
+        now: Timestamp,
+    ) -> Result<bool, String> {
+        let decided = self
+            .store
+            .stop_rollout(group, id, since, cause, now)
+            .await
+            .map_err(|err| {
+                tracing::error!(group = %group, error = %err, "lock store failed on a rollout stop");
+                format!("a rollout stop could not be written: {err}")
+            })?;
+        Ok(decided.outcome == Stopping::Stopped)
     }
 }
 
@@ -363,7 +399,7 @@ mod tests {
         let at_20 = swept("workers=15m,*=1h", 20).await;
         assert_eq!(
             at_20,
-            json!({"drains_overdue": 1, "returns_overdue": 0, "stopped": 0, "groups": 3})
+            json!({"drains_overdue": 1, "returns_overdue": 0, "stopped": 0, "waves_overdue": 0, "groups": 3})
         );
         assert_eq!(swept("workers=15m,*=1h", 60).await["drains_overdue"], 4);
         // A group without a gate counts nothing, whatever it stores.

@@ -9,7 +9,9 @@ use std::sync::Mutex;
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
-use crate::domain::lock::{Acquire, ByPerson, Drained, GroupRules, Release, Returned, Stopping};
+use crate::domain::lock::{
+    Acquire, ByPerson, Drained, GroupRules, Release, Returned, StopCause, Stopping,
+};
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
 };
@@ -153,15 +155,22 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn stop_for_return(
+    async fn stop_rollout(
         &self,
         group: &GroupName,
         id: &NodeId,
         since: Timestamp,
+        cause: StopCause,
         now: Timestamp,
     ) -> Result<Decided<Stopping>, StoreError> {
         self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => decided(record.stop_for_return(id, since, now), record),
+            Some(record) => {
+                let outcome = match cause {
+                    StopCause::Return => record.stop_for_return(id, since, now),
+                    StopCause::Wave => record.stop_for_wave(id, since, now),
+                };
+                decided(outcome, record)
+            }
             None => decided(Stopping::NotReturning, &GroupRecord::default()),
         })
     }

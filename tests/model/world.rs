@@ -454,7 +454,16 @@ impl World {
                     // not yet judged stops the group, one write each.
                     let timeout = Duration::from_millis(2 * UNIT);
                     for (id, since) in record.returns_overdue(timeout, at) {
-                        store.stop_for_return(group, &id, since, at).await.unwrap();
+                        store
+                            .stop_rollout(
+                                group,
+                                &id,
+                                since,
+                                fleetlock::domain::lock::StopCause::Return,
+                                at,
+                            )
+                            .await
+                            .unwrap();
                     }
                 }
                 _ => unreachable!("not a person's step: {step:?}"),
@@ -544,6 +553,8 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
         returning,
         returns_failed,
         zone,
+        wave_grants,
+        rollout_began,
     } = record;
     let mut times = |map: &BTreeMap<NodeId, Timestamp>| -> BTreeMap<NodeId, Timestamp> {
         map.iter().map(|(id, at)| (id.clone(), f(*at))).collect()
@@ -571,6 +582,7 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
             id: stop.id.clone(),
             returning_since: f(stop.returning_since),
             at: f(stop.at),
+            cause: stop.cause,
         }),
     };
     GroupRecord {
@@ -585,6 +597,8 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
         returning,
         returns_failed,
         zone: zone.clone(),
+        wave_grants: *wave_grants,
+        rollout_began: rollout_began.map(&mut *f),
     }
 }
 

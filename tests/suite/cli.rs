@@ -1309,6 +1309,7 @@ async fn operators_forget_groups_nobody_uses_and_see_every_id_as_it_is() {
             drain: None,
             return_timeout: None,
             zone: None,
+            canary: None,
         };
         let at = fleetlock::domain::time::Timestamp(1_000);
         store.acquire(&name, &node, rules, at).await.unwrap();

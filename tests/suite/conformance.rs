@@ -200,7 +200,15 @@ async fn run<S: LockStore>(store: &S, group: &GroupName, op: Op, at: Timestamp) 
                 .get(&id(n))
                 .copied()
                 .unwrap_or(Timestamp(1));
-            let stopped = store.stop_for_return(group, &id(n), since, at).await;
+            let stopped = store
+                .stop_rollout(
+                    group,
+                    &id(n),
+                    since,
+                    fleetlock::domain::lock::StopCause::Return,
+                    at,
+                )
+                .await;
             format!("{:?}", stopped.unwrap().outcome)
         }
         Op::Pause => format!("{:?}", store.pause(group, person()).await.unwrap().outcome),

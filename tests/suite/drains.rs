@@ -34,6 +34,7 @@ fn gated(slots: u32, on_timeout: OnDrainTimeout) -> GroupRules {
         }),
         return_timeout: None,
         zone: None,
+        canary: None,
     }
 }
 

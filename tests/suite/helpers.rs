@@ -52,6 +52,7 @@ pub fn rules(slots: u32, settle: std::time::Duration) -> GroupRules {
         drain: None,
         return_timeout: None,
         zone: None,
+        canary: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn leased(slots: u32) -> GroupRules {
         drain: None,
         return_timeout: None,
         zone: None,
+        canary: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! a plain `cargo test`; without it the DynamoDB tests fail.
 
 mod alarm_pauses;
+mod canary;
 mod check;
 mod check_config;
 mod cli;

@@ -31,6 +31,7 @@ fn returning(slots: u32) -> GroupRules {
         drain: None,
         return_timeout: Some(TIMEOUT),
         zone: None,
+        canary: None,
     }
 }
 
@@ -176,6 +177,7 @@ async fn the_gate_meets_the_other_levers<S: LockStore>(store: &S) {
     let plain = GroupRules {
         return_timeout: None,
         zone: None,
+        canary: None,
         ..leased
     };
     assert_eq!(
@@ -229,11 +231,35 @@ async fn an_overdue_return_stops_the_group_until_a_person_resumes<S: LockStore>(
     take(store, &g, "a", two, at(0)).await;
     assert_eq!(steady(store, &g, "a", at(1)).await, Release::Returning);
     let late = at(1).plus(TIMEOUT);
-    let stop = store.stop_for_return(&g, &id("a"), at(1), late).await;
+    let stop = store
+        .stop_rollout(
+            &g,
+            &id("a"),
+            at(1),
+            fleetlock::domain::lock::StopCause::Return,
+            late,
+        )
+        .await;
     assert_eq!(stop.unwrap().outcome, Stopping::Stopped);
-    let again = store.stop_for_return(&g, &id("a"), at(1), late).await;
+    let again = store
+        .stop_rollout(
+            &g,
+            &id("a"),
+            at(1),
+            fleetlock::domain::lock::StopCause::Return,
+            late,
+        )
+        .await;
     assert_eq!(again.unwrap().outcome, Stopping::AlreadyCounted);
-    let other = store.stop_for_return(&g, &id("a"), at(0), late).await;
+    let other = store
+        .stop_rollout(
+            &g,
+            &id("a"),
+            at(0),
+            fleetlock::domain::lock::StopCause::Return,
+            late,
+        )
+        .await;
     assert_eq!(other.unwrap().outcome, Stopping::NotReturning);
     let record = stored(store, &g).await;
     let stop = record.pause.stop.clone().expect("stopped");
@@ -323,7 +349,13 @@ async fn every_return_answer_is_one_request_on_the_documented_item() {
 
     let before = requests.get();
     let stop = store
-        .stop_for_return(&g, &id("a"), at(1), at(30))
+        .stop_rollout(
+            &g,
+            &id("a"),
+            at(1),
+            fleetlock::domain::lock::StopCause::Return,
+            at(30),
+        )
         .await
         .unwrap();
     assert_eq!(stop.outcome, Stopping::Stopped);
@@ -578,7 +610,15 @@ async fn a_resume_never_clears_a_stop_written_after_it_read_the_group() {
     });
     proxy.until_held().await;
     let late = at(1).plus(TIMEOUT);
-    let stop = direct.stop_for_return(&g, &id("a"), at(1), late).await;
+    let stop = direct
+        .stop_rollout(
+            &g,
+            &id("a"),
+            at(1),
+            fleetlock::domain::lock::StopCause::Return,
+            late,
+        )
+        .await;
     assert_eq!(stop.unwrap().outcome, Stopping::Stopped);
     proxy.release();
     let resumed = resume.await.unwrap();

@@ -21,6 +21,7 @@ fn wildcard(limit: u32) -> GroupRules {
         drain: None,
         return_timeout: None,
         zone: None,
+        canary: None,
     }
 }
 
@@ -33,6 +34,7 @@ const LISTED: GroupRules = GroupRules {
     drain: None,
     return_timeout: None,
     zone: None,
+    canary: None,
 };
 
 async fn names<S: LockStore>(store: &S) -> Vec<String> {
@@ -91,6 +93,7 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
     let gated = fleetlock::domain::lock::GroupRules {
         return_timeout: Some(std::time::Duration::from_secs(60)),
         zone: None,
+        canary: None,
         ..wildcard(3)
     };
     let b = group("b");
@@ -101,7 +104,13 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
         .await
         .unwrap();
     let n3 = id("n3");
-    let stop = store.stop_for_return(&b, &n3, Timestamp(3_000), Timestamp(70_000));
+    let stop = store.stop_rollout(
+        &b,
+        &n3,
+        Timestamp(3_000),
+        fleetlock::domain::lock::StopCause::Return,
+        Timestamp(70_000),
+    );
     assert_eq!(
         stop.await.unwrap().outcome,
         fleetlock::domain::lock::Stopping::Stopped

@@ -31,6 +31,7 @@ fn leased() -> GroupRules {
         drain: None,
         return_timeout: None,
         zone: None,
+        canary: None,
     }
 }
 
@@ -51,6 +52,7 @@ fn returning() -> GroupRules {
         lease: None,
         return_timeout: Some(Duration::from_secs(1200)),
         zone: None,
+        canary: None,
         ..leased()
     }
 }
@@ -156,9 +158,17 @@ impl Write {
             Write::Confirmation => shown(store.drained(g, &id("c"), None, later).await),
             Write::ReturningGrant => shown(store.acquire(g, &id("e"), returning(), T0).await),
             Write::Return => shown(store.release(g, &id("e"), true, later).await),
-            Write::ReturnStop => {
-                shown(store.stop_for_return(g, &id("e"), later, past_return).await)
-            }
+            Write::ReturnStop => shown(
+                store
+                    .stop_rollout(
+                        g,
+                        &id("e"),
+                        later,
+                        fleetlock::domain::lock::StopCause::Return,
+                        past_return,
+                    )
+                    .await,
+            ),
             Write::ReturnConfirmation => {
                 shown(store.returned(g, &id("e"), Some(later), past_return).await)
             }

@@ -426,6 +426,7 @@ mod tests {
                     id: gone,
                     returning_since: t0,
                     at: t0.plus(minute * 21),
+                    cause: Default::default(),
                 }),
                 ..Default::default()
             },

@@ -61,6 +61,13 @@ fn one_of_each() -> Vec<Error> {
             until: "2026-11-30T05:32:09Z".into(),
             overdue: false,
         },
+        Error::WaitingForWave {
+            group: "g".into(),
+            wave: "the canary".into(),
+            plan: "the canary, then the rest".into(),
+            bake: "30m".into(),
+            until: None,
+        },
         Error::Settling {
             group: "g".into(),
             until: "2026-11-30T05:12:09Z".into(),
@@ -102,6 +109,7 @@ fn every_variant_is_counted(err: &Error) {
         | Error::NodeExcluded { .. }
         | Error::WaitingForDrain { .. }
         | Error::WaitingForReturn { .. }
+        | Error::WaitingForWave { .. }
         | Error::WindowClosesBeforeDrain { .. }
         | Error::Settling { .. }
         | Error::OutsideMaintenanceWindow { .. }

@@ -207,6 +207,7 @@ fn a_return_is_a_release_that_says_returning_then_a_returned_or_an_overdue_stop(
         id: NodeId::parse("a").unwrap(),
         returning_since: Timestamp(61_000),
         at: Timestamp(1_261_000),
+        cause: Default::default(),
     });
     let events = changes(&workers(), &back, &stopped, ORIGIN);
     assert_eq!(

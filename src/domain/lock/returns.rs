@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use super::{GroupRecord, RolloutStop};
+use super::{GroupRecord, RolloutStop, StopCause};
+use crate::domain::canary::CanaryRule;
 use crate::domain::input::NodeId;
 use crate::domain::outcomes::Returned;
 use crate::domain::time::Timestamp;
@@ -51,7 +52,7 @@ impl GroupRecord {
             .returning
             .iter()
             .filter(|(id, since)| {
-                since.plus(timeout) <= now && self.returns_failed.get(*id) != Some(*since)
+                since.plus(timeout) <= now && !self.returns_failed.contains_key(*id)
             })
             .map(|(id, since)| (id.clone(), *since))
             .collect();
@@ -64,7 +65,8 @@ impl GroupRecord {
     pub(crate) fn decide_stop(&self, id: &NodeId, since: Timestamp) -> Stopping {
         match self.returning.get(id) {
             Some(&returning) if returning == since => {
-                if self.returns_failed.get(id) == Some(&since) {
+                // A slot fails once: by its return, or by its wave.
+                if self.returns_failed.contains_key(id) {
                     Stopping::AlreadyCounted
                 } else {
                     Stopping::Stopped
@@ -91,6 +93,69 @@ impl GroupRecord {
                 id: id.clone(),
                 returning_since: since,
                 at: now,
+                cause: StopCause::Return,
+            });
+        }
+        outcome
+    }
+
+    /// In a rollout with a canary, while a wave (the canary, or a wave
+    /// before the rest) is out: its nodes out of service past the canary's
+    /// time at `now` (from their grant; a reservation waits for its drain,
+    /// which has its own timeout) that have not stopped the group yet:
+    /// (node, grant), oldest first.
+    pub fn waves_overdue(&self, canary: CanaryRule, now: Timestamp) -> Vec<(NodeId, Timestamp)> {
+        let grants = self.wave_grants.unwrap_or(0);
+        if !self.rollout_runs(canary, now) || canary.wave_of(grants).index.is_none() {
+            return Vec::new();
+        }
+        let mut overdue: Vec<_> = self
+            .holders
+            .holders()
+            .filter(|(id, granted)| {
+                granted.plus(canary.back_within) <= now
+                    && !self.draining.contains_key(*id)
+                    && !self.returns_failed.contains_key(*id)
+            })
+            .map(|(id, granted)| (id.clone(), granted))
+            .collect();
+        overdue.sort_by_key(|(_, granted)| *granted);
+        overdue
+    }
+
+    /// What the stop for the wave's node `id`, granted at `granted`, does,
+    /// without changing anything.
+    pub(crate) fn decide_wave_stop(&self, id: &NodeId, granted: Timestamp) -> Stopping {
+        match self.holders.held_since(id) {
+            Some(held) if held == granted && !self.draining.contains_key(id) => {
+                if self.returns_failed.contains_key(id) {
+                    Stopping::AlreadyCounted
+                } else {
+                    Stopping::Stopped
+                }
+            }
+            _ => Stopping::NotReturning,
+        }
+    }
+
+    /// The wave's node `id`, granted at `granted`, is not back past the
+    /// canary's time, seen at `now`: the group stops (unless it stopped
+    /// already), and the slot is counted as failed, once. The slot stays:
+    /// the node is not known to be back.
+    pub(crate) fn stop_for_wave(
+        &mut self,
+        id: &NodeId,
+        granted: Timestamp,
+        now: Timestamp,
+    ) -> Stopping {
+        let outcome = self.decide_wave_stop(id, granted);
+        if outcome == Stopping::Stopped {
+            self.returns_failed.insert(id.clone(), granted);
+            self.pause.stop.get_or_insert(RolloutStop {
+                id: id.clone(),
+                returning_since: granted,
+                at: now,
+                cause: StopCause::Wave,
             });
         }
         outcome
@@ -105,6 +170,7 @@ pub enum Stopping {
     Stopped,
     /// This return stopped the group before: nothing changed.
     AlreadyCounted,
-    /// The node is not returning since that time any more: nothing changed.
+    /// The node is not returning (for a wave: not holding) since that time
+    /// any more: nothing changed.
     NotReturning,
 }

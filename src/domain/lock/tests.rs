@@ -140,6 +140,7 @@ fn rules(slots: u32, settle: Duration) -> GroupRules {
         drain: None,
         return_timeout: None,
         zone: None,
+        canary: None,
     }
 }
 
@@ -1239,4 +1240,210 @@ fn a_zones_answer_comes_after_exclusion_pause_and_settle_and_before_full() {
         group.decide_acquire(&id("b1"), b, Timestamp(4)),
         Acquire::Settling { .. }
     ));
+}
+
+fn with_canary(slots: u32, canary: &str) -> GroupRules {
+    GroupRules {
+        slots,
+        canary: Some(crate::domain::canary::parse_canary(canary).unwrap()),
+        ..GroupRules::default()
+    }
+}
+
+const MIN: u64 = 60_000;
+
+#[test]
+fn the_canary_goes_alone_then_a_wave_after_the_bake_then_the_rest() {
+    // 30m bake, the canary then 2 then the rest, at 3 slots.
+    let rules = with_canary(3, "30m:1+2");
+    let mut group = GroupRecord::default();
+    let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
+    assert_eq!(group.acquire(&id("c"), rules, t(0)), Acquire::Granted);
+    assert_eq!(group.wave_grants, Some(1));
+    assert_eq!(group.rollout_began, Some(t(0)));
+    let canary = crate::domain::canary::parse_canary("30m:1+2").unwrap();
+    let out = Acquire::WaveOut {
+        wave: canary.wave_of(1),
+    };
+    assert_eq!(group.acquire(&id("a"), rules, t(1)), out, "a slot is free");
+    assert_eq!(group.release(&id("c"), false, t(10)), Release::Released);
+    assert_eq!(
+        group.acquire(&id("a"), rules, t(20)),
+        Acquire::Baking {
+            wave: canary.wave_of(1),
+            until: t(40)
+        }
+    );
+    // Wave 2: two nodes at once, the third waits for both and the bake.
+    assert_eq!(group.acquire(&id("a"), rules, t(40)), Acquire::Granted);
+    assert_eq!(group.acquire(&id("b"), rules, t(41)), Acquire::Granted);
+    assert_eq!(
+        group.acquire(&id("d"), rules, t(42)),
+        Acquire::WaveOut {
+            wave: canary.wave_of(3)
+        }
+    );
+    group.release(&id("a"), false, t(50));
+    assert!(matches!(
+        group.acquire(&id("d"), rules, t(51)),
+        Acquire::WaveOut { .. }
+    ));
+    group.release(&id("b"), false, t(55));
+    assert!(matches!(
+        group.acquire(&id("d"), rules, t(60)),
+        Acquire::Baking { until, .. } if until == t(85)
+    ));
+    // The rest: the group's slots, no wave waits.
+    for (n, node) in ["d", "e", "f"].iter().enumerate() {
+        assert_eq!(
+            group.acquire(&id(node), rules, t(85 + n as u64)),
+            Acquire::Granted
+        );
+    }
+    assert_eq!(group.acquire(&id("g"), rules, t(90)), Acquire::Full);
+    assert_eq!(group.wave_grants, Some(6));
+}
+
+#[test]
+fn a_quiet_group_begins_a_new_rollout_with_a_canary() {
+    let rules = with_canary(3, "30m");
+    let mut group = GroupRecord::default();
+    let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
+    group.acquire(&id("c"), rules, t(0));
+    group.release(&id("c"), false, t(10));
+    assert_eq!(group.acquire(&id("a"), rules, t(40)), Acquire::Granted);
+    assert_eq!(
+        group.acquire(&id("b"), rules, t(41)),
+        Acquire::Granted,
+        "the rest"
+    );
+    group.release(&id("a"), false, t(50));
+    group.release(&id("b"), false, t(60));
+    // Quiet for the bake and 6 hours after the last return: a new rollout.
+    let quiet = 60 + 30 + 6 * 60;
+    assert_eq!(
+        group.acquire(&id("x"), rules, t(quiet - 1)),
+        Acquire::Granted
+    );
+    assert_eq!(group.wave_grants, Some(4), "still the old rollout's rest");
+    group.release(&id("x"), false, t(quiet));
+    let next = quiet + 30 + 6 * 60 + 1;
+    assert_eq!(group.acquire(&id("y"), rules, t(next)), Acquire::Granted);
+    assert_eq!(group.wave_grants, Some(1), "a new rollout's canary");
+    assert_eq!(group.rollout_began, Some(t(next)));
+    assert!(matches!(
+        group.acquire(&id("z"), rules, t(next + 1)),
+        Acquire::WaveOut { .. }
+    ));
+}
+
+#[test]
+fn a_canary_that_does_not_come_back_stops_the_group_once() {
+    let rules = with_canary(2, "30m:1:1h");
+    let canary = rules.canary.unwrap();
+    let mut group = GroupRecord::default();
+    let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
+    group.acquire(&id("c"), rules, t(0));
+    assert!(group.waves_overdue(canary, t(59)).is_empty());
+    assert_eq!(group.waves_overdue(canary, t(60)), vec![(id("c"), t(0))]);
+    assert_eq!(
+        group.stop_for_wave(&id("c"), t(0), t(61)),
+        Stopping::Stopped
+    );
+    assert_eq!(group.pause.stop.as_ref().unwrap().cause, StopCause::Wave);
+    assert!(group.waves_overdue(canary, t(70)).is_empty(), "once");
+    assert_eq!(
+        group.stop_for_wave(&id("c"), t(0), t(71)),
+        Stopping::AlreadyCounted
+    );
+    // A person's resume is not undone by the next sweep; the canary still
+    // holds the group until it is back.
+    group.pause.stop = None;
+    assert!(group.waves_overdue(canary, t(80)).is_empty());
+    assert!(matches!(
+        group.acquire(&id("a"), rules, t(81)),
+        Acquire::WaveOut { .. }
+    ));
+    // In the rest, a slow node is the lease's or the return gate's matter.
+    group.release(&id("c"), false, t(90));
+    group.acquire(&id("a"), rules, t(120));
+    assert!(group.waves_overdue(canary, t(500)).is_empty());
+}
+
+#[test]
+fn a_lease_never_hands_the_canarys_slot_to_the_next_node() {
+    let rules = GroupRules {
+        lease: Some(Duration::from_secs(1800)),
+        ..with_canary(1, "30m")
+    };
+    let mut group = GroupRecord::default();
+    let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
+    group.acquire(&id("c"), rules, t(0));
+    assert!(matches!(
+        group.acquire(&id("a"), rules, t(120)),
+        Acquire::WaveOut { .. }
+    ));
+    assert!(group.holders.holds(&id("c")));
+}
+
+#[test]
+fn a_returning_or_reserved_wave_node_is_still_out() {
+    // Return gate and drain gate: the next wave waits for the slot to be
+    // confirmed back, and a reservation begins the canary.
+    let rules = GroupRules {
+        return_timeout: Some(Duration::from_secs(1200)),
+        drain: Some(DrainRule {
+            timeout: Duration::from_secs(900),
+            on_timeout: OnDrainTimeout::Hold,
+            window_closes: None,
+        }),
+        ..with_canary(3, "10m")
+    };
+    let mut group = GroupRecord::default();
+    let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
+    assert_eq!(group.acquire(&id("c"), rules, t(0)), Acquire::Reserves);
+    assert!(matches!(
+        group.acquire(&id("a"), rules, t(1)),
+        Acquire::WaveOut { .. }
+    ));
+    group.drained(&id("c"), None, t(2));
+    assert_eq!(group.release(&id("c"), true, t(5)), Release::Returning);
+    assert!(matches!(
+        group.acquire(&id("a"), rules, t(6)),
+        Acquire::WaveOut { .. }
+    ));
+    group.returned(&id("c"), None, t(8));
+    assert!(matches!(
+        group.acquire(&id("a"), rules, t(9)),
+        Acquire::Baking { until, .. } if until == t(18)
+    ));
+    assert_eq!(group.acquire(&id("a"), rules, t(18)), Acquire::Reserves);
+}
+
+#[test]
+fn the_waves_answer_after_pause_settle_and_zone_and_before_a_free_slot() {
+    let rules = GroupRules {
+        settle: Duration::from_secs(1200),
+        ..with_canary(3, "30m")
+    };
+    let mut group = GroupRecord::default();
+    let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
+    group.acquire(&id("c"), rules, t(0));
+    group.pause.alarms.insert("5xx".into());
+    assert_eq!(group.decide_acquire(&id("a"), rules, t(1)), Acquire::Paused);
+    group.pause.alarms.clear();
+    group.release(&id("c"), false, t(10));
+    assert!(matches!(
+        group.decide_acquire(&id("a"), rules, t(20)),
+        Acquire::Settling { .. }
+    ));
+    assert!(matches!(
+        group.decide_acquire(&id("a"), rules, t(35)),
+        Acquire::Baking { .. }
+    ));
+    // A full group answers full: no wave would let the node in either.
+    let full = with_canary(1, "30m");
+    let mut held = GroupRecord::default();
+    held.acquire(&id("c"), full, t(0));
+    assert_eq!(held.decide_acquire(&id("a"), full, t(1)), Acquire::Full);
 }

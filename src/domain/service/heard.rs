@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::domain::canary::{Wave, wave_phrase};
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::lock::GroupRecord;
@@ -30,6 +31,10 @@ pub enum Outcome {
     /// In a group split by zone, nodes of another zone are out: refused at
     /// the edge.
     OtherZone,
+    /// In a group with a canary, the wave before is not back yet: refused.
+    WaveOut,
+    /// In a group with a canary, the wave before is back and bakes: refused.
+    Baking,
     /// A new group only `*` covers, past the limit: refused at the edge.
     TooManyGroups,
     /// A slot was reserved for the node, which waits for its drain: refused
@@ -70,6 +75,8 @@ impl Outcome {
             Outcome::Excluded => "excluded",
             Outcome::Settling => "settling",
             Outcome::OtherZone => "other_zone",
+            Outcome::WaveOut => "wave_out",
+            Outcome::Baking => "baking",
             Outcome::TooManyGroups => "too_many_groups",
             Outcome::Reserved => "reserved",
             Outcome::WaitingForDrain => "waiting_for_drain",
@@ -227,6 +234,14 @@ pub(super) fn to_pre_reboot(
             Some(Error::TooManyGroups { group: name, limit }),
         ),
         Acquire::Settling { until } => (Outcome::Settling, Some(settling(params, rules, until))),
+        Acquire::WaveOut { wave } => (
+            Outcome::WaveOut,
+            Some(waiting_for_wave(params, rules, wave, None)),
+        ),
+        Acquire::Baking { wave, until } => (
+            Outcome::Baking,
+            Some(waiting_for_wave(params, rules, wave, Some(until))),
+        ),
         Acquire::OtherZone { zone } => (
             Outcome::OtherZone,
             Some(Error::OtherZoneOut {
@@ -255,6 +270,26 @@ fn log_drain_timed_out(params: &ClientParams, waited: Duration) {
         "drain timed out: nobody confirmed the node's drain in time, and the group \
          grants on timeout; the node reboots undrained"
     );
+}
+
+/// The refusal of a grant that would begin the next wave of a canary
+/// rollout, while `wave` is out (no `until`) or bakes until `until`.
+fn waiting_for_wave(
+    params: &ClientParams,
+    rules: GroupRules,
+    wave: Wave,
+    until: Option<Timestamp>,
+) -> Error {
+    let (plan, bake) = rules.canary.map_or_else(Default::default, |canary| {
+        (canary.plan_phrase(), format_duration(canary.bake))
+    });
+    Error::WaitingForWave {
+        group: params.group.to_string(),
+        wave: wave_phrase(wave),
+        plan,
+        bake,
+        until: until.map(Timestamp::to_rfc3339),
+    }
 }
 
 /// The refusal of a node whose slot is returning since `since`.

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use super::*;
 use crate::domain::input::{GroupName, NodeId, PauseReason};
 use crate::domain::lock::GroupRecord;
-use crate::domain::lock::{ByPerson, Pause, RolloutStop, Semaphore};
+use crate::domain::lock::{ByPerson, Pause, RolloutStop, Semaphore, StopCause};
 use crate::domain::store::StoreError;
 use crate::domain::time::Timestamp;
 
@@ -92,7 +92,8 @@ impl TryFrom<&Item> for GroupRecord {
                 "{RETURNING_PREFIX}{id} marks a return of a node that holds no slot"
             )));
         }
-        returns_failed.retain(|id, _| returning.contains_key(id));
+        // A failed return or a wave's node past its time: only on a holder.
+        returns_failed.retain(|id, _| holders.iter().any(|(holder, _)| holder == id));
         let excluded_count = read_number(item, EXCLUDED_COUNT_ATTRIBUTE)?.unwrap_or(0);
         if excluded_count != excluded.len() as u64 {
             return Err(StoreError::Corrupt(format!(
@@ -120,6 +121,9 @@ impl TryFrom<&Item> for GroupRecord {
                     )));
                 }
             },
+            wave_grants: read_number(item, WAVE_GRANTS_ATTRIBUTE)?
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+            rollout_began: read_number(item, ROLLOUT_BEGAN_ATTRIBUTE)?.map(Timestamp),
         })
     }
 }
@@ -443,19 +447,34 @@ fn read_stop(stop: &HashMap<String, AttributeValue>) -> Result<RolloutStop, Stor
             .map(Timestamp)
             .ok_or_else(|| StoreError::Corrupt(format!("{STOPPED_ATTRIBUTE}.{name} is missing")))
     };
+    let cause = match stop.get("cause") {
+        None => StopCause::Return,
+        Some(AttributeValue::S(cause)) if cause == "wave" => StopCause::Wave,
+        Some(_) => {
+            return Err(StoreError::Corrupt(format!(
+                "{STOPPED_ATTRIBUTE}.cause is not 'wave'"
+            )));
+        }
+    };
     Ok(RolloutStop {
         id,
         returning_since: time("returning_since")?,
         at: time("at")?,
+        cause,
     })
 }
 
 pub(super) fn stop_value(stop: &RolloutStop) -> AttributeValue {
-    AttributeValue::M(HashMap::from([
+    let mut value = HashMap::from([
         ("id".to_owned(), AttributeValue::S(stop.id.to_string())),
         ("returning_since".to_owned(), number(stop.returning_since.0)),
         ("at".to_owned(), number(stop.at.0)),
-    ]))
+    ]);
+    // A return's stop is written as versions before the canary wrote it.
+    if stop.cause == StopCause::Wave {
+        value.insert("cause".to_owned(), AttributeValue::S("wave".into()));
+    }
+    AttributeValue::M(value)
 }
 
 pub(super) fn person_pause_value(pause: &ByPerson) -> AttributeValue {

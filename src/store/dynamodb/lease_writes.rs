@@ -5,7 +5,8 @@
 
 use super::codec::*;
 use super::writes::{
-    GRANT_CHECKS, TAKE_OVER_ZONE_CHECK, Written, decided, refused_again, reserves, zone_terms,
+    GRANT_CHECKS, TAKE_OVER_ZONE_CHECK, Written, canary_terms, decided, refused_again, reserves,
+    zone_terms,
 };
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
@@ -51,16 +52,22 @@ impl DynamoStore {
             None => "attribute_not_exists(#expired_renewed)",
         };
         let (zone_set, zone_check) = zone_terms(rules, TAKE_OVER_ZONE_CHECK);
-        let mut request = self
-            .grant_checks(id, rules, now)
+        // A take-over is a grant of the rollout too: inside a wave only (at
+        // a wave's first, a node is out: the one it replaces).
+        let (request, canary) = canary_terms(self.grant_checks(id, rules, now), rules, now, false);
+        let (canary_add, canary_check) = canary
+            .as_ref()
+            .map_or(("", ""), |c| (" ADD #wave_grants :one", c.check.as_str()));
+        let mut request = request
             .update_expression(format!(
-                "SET #holder = :now, {}{zone_set}#slots = :slots, #expired_taken = :now REMOVE {remove}",
+                "SET #holder = :now, {}{zone_set}#slots = :slots, #expired_taken = :now \
+                 REMOVE {remove}{canary_add}",
                 reserves(rules)
             ))
             .condition_expression(format!(
                 "(#expired = :since OR #expired_legacy = :since) AND {renewal} \
                  AND attribute_not_exists(#expired_returning) \
-                 AND #count <= :slots AND {GRANT_CHECKS}{zone_check}"
+                 AND #count <= :slots AND {GRANT_CHECKS}{zone_check}{canary_check}"
             ))
             .expression_attribute_names("#expired", holder_attribute(expired))
             .expression_attribute_names("#expired_legacy", legacy_holder_attribute(expired))
@@ -73,7 +80,7 @@ impl DynamoStore {
             request =
                 request.expression_attribute_names(format!("#stale{index}"), taken_attribute(node));
         }
-        if rules.zone.is_some() {
+        if rules.zone.is_some() || rules.canary.is_some() {
             request = request.expression_attribute_values(":one", number(1));
         }
         match renewed {

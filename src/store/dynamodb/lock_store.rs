@@ -11,7 +11,7 @@ use super::*;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, Stopping,
+    Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, StopCause, Stopping,
 };
 use crate::domain::store::{
     Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
@@ -95,7 +95,7 @@ impl LockStore for DynamoStore {
             let written = self
                 .update(
                     group,
-                    self.acquire_request(id, rules, now, needs_item.is_some()),
+                    self.acquire_request(id, rules, now, needs_item.is_some(), false),
                 )
                 .await?;
             let current = match written {
@@ -140,6 +140,13 @@ impl LockStore for DynamoStore {
             // which from the item the condition saw.
             let current = current.unwrap_or_default();
             return match current.decide_acquire(id, rules, now) {
+                Acquire::Granted | Acquire::Reserves
+                    if rules
+                        .canary
+                        .is_some_and(|canary| !current.rollout_runs(canary, now)) =>
+                {
+                    self.begin_rollout(group, id, rules, now).await
+                }
                 Acquire::Granted | Acquire::Reserves => Err(StoreError::Corrupt(
                     "the conditional write was refused although a slot is free".into(),
                 )),
@@ -239,24 +246,30 @@ impl LockStore for DynamoStore {
         }
     }
 
-    async fn stop_for_return(
+    async fn stop_rollout(
         &self,
         group: &GroupName,
         id: &NodeId,
         since: Timestamp,
+        cause: StopCause,
         now: Timestamp,
     ) -> Result<Decided<Stopping>, StoreError> {
         let stop = RolloutStop {
             id: id.clone(),
             returning_since: since,
             at: now,
+            cause,
         };
         let written = self.update(group, self.stop_request(&stop)).await?;
         let Written::Refused(current) = written else {
             return written.decided(Stopping::Stopped, Stopping::NotReturning);
         };
         let current = current.unwrap_or_default();
-        match current.decide_stop(id, since) {
+        let outcome = match cause {
+            StopCause::Return => current.decide_stop(id, since),
+            StopCause::Wave => current.decide_wave_stop(id, since),
+        };
+        match outcome {
             Stopping::Stopped => Err(StoreError::Corrupt(
                 "the stop was refused although the return stands uncounted".into(),
             )),

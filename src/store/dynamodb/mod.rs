@@ -18,7 +18,11 @@
 //! | `d:<id>`       | N    | one per holder whose slot is reserved, waiting for its drain: since when, epoch ms |
 //! | `b:<id>`       | N    | one per holder whose slot is returning (steady-state came, the return is not confirmed): since when, epoch ms |
 //! | `o:<id>`       | N    | one per return that passed its timeout and stopped the group: the return's start, epoch ms |
-//! | `stopped`      | M    | the server's stop of the rollout: `id`, `returning_since`, `at` (epoch ms) |
+//! | `o:<id>`       | N    | (also) one per node of a canary's wave out past its time, which stopped the group: its grant, epoch ms |
+//! | `stopped`      | M    | the server's stop of the rollout: `id`, `returning_since`, `at` (epoch ms), `cause` (`wave`, or absent for a return) |
+//! | `zone`         | S    | in a group split by zone: the zone group whose nodes hold its slots |
+//! | `wave_grants`  | N    | in a group with a canary: the slots its rollout granted so far |
+//! | `rollout_began`| N    | in a group with a canary: when its rollout began, epoch ms |
 //!
 //! Each holder is a top-level attribute rather than an entry of a map, so the
 //! first request of a new group needs no existing parent: `SET h:<id>` and
@@ -96,6 +100,10 @@ pub(super) const RELEASED_ATTRIBUTE: &str = "released_at";
 /// In a group split by zone: the zone group whose nodes hold its slots, as
 /// the latest grant wrote it.
 pub(super) const ZONE_ATTRIBUTE: &str = "zone";
+/// In a group with a canary: the slots the current rollout granted.
+pub(super) const WAVE_GRANTS_ATTRIBUTE: &str = "wave_grants";
+/// In a group with a canary: when the current rollout began.
+pub(super) const ROLLOUT_BEGAN_ATTRIBUTE: &str = "rollout_began";
 /// Counts a person's pauses and resumes: each writes only on the count it
 /// read, so a late one never undoes a newer one.
 pub(super) const PAUSE_VERSION_ATTRIBUTE: &str = "pause_version";

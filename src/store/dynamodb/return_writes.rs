@@ -6,7 +6,7 @@ use super::codec::*;
 use super::writes::FREED;
 use super::*;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::RolloutStop;
+use crate::domain::lock::{RolloutStop, StopCause};
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 
@@ -67,15 +67,31 @@ impl DynamoStore {
         }
     }
 
-    /// The sweep's stop for the return of `id` begun at `since`: the group
-    /// stopped (unless it is already) and the return counted as failed, in
-    /// one write, only while that return stands and was not counted.
+    /// The sweep's stop for the return of `id` begun at `since` (or, in a
+    /// canary's wave, for `id` granted at `since`): the group stopped
+    /// (unless it is already) and the slot counted as failed, in one write,
+    /// only while that return (that grant, not a reservation) stands and
+    /// was not counted.
     pub(super) fn stop_request(&self, stop: &RolloutStop) -> UpdateItemFluentBuilder {
-        self.client
+        let (stands, mark) = match stop.cause {
+            StopCause::Return => ("#returning = :since", returning_attribute(&stop.id)),
+            StopCause::Wave => (
+                "#holder = :since AND attribute_not_exists(#drain)",
+                holder_attribute(&stop.id),
+            ),
+        };
+        let request = self
+            .client
             .update_item()
             .update_expression("SET #failed = :since, #stopped = if_not_exists(#stopped, :stop)")
-            .condition_expression("#returning = :since AND attribute_not_exists(#failed)")
-            .expression_attribute_names("#returning", returning_attribute(&stop.id))
+            .condition_expression(format!("{stands} AND attribute_not_exists(#failed)"));
+        let request = match stop.cause {
+            StopCause::Return => request.expression_attribute_names("#returning", mark),
+            StopCause::Wave => request
+                .expression_attribute_names("#holder", mark)
+                .expression_attribute_names("#drain", drain_attribute(&stop.id)),
+        };
+        request
             .expression_attribute_names("#failed", return_failed_attribute(&stop.id))
             .expression_attribute_names("#stopped", STOPPED_ATTRIBUTE)
             .expression_attribute_values(":since", number(stop.returning_since.0))

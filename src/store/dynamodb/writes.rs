@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::codec::*;
 use super::*;
+use crate::domain::canary::ROLLOUT_QUIET;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, GroupRules};
@@ -97,6 +98,73 @@ pub(super) fn zone_terms(rules: GroupRules, check: &'static str) -> (&'static st
     }
 }
 
+/// In a group with a canary, what a grant's write adds: to its `ADD`, the
+/// rollout's grant counted; to its condition, the rule of
+/// [`GroupRecord::decide_acquire`] in the one write: the rollout runs (a
+/// node is out, or a slot came back or the rollout began within the bake
+/// and the quiet time), and the grant is inside a wave, or it is a wave's
+/// first and every node is back and the bake since the last one is over.
+/// With `begins` (the second write of a pre-reboot whose first found the
+/// rollout over), the rollout begins: its count is one, its start now,
+/// only while no node is out and nothing came back within the quiet time.
+pub(super) struct CanaryTerms {
+    pub(super) set: &'static str,
+    pub(super) add: &'static str,
+    pub(super) check: String,
+}
+
+pub(super) fn canary_terms(
+    request: UpdateItemFluentBuilder,
+    rules: GroupRules,
+    now: Timestamp,
+    begins: bool,
+) -> (UpdateItemFluentBuilder, Option<CanaryTerms>) {
+    let Some(canary) = rules.canary else {
+        return (request, None);
+    };
+    let quiet_since = now.minus(canary.bake + ROLLOUT_QUIET);
+    let request = request
+        .expression_attribute_names("#wave_grants", WAVE_GRANTS_ATTRIBUTE)
+        .expression_attribute_names("#began", ROLLOUT_BEGAN_ATTRIBUTE)
+        .expression_attribute_values(":zero", number(0))
+        .expression_attribute_values(":quiet", number(quiet_since.0));
+    const EMPTY: &str = "(attribute_not_exists(#count) OR #count = :zero)";
+    if begins {
+        return (
+            request,
+            Some(CanaryTerms {
+                set: "#wave_grants = :one, #began = :now, ",
+                add: "",
+                check: format!(
+                    " AND {EMPTY} AND (attribute_not_exists(#released) OR #released <= :quiet) \
+                     AND (attribute_not_exists(#began) OR #began <= :quiet)"
+                ),
+            }),
+        );
+    }
+    let mut request =
+        request.expression_attribute_values(":baked", number(now.minus(canary.bake).0));
+    let mut starts = Vec::new();
+    for (index, start) in canary.wave_starts().enumerate() {
+        starts.push(format!(":w{index}"));
+        request = request.expression_attribute_values(format!(":w{index}"), number(start.into()));
+    }
+    let check = format!(
+        " AND (#count > :zero OR #released > :quiet OR #began > :quiet) \
+         AND ((attribute_exists(#wave_grants) AND NOT (#wave_grants IN ({}))) \
+         OR ({EMPTY} AND (attribute_not_exists(#released) OR #released <= :baked)))",
+        starts.join(", ")
+    );
+    (
+        request,
+        Some(CanaryTerms {
+            set: "",
+            add: ", #wave_grants :one",
+            check,
+        }),
+    )
+}
+
 /// What a second write of a pre-reboot answers when its condition refused
 /// it, from the item the refusal returned, with no third request: an
 /// answer that would need another write (a slot freed meanwhile, another
@@ -135,6 +203,7 @@ impl DynamoStore {
         rules: GroupRules,
         now: Timestamp,
         item_exists: bool,
+        begins: bool,
     ) -> UpdateItemFluentBuilder {
         // A missing count means a group never used: free, unless it has no
         // slots. While the window closes before a drain could end, no new
@@ -153,14 +222,19 @@ impl DynamoStore {
         let mut condition = format!("{room} AND {GRANT_CHECKS}");
         let (zone_set, zone_check) = zone_terms(rules, GRANT_ZONE_CHECK);
         condition.push_str(zone_check);
-        let mut request = self
-            .grant_checks(id, rules, now)
+        let (request, canary) = canary_terms(self.grant_checks(id, rules, now), rules, now, begins);
+        let (canary_set, canary_add) = canary.as_ref().map_or(("", ""), |c| (c.set, c.add));
+        if let Some(canary) = &canary {
+            condition.push_str(&canary.check);
+        }
+        let mut request = request
             .update_expression(format!(
-                "SET #holder = :now, {}{zone_set}#slots = :slots REMOVE #renewed, #taken ADD #count :one",
+                "SET #holder = :now, {}{zone_set}{canary_set}#slots = :slots REMOVE #renewed, \
+                 #taken ADD #count :one{canary_add}",
                 reserves(rules)
             ))
             .expression_attribute_values(":one", number(1));
-        if rules.zone.is_some() {
+        if rules.zone.is_some() && canary.is_none() {
             request = request.expression_attribute_values(":zero", number(0));
         }
         if item_exists {
@@ -248,6 +322,38 @@ impl DynamoStore {
         match since {
             Some(since) => request.expression_attribute_values(":since", number(since.0)),
             None => request,
+        }
+    }
+
+    /// The second and last write of a pre-reboot whose first found its
+    /// group's rollout over, in a group with a canary: the grant (or
+    /// reservation) that begins a new rollout, as its canary. Of two nodes
+    /// that both found it over, one begins it; the other hears, from the
+    /// item its refused write returns, that the canary is out.
+    pub(super) async fn begin_rollout(
+        &self,
+        group: &GroupName,
+        id: &NodeId,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> Result<Decided<Acquire>, StoreError> {
+        let request = self.acquire_request(id, rules, now, false, true);
+        match self.update(group, request).await? {
+            Written::Applied(group, write_units) => Ok(Decided {
+                outcome: match rules.drain {
+                    Some(_) => Acquire::Reserves,
+                    None => Acquire::Granted,
+                },
+                group,
+                write_units,
+            }),
+            Written::AppliedUnreadable(err) => {
+                self.take_back(group, id, now, None).await;
+                Err(err)
+            }
+            Written::Refused(current) => {
+                Ok(refused_again(current.unwrap_or_default(), id, rules, now))
+            }
         }
     }
 
