@@ -77,6 +77,7 @@ resource "aws_lambda_function" "config_check" {
       FLEETLOCK_DRAIN               = local.drain_env
       FLEETLOCK_RETURN              = local.return_env
       FLEETLOCK_ZONES               = local.zones_env
+      FLEETLOCK_CANARY              = local.canary_env
       FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
       FLEETLOCK_WINDOWS             = local.windows_env
       FLEETLOCK_TIME_ZONE           = var.time_zone

@@ -1,7 +1,8 @@
-# Drain and return gates (var.drain, var.return_gate): the same binary as a
-# fourth function, handler "drained", which hooks invoke to confirm a drain
-# or a return and a schedule invokes to count the drains and returns overdue
-# of groups nobody calls (and stop a group whose return is overdue), and the
+# Drain and return gates and canaries (var.drain, var.return_gate,
+# var.canary): the same binary as a fourth function, handler "drained",
+# which hooks invoke to confirm a drain or a return and a schedule invokes to
+# count the drains and returns overdue of groups nobody calls (and stop a
+# group whose return, or whose canary's wave, is overdue), and the
 # alarms on drains and returns nobody confirmed (the SAM template's Drained*
 # and ReturnsOverdueAlarm resources).
 
@@ -9,7 +10,9 @@ locals {
   drain        = length(var.drain) == 0 ? 0 : 1
   return_gated = length(var.return_gate) == 0 ? 0 : 1
   # The drained function serves both gates.
-  drained = local.drain == 1 || local.return_gated == 1 ? 1 : 0
+  # Deployed wherever a canary is set too: its sweep stops a group whose
+  # wave's node is not back in time.
+  drained = local.drain == 1 || local.return_gated == 1 || length(var.canary) > 0 ? 1 : 0
 }
 
 resource "aws_cloudwatch_log_group" "drained" {
@@ -90,6 +93,7 @@ resource "aws_lambda_function" "drained" {
       FLEETLOCK_GROUPS          = local.groups_env
       FLEETLOCK_DRAIN           = local.drain_env
       FLEETLOCK_RETURN          = local.return_env
+      FLEETLOCK_CANARY          = local.canary_env
       FLEETLOCK_METRICS_SERVICE = aws_lambda_function.this.function_name
       RUST_LOG                  = var.log_level
     }
@@ -111,7 +115,8 @@ resource "aws_lambda_function" "drained" {
     # On a replica of a global table the events come from the region that
     # made the table (its stream carries every region's writes).
     precondition {
-      condition     = var.slot_events || !local.makes_table
+      # A canary alone needs no events: its sweep reads the table.
+      condition     = var.slot_events || !local.makes_table || (local.drain == 0 && local.return_gated == 0)
       error_message = "drain and return_gate need slot_events = true: the Slot Drain Requested event is what tells a hook to drain a node, and the Slot Released event (returning) what tells it to bring one back; without them every reservation and return waits out its timeout."
     }
   }

@@ -28,6 +28,7 @@ locals {
   drain_env   = join(",", [for group, gate in var.drain : "${group}=${gate}"])
   return_env  = join(",", [for group, timeout in var.return_gate : "${group}=${timeout}"])
   zones_env   = join(",", var.zones)
+  canary_env  = join(",", [for group, canary in var.canary : "${group}=${canary}"])
   windows_env = join(";", flatten([for group, windows in var.maintenance_windows : [for w in windows : "${group}: days=${join(",", w.days)} start_time=${w.start_time} length_minutes=${w.length_minutes}"]]))
   clients_env = join(" ", var.clients)
 
@@ -241,6 +242,7 @@ resource "aws_lambda_function" "this" {
       FLEETLOCK_DRAIN               = local.drain_env
       FLEETLOCK_RETURN              = local.return_env
       FLEETLOCK_ZONES               = local.zones_env
+      FLEETLOCK_CANARY              = local.canary_env
       FLEETLOCK_MAX_WILDCARD_GROUPS = tostring(var.max_wildcard_groups)
       FLEETLOCK_WINDOWS             = local.windows_env
       FLEETLOCK_TIME_ZONE           = var.time_zone

@@ -20,6 +20,7 @@ locals {
     lease               = keys(var.lease)
     drain               = keys(var.drain)
     return_gate         = keys(var.return_gate)
+    canary              = keys(var.canary)
     maintenance_windows = keys(var.maintenance_windows)
     alarm_pauses        = [for group in distinct(flatten(values(var.alarm_pauses))) : group if group != "*"]
   }

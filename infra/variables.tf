@@ -122,6 +122,24 @@ variable "return_gate" {
   }
 }
 
+variable "canary" {
+  description = "FLEETLOCK_CANARY: per group, a canary then waves, BAKE[:WAVES[:BACK]], e.g. { workers = \"30m:1+3\" }: a rollout's first node goes alone, the next wait until it is back in service and the bake (1m to 24h) has passed, then 3 go, then the rest at the group's slots. A wave's node out longer than BACK (15m to 24h, default 1h) stops the group's rollout: the drained function's sweep, deployed wherever a canary is set, notices it. Empty: no canary."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    # The bake in seconds, from its h, m and s parts, from 1m to 24h; the
+    # waves begin with the canary's 1; the rest (wave sizes up to 500, BACK
+    # from 15m to 24h) the deploy's check reads as the function does.
+    condition = alltrue([for group, canary in var.canary : can(regex("^([a-zA-Z0-9.-]{1,64}|\\*)$", group)) && try(alltrue([
+      for seconds in [sum([for i, part in slice(regex("^(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?(?::(1(?:\\+[0-9]{1,3}){0,4}))?(?::((?:[0-9]+h)?(?:[0-9]+m)?(?:[0-9]+s)?))?$", canary), 0, 3) : tonumber(coalesce(part, "0")) * [3600, 60, 1][i]])] :
+      seconds >= 60 && seconds <= 86400
+    ]), false)])
+    error_message = "canary maps group names or \"*\" to BAKE[:WAVES[:BACK]] such as \"30m\" or \"30m:1+3:2h\": a bake from 1m to 24h, waves beginning with the canary's 1 (at most 5), a BACK from 15m to 24h."
+  }
+}
+
 variable "zones" {
   description = "FLEETLOCK_ZONES: the groups whose nodes go out of service one zone at a time, e.g. [\"workers\"]: a node asking as workers.us-east-1a (its group, a dot, its zone) takes a slot of workers, and while nodes of one zone are out those of another hear another_zone_out. Each group named in groups with its slots (never \"*\"). contrib/butane/fleetlock-zone-group.bu sets a node's group from its Availability Zone. Empty: no group is split."
   type        = list(string)

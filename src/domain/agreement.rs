@@ -157,9 +157,9 @@ fn digest_in<'a>(digests: &'a Digests, key: &str) -> Option<&'a str> {
 }
 
 /// The digest of the settings that decide a group's grants: its rules and
-/// its windows in their zone, and whether it is split by zone (named only
-/// where it is, so that a group's digest is what an earlier version
-/// recorded). 16 bytes of SHA-256, as hex.
+/// its windows in their zone, whether it is split by zone and its canary
+/// (each named only where it is set, so that a group's digest is what an
+/// earlier version recorded). 16 bytes of SHA-256, as hex.
 fn digest(
     rules: GroupRules,
     zoned: bool,
@@ -180,6 +180,9 @@ fn digest(
     );
     if zoned {
         text.push_str(";one_zone_at_a_time");
+    }
+    if let Some(canary) = rules.canary {
+        let _ = write!(text, ";canary={}", canary.setting());
     }
     if let Some(calendar) = calendar {
         let _ = write!(text, ";zone={};windows=", windows.zone_name());
@@ -224,6 +227,7 @@ mod tests {
             ("FLEETLOCK_DRAIN", "workers=15m"),
             ("FLEETLOCK_RETURN", "workers=20m"),
             ("FLEETLOCK_ZONES", "workers"),
+            ("FLEETLOCK_CANARY", "workers=30m"),
             (
                 "FLEETLOCK_WINDOWS",
                 "workers: days=Sat start_time=22:00 length_minutes=60",
@@ -250,6 +254,25 @@ mod tests {
         assert_ne!(
             drain("workers=15m").for_group(&group("workers")),
             drain("workers=15m:grant").for_group(&group("workers"))
+        );
+        // Each part of a canary decides grants: the bake, the waves and
+        // how long a wave's node may be out.
+        let canary = |spec| {
+            digests("workers=3", &[("FLEETLOCK_CANARY", spec)])
+                .for_group(&group("workers"))
+                .map(str::to_owned)
+        };
+        for (one, other) in [
+            ("workers=30m", "workers=20m"),
+            ("workers=30m", "workers=30m:1+3"),
+            ("workers=30m:1+3", "workers=30m:1+3:2h"),
+        ] {
+            assert_ne!(canary(one), canary(other), "{one} against {other}");
+        }
+        assert_eq!(
+            canary("workers=30m"),
+            canary("workers=30m:1:1h"),
+            "the defaults"
         );
         // Who may call and the order of the list decide no grant.
         let reordered = digests("db=1,*=1,workers=3", &[("FLEETLOCK_AUTH", "disabled")]);

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
+use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET, Wave};
 use crate::domain::input::{NodeId, PauseReason};
 pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
@@ -192,6 +192,28 @@ pub struct GroupRecord {
     pub rollout_began: Option<Timestamp>,
 }
 
+/// Where a canary rollout stands ([`GroupRecord::rollout_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RolloutState {
+    pub began: Option<Timestamp>,
+    /// The rollout's grants so far.
+    pub grants: u32,
+    pub waits: WaveWait,
+}
+
+/// What the next grant of a running rollout finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaveWait {
+    /// Inside a wave (or the rest): it goes as the slots allow.
+    InWave(Wave),
+    /// The wave before is out: it waits until that wave is back.
+    Out(Wave),
+    /// The wave before is back and bakes until then.
+    Baking(Wave, Timestamp),
+    /// The wave before is back and baked: the next node begins this wave.
+    NextMayGo(Wave),
+}
+
 /// How many marks of a slot taken over a group keeps (the newest), and for
 /// how long: enough to tell a node that lost its slot why, when it asks
 /// again, and bounded, as every byte of the item is billed on every call.
@@ -299,6 +321,30 @@ impl GroupRecord {
         } else {
             0
         }
+    }
+
+    /// Where the group's rollout stands at `now`, for people (`status`):
+    /// `None` when none runs (the next grant is a new rollout's canary).
+    pub(crate) fn rollout_state(&self, canary: CanaryRule, now: Timestamp) -> Option<RolloutState> {
+        if !self.rollout_runs(canary, now) {
+            return None;
+        }
+        let grants = self.wave_grants.unwrap_or(0);
+        let waits = if !canary.is_wave_start(grants) {
+            WaveWait::InWave(canary.wave_after(grants))
+        } else if !self.holders.is_empty() {
+            WaveWait::Out(canary.wave_of(grants))
+        } else {
+            match self.last_release.map(|at| at.plus(canary.bake)) {
+                Some(until) if until > now => WaveWait::Baking(canary.wave_of(grants), until),
+                _ => WaveWait::NextMayGo(canary.wave_after(grants)),
+            }
+        };
+        Some(RolloutState {
+            began: self.rollout_began,
+            grants,
+            waits,
+        })
     }
 
     /// Why a grant the slots allow waits for the rollout's waves, if it

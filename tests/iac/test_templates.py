@@ -1794,10 +1794,13 @@ class Drain(unittest.TestCase):
         self.assertEqual(TF_VARS["drain"]["default"], {})
         self.assertEqual(SAM["Conditions"]["HasDrain"], {"Fn::Not": [{"Fn::Equals": [{"Ref": "Drain"}, ""]}]})
         self.assertEqual(TF_LOCALS["drain"], "${length(var.drain) == 0 ? 0 : 1}")
-        # The drained function serves both gates; the drain's alarm, this one.
+        # The drained function serves both gates and sweeps for canaries
+        # (variants.tftest.hcl plans a canary alone); the drain's alarm, this one.
         self.assertEqual(SAM["Conditions"]["HasDrainedFunction"],
-                         {"Fn::Or": [{"Condition": "HasDrain"}, {"Condition": "HasReturn"}]})
-        self.assertEqual(TF_LOCALS["drained"], "${local.drain == 1 || local.return_gated == 1 ? 1 : 0}")
+                         {"Fn::Or": [{"Condition": "HasDrain"}, {"Condition": "HasReturn"},
+                                     {"Condition": "HasCanary"}]})
+        self.assertEqual(TF_LOCALS["drained"],
+                         "${local.drain == 1 || local.return_gated == 1 || length(var.canary) > 0 ? 1 : 0}")
         for name in ["DrainedLogGroup", "DrainedFunctionRole", "DrainedFunction"]:
             self.assertEqual(sam_condition(name), "HasDrainedFunction", name)
         self.assertEqual(sam_condition("DrainsOverdueAlarm"), "HasDrain")
@@ -1809,7 +1812,8 @@ class Drain(unittest.TestCase):
         self.assertIn("SlotEvents", rule["Assertions"][0]["AssertDescription"])
         # Terraform 1.5 validations cannot read another variable: a precondition.
         precondition = TF_DRAINED["lifecycle"]["precondition"]
-        self.assertEqual(precondition["condition"], "${var.slot_events || !local.makes_table}")
+        self.assertEqual(precondition["condition"],
+                         "${var.slot_events || !local.makes_table || local.drain == 0 && local.return_gated == 0}")
         self.assertIn("slot_events", precondition["error_message"])
 
     def test_same_binary_with_the_handler_the_code_knows_reserves_confirms_and_grants(self):
@@ -1833,7 +1837,8 @@ class Drain(unittest.TestCase):
         sam = SAM_DRAINED["Properties"]["Environment"]["Variables"]
         tf = TF_DRAINED["environment"]["variables"]
         self.assertEqual(set(sam), {"FLEETLOCK_TABLE", "FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN",
-                                    "FLEETLOCK_RETURN", "FLEETLOCK_METRICS_SERVICE", "RUST_LOG"})
+                                    "FLEETLOCK_RETURN", "FLEETLOCK_CANARY", "FLEETLOCK_METRICS_SERVICE",
+                                    "RUST_LOG"})
         self.assertEqual(set(sam), set(tf))
         api = SAM_FUNCTION["Properties"]["Environment"]["Variables"]
         tf_api = TF_FUNCTION["environment"]["variables"]
@@ -1841,7 +1846,7 @@ class Drain(unittest.TestCase):
         self.assertEqual(tf_api["FLEETLOCK_DRAIN"], "${local.drain_env}")
         # The sweep reads the gates as the API function does, and feeds the
         # metric on the API function's dimension, which the alarm watches.
-        for name in ["FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN", "FLEETLOCK_RETURN"]:
+        for name in ["FLEETLOCK_GROUPS", "FLEETLOCK_DRAIN", "FLEETLOCK_RETURN", "FLEETLOCK_CANARY"]:
             self.assertEqual(sam[name], api[name], name)
             self.assertEqual(tf[name], tf_api[name], name)
         self.assertEqual(sam["FLEETLOCK_METRICS_SERVICE"], {"Ref": "FleetLockFunction"})

@@ -265,3 +265,36 @@ async fn nodes_racing_on_a_quiet_group_on_dynamodb_let_one_canary_go() {
     let record = stored(&*store, &group("workers")).await;
     assert_eq!((record.holders.len(), record.wave_grants), (1, Some(1)));
 }
+
+/// By hand: `fleetlock forget` of a group that holds no slot removes its
+/// item, and with it the rollout's count and the last release, so the next
+/// node is a new rollout's canary, even minutes after the last one.
+async fn a_forgotten_group_begins_a_rollout_at_its_next_grant<S: LockStore>(store: &S) {
+    let g = group("workers");
+    let rules = canary(3, "30m");
+    assert_eq!(take(store, &g, "c", rules, at(0)).await, Acquire::Granted);
+    release(store, "c", 10).await;
+    assert_eq!(take(store, &g, "a", rules, at(40)).await, Acquire::Granted);
+    release(store, "a", 50).await;
+    assert!(matches!(
+        store.forget(&g).await.unwrap(),
+        fleetlock::domain::store::Forgot::Removed { .. }
+    ));
+    assert_eq!(take(store, &g, "b", rules, at(51)).await, Acquire::Granted);
+    assert!(matches!(
+        take(store, &g, "d", rules, at(52)).await,
+        Acquire::WaveOut { wave } if wave.index == Some(0)
+    ));
+    assert_eq!(stored(store, &g).await.rollout_began, Some(at(51)));
+}
+
+#[tokio::test]
+async fn a_forgotten_group_begins_a_rollout_at_its_next_grant_in_memory() {
+    a_forgotten_group_begins_a_rollout_at_its_next_grant(&MemoryStore::default()).await;
+}
+
+#[tokio::test]
+async fn a_forgotten_group_begins_a_rollout_at_its_next_grant_on_dynamodb() {
+    let (store, _) = dynamo_store("canary-forget").await;
+    a_forgotten_group_begins_a_rollout_at_its_next_grant(&store).await;
+}

@@ -95,6 +95,7 @@ fn group_json(
         })),
         "last_release_at": record.last_release.map(rfc3339),
         "zone_out": record.zone_out(),
+        "rollout": rules.and_then(|r| r.canary).map(|canary| rollout_json(record, canary, now)),
         "settle_seconds": rules.map(|r| r.settle.as_secs()),
         "lease_seconds": rules.and_then(|r| r.lease).map(|l| l.as_secs()),
         "drain_timeout_seconds": drain.map(|d| d.timeout.as_secs()),
@@ -182,5 +183,33 @@ pub(crate) fn regions(recorded: &Recorded) -> Value {
     json!({
         "recorded": recorded.keys().collect::<Vec<_>>(),
         "settings_differ": differing(recorded),
+    })
+}
+
+/// Where a canary rollout stands: whether one runs, since when, its grants,
+/// the wave out or baking (and until when), the wave the next grant joins.
+fn rollout_json(
+    record: &GroupRecord,
+    canary: crate::domain::canary::CanaryRule,
+    now: Timestamp,
+) -> Value {
+    use crate::domain::canary::wave_phrase;
+    use crate::domain::lock::WaveWait;
+    let Some(state) = record.rollout_state(canary, now) else {
+        return json!({"runs": false, "canary": canary.setting()});
+    };
+    let (wave_out, bake_until, next) = match state.waits {
+        WaveWait::InWave(wave) | WaveWait::NextMayGo(wave) => (None, None, Some(wave_phrase(wave))),
+        WaveWait::Out(wave) => (Some(wave_phrase(wave)), None, None),
+        WaveWait::Baking(wave, until) => (Some(wave_phrase(wave)), Some(rfc3339(until)), None),
+    };
+    json!({
+        "runs": true,
+        "canary": canary.setting(),
+        "began": state.began.map(rfc3339),
+        "grants": state.grants,
+        "wave_out": wave_out,
+        "bake_until": bake_until,
+        "next_grant_in": next,
     })
 }

@@ -172,6 +172,43 @@ fn holder_rows(
     rows
 }
 
+/// Where a canary rollout stands, as a sentence.
+fn rollout_phrase(
+    record: &GroupRecord,
+    canary: crate::domain::canary::CanaryRule,
+    now: Timestamp,
+) -> String {
+    use crate::domain::canary::wave_phrase;
+    use crate::domain::lock::WaveWait;
+    let Some(state) = record.rollout_state(canary, now) else {
+        return "no rollout runs; the next node to take a slot is a new rollout's canary".into();
+    };
+    let began = state.began.map_or("-".into(), rfc3339);
+    let where_ = match state.waits {
+        WaveWait::InWave(wave) => match wave.size {
+            Some(size) => format!(
+                "{} goes, {} of {size} granted",
+                wave_phrase(wave),
+                wave.granted
+            ),
+            None => "the rest go at the group's slots".to_owned(),
+        },
+        WaveWait::Out(wave) => format!(
+            "{} is out; the next wave waits until it is back and the bake is over",
+            wave_phrase(wave)
+        ),
+        WaveWait::Baking(wave, until) => format!(
+            "{} is back; the next wave begins at {}",
+            wave_phrase(wave),
+            rfc3339(until)
+        ),
+        WaveWait::NextMayGo(wave) => {
+            format!("the next node to ask begins {}", wave_phrase(wave))
+        }
+    };
+    format!("rollout since {began}, {} grants; {where_}", state.grants)
+}
+
 /// The rows in columns as wide as their widest cell.
 fn aligned(rows: &[Vec<String>]) -> String {
     let columns = rows[0].len();
@@ -228,6 +265,14 @@ fn group_notes(
         ));
     }
     let rules = rules_of(name, deployed);
+    if let Some(canary) = rules.and_then(|rules| rules.canary) {
+        out.push_str(&format!(
+            "{name} rolls out in waves ({}, each back {} before the next): {}\n",
+            canary.plan_phrase(),
+            crate::domain::time::format_duration(canary.bake),
+            rollout_phrase(record, canary, now)
+        ));
+    }
     drain_notes(out, name, record, rules, now, hosts);
     return_notes(out, name, record, rules, deployed.is_some(), now, hosts);
     if let Some(lease) = rules.and_then(|rules| rules.lease) {
@@ -379,6 +424,54 @@ mod tests {
         let text = render(&groups, deployed, now, None, wildcard, &[], None);
         let json = super::super::json::render(&groups, deployed, now, wildcard, &[], None);
         (text, json["groups"][0].clone())
+    }
+
+    #[test]
+    fn status_says_which_wave_is_out_and_when_the_bake_ends() {
+        use crate::domain::input::NodeId;
+        use crate::domain::lock::Semaphore;
+        let config = workers_with("FLEETLOCK_CANARY", "workers=30m:1+3");
+        let t0 = Timestamp(1_764_480_000_000);
+        let mut record = GroupRecord {
+            holders: Semaphore::from_holders([(NodeId::parse("c").unwrap(), t0)]),
+            wave_grants: Some(1),
+            rollout_began: Some(t0),
+            slots: Some(3),
+            ..GroupRecord::default()
+        };
+        let (text, group) = shown(&record, Some(&config), t0);
+        assert!(
+            text.contains(
+                "workers rolls out in waves (the canary, then 3, then the rest, each back 30m \
+                 before the next): rollout since 2025-11-30T05:20:00Z, 1 grants; the canary is \
+                 out"
+            ),
+            "{text}"
+        );
+        assert_eq!(group["rollout"]["wave_out"], "the canary");
+        record.holders = Semaphore::default();
+        record.last_release = Some(t0.plus(std::time::Duration::from_secs(600)));
+        let (text, group) = shown(
+            &record,
+            Some(&config),
+            t0.plus(std::time::Duration::from_secs(900)),
+        );
+        assert!(
+            text.contains("the canary is back; the next wave begins at 2025-11-30T06:00:00Z"),
+            "{text}"
+        );
+        assert_eq!(group["rollout"]["bake_until"], "2025-11-30T06:00:00Z");
+        // Quiet long past the bake: the next node is a new canary.
+        let (text, group) = shown(
+            &record,
+            Some(&config),
+            t0.plus(std::time::Duration::from_secs(86_400)),
+        );
+        assert!(
+            text.contains("the next node to take a slot is a new rollout's canary"),
+            "{text}"
+        );
+        assert_eq!(group["rollout"]["runs"], false);
     }
 
     #[test]

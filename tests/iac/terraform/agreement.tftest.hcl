@@ -131,6 +131,38 @@ run "bad_a_group_with_slots_under_a_split_group" {
   expect_failures = [aws_lambda_function.this]
 }
 
+run "good_a_canary_then_waves" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { workers = 3 }
+    canary          = { workers = "30m:1+3:2h" }
+  }
+}
+
+run "bad_a_canary_of_an_unconfigured_group" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { workers = 3 }
+    canary          = { wrokers = "30m" }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "bad_a_canary_whose_first_wave_is_not_one_node" {
+  command = plan
+  variables {
+    lambda_zip_path = "tests/fleetlock.zip"
+    clients         = ["fleet:workers:00112233445566778899aabbccddeeff:0000000000000000000000000000000000000000000000000000000000000000"]
+    groups          = { workers = 3 }
+    canary          = { workers = "30m:3" }
+  }
+  expect_failures = [var.canary]
+}
+
 run "bad_return_timeout_under_a_minute" {
   command = plan
   variables {

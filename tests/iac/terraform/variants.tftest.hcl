@@ -595,6 +595,36 @@ run "a_return_gate_without_slot_events_is_refused" {
   expect_failures = [aws_lambda_function.drained]
 }
 
+run "a_canary_alone_makes_the_drained_function_and_its_sweep_without_slot_events" {
+  command = plan
+
+  variables {
+    groups = { workers = 3 }
+    canary = { workers = "30m:1+3" }
+  }
+
+  assert {
+    condition     = length(aws_lambda_function.drained) == 1 && length(aws_cloudwatch_event_rule.drain_sweep) == 1 && length(aws_cloudwatch_metric_alarm.drains_overdue) == 0 && length(aws_cloudwatch_metric_alarm.returns_overdue) == 0
+    error_message = "a canary deploys the drained function and its sweep, without the drain and return alarms"
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["FLEETLOCK_CANARY"] == "workers=30m:1+3" && aws_lambda_function.drained[0].environment[0].variables["FLEETLOCK_CANARY"] == "workers=30m:1+3" && aws_lambda_function.config_check.environment[0].variables["FLEETLOCK_CANARY"] == "workers=30m:1+3"
+    error_message = "the canary as the binary reads it, on the API, the drained and the check function"
+  }
+}
+
+run "a_canary_outside_its_bounds_is_refused" {
+  command = plan
+
+  variables {
+    groups = { workers = 3 }
+    canary = { workers = "30s" }
+  }
+
+  expect_failures = [var.canary]
+}
+
 run "a_global_table_with_two_replicas" {
   command = plan
 

@@ -219,12 +219,13 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
         entries
     };
     Ok(match variable {
-        "groups" | "settle" | "lease" | "drain" | "return_gate" => {
+        "groups" | "settle" | "lease" | "drain" | "return_gate" | "canary" => {
             let shape = match variable {
                 "groups" => "{ default = 1, workers = 3 }",
                 "settle" => "{ workers = \"10m\" }",
                 "drain" => "{ workers = \"15m\" }",
                 "return_gate" => "{ workers = \"20m\" }",
+                "canary" => "{ workers = \"30m:1+3\" }",
                 _ => "{ workers = \"6h\" }",
             };
             let map = map_of(value, shape)?;
