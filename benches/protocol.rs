@@ -742,6 +742,107 @@ async fn return_write_units() {
     println!();
 }
 
+/// One zone at a time and a canary (`FLEETLOCK_ZONES`, `FLEETLOCK_CANARY`),
+/// on one group of 3 slots split into zones `a` and `b` with a canary of
+/// `30m:1+3`: every answer of a rollout's start, in the order a fleet meets
+/// them, with the DynamoDB requests each makes and the write units DynamoDB
+/// reports for those that write (32-hex ids). The clock is the store's
+/// argument, so the bake passes without waiting for it.
+async fn zones_and_waves_write_units() {
+    let (client, counter) = counted_client().await;
+    let table = format!("bench-waves-{}", std::process::id());
+    let store = DynamoStore::new(client, table).reporting_write_units();
+    store.create_table().await.expect("create the table");
+    println!(
+        "### Zones and a canary: requests and write units per answer (3 slots, zones a and b, canary `30m:1+3`)\n"
+    );
+    println!("| answer | outcome | DynamoDB requests | write units |");
+    println!("|---|---|---:|---:|");
+    let group = GroupName::parse("workers").unwrap();
+    let canary = fleetlock::domain::canary::parse_canary("30m:1+3").unwrap();
+    let in_zone = |zone: &str| GroupRules {
+        slots: 3,
+        settle: Duration::ZERO,
+        wildcard_limit: None,
+        lease: None,
+        drain: None,
+        return_timeout: None,
+        zone: Some(fleetlock::domain::zones::ZoneGroup::of(
+            &GroupName::parse(&format!("workers.{zone}")).unwrap(),
+        )),
+        canary: Some(canary),
+    };
+    let node = |n: u32| NodeId::parse(&format!("{n:032x}")).unwrap();
+    let t0 = Timestamp::now();
+    let at = |minutes: u64| t0.plus(Duration::from_secs(minutes * 60));
+    let row = |what: &str, outcome: String, requests: u64, units: Option<f64>| {
+        println!(
+            "| {what} | {outcome} | {requests} | {} |",
+            units.map_or("refused".into(), |u| format!("{u:.1}"))
+        );
+    };
+    let steps: [(&str, u32, &str, u64); 7] = [
+        ("the canary's pre-reboot (begins the rollout)", 1, "a", 0),
+        ("a node of zone b", 2, "b", 1),
+        ("a node of zone a, the canary out", 3, "a", 2),
+        ("the same, the canary back 10 minutes", 3, "a", 20),
+        ("the same, the bake over (begins wave 2)", 3, "a", 41),
+        ("the next node of zone a (inside wave 2)", 4, "a", 42),
+        ("a node of zone b, zone a out", 2, "b", 43),
+    ];
+    for (n, (what, id, zone, minutes)) in steps.into_iter().enumerate() {
+        let before = counter.get();
+        let decided = store
+            .acquire(&group, &node(id), in_zone(zone), at(minutes))
+            .await
+            .expect("pre-reboot");
+        let outcome = match decided.outcome {
+            Acquire::Granted => "granted",
+            Acquire::OtherZone { .. } => "another_zone_out",
+            Acquire::WaveOut { .. } => "waiting_for_wave (wave_out)",
+            Acquire::Baking { .. } => "waiting_for_wave (baking)",
+            _ => "unexpected",
+        };
+        row(
+            what,
+            outcome.into(),
+            counter.get() - before,
+            decided.write_units,
+        );
+        if n == 2 {
+            let before = counter.get();
+            let released = store
+                .release(&group, &node(1), false, at(10))
+                .await
+                .expect("steady-state");
+            row(
+                "the canary's steady-state",
+                "released".into(),
+                counter.get() - before,
+                released.write_units,
+            );
+        }
+    }
+    let before = counter.get();
+    let stop = store
+        .stop_rollout(
+            &group,
+            &node(3),
+            at(41),
+            fleetlock::domain::lock::StopCause::Wave,
+            at(102),
+        )
+        .await
+        .expect("stop");
+    row(
+        "the sweep's stop, a wave's node out past 1h",
+        format!("{:?}", stop.outcome).to_lowercase(),
+        counter.get() - before,
+        stop.write_units,
+    );
+    println!();
+}
+
 async fn release_binary() {
     let binary =
         std::env::var("FLEETLOCK_BIN").unwrap_or_else(|_| "target/release/fleetlock".into());
@@ -837,6 +938,11 @@ async fn main() {
         return_write_units().await;
         return;
     }
+    // `BENCH_ONLY=waves`: zones and the canary's table alone.
+    if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "waves") {
+        zones_and_waves_write_units().await;
+        return;
+    }
     // One at a time shows the latency of a call; 32 at a time, throughput.
     in_process(1, 2_000).await;
     in_process(CONCURRENCY, 20_000).await;
@@ -844,6 +950,7 @@ async fn main() {
     take_over_write_units().await;
     drain_write_units().await;
     return_write_units().await;
+    zones_and_waves_write_units().await;
     cpu_per_call().await;
     write_units_by_group_size(
         "Write units per call by holders in the group (32-hex ids, as Zincati's)",

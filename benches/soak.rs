@@ -47,6 +47,11 @@
 //!   cleared the server's stop. The reader counts the group's nodes out of
 //!   service (reserved, holding and returning: every `h:` attribute) and
 //!   checks them against the slots like every other group's;
+//! - zones: `ZONED_GROUP` (3 slots) is split by zone (`FLEETLOCK_ZONES`),
+//!   its nodes asking as `zoned.z0`, `zoned.z1` and `zoned.z2`. A node that
+//!   hears it was granted while a node of another zone is down (heard its
+//!   grant, has not begun its steady-state) is a violation, and so is a scan
+//!   that finds nodes of two zones holding the group's slots;
 //! - the nodes count themselves: one that heard it was granted counts as down
 //!   until it sends steady-state, and more nodes down in a group than its
 //!   slots is a violation, although the table may never have held more.
@@ -88,6 +93,7 @@ const GROUPS: &[(&str, u32)] = &[
     ("db", 1),
     ("drained", 2),
     ("returning", 2),
+    ("zoned", 3),
 ];
 const NODES: usize = 300;
 const PAUSED_GROUP: &str = "workers";
@@ -113,6 +119,23 @@ const RETURN_GROUP: &str = "returning";
 const RETURN_TIMEOUT: Duration = Duration::from_secs(60);
 /// The node of `RETURN_GROUP` whose first return the hook never confirms.
 const LOST_NODE: &str = "soak-node-0004";
+/// The group split by zone (`FLEETLOCK_ZONES`): its nodes ask as
+/// `zoned.z0`, `zoned.z1` or `zoned.z2`, and share its 3 slots.
+const ZONED_GROUP: &str = "zoned";
+const ZONES: usize = 3;
+
+/// The zone of soak node `n`, where its group is split by zone.
+fn zone_of(n: usize) -> Option<usize> {
+    (GROUPS[n % GROUPS.len()].0 == ZONED_GROUP).then_some((n / GROUPS.len()) % ZONES)
+}
+
+/// The zone of the soak node named `id` (`soak-node-NNNN`), if it has one.
+fn zone_of_id(id: &str) -> Option<usize> {
+    id.strip_prefix("soak-node-")?
+        .parse()
+        .ok()
+        .and_then(zone_of)
+}
 
 /// The reservations the hook set out to confirm: (node, reserved at), noted
 /// before each confirmation is sent.
@@ -185,6 +208,12 @@ struct Tally {
     /// More nodes of a group down at once (granted, steady-state not yet
     /// sent) than its slots.
     down_over_slots: AtomicU64,
+    /// A node of one zone heard granted while a node of another was down.
+    two_zones_down: AtomicU64,
+    /// Scans that found nodes of two zones holding slots of the split group.
+    reader_two_zones: AtomicU64,
+    /// `another_zone_out` answers.
+    other_zone: AtomicU64,
     /// `settling` in a group without a settle time: the pre-reboot arrived
     /// before a release whose write landed first.
     raced_a_later_release: AtomicU64,
@@ -254,9 +283,10 @@ struct Tally {
     most_out_of_service: AtomicU64,
 }
 
-/// How many nodes of each group are down (heard granted, not yet back).
+/// How many nodes of each group are down (heard granted, not yet back), and
+/// of each zone of the group split by zone.
 #[derive(Default)]
-struct Down(BTreeMap<&'static str, AtomicI64>);
+struct Down(BTreeMap<&'static str, AtomicI64>, [AtomicI64; ZONES]);
 
 impl Down {
     fn new() -> Self {
@@ -266,7 +296,27 @@ impl Down {
                 .map(|(g, _)| (*g, AtomicI64::new(0)))
                 .chain([(RENEW_GROUP, AtomicI64::new(0))])
                 .collect(),
+            Default::default(),
         )
+    }
+
+    /// A node of `zone` heard it was granted: a node of another zone still
+    /// down (it heard its grant and has not begun its steady-state, so the
+    /// server still counts it out) is a violation.
+    fn zone_goes_down(&self, zone: usize, tally: &Tally) {
+        self.1[zone].fetch_add(1, Ordering::SeqCst);
+        let others: Vec<i64> = (0..ZONES)
+            .filter(|z| *z != zone)
+            .map(|z| self.1[z].load(Ordering::SeqCst))
+            .collect();
+        if others.iter().any(|down| *down > 0) {
+            tally.two_zones_down.fetch_add(1, Ordering::Relaxed);
+            eprintln!("zone z{zone} granted while nodes of another zone are down: {others:?}");
+        }
+    }
+
+    fn zone_comes_back(&self, zone: usize) {
+        self.1[zone].fetch_sub(1, Ordering::SeqCst);
     }
 
     /// A node heard it was granted; more down than slots is a violation.
@@ -407,6 +457,12 @@ async fn node(
 ) {
     let (group, slots) = GROUPS[n % GROUPS.len()];
     let id = format!("soak-node-{n:04}");
+    // A node of the group split by zone asks as its zone's group.
+    let zone = zone_of(n);
+    let asked = match zone {
+        Some(zone) => format!("{group}.z{zone}"),
+        None => group.to_owned(),
+    };
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (n as u64 + 1).wrapping_mul(0x1000_0001));
     let mut sender = connect(&addr).await;
     let unavailable = |status: u16, json: &serde_json::Value| {
@@ -422,7 +478,7 @@ async fn node(
         tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
         // Sometimes a node that holds nothing sends steady-state (every boot does).
         if rng.below(10) == 0 {
-            let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
+            let (status, json) = call(&mut sender, &addr, "steady-state", &id, &asked).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
             match (status, json["outcome"].as_str()) {
                 (200, Some("not_held")) => {
@@ -457,7 +513,7 @@ async fn node(
         if asking_since.is_none() {
             asking_since = Some(Timestamp::now());
         }
-        let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, group).await;
+        let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, &asked).await;
         let answered = Instant::now();
         tally.calls.fetch_add(1, Ordering::Relaxed);
         match (status, json["outcome"].as_str(), json["kind"].as_str()) {
@@ -480,6 +536,9 @@ async fn node(
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
                 }
                 down.goes_down(group, slots, &tally);
+                if let Some(zone) = zone {
+                    down.zone_goes_down(zone, &tally);
+                }
             }
             (200, Some(outcome @ ("granted" | "granted_expired")), _) => {
                 if outcome == "granted_expired" {
@@ -488,6 +547,9 @@ async fn node(
                     tally.granted.fetch_add(1, Ordering::Relaxed);
                 }
                 down.goes_down(group, slots, &tally);
+                if let Some(zone) = zone {
+                    down.zone_goes_down(zone, &tally);
+                }
                 if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
                 }
@@ -509,6 +571,10 @@ async fn node(
             }
             (423, _, Some("node_excluded")) if id == EXCLUDED_NODE => {
                 tally.excluded.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            (423, _, Some("another_zone_out")) if zone.is_some() => {
+                tally.other_zone.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
             (423, _, Some("semaphore_full")) => {
@@ -537,6 +603,9 @@ async fn node(
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
                 }
                 down.goes_down(group, slots, &tally);
+                if let Some(zone) = zone {
+                    down.zone_goes_down(zone, &tally);
+                }
             }
             _ if unavailable(status, &json) => {
                 tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
@@ -550,7 +619,7 @@ async fn node(
         }
         // Holding: sometimes ask again (Zincati does when users are logged in).
         if rng.below(4) == 0 {
-            let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, group).await;
+            let (status, json) = call(&mut sender, &addr, "pre-reboot", &id, &asked).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
             if (status, json["outcome"].as_str()) == (200, Some("already_held")) {
                 tally.already_held.fetch_add(1, Ordering::Relaxed);
@@ -568,9 +637,12 @@ async fn node(
         // release had landed.
         tokio::time::sleep(Duration::from_millis(50 + rng.below(300))).await;
         down.comes_back(group);
+        if let Some(zone) = zone {
+            down.zone_comes_back(zone);
+        }
         let mut timed_out = false;
         for _ in 0..20 {
-            let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
+            let (status, json) = call(&mut sender, &addr, "steady-state", &id, &asked).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
             match (status, json["outcome"].as_str()) {
                 (200, Some("released")) if group != RETURN_GROUP => {
@@ -614,7 +686,7 @@ async fn node(
     // sends steady-state, as Zincati's does, until it is answered.
     if maybe_holding || waiting {
         for _ in 0..20 {
-            let (status, json) = call(&mut sender, &addr, "steady-state", &id, group).await;
+            let (status, json) = call(&mut sender, &addr, "steady-state", &id, &asked).await;
             tally.calls.fetch_add(1, Ordering::Relaxed);
             match (status, json["outcome"].as_str()) {
                 (200, Some("released" | "returning")) => {
@@ -766,6 +838,7 @@ async fn main() {
             ("FLEETLOCK_LEASE", lease_spec.as_str()),
             ("FLEETLOCK_DRAIN", drain_spec.as_str()),
             ("FLEETLOCK_RETURN", return_spec.as_str()),
+            ("FLEETLOCK_ZONES", ZONED_GROUP),
         ],
         endpoint.as_deref(),
     )
@@ -1299,6 +1372,18 @@ async fn main() {
                     if held > slots[name.as_str()] as usize {
                         tally.reads_over_slots.fetch_add(1, Ordering::Relaxed);
                     }
+                    if name == ZONED_GROUP {
+                        // Out of service (every `h:`): all of one zone.
+                        let zones: std::collections::BTreeSet<_> = record
+                            .holders
+                            .holders()
+                            .filter_map(|(id, _)| zone_of_id(id.as_str()))
+                            .collect();
+                        if zones.len() > 1 {
+                            tally.reader_two_zones.fetch_add(1, Ordering::Relaxed);
+                            eprintln!("the reader saw zones {zones:?} out in {ZONED_GROUP}");
+                        }
+                    }
                 }
                 first_scan = false;
             }
@@ -1440,6 +1525,15 @@ async fn main() {
         get(&t.reader_grants_while_excluded)
     );
     println!(
+        "| `another_zone_out` answers in `{ZONED_GROUP}` ({ZONES} zones, 3 slots, `FLEETLOCK_ZONES`) | {} |",
+        get(&t.other_zone)
+    );
+    println!(
+        "| **nodes of `{ZONED_GROUP}` granted while a node of another zone was down / scans with two zones out** | **{} / {}** |",
+        get(&t.two_zones_down),
+        get(&t.reader_two_zones)
+    );
+    println!(
         "| `settling` answers in `{SETTLE_GROUP}` (settle {}s) | {} |",
         SETTLE.as_secs(),
         get(&t.settling)
@@ -1559,6 +1653,8 @@ async fn main() {
         + get(&t.grants_inside_settle)
         + get(&t.release_time_moved_back)
         + get(&t.down_over_slots)
+        + get(&t.two_zones_down)
+        + get(&t.reader_two_zones)
         + get(&t.over_grants)
         + get(&t.lost_releases)
         + get(&t.unexpected)

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::GroupRecord;
+use crate::domain::lock::{GroupRecord, StopCause};
 use crate::domain::time::Timestamp;
 
 /// The `source` of every event this service sends.
@@ -238,12 +238,25 @@ fn pauses_and_resumes(
                 Kind::GroupPaused => stop.at,
                 _ => origin.written_at,
             };
-            let fields = json!({
-                "cause": "return_overdue",
-                "id": stop.id.as_str(),
-                "released_at": stop.returning_since.to_rfc3339_millis(),
-            });
-            events.push(after.event(kind, "return_overdue", at, fields));
+            let (cause, fields) = match stop.cause {
+                StopCause::Return => (
+                    "return_overdue",
+                    json!({
+                        "cause": "return_overdue",
+                        "id": stop.id.as_str(),
+                        "released_at": stop.returning_since.to_rfc3339_millis(),
+                    }),
+                ),
+                StopCause::Wave => (
+                    "wave_overdue",
+                    json!({
+                        "cause": "wave_overdue",
+                        "id": stop.id.as_str(),
+                        "granted_at": stop.returning_since.to_rfc3339_millis(),
+                    }),
+                ),
+            };
+            events.push(after.event(kind, cause, at, fields));
         }
     }
 }
@@ -324,6 +337,10 @@ struct After<'a> {
     holder_ids: Vec<&'a str>,
     slots: Option<u32>,
     paused: bool,
+    /// In a group split by zone: the zone group out after the write.
+    zone_out: Option<&'a str>,
+    /// In a group with a canary: the rollout's grants after the write.
+    rollout_grants: Option<u32>,
     origin: Origin<'a>,
 }
 
@@ -342,6 +359,8 @@ impl<'a> After<'a> {
             // still the group's.
             slots: new.slots.or(old.slots),
             paused: new.pause.is_paused(),
+            zone_out: new.zone_out(),
+            rollout_grants: new.wave_grants,
             origin,
         }
     }
@@ -357,6 +376,14 @@ impl<'a> After<'a> {
             "sequence": self.origin.sequence,
             "idempotency_key": idempotency_key(self.origin.record_id, kind, subject),
         });
+        // Named only where the group is split by zone or has a canary, so
+        // that a consumer of other groups sees the events it always saw.
+        if let Some(zone) = self.zone_out {
+            detail["zone_out"] = zone.into();
+        }
+        if let Some(grants) = self.rollout_grants {
+            detail["rollout_grants"] = grants.into();
+        }
         if let (Value::Object(detail), Value::Object(fields)) = (&mut detail, fields) {
             detail.extend(fields);
         }

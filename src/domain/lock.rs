@@ -306,7 +306,7 @@ impl GroupRecord {
     /// the last slot given back (or the rollout's start) is more recent
     /// than the bake and [`ROLLOUT_QUIET`]. The next grant of a group whose
     /// rollout does not run begins a new one, with its canary.
-    pub(crate) fn rollout_runs(&self, canary: CanaryRule, now: Timestamp) -> bool {
+    pub fn rollout_runs(&self, canary: CanaryRule, now: Timestamp) -> bool {
         let quiet_since = now.minus(canary.bake + ROLLOUT_QUIET);
         !self.holders.is_empty()
             || self.last_release.is_some_and(|at| at > quiet_since)

@@ -151,6 +151,20 @@ fn check_step(
             format!("{is} nodes reserved, holding or returning with {slots} slots"),
         ));
     }
+    // One zone at a time: the nodes out (reserved, holding or returning)
+    // are all of one zone, in every state.
+    if world.bounds.features.zones {
+        let zones: BTreeSet<_> = after
+            .record
+            .holders
+            .holders()
+            .filter_map(|(id, _)| world.nodes.iter().position(|node| node == id))
+            .filter_map(|n| world.zone_of(n))
+            .collect();
+        if zones.len() > 1 {
+            return Err(("one_zone", format!("nodes of {zones:?} out at once")));
+        }
+    }
     // When the request this step carries was sent, in the times of
     // `before` (those of `after` are renumbered).
     let sent = match (step, before.late) {
@@ -194,6 +208,40 @@ fn check_step(
                     return Err((
                         "grant_allowed",
                         format!("{} while the group was {why}", heard.word()),
+                    ));
+                }
+            }
+            if let (true, Some(canary)) =
+                (takes_a_slot(answer.outcome), world.canary(before.settings))
+            {
+                // Every wave before the rest is one node (world::CANARY):
+                // such a grant finds no other node out; and a wave after
+                // the canary begins a bake after the last slot came back.
+                let grants = after.record.wave_grants.unwrap_or(0);
+                let others = before
+                    .record
+                    .holders
+                    .holders()
+                    .filter(|(holder, _)| *holder != id)
+                    .count();
+                if canary.wave_of(grants).index.is_some() && others > 0 {
+                    return Err((
+                        "wave_alone",
+                        format!(
+                            "{} in a wave of one (rollout grant {grants}) while {others} \
+                             other nodes were out",
+                            heard.word()
+                        ),
+                    ));
+                }
+                let baked = before
+                    .record
+                    .last_release
+                    .is_none_or(|at| at.plus(canary.bake) <= sent);
+                if grants >= 2 && canary.is_wave_start(grants - 1) && !baked {
+                    return Err((
+                        "wave_bake",
+                        format!("{} began a wave before the bake was over", heard.word()),
                     ));
                 }
             }

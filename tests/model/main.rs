@@ -174,6 +174,59 @@ fn every_gate_at_once_with_two_slots() {
     );
 }
 
+#[test]
+fn zones_with_a_lease_and_late_writes() {
+    check(
+        "zones",
+        bounds(
+            2,
+            2,
+            5,
+            Features {
+                zones: true,
+                lease: true,
+                ..world_moves()
+            },
+        ),
+    );
+}
+
+#[test]
+fn canary_with_a_return_gate_its_sweep_and_zones() {
+    check(
+        "canary",
+        bounds(
+            2,
+            2,
+            5,
+            Features {
+                canary: true,
+                returns: true,
+                zones: true,
+                ..world_moves()
+            },
+        ),
+    );
+}
+
+#[test]
+fn canary_with_a_drain_gate_and_a_lease() {
+    check(
+        "canary-drain",
+        bounds(
+            2,
+            2,
+            5,
+            Features {
+                canary: true,
+                drain: Some(OnDrainTimeout::Hold),
+                lease: true,
+                ..world_moves()
+            },
+        ),
+    );
+}
+
 /// The liveness check against a world it must fail: a window no longer
 /// than the drain timeout begins no drain, ever (what it found first; the
 /// configuration now refuses such a window at start).

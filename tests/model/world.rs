@@ -30,6 +30,9 @@ pub const START: u64 = 1_795_996_800_000;
 /// lease, a drain timeout and a return timeout of two.
 const SETTLE: &str = "30m";
 const TIMEOUT: &str = "1h";
+/// A canary, then a wave of one, then the rest: a bake of one unit, a
+/// wave's node back within two.
+pub const CANARY: &str = "30m:1+1:1h";
 /// The window, when a bound has one, of [`WINDOW_MINUTES`]: 00:30 to 02:00
 /// UTC every day, units 1 to 3 of the day: closed at the start, open a unit
 /// later, too short for a drain begun from its second unit on, closed again
@@ -63,6 +66,10 @@ pub struct Features {
     pub late_writes: bool,
     /// A person releases a slot by hand, or confirms a drain or a return.
     pub person: bool,
+    /// The group is split by zone: node n asks as `workers.z{n % 2}`.
+    pub zones: bool,
+    /// The group has a canary ([`CANARY`]; a gate the settings may remove).
+    pub canary: bool,
 }
 
 /// How far the exploration goes: the group, its features, and how many units
@@ -195,6 +202,12 @@ impl World {
             if gates && features.returns {
                 groups = groups.with_return(&format!("workers={TIMEOUT}")).unwrap();
             }
+            if gates && features.canary {
+                groups = groups.with_canary(&format!("workers={CANARY}")).unwrap();
+            }
+            if features.zones {
+                groups = groups.with_zones("workers").unwrap();
+            }
             FleetLock::new(groups, MemoryStore::default())
                 .with_windows(windows())
                 .with_clock(clock.clone())
@@ -241,6 +254,20 @@ impl World {
             1 => 2,
             _ => self.bounds.slots,
         }
+    }
+
+    /// The canary of the settings in force, if they have one.
+    pub fn canary(&self, settings: usize) -> Option<fleetlock::domain::canary::CanaryRule> {
+        (self.bounds.features.canary && settings != 2)
+            .then(|| fleetlock::domain::canary::parse_canary(CANARY).unwrap())
+    }
+
+    /// The zone group node `n` asks with, where the group is split by zone.
+    pub fn zone_of(&self, n: usize) -> Option<String> {
+        self.bounds
+            .features
+            .zones
+            .then(|| format!("workers.z{}", n % 2))
     }
 
     /// Whether the settings in force have a return gate.
@@ -321,7 +348,7 @@ impl World {
         if state.record.pause.stop.is_some() {
             steps.push(Step::Resume);
         }
-        if f.returns {
+        if f.returns || f.canary {
             steps.push(Step::Sweep);
         }
         if f.live_changes {
@@ -450,8 +477,24 @@ impl World {
                 }
                 Step::Include(n) => drop(store.include(group, &self.nodes[n]).await.unwrap()),
                 Step::Sweep => {
-                    // As the drained function's sweep: each overdue return
-                    // not yet judged stops the group, one write each.
+                    // As the drained function's sweep: each canary's wave
+                    // and each return overdue and not yet judged stops the
+                    // group, one write each.
+                    if let Some(canary) = self.canary(0) {
+                        for (id, granted) in record.waves_overdue(canary, at) {
+                            store
+                                .stop_rollout(
+                                    group,
+                                    &id,
+                                    granted,
+                                    fleetlock::domain::lock::StopCause::Wave,
+                                    at,
+                                )
+                                .await
+                                .unwrap();
+                        }
+                    }
+                    let record = store.record(group);
                     let timeout = Duration::from_millis(2 * UNIT);
                     for (id, since) in record.returns_overdue(timeout, at) {
                         store
@@ -473,8 +516,9 @@ impl World {
     }
 
     fn params(&self, n: usize) -> ClientParams {
+        let group = self.zone_of(n).unwrap_or_else(|| "workers".into());
         let body = format!(
-            "{{\"client_params\": {{\"id\": \"{}\", \"group\": \"workers\"}}}}",
+            "{{\"client_params\": {{\"id\": \"{}\", \"group\": \"{group}\"}}}}",
             self.nodes[n]
         );
         ClientParams::from_body(body.as_bytes(), IdRule::New).unwrap()

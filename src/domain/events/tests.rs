@@ -328,3 +328,36 @@ fn the_key_is_the_same_for_a_redelivery_and_differs_for_anything_else() {
     let events = changes(&workers(), &group(&[]), &group(&[("a", 1)]), ORIGIN);
     assert_eq!(events[0].detail["idempotency_key"], key);
 }
+
+#[test]
+fn a_grant_names_the_zone_out_and_the_rollouts_count_and_a_waves_stop_its_cause() {
+    let mut before = group(&[]);
+    before.wave_grants = Some(1);
+    let mut after = group(&[("a", 4_000)]);
+    after.zone = Some("workers.us-east-1a".into());
+    after.wave_grants = Some(2);
+    let events = changes(&workers(), &before, &after, ORIGIN);
+    assert_eq!(kinds(&events), [(Kind::SlotGranted, "a".to_owned())]);
+    assert_eq!(events[0].detail["zone_out"], "workers.us-east-1a");
+    assert_eq!(events[0].detail["rollout_grants"], 2);
+    // A group with neither: the event has the shape it always had.
+    let plain = changes(&workers(), &group(&[]), &group(&[("a", 4_000)]), ORIGIN);
+    assert!(plain[0].detail.get("zone_out").is_none());
+    assert!(plain[0].detail.get("rollout_grants").is_none());
+
+    let mut stopped = after.clone();
+    stopped.pause.stop = Some(crate::domain::lock::RolloutStop {
+        id: NodeId::parse("a").unwrap(),
+        returning_since: Timestamp(4_000),
+        at: Timestamp(3_604_000),
+        cause: crate::domain::lock::StopCause::Wave,
+    });
+    let events = changes(&workers(), &after, &stopped, ORIGIN);
+    let paused: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == Kind::GroupPaused)
+        .collect();
+    assert_eq!(paused.len(), 1, "{events:?}");
+    assert_eq!(paused[0].detail["cause"], "wave_overdue");
+    assert_eq!(paused[0].detail["granted_at"], "1970-01-01T00:00:04.000Z");
+}
