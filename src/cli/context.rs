@@ -30,6 +30,7 @@ pub(crate) enum Act {
     Release,
     Exclude,
     Include,
+    BeginRollout,
 }
 
 /// What is known of the groups a command names: the table, and the
@@ -92,6 +93,7 @@ impl<'a, S: LockStore> Known<'a, S> {
                 Act::Release => "check the group with 'fleetlock status'",
                 Act::Exclude => "exclude a node of a group that is configured or stored",
                 Act::Include => "nothing is excluded there",
+                Act::BeginRollout => "begin a rollout of a group that is configured or stored",
             };
             return Err(Failure::Refused(format!(
                 "{unknown}{closest}; nothing changed: {next}"

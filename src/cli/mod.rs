@@ -28,6 +28,7 @@ pub(crate) mod iam_policy;
 pub(crate) mod id;
 pub mod lock;
 pub(crate) mod pause;
+pub(crate) mod rollout;
 pub(crate) mod serve;
 pub(crate) mod slot;
 pub(crate) mod status;
@@ -79,6 +80,7 @@ pub(crate) enum Sub {
     Resume(pause::ResumeCommand),
     Exclude(exclude::ExcludeCommand),
     Include(exclude::IncludeCommand),
+    BeginRollout(rollout::BeginRollout),
     Credential(credential::Credential),
     IamPolicy(iam_policy::IamPolicy),
     /// Take a slot of the group for a job, as Zincati takes one (the URL from
@@ -171,6 +173,7 @@ impl Sub {
             Sub::Forget(args) => args.run(out).await,
             Sub::Pause(args) => args.run(out).await,
             Sub::Resume(args) => args.run(out).await,
+            Sub::BeginRollout(args) => args.run(out).await,
             Sub::Exclude(args) => args.run(out).await,
             Sub::Include(args) => args.run(out).await,
             Sub::Credential(args) => args.run(out),

@@ -61,6 +61,16 @@ pub struct Wave {
     pub size: Option<u32>,
 }
 
+impl Wave {
+    /// The nodes out before a rollout began (a person began it, or the
+    /// canary was set while they were out): its canary waits for them too.
+    pub const BEFORE: Wave = Wave {
+        index: None,
+        granted: 0,
+        size: Some(0),
+    };
+}
+
 impl CanaryRule {
     /// The grant counts at which a wave begins: 0 (the canary), then each
     /// wave's end, the last being where the rest begins.
@@ -102,9 +112,13 @@ impl CanaryRule {
     }
 
     /// The wave whose grants `grants` completes or is in: the one a
-    /// refusal at a wave's start waits on (the canary at 1).
+    /// refusal at a wave's start waits on (the canary at 1; at 0, what was
+    /// out before the rollout began, [`Wave::BEFORE`]).
     pub fn wave_of(&self, grants: u32) -> Wave {
-        self.wave_after(grants.saturating_sub(1))
+        match grants {
+            0 => Wave::BEFORE,
+            _ => self.wave_after(grants - 1),
+        }
     }
 
     /// The waves as written (`1+3`).
@@ -146,6 +160,9 @@ impl fmt::Debug for CanaryRule {
 
 /// A wave's name in a sentence: "the canary", "wave 2 (3 nodes)".
 pub fn wave_phrase(wave: Wave) -> String {
+    if wave == Wave::BEFORE {
+        return "what was out before this rollout began".to_owned();
+    }
     match (wave.index, wave.size) {
         (Some(0), _) => "the canary".to_owned(),
         (Some(index), Some(size)) => format!(
@@ -241,6 +258,13 @@ mod tests {
         assert_eq!(rule.wave_after(4).index, None);
         assert_eq!(rule.wave_of(1).index, Some(0), "one grant: the canary");
         assert_eq!(rule.wave_of(4).index, Some(1));
+        assert_eq!(rule.wave_of(0), Wave::BEFORE);
+        assert_eq!(
+            wave_phrase(rule.wave_of(0)),
+            "what was out before this rollout began"
+        );
+        assert_eq!(wave_phrase(rule.wave_of(1)), "the canary");
+        assert_eq!(wave_phrase(rule.wave_of(4)), "wave 2 (3 nodes)");
         assert_eq!(rule.plan_phrase(), "the canary, then 3, then the rest");
         assert_eq!(rule.setting(), "30m:1+3:1h");
     }

@@ -347,6 +347,17 @@ impl GroupRecord {
         })
     }
 
+    /// A person begins a new rollout at `now` ([`crate::domain::store::LockStore::begin_rollout`]):
+    /// none of its grants made yet, so the next is a canary.
+    pub(crate) fn begin_rollout(&mut self, now: Timestamp) -> bool {
+        if self.rollout_began.is_some_and(|began| began >= now) {
+            return false;
+        }
+        self.rollout_began = Some(now);
+        self.wave_grants = Some(0);
+        true
+    }
+
     /// Why a grant the slots allow waits for the rollout's waves, if it
     /// does: it would be a wave's first, while a node is still out
     /// (reserved, holding or returning) or the bake since the last slot

@@ -66,6 +66,20 @@ impl<T> Decided<T> {
     }
 }
 
+/// What [`LockStore::begin_rollout`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Beginning {
+    /// The group's rollout begins again: its count is 0, so its next grant
+    /// is a canary, once no node is out and the bake is over.
+    Begun,
+    /// A rollout begun at or after this time is recorded: nothing changed
+    /// (a retry of this write that landed late, or a later begin).
+    AlreadyBegun,
+    /// The group has no item: no node took a slot yet, and its first grant
+    /// begins a rollout anyway. Nothing stored.
+    NotStored,
+}
+
 /// What [`LockStore::forget`] did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Forgot {
@@ -173,6 +187,15 @@ pub trait LockStore: Send + Sync + 'static {
         since: Option<Timestamp>,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Drained>, StoreError>> + Send;
+
+    /// A person begins a new rollout of a group with a canary: the
+    /// rollout's count is 0 and its start `now` (one write), only on a
+    /// stored group, and never over a begin recorded at or after `now`.
+    fn begin_rollout(
+        &self,
+        group: &GroupName,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Decided<Beginning>, StoreError>> + Send;
 
     /// A person's pause; a group never used gets its item. A group already
     /// paused by a person keeps that pause, which is returned unchanged. It

@@ -13,7 +13,7 @@ use crate::domain::lock::{
     Acquire, ByPerson, Drained, GroupRules, Release, Returned, StopCause, Stopping,
 };
 use crate::domain::store::{
-    Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
+    Beginning, Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
 };
 use crate::domain::time::Timestamp;
 
@@ -197,6 +197,23 @@ impl LockStore for MemoryStore {
             let was_free = record.pause.person.is_none();
             record.pause.person.get_or_insert(pause);
             changed(was_free)
+        })
+    }
+
+    async fn begin_rollout(
+        &self,
+        group: &GroupName,
+        now: Timestamp,
+    ) -> Result<Decided<Beginning>, StoreError> {
+        self.with_state(|state| match state.groups.get_mut(group) {
+            Some(record) => {
+                let outcome = match record.begin_rollout(now) {
+                    true => Beginning::Begun,
+                    false => Beginning::AlreadyBegun,
+                };
+                decided(outcome, record)
+            }
+            None => decided(Beginning::NotStored, &GroupRecord::default()),
         })
     }
 

@@ -570,6 +570,7 @@ async fn the_iam_policies_list_exactly_what_the_commands_call() {
             "exclude", "--group", "default", "--id", "n1", "--reason", "test",
         ],
         vec!["include", "--group", "default", "--id", "n1"],
+        vec!["begin-rollout", "--group", "default"],
     ] {
         let r = run(with_table().args(&args)).await;
         operator.extend(operations(&r.stderr));
@@ -791,6 +792,74 @@ async fn operators_pause_and_resume_groups_live() {
     assert_eq!(
         r.stdout,
         "resumed 'db' (cleared the pause by alice); still paused while alarm(s) api-5xx are in ALARM\n"
+    );
+    child.kill().await.unwrap();
+}
+
+/// `begin-rollout` as an operator runs it, against the server a stock
+/// Zincati calls: the canary goes alone, the rest go; begun again, the next
+/// node is a canary once the nodes out are back; a typo is refused.
+#[tokio::test]
+async fn operators_begin_a_rollout_and_the_next_node_is_a_canary() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("rollout");
+    let with_table = || {
+        let mut command = on_table(&table);
+        command
+            .env("FLEETLOCK_GROUPS", "default=1,workers=3")
+            .env("FLEETLOCK_CANARY", "workers=1m");
+        command
+    };
+    assert!(run(with_table().arg("create-table")).await.ok);
+    let r = run(with_table().args(["begin-rollout", "--group", "workers"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("no node has taken a slot of 'workers' yet"),
+        "{}",
+        r.stdout
+    );
+    let r = run(with_table().args(["begin-rollout", "--group", "wrokers"])).await;
+    assert!(!r.ok);
+    assert!(r.stderr.contains("did you mean 'workers'"), "{}", r.stderr);
+
+    let (mut child, addr) = serve(&mut with_table()).await;
+    assert_eq!(
+        zincati(addr, "pre-reboot", "c", "workers").await.status,
+        200
+    );
+    let r = zincati(addr, "pre-reboot", "a", "workers").await;
+    assert_eq!((r.status, r.kind()), (423, "waiting_for_wave".to_string()));
+    let r = run(with_table().args(["status", "--json", "--group", "workers"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(status["groups"][0]["rollout"]["wave_out"], "the canary");
+    assert_eq!(status["groups"][0]["rollout"]["grants"], 1);
+
+    let r = run(with_table().args(["begin-rollout", "--group", "workers"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("began a new rollout of 'workers'")
+            && r.stdout.contains("the 1m bake")
+            && r.stdout.contains("the 1 node out now is back"),
+        "{}",
+        r.stdout
+    );
+    let r = run(with_table().args(["status", "--json", "--group", "workers"])).await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(status["groups"][0]["rollout"]["grants"], 0);
+    assert_eq!(
+        status["groups"][0]["rollout"]["wave_out"],
+        "what was out before this rollout began"
+    );
+    let r = zincati(addr, "pre-reboot", "a", "workers").await;
+    assert!(
+        r.json()["value"]
+            .as_str()
+            .unwrap()
+            .contains("what was out before this rollout began is not back in service yet"),
+        "{}",
+        r.json()
     );
     child.kill().await.unwrap();
 }

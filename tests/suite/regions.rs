@@ -23,6 +23,8 @@ use crate::helpers::{
 enum Gate<'a> {
     Return(&'a str),
     Drain(&'a str),
+    Zones(&'a str),
+    Canary(&'a str),
 }
 
 /// A region's function over the shared table: its settings recorded, the
@@ -40,6 +42,8 @@ async fn region(
     match gate {
         Some(Gate::Return(spec)) => slots = slots.with_return(spec).unwrap(),
         Some(Gate::Drain(spec)) => slots = slots.with_drain(spec).unwrap(),
+        Some(Gate::Zones(spec)) => slots = slots.with_zones(spec).unwrap(),
+        Some(Gate::Canary(spec)) => slots = slots.with_canary(spec).unwrap(),
         None => {}
     }
     let service = FleetLock::new(slots, DynamoStore::new(client, table)).agreeing(name, refresh);
@@ -201,6 +205,67 @@ async fn two_regions_whose_drain_gates_differ_only_in_what_a_timeout_does_disagr
             "{body}"
         );
     }
+}
+
+/// A group split by zone in one region and not in the other, or with
+/// canaries that differ in one part: over one item that is two rules, so
+/// neither region decides until they agree, and nothing is stored.
+#[tokio::test]
+async fn two_regions_that_differ_in_a_zone_or_a_canary_setting_disagree() {
+    let fresh = Duration::ZERO;
+    for (here, there) in [
+        (Gate::Zones("workers"), None),
+        (
+            Gate::Canary("workers=30m:1+3"),
+            Some(Gate::Canary("workers=30m:1+3:2h")),
+        ),
+        (Gate::Canary("workers=30m"), None),
+    ] {
+        let (store, _) = dynamo_store("regions-waves").await;
+        let table = store.table().to_owned();
+        let one = region(&table, "eu-west-1", "workers=3", Some(here), fresh).await;
+        let other = region(&table, "eu-central-1", "workers=3", there, fresh).await;
+        for (api, region) in [(&one, "eu-central-1"), (&other, "eu-west-1")] {
+            let (status, body) = ask(api, "pre-reboot", "a", "workers").await;
+            assert_eq!(
+                (status, body["kind"].as_str()),
+                (500, Some("settings_differ")),
+                "{body}"
+            );
+            assert!(body["value"].as_str().unwrap().contains(region), "{body}");
+        }
+        assert!(
+            store.groups(None).await.unwrap().is_empty(),
+            "nothing stored"
+        );
+    }
+    // The same canary in both: they agree, and the first node is its canary.
+    let (store, _) = dynamo_store("regions-waves").await;
+    let table = store.table().to_owned();
+    let spec = "workers=30m:1+3";
+    let one = region(
+        &table,
+        "eu-west-1",
+        "workers=3",
+        Some(Gate::Canary(spec)),
+        fresh,
+    )
+    .await;
+    let other = region(
+        &table,
+        "eu-central-1",
+        "workers=3",
+        Some(Gate::Canary(spec)),
+        fresh,
+    )
+    .await;
+    assert_eq!(ask(&one, "pre-reboot", "a", "workers").await.0, 200);
+    let (status, body) = ask(&other, "pre-reboot", "b", "workers").await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (423, Some("waiting_for_wave")),
+        "{body}"
+    );
 }
 
 #[tokio::test]

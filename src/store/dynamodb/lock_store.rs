@@ -14,7 +14,7 @@ use crate::domain::lock::{
     Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, StopCause, Stopping,
 };
 use crate::domain::store::{
-    Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
+    Beginning, Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
 };
 use crate::domain::time::Timestamp;
 
@@ -324,6 +324,29 @@ impl LockStore for DynamoStore {
             .expression_attribute_values(":pause", person_pause_value(&pause));
         self.person_pause_write(group, request, seen, |now| now.pause.person.is_some())
             .await
+    }
+
+    async fn begin_rollout(
+        &self,
+        group: &GroupName,
+        now: Timestamp,
+    ) -> Result<Decided<Beginning>, StoreError> {
+        let request = self
+            .client
+            .update_item()
+            .update_expression("SET #wave_grants = :zero, #began = :now")
+            .condition_expression(
+                "attribute_exists(#key) AND (attribute_not_exists(#began) OR #began < :now)",
+            )
+            .expression_attribute_names("#key", KEY_ATTRIBUTE)
+            .expression_attribute_names("#wave_grants", WAVE_GRANTS_ATTRIBUTE)
+            .expression_attribute_names("#began", ROLLOUT_BEGAN_ATTRIBUTE)
+            .expression_attribute_values(":zero", number(0))
+            .expression_attribute_values(":now", number(now.0));
+        match self.update(group, request).await? {
+            Written::Refused(None) => Ok(decided(Beginning::NotStored, GroupRecord::default())),
+            written => written.decided(Beginning::Begun, Beginning::AlreadyBegun),
+        }
     }
 
     async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
