@@ -212,8 +212,9 @@ struct Tally {
     two_zones_down: AtomicU64,
     /// Scans that found nodes of two zones holding slots of the split group.
     reader_two_zones: AtomicU64,
-    /// `another_zone_out` answers.
+    /// `another_zone_out` answers, and grants heard in the split group.
     other_zone: AtomicU64,
+    zoned_grants: AtomicU64,
     /// `settling` in a group without a settle time: the pre-reboot arrived
     /// before a release whose write landed first.
     raced_a_later_release: AtomicU64,
@@ -538,6 +539,7 @@ async fn node(
                 down.goes_down(group, slots, &tally);
                 if let Some(zone) = zone {
                     down.zone_goes_down(zone, &tally);
+                    tally.zoned_grants.fetch_add(1, Ordering::Relaxed);
                 }
             }
             (200, Some(outcome @ ("granted" | "granted_expired")), _) => {
@@ -549,6 +551,7 @@ async fn node(
                 down.goes_down(group, slots, &tally);
                 if let Some(zone) = zone {
                     down.zone_goes_down(zone, &tally);
+                    tally.zoned_grants.fetch_add(1, Ordering::Relaxed);
                 }
                 if json["holders"].as_u64().unwrap_or(u64::MAX) > u64::from(slots) {
                     tally.over_grants.fetch_add(1, Ordering::Relaxed);
@@ -605,6 +608,7 @@ async fn node(
                 down.goes_down(group, slots, &tally);
                 if let Some(zone) = zone {
                     down.zone_goes_down(zone, &tally);
+                    tally.zoned_grants.fetch_add(1, Ordering::Relaxed);
                 }
             }
             _ if unavailable(status, &json) => {
@@ -1525,7 +1529,8 @@ async fn main() {
         get(&t.reader_grants_while_excluded)
     );
     println!(
-        "| `another_zone_out` answers in `{ZONED_GROUP}` ({ZONES} zones, 3 slots, `FLEETLOCK_ZONES`) | {} |",
+        "| grants heard in `{ZONED_GROUP}` ({ZONES} zones, 3 slots, `FLEETLOCK_ZONES`) / `another_zone_out` answers | {} / {} |",
+        get(&t.zoned_grants),
         get(&t.other_zone)
     );
     println!(
