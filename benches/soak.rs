@@ -953,12 +953,35 @@ async fn main() {
                             // Rebooting, while the nodes keep asking.
                             tokio::time::sleep(Duration::from_millis(300)).await;
                             down.comes_back(LEASED_GROUP);
-                            let (status, json) =
-                                call(&mut sender, &addr, "steady-state", &ghost, LEASED_GROUP)
-                                    .await;
-                            tally.calls.fetch_add(1, Ordering::Relaxed);
-                            if (status, json["outcome"].as_str()) != (200, Some("released")) {
-                                unexpected(&tally, "a renewed ghost's steady-state", status, &json);
+                            // Retried on 503 as Zincati retries; `not_held`
+                            // after a 503 means the timed-out release landed.
+                            let mut timed_out = false;
+                            for _ in 0..20 {
+                                let (status, json) =
+                                    call(&mut sender, &addr, "steady-state", &ghost, LEASED_GROUP)
+                                        .await;
+                                tally.calls.fetch_add(1, Ordering::Relaxed);
+                                match (status, json["outcome"].as_str()) {
+                                    (200, Some("released")) => {}
+                                    (200, Some("not_held")) if timed_out => {
+                                        tally
+                                            .answers_found_on_retry
+                                            .fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    (503, _) if json["kind"] == "store_unavailable" => {
+                                        tally.store_unavailable.fetch_add(1, Ordering::Relaxed);
+                                        timed_out = true;
+                                        tokio::time::sleep(Duration::from_millis(500)).await;
+                                        continue;
+                                    }
+                                    _ => unexpected(
+                                        &tally,
+                                        "a renewed ghost's steady-state",
+                                        status,
+                                        &json,
+                                    ),
+                                }
+                                break;
                             }
                         }
                         // Taken over in between: refused (slot_taken, or first
