@@ -100,13 +100,8 @@ impl LockStore for DynamoStore {
                 .await?;
             let current = match written {
                 Written::Applied(group, write_units) => {
-                    // Behind a drain gate the write reserved the slot.
-                    let outcome = match rules.drain {
-                        Some(_) => Acquire::Reserves,
-                        None => Acquire::Granted,
-                    };
                     return Ok(Decided {
-                        outcome,
+                        outcome: granted(rules),
                         group,
                         write_units,
                     });

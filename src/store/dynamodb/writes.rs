@@ -186,6 +186,15 @@ pub(super) fn refused_again(
     decided(outcome, current)
 }
 
+/// What a grant's write that went through answers: behind a drain gate it
+/// reserved the slot.
+pub(super) fn granted(rules: GroupRules) -> Acquire {
+    match rules.drain {
+        Some(_) => Acquire::Reserves,
+        None => Acquire::Granted,
+    }
+}
+
 pub(super) fn decided<T>(outcome: T, group: GroupRecord) -> Decided<T> {
     Decided {
         outcome,
@@ -340,10 +349,7 @@ impl DynamoStore {
         let request = self.acquire_request(id, rules, now, false, true);
         match self.update(group, request).await? {
             Written::Applied(group, write_units) => Ok(Decided {
-                outcome: match rules.drain {
-                    Some(_) => Acquire::Reserves,
-                    None => Acquire::Granted,
-                },
+                outcome: granted(rules),
                 group,
                 write_units,
             }),
