@@ -1447,3 +1447,45 @@ fn the_waves_answer_after_pause_settle_and_zone_and_before_a_free_slot() {
     held.acquire(&id("c"), full, t(0));
     assert_eq!(held.decide_acquire(&id("a"), full, t(1)), Acquire::Full);
 }
+
+#[test]
+fn an_excluded_node_hears_so_before_the_wave_and_another_zone_before_the_wave() {
+    let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
+    let canary = crate::domain::canary::parse_canary("30m").unwrap();
+    let mut group = GroupRecord::default();
+    let in_zone = |zone: &str| GroupRules {
+        zone: Some(ZoneGroup::of(
+            &crate::domain::input::GroupName::parse(zone).unwrap(),
+        )),
+        canary: Some(canary),
+        ..with_canary(3, "30m")
+    };
+    assert_eq!(
+        group.acquire(&id("c"), in_zone("workers.a"), t(0)),
+        Acquire::Granted
+    );
+    // The canary of zone a is out: a node of zone b hears the zone, a
+    // node of zone a the wave, an excluded node its exclusion.
+    assert_eq!(
+        group.decide_acquire(&id("b"), in_zone("workers.b"), t(1)),
+        Acquire::OtherZone {
+            zone: "workers.a".into()
+        }
+    );
+    assert!(matches!(
+        group.decide_acquire(&id("a"), in_zone("workers.a"), t(1)),
+        Acquire::WaveOut { .. }
+    ));
+    group.excluded.insert(
+        id("x"),
+        ByPerson {
+            reason: PauseReason::parse("disk").unwrap(),
+            since: t(1),
+            by: "ana".into(),
+        },
+    );
+    assert_eq!(
+        group.decide_acquire(&id("x"), in_zone("workers.a"), t(2)),
+        Acquire::Excluded
+    );
+}
