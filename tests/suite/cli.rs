@@ -81,7 +81,7 @@ async fn no_arguments_prints_help() {
         "{}",
         r.stdout
     );
-    assert!(r.stdout.contains("  release       Release a slot by hand"));
+    assert!(r.stdout.contains("  release        Release a slot by hand"));
     assert!(r.stdout.contains("ENVIRONMENT:"));
 }
 
