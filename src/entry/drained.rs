@@ -355,6 +355,44 @@ mod tests {
         );
     }
 
+    /// A canary alone gives the function a sweep, which stops a group
+    /// whose canary is out past its time, once, and says so.
+    #[tokio::test]
+    async fn a_sweep_stops_a_group_whose_canary_is_not_back_once() {
+        let groups = GroupSlots::parse("workers=3")
+            .unwrap()
+            .with_canary("workers=30m:1:1h")
+            .unwrap();
+        let t0 = Timestamp(1_764_480_000_000);
+        let at = |m: u64| t0.plus(std::time::Duration::from_secs(m * 60));
+        let store = MemoryStore::default();
+        let workers = GroupName::parse("workers").unwrap();
+        let rules = groups.rules_for(&workers).unwrap();
+        store
+            .acquire(&workers, &NodeId::parse("canary").unwrap(), rules, at(0))
+            .await
+            .unwrap();
+        let clock = crate::test_support::ManualClock::at(at(0));
+        let confirmer = DrainConfirmer::new(store)
+            .with_sweep(groups, "api")
+            .with_clock(clock.clone());
+        let action = json!({"action": "sweep"});
+        let sweep = |minutes| {
+            clock.set(at(minutes));
+            confirmer.handle(&action)
+        };
+        assert_eq!(sweep(59).await.unwrap()["stopped"], 0);
+        let first = sweep(61).await.unwrap();
+        assert_eq!(
+            (&first["stopped"], &first["waves_overdue"]),
+            (&json!(1), &json!(1))
+        );
+        let slot = json!({"action": "slot", "group": "workers", "id": "canary"});
+        let seen = confirmer.handle(&slot).await.unwrap();
+        assert!(seen.to_string().contains("canary"), "{seen}");
+        assert_eq!(sweep(66).await.unwrap()["stopped"], 0, "once");
+    }
+
     /// The sweep of `drain`'s gates at `minutes`, over a store whose
     /// reservations `workers=15m,*=1h` made: old (0) and young (10) in
     /// workers, one at 0 in db and one at 0 in a group only `*` covers.

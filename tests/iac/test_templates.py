@@ -1770,7 +1770,8 @@ class Return(unittest.TestCase):
         self.assertEqual((slot[1]["state"], slot[1]["returning"]), ("returning", True))
         self.assertEqual((confirmed[1]["outcome"], confirmed[1]["done"]), ("returned", True))
         self.assertEqual((again[1]["outcome"], again[1]["done"]), ("not_returning", False))
-        self.assertEqual(sweep[1], {"drains_overdue": 0, "returns_overdue": 0, "stopped": 0, "groups": 1})
+        self.assertEqual(sweep[1], {"drains_overdue": 0, "returns_overdue": 0, "stopped": 0,
+                                    "waves_overdue": 0, "groups": 1})
         (next_node, ), _ = after
         self.assertEqual(next_node[1]["statusCode"], 200)
 
@@ -1878,7 +1879,8 @@ class Drain(unittest.TestCase):
         # And the binary, under the template's handler, answers the sweep.
         (_, _), confirmed, _ = drained_run()
         self.assertEqual(confirmed[2][0], "response")
-        self.assertEqual(confirmed[2][1], {"drains_overdue": 0, "returns_overdue": 0, "stopped": 0, "groups": 1})
+        self.assertEqual(confirmed[2][1], {"drains_overdue": 0, "returns_overdue": 0, "stopped": 0,
+                                           "waves_overdue": 0, "groups": 1})
 
     def test_least_privilege_is_exactly_the_policy_the_code_prints(self):
         expected = {s["Sid"]: set(s["Action"]) for s in iam_policy("--for", "drained")["Statement"]}
