@@ -6,7 +6,7 @@
 //! FleetLock does not say which version a node moves to, so a rollout is
 //! told by time: the first grant after the group has been quiet (no node
 //! out, no slot given back) for its bake plus [`ROLLOUT_QUIET`] begins one,
-//! and `fleetlock rollout begin` begins one by hand. The group's item counts
+//! and `fleetlock begin-rollout` begins one by hand. The group's item counts
 //! the grants of the rollout (`wave_grants`): a grant whose count is a
 //! wave's first ([`CanaryRule::is_wave_start`]) needs every node back and the
 //! bake over, in the same conditional write that takes the slot.

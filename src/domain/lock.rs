@@ -188,7 +188,7 @@ pub struct GroupRecord {
     /// granted (reservations and take-overs count), which tells its wave.
     pub wave_grants: Option<u32>,
     /// In a group with a canary: when the current rollout began (its
-    /// canary's grant, or a person's `fleetlock rollout begin`).
+    /// canary's grant, or a person's `fleetlock begin-rollout`).
     pub rollout_began: Option<Timestamp>,
 }
 
@@ -323,8 +323,10 @@ impl GroupRecord {
         }
     }
 
-    /// Where the group's rollout stands at `now`, for people (`status`):
-    /// `None` when none runs (the next grant is a new rollout's canary).
+    /// Where the group's rollout stands at `now`, for people (`status`) and
+    /// for the grant ([`Self::wave_refusal`]): `None` when none runs (the
+    /// next grant is a new rollout's canary, with no node out and the bake
+    /// long over).
     pub(crate) fn rollout_state(&self, canary: CanaryRule, now: Timestamp) -> Option<RolloutState> {
         if !self.rollout_runs(canary, now) {
             return None;
@@ -364,16 +366,11 @@ impl GroupRecord {
     /// came back has not passed. The same as the grant's condition on
     /// DynamoDB.
     fn wave_refusal(&self, canary: CanaryRule, now: Timestamp) -> Option<Acquire> {
-        let grants = self.rollout_grants(canary, now);
-        if !canary.is_wave_start(grants) {
-            return None;
+        match self.rollout_state(canary, now)?.waits {
+            WaveWait::Out(wave) => Some(Acquire::WaveOut { wave }),
+            WaveWait::Baking(wave, until) => Some(Acquire::Baking { wave, until }),
+            WaveWait::InWave(_) | WaveWait::NextMayGo(_) => None,
         }
-        let wave = canary.wave_of(grants);
-        if !self.holders.is_empty() {
-            return Some(Acquire::WaveOut { wave });
-        }
-        let until = self.last_release?.plus(canary.bake);
-        (until > now).then_some(Acquire::Baking { wave, until })
     }
 
     /// In a group split by zone, the zone group whose nodes are out of
@@ -489,19 +486,21 @@ impl GroupRecord {
 
     pub(crate) fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         let outcome = self.decide_acquire(id, rules, now);
-        if let (Acquire::Granted | Acquire::Reserves | Acquire::TakesExpired { .. }, Some(zone)) =
-            (&outcome, rules.zone)
-        {
-            self.zone = Some(zone.as_str().to_owned());
-        }
-        if let (Acquire::Granted | Acquire::Reserves | Acquire::TakesExpired { .. }, Some(canary)) =
-            (&outcome, rules.canary)
-        {
-            if !self.rollout_runs(canary, now) {
-                self.rollout_began = Some(now);
-                self.wave_grants = Some(1);
-            } else {
-                self.wave_grants = Some(self.wave_grants.unwrap_or(0).saturating_add(1));
+        if matches!(
+            outcome,
+            Acquire::Granted | Acquire::Reserves | Acquire::TakesExpired { .. }
+        ) {
+            if let Some(zone) = rules.zone {
+                self.zone = Some(zone.as_str().to_owned());
+            }
+            if let Some(canary) = rules.canary {
+                // One more grant of the running rollout, or the first of a
+                // new one.
+                let grants = self.rollout_grants(canary, now);
+                if !self.rollout_runs(canary, now) {
+                    self.rollout_began = Some(now);
+                }
+                self.wave_grants = Some(grants.saturating_add(1));
             }
         }
         match &outcome {

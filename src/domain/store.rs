@@ -165,8 +165,7 @@ pub trait LockStore: Send + Sync + 'static {
     /// [`StopCause::Return`]), or, in a canary's wave, `id` granted at
     /// `since` is not back in time ([`StopCause::Wave`]): the group stops,
     /// once per slot (one conditional write), as
-    /// [`crate::domain::lock::GroupRecord::stop_for_return`] and
-    /// [`crate::domain::lock::GroupRecord::stop_for_wave`] say.
+    /// [`crate::domain::lock::GroupRecord::stop_rollout`] says.
     fn stop_rollout(
         &self,
         group: &GroupName,

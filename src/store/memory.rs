@@ -164,13 +164,7 @@ impl LockStore for MemoryStore {
         now: Timestamp,
     ) -> Result<Decided<Stopping>, StoreError> {
         self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => {
-                let outcome = match cause {
-                    StopCause::Return => record.stop_for_return(id, since, now),
-                    StopCause::Wave => record.stop_for_wave(id, since, now),
-                };
-                decided(outcome, record)
-            }
+            Some(record) => decided(record.stop_rollout(id, since, cause, now), record),
             None => decided(Stopping::NotReturning, &GroupRecord::default()),
         })
     }

@@ -60,40 +60,47 @@ impl GroupRecord {
         overdue
     }
 
-    /// What the stop for the return of `id` begun at `since` does, without
-    /// changing anything.
-    pub(crate) fn decide_stop(&self, id: &NodeId, since: Timestamp) -> Stopping {
-        match self.returning.get(id) {
-            Some(&returning) if returning == since => {
-                // A slot fails once: by its return, or by its wave.
-                if self.returns_failed.contains_key(id) {
-                    Stopping::AlreadyCounted
-                } else {
-                    Stopping::Stopped
-                }
+    /// What the server's stop of the rollout for `id` does, without
+    /// changing anything: for the return begun at `since`
+    /// ([`StopCause::Return`]), or for the wave's slot granted at `since`
+    /// ([`StopCause::Wave`]; a reservation waits for its drain instead).
+    /// A slot fails once, by its return or by its wave.
+    pub(crate) fn decide_stop(&self, id: &NodeId, since: Timestamp, cause: StopCause) -> Stopping {
+        let stands = match cause {
+            StopCause::Return => self.returning.get(id) == Some(&since),
+            StopCause::Wave => {
+                self.holders.held_since(id) == Some(since) && !self.draining.contains_key(id)
             }
-            _ => Stopping::NotReturning,
+        };
+        if !stands {
+            Stopping::NotReturning
+        } else if self.returns_failed.contains_key(id) {
+            Stopping::AlreadyCounted
+        } else {
+            Stopping::Stopped
         }
     }
 
-    /// The return of `id` begun at `since` passed its timeout, seen at
-    /// `now`: the group stops (unless it stopped already, for this node or
-    /// another), and the return is counted as failed, once. The slot stays
-    /// returning: the node is not known to be back.
-    pub(crate) fn stop_for_return(
+    /// The return of `id` begun at `since` passed its timeout, or its
+    /// wave's slot granted at `since` is not back past the canary's time,
+    /// seen at `now`: the group stops (unless it stopped already, for this
+    /// node or another), and the slot is counted as failed, once. The slot
+    /// stays: the node is not known to be back.
+    pub(crate) fn stop_rollout(
         &mut self,
         id: &NodeId,
         since: Timestamp,
+        cause: StopCause,
         now: Timestamp,
     ) -> Stopping {
-        let outcome = self.decide_stop(id, since);
+        let outcome = self.decide_stop(id, since, cause);
         if outcome == Stopping::Stopped {
             self.returns_failed.insert(id.clone(), since);
             self.pause.stop.get_or_insert(RolloutStop {
                 id: id.clone(),
                 returning_since: since,
                 at: now,
-                cause: StopCause::Return,
+                cause,
             });
         }
         outcome
@@ -121,44 +128,6 @@ impl GroupRecord {
             .collect();
         overdue.sort_by_key(|(_, granted)| *granted);
         overdue
-    }
-
-    /// What the stop for the wave's node `id`, granted at `granted`, does,
-    /// without changing anything.
-    pub(crate) fn decide_wave_stop(&self, id: &NodeId, granted: Timestamp) -> Stopping {
-        match self.holders.held_since(id) {
-            Some(held) if held == granted && !self.draining.contains_key(id) => {
-                if self.returns_failed.contains_key(id) {
-                    Stopping::AlreadyCounted
-                } else {
-                    Stopping::Stopped
-                }
-            }
-            _ => Stopping::NotReturning,
-        }
-    }
-
-    /// The wave's node `id`, granted at `granted`, is not back past the
-    /// canary's time, seen at `now`: the group stops (unless it stopped
-    /// already), and the slot is counted as failed, once. The slot stays:
-    /// the node is not known to be back.
-    pub(crate) fn stop_for_wave(
-        &mut self,
-        id: &NodeId,
-        granted: Timestamp,
-        now: Timestamp,
-    ) -> Stopping {
-        let outcome = self.decide_wave_stop(id, granted);
-        if outcome == Stopping::Stopped {
-            self.returns_failed.insert(id.clone(), granted);
-            self.pause.stop.get_or_insert(RolloutStop {
-                id: id.clone(),
-                returning_since: granted,
-                at: now,
-                cause: StopCause::Wave,
-            });
-        }
-        outcome
     }
 }
 

@@ -986,7 +986,7 @@ fn an_overdue_return_stops_its_group_once_and_keeps_its_slot() {
     assert_eq!(overdue.len(), 2);
     for (node, since) in &overdue {
         assert_eq!(
-            group.stop_for_return(node, *since, later),
+            group.stop_rollout(node, *since, StopCause::Return, later),
             Stopping::Stopped
         );
     }
@@ -995,7 +995,7 @@ fn an_overdue_return_stops_its_group_once_and_keeps_its_slot() {
     assert!(group.pause.is_paused());
     assert_eq!(group.holders.len(), 2, "the slots stay returning");
     assert_eq!(
-        group.stop_for_return(&id("a"), Timestamp(100), later),
+        group.stop_rollout(&id("a"), Timestamp(100), StopCause::Return, later),
         Stopping::AlreadyCounted
     );
     // A person resumes without confirming: the next sweep finds nothing
@@ -1019,7 +1019,7 @@ fn an_overdue_return_stops_its_group_once_and_keeps_its_slot() {
     );
     assert!(!group.returns_failed.contains_key(&id("b")));
     assert_eq!(
-        group.stop_for_return(&id("b"), Timestamp(200), later),
+        group.stop_rollout(&id("b"), Timestamp(200), StopCause::Return, later),
         Stopping::NotReturning
     );
 }
@@ -1347,13 +1347,13 @@ fn a_canary_that_does_not_come_back_stops_the_group_once() {
     assert!(group.waves_overdue(canary, t(59)).is_empty());
     assert_eq!(group.waves_overdue(canary, t(60)), vec![(id("c"), t(0))]);
     assert_eq!(
-        group.stop_for_wave(&id("c"), t(0), t(61)),
+        group.stop_rollout(&id("c"), t(0), StopCause::Wave, t(61)),
         Stopping::Stopped
     );
     assert_eq!(group.pause.stop.as_ref().unwrap().cause, StopCause::Wave);
     assert!(group.waves_overdue(canary, t(70)).is_empty(), "once");
     assert_eq!(
-        group.stop_for_wave(&id("c"), t(0), t(71)),
+        group.stop_rollout(&id("c"), t(0), StopCause::Wave, t(71)),
         Stopping::AlreadyCounted
     );
     // A person's resume is not undone by the next sweep; the canary still

@@ -260,11 +260,7 @@ impl LockStore for DynamoStore {
             return written.decided(Stopping::Stopped, Stopping::NotReturning);
         };
         let current = current.unwrap_or_default();
-        let outcome = match cause {
-            StopCause::Return => current.decide_stop(id, since),
-            StopCause::Wave => current.decide_wave_stop(id, since),
-        };
-        match outcome {
+        match current.decide_stop(id, since, cause) {
             Stopping::Stopped => Err(StoreError::Corrupt(
                 "the stop was refused although the return stands uncounted".into(),
             )),
