@@ -16,7 +16,7 @@ use crate::domain::time::Timestamp;
 use crate::domain::zones::ZoneGroup;
 
 // The return gate's rules: a returning slot confirmed, or stopping its
-// group past the timeout.
+// group past the timeout; the same stop for a canary's wave past its time.
 mod returns;
 pub use returns::Stopping;
 

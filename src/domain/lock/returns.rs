@@ -1,7 +1,8 @@
 //! The return gate's rules: a node's steady-state leaves its slot counted as
 //! returning ([`GroupRecord::release`]) until a hook or a person confirms it
 //! back in service; past the group's return timeout the sweep stops the
-//! group, once per return.
+//! group, once per return. The same stop serves a canary's wave whose node
+//! is not back within the canary's time ([`GroupRecord::waves_overdue`]).
 
 use std::time::Duration;
 
