@@ -170,11 +170,13 @@ impl Config {
         // Each refines the groups in the order the function reads them.
         type Refine = fn(GroupSlots, &str) -> Result<GroupSlots, GroupsError>;
         let refinements: [(&str, Refine); 7] = [
+            // First: every later setting reads its group names through it
+            // (a zone's group is refused there, naming its split group).
+            ("FLEETLOCK_ZONES", GroupSlots::with_zones),
             ("FLEETLOCK_SETTLE", GroupSlots::with_settle),
             ("FLEETLOCK_LEASE", GroupSlots::with_lease),
             ("FLEETLOCK_DRAIN", GroupSlots::with_drain),
             ("FLEETLOCK_RETURN", GroupSlots::with_return),
-            ("FLEETLOCK_ZONES", GroupSlots::with_zones),
             ("FLEETLOCK_CANARY", GroupSlots::with_canary),
             (
                 "FLEETLOCK_MAX_WILDCARD_GROUPS",
@@ -278,8 +280,8 @@ fn windows(
 ) -> Result<Schedule, String> {
     schedule.clone().with_windows(
         spec,
-        |g| match groups.slots_for(g) {
-            Err(_) if groups_known => Err(groups.not_configured(g)),
+        |g| match groups.setting_may_name(g) {
+            Err(why) if groups_known => Err(why),
             _ => Ok(()),
         },
         !groups_known || groups.others().is_some(),

@@ -14,6 +14,7 @@ use crate::store::dynamodb::DynamoStore;
 
 use super::Failure;
 use crate::domain::names::did_you_mean;
+use crate::domain::zones::zone_phrase;
 
 /// A group named on the command line; a bad name is the command's input
 /// error, in the sentence the name's own check gives.
@@ -33,6 +34,32 @@ pub(crate) enum Act {
     BeginRollout,
 }
 
+impl Act {
+    /// Whether the command acts on one node: a zone's group
+    /// (`workers.us-east-1a`) reaches that node in its split group's item,
+    /// where its slot is.
+    fn on_a_node(self) -> bool {
+        matches!(self, Act::Release | Act::Exclude | Act::Include)
+    }
+
+    /// Whether the command clears what is stored under a name as it is:
+    /// an item `*` made before the name's group was split by zone is
+    /// released, resumed or included there, as `status` shows it.
+    fn clears_stored(self) -> bool {
+        matches!(self, Act::Release | Act::Resume | Act::Include)
+    }
+
+    /// What the command does, for the sentence that refuses a zone's group.
+    fn what(self) -> &'static str {
+        match self {
+            Act::Pause => "a pause stops",
+            Act::Resume => "a resume lets go on",
+            Act::BeginRollout => "a rollout begins in",
+            Act::Release | Act::Exclude | Act::Include => "it acts on",
+        }
+    }
+}
+
 /// What is known of the groups a command names: the table, and the
 /// configuration when it was read.
 pub(crate) struct Known<'a, S> {
@@ -50,9 +77,127 @@ impl<'a, S: LockStore> Known<'a, S> {
         }
     }
 
+    /// The groups a command acts on for the names a person gave, read as
+    /// the nodes' names are ([`crate::domain::groups::GroupSlots::meaning`]):
+    /// a zone's group is its split group's item for a command on one node,
+    /// and refused naming that group for a command on a whole group, so
+    /// that nothing says it paused what no node will feel. Then the names
+    /// neither stored nor configured are refused as typos.
+    pub(crate) async fn meant(
+        &self,
+        named: &[GroupName],
+        act: Act,
+    ) -> Result<Vec<GroupName>, Failure> {
+        let meant = self.read_as_nodes_do(named, act).await?;
+        self.refuse_typos(&meant, act).await?;
+        Ok(meant)
+    }
+
+    /// [`Self::meant`] without the refusal of typos (`pause --create`).
+    pub(crate) async fn read_as_nodes_do(
+        &self,
+        named: &[GroupName],
+        act: Act,
+    ) -> Result<Vec<GroupName>, Failure> {
+        let mut meant = Vec::with_capacity(named.len());
+        for group in named {
+            meant.push(self.meant_one(group, act).await?);
+        }
+        Ok(meant)
+    }
+
+    async fn meant_one(&self, group: &GroupName, act: Act) -> Result<GroupName, Failure> {
+        let stored = !self.store.groups(Some(group)).await?.is_empty();
+        let table = self.table;
+        let Some(config) = self.deployed else {
+            if stored {
+                return Ok(group.clone());
+            }
+            return match self.stored_parent(group).await? {
+                Some(parent) => Err(Failure::Refused(format!(
+                    "group '{group}' is not stored in table '{table}', and the configuration \
+                     was not read: if '{parent}' is split by zone (FLEETLOCK_ZONES), nodes \
+                     asking as '{group}' hold slots of '{parent}'; nothing changed: name \
+                     --group {parent}, or pass --function NAME to read the configuration"
+                ))),
+                None => Ok(group.clone()),
+            };
+        };
+        match config.groups.meaning(group) {
+            Ok(meaning) if !meaning.is_zone_of(group) => Ok(group.clone()),
+            _ if stored && act.clears_stored() => Ok(group.clone()),
+            Ok(meaning) if act.on_a_node() => Ok(meaning.group),
+            Ok(meaning) => {
+                let parent = meaning.group;
+                Err(Failure::Refused(format!(
+                    "group '{group}' is {} of group '{parent}', which is split by zone: its \
+                     nodes take slots of '{parent}', and {} the whole group; nothing \
+                     changed: name --group {parent}",
+                    zone_phrase(group.as_str()),
+                    act.what()
+                )))
+            }
+            Err(_) => Ok(group.clone()),
+        }
+    }
+
+    /// The group `status --group` shows for a name, and a line that says
+    /// why where it is not the name itself: a zone's group shows its split
+    /// group, whose item holds its nodes' slots (a stored item of the name
+    /// itself, left from before the split, is shown as it is).
+    pub(crate) async fn shown(
+        &self,
+        group: &GroupName,
+    ) -> Result<(GroupName, Option<String>), Failure> {
+        if !self.store.groups(Some(group)).await?.is_empty() {
+            return Ok((group.clone(), None));
+        }
+        let parent = match self.deployed {
+            Some(config) => config
+                .groups
+                .meaning(group)
+                .ok()
+                .filter(|meaning| meaning.is_zone_of(group))
+                .map(|meaning| (meaning.group, "is split by zone")),
+            None => self.stored_parent(group).await?.map(|parent| {
+                (
+                    parent,
+                    "is stored; if it is split by zone (FLEETLOCK_ZONES)",
+                )
+            }),
+        };
+        Ok(match parent {
+            Some((parent, how)) => {
+                let note = format!(
+                    "(group '{group}' is not stored: '{parent}' {how}, its nodes asking as \
+                     '{group}' hold slots of '{parent}', shown here)"
+                );
+                (parent, Some(note))
+            }
+            None => (group.clone(), None),
+        })
+    }
+
+    /// The longest stored group `group` is under (`workers` for
+    /// `workers.us-east-1a`), if any.
+    async fn stored_parent(&self, group: &GroupName) -> Result<Option<GroupName>, Failure> {
+        let name = group.as_str();
+        for (at, _) in name.rmatch_indices('.') {
+            let Ok(parent) = GroupName::parse(&name[..at]) else {
+                continue;
+            };
+            if !self.store.groups(Some(&parent)).await?.is_empty() {
+                return Ok(Some(parent));
+            }
+        }
+        Ok(None)
+    }
+
     /// Refuses the first group that is neither stored nor configured: most
     /// often a typo, which would otherwise create a group nobody uses while
-    /// the real one goes on granting. Names the closest known group.
+    /// the real one goes on granting. Names the closest known group: where
+    /// the configuration was read, the one the nodes' reading of the name
+    /// gives.
     pub(crate) async fn refuse_typos(&self, named: &[GroupName], act: Act) -> Result<(), Failure> {
         let mut stored: Option<Vec<GroupName>> = None;
         for group in named {
@@ -71,7 +216,12 @@ impl<'a, S: LockStore> Known<'a, S> {
                 .into_iter()
                 .flat_map(|config| config.groups.listed().map(|(name, _)| name.clone()));
             let known: Vec<GroupName> = listed.chain(stored.iter().flatten().cloned()).collect();
-            let closest = did_you_mean(group.as_str(), known.iter().map(GroupName::as_str));
+            let closest = match self.deployed.map(|config| config.groups.meaning(group)) {
+                Some(Err(crate::domain::error::Error::UnknownGroup {
+                    meant: Some(meant), ..
+                })) => format!(" (did you mean '{meant}'?)"),
+                _ => did_you_mean(group.as_str(), known.iter().map(GroupName::as_str)),
+            };
             let table = self.table;
             let unknown = match self.deployed {
                 _ if act == Act::Release => {
@@ -115,10 +265,18 @@ pub(crate) async fn stored_node(
     let group = group_named(group)?;
     let id = NodeId::from_shown(id).map_err(|e| Failure::Input(e.value()))?;
     let table = config::command_table(process_env, command)?;
-    let store = dynamo_store(&command_aws().await?, table);
-    Known::new(&store, store.table(), None)
-        .refuse_typos(std::slice::from_ref(&group), Act::Release)
-        .await?;
+    let aws = command_aws().await?;
+    let store = dynamo_store(&aws, table);
+    // The configuration only where the name is not stored: it says which
+    // split group a zone's name takes its slots from.
+    let deployed = match store.groups(Some(&group)).await?.is_empty() {
+        true => deployed_config(&aws, None).await?,
+        false => None,
+    };
+    let group = Known::new(&store, store.table(), deployed.as_ref())
+        .meant(std::slice::from_ref(&group), Act::Release)
+        .await?
+        .remove(0);
     Ok((group, id, store))
 }
 
@@ -136,9 +294,10 @@ pub(crate) async fn known_group(
     let aws = command_aws().await?;
     let store = dynamo_store(&aws, table);
     let deployed = deployed_config(&aws, function).await?;
-    Known::new(&store, store.table(), deployed.as_ref())
-        .refuse_typos(std::slice::from_ref(&group), act)
-        .await?;
+    let group = Known::new(&store, store.table(), deployed.as_ref())
+        .meant(std::slice::from_ref(&group), act)
+        .await?
+        .remove(0);
     Ok((group, store))
 }
 

@@ -72,11 +72,14 @@ impl PauseCommand {
         let table = config::command_table(process_env, "pause")?;
         let aws = command_aws().await?;
         let store = dynamo_store(&aws, table);
-        let targets = targets(&store, &self.targets, out).await?;
-        if !self.create && !self.targets.all {
+        let mut targets = targets(&store, &self.targets, out).await?;
+        if !self.targets.all {
             let deployed = deployed_config(&aws, self.function).await?;
             let known = Known::new(&store, store.table(), deployed.as_ref());
-            known.refuse_typos(&targets, Act::Pause).await?;
+            targets = match self.create {
+                true => known.read_as_nodes_do(&targets, Act::Pause).await?,
+                false => known.meant(&targets, Act::Pause).await?,
+            };
         }
         let now = written_now(&store).await?;
         pause(&store, &targets, &reason, &by, now, out).await
@@ -88,11 +91,11 @@ impl ResumeCommand {
         let table = config::command_table(process_env, "resume")?;
         let aws = command_aws().await?;
         let store = dynamo_store(&aws, table);
-        let targets = targets(&store, &self.targets, out).await?;
+        let mut targets = targets(&store, &self.targets, out).await?;
         if !self.targets.all {
             let deployed = deployed_config(&aws, self.function).await?;
             let known = Known::new(&store, store.table(), deployed.as_ref());
-            known.refuse_typos(&targets, Act::Resume).await?;
+            targets = known.meant(&targets, Act::Resume).await?;
         }
         resume(&store, &targets, out).await
     }

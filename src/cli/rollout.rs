@@ -37,9 +37,10 @@ impl BeginRollout {
         let aws = command_aws().await?;
         let store = dynamo_store(&aws, table);
         let deployed = deployed_config(&aws, self.function).await?;
-        Known::new(&store, store.table(), deployed.as_ref())
-            .refuse_typos(std::slice::from_ref(&group), Act::BeginRollout)
-            .await?;
+        let group = Known::new(&store, store.table(), deployed.as_ref())
+            .meant(std::slice::from_ref(&group), Act::BeginRollout)
+            .await?
+            .remove(0);
         let canary = canary_of(&group, deployed.as_ref())?;
         let now = written_now(&store).await?;
         begin_rollout(&store, &group, canary, now, out).await
@@ -87,10 +88,22 @@ pub(crate) async fn begin_rollout<S: LockStore>(
             } else {
                 String::new()
             };
+            // Without the configuration, the canary is not known to exist:
+            // a group without one grants as it did, and the begin is inert.
+            let (whether, unchecked) = if canary.is_none() {
+                (
+                    "where it has a canary, ",
+                    " (the configuration was not read, so whether the group has a canary was \
+                     not checked: where FLEETLOCK_CANARY sets none, nothing changes for its \
+                     nodes; pass --function NAME to check)",
+                )
+            } else {
+                ("", "")
+            };
             say!(
                 out,
-                "began a new rollout of '{group}': its next node to take a slot is a canary, \
-                 once every node out is back and {bake} is over{waits}"
+                "began a new rollout of '{group}': {whether}its next node to take a slot is a \
+                 canary, once every node out is back and {bake} is over{waits}{unchecked}"
             );
         }
         Beginning::AlreadyBegun => say!(

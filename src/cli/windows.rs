@@ -48,9 +48,10 @@ impl Windows {
                     .into(),
             )));
         };
-        if let Some(group) = &group {
-            unconfigured(&config, group)?;
-        }
+        let group = match group {
+            Some(group) => Some(windowed(&config, &group, out)?),
+            None => None,
+        };
         let from = self.from.unwrap_or_else(Timestamp::now);
         windows(
             &config.windows,
@@ -63,19 +64,37 @@ impl Windows {
     }
 }
 
-/// A group the configuration does not name (and no `*` covers) has no
-/// windows to tell of: most likely a typo, refused with the closest name.
-pub(crate) fn unconfigured(
+/// The group whose windows a named group's nodes keep: its own, or for a
+/// zone's group its split group's (said in a line first). A group the
+/// configuration does not serve has no windows to tell of: most likely a
+/// typo, refused with the name its nodes' reading gives.
+pub(crate) fn windowed(
     config: &crate::config::Config,
     group: &GroupName,
-) -> Result<(), Failure> {
-    if config.groups.slots_for(group).is_ok() {
-        return Ok(());
-    }
-    let listed: Vec<&GroupName> = config.groups.listed().map(|(name, _)| name).collect();
-    let closest =
-        crate::domain::names::did_you_mean(group.as_str(), listed.iter().map(|g| g.as_str()));
-    let names: Vec<&str> = listed.iter().map(|g| g.as_str()).collect();
+    out: &mut impl Write,
+) -> Result<GroupName, Failure> {
+    let refused = match config.groups.meaning(group) {
+        Ok(meaning) if !meaning.is_zone_of(group) => return Ok(meaning.group),
+        Ok(meaning) => {
+            say!(
+                out,
+                "(group '{group}' is {} of group '{}', which is split by zone: its nodes keep \
+                 the windows of '{}')",
+                crate::domain::zones::zone_phrase(group.as_str()),
+                meaning.group,
+                meaning.group
+            );
+            return Ok(meaning.group);
+        }
+        Err(err) => err,
+    };
+    let closest = match &refused {
+        crate::domain::error::Error::UnknownGroup {
+            meant: Some(meant), ..
+        } => format!(" (did you mean '{meant}'?)"),
+        _ => String::new(),
+    };
+    let names: Vec<&str> = config.groups.listed().map(|(g, _)| g.as_str()).collect();
     Err(Failure::Refused(format!(
         "group '{group}' is not configured (configured: {}){closest}; its windows would be \
          nobody's",
@@ -161,21 +180,51 @@ mod tests {
             (name == "FLEETLOCK_GROUPS").then(|| "default=1,workers=3".to_owned())
         })
         .unwrap();
-        let err = unconfigured(&config, &group("wrokers")).unwrap_err();
+        let err = windowed(&config, &group("wrokers"), &mut Vec::new()).unwrap_err();
         assert!(matches!(err, Failure::Refused(_)), "{err:?}");
         assert_eq!(
             err.to_string(),
             "group 'wrokers' is not configured (configured: default, workers) (did you mean \
              'workers'?); its windows would be nobody's"
         );
-        assert!(unconfigured(&config, &group("workers")).is_ok());
+        assert_eq!(
+            windowed(&config, &group("workers"), &mut Vec::new()).unwrap(),
+            group("workers")
+        );
         let wildcard = Config::from_vars(|name| {
             (name == "FLEETLOCK_GROUPS").then(|| "default=1,*=2".to_owned())
         })
         .unwrap();
         assert!(
-            unconfigured(&wildcard, &group("anything")).is_ok(),
+            windowed(&wildcard, &group("anything"), &mut Vec::new()).is_ok(),
             "'*' covers it"
+        );
+    }
+
+    #[test]
+    fn a_zones_group_keeps_its_split_groups_windows() {
+        let config = Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=3,*=1".into()),
+            "FLEETLOCK_ZONES" => Some("workers".into()),
+            "FLEETLOCK_WINDOWS" => {
+                Some("workers: days=Sat start_time=02:00 length_minutes=240".into())
+            }
+            _ => None,
+        })
+        .unwrap();
+        let mut said = Vec::new();
+        let shown = windowed(&config, &group("workers.us-east-1a"), &mut said).unwrap();
+        assert_eq!(shown, group("workers"));
+        assert!(
+            printed(said).contains("zone 'us-east-1a' of group 'workers'"),
+            "the line says whose windows"
+        );
+        let twin = windowed(&config, &group("Workers.us-east-1a"), &mut Vec::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            twin.contains("did you mean 'workers.us-east-1a'?"),
+            "{twin}"
         );
     }
 

@@ -2,6 +2,7 @@
 //! uses it as a metrics label) and one HTTP status; `value` is a sentence for a
 //! person and never carries internals such as SDK error dumps.
 
+use crate::domain::meaning::Meant;
 use crate::domain::zones::zone_phrase;
 use std::fmt;
 
@@ -29,11 +30,11 @@ pub enum Error {
     InvalidId(String),
     InvalidGroup(String),
     /// A valid group name that this server is not configured to coordinate;
-    /// `meant` is the configured group it differs from only in case (group
-    /// names are case-sensitive, and `*` never makes such a group).
+    /// `meant` is the configured group it most likely means
+    /// ([`crate::domain::meaning`]: `*` never makes a group of such a name).
     UnknownGroup {
         group: String,
-        meant: Option<String>,
+        meant: Option<Meant>,
     },
     /// The client's credential is not scoped to this group.
     ForbiddenGroup(String),
@@ -167,7 +168,7 @@ pub enum Credentials {
 }
 
 /// `1 slot`, `3 slots`: a count with its noun, in the number it takes.
-fn counted(count: u64, one: &str, many: &str) -> String {
+pub(crate) fn counted(count: u64, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
 }
 
@@ -315,17 +316,7 @@ impl Error {
             Error::InvalidBody(why) | Error::InvalidId(why) | Error::InvalidGroup(why) => {
                 why.clone()
             }
-            Error::UnknownGroup { group, meant: None } => {
-                format!("group '{group}' is not configured on this server")
-            }
-            Error::UnknownGroup {
-                group,
-                meant: Some(meant),
-            } => format!(
-                "group '{group}' is not configured on this server, and group names are \
-                 case-sensitive: this node most likely belongs to group '{meant}'; set \
-                 that name as group in the [identity] section of its Zincati configuration"
-            ),
+            Error::UnknownGroup { group, meant } => unknown_group(group, meant.as_ref()),
             Error::ForbiddenGroup(group) => {
                 format!("these credentials may not take or release slots of group '{group}'")
             }
@@ -533,6 +524,42 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The journal's sentence for a group this server does not serve, with the
+/// group the node most likely belongs to and what would make it right.
+fn unknown_group(group: &str, meant: Option<&Meant>) -> String {
+    let belongs = |name: &str| {
+        format!(
+            "this node most likely belongs to group '{name}'; set that name as group in the \
+             [identity] section of its Zincati configuration"
+        )
+    };
+    match meant {
+        None => format!("group '{group}' is not configured on this server"),
+        Some(Meant::Case(meant)) => format!(
+            "group '{group}' is not configured on this server, and group names are \
+             case-sensitive: {}",
+            belongs(meant)
+        ),
+        Some(Meant::Separator(meant)) => format!(
+            "group '{group}' is not configured on this server: it reads as a zone of a group \
+             split by zone, whose zones' groups are named with a dot; {}",
+            belongs(meant)
+        ),
+        Some(Meant::Closest(meant)) => format!(
+            "group '{group}' is not configured on this server, and is one or two letters \
+             from a group that is: {}",
+            belongs(meant)
+        ),
+        Some(Meant::Unsplit { parent }) => format!(
+            "group '{group}' is not configured on this server: its name is under group \
+             '{parent}', which is not split by zone, so it would take reboot slots beside \
+             those of '{parent}'; set group = \"{parent}\" in the [identity] section of this \
+             node's Zincati configuration, or ask an operator to split '{parent}' by zone \
+             (FLEETLOCK_ZONES)"
+        ),
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -12,9 +12,8 @@ use crate::domain::canary::{CanaryRule, parse_canary};
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 use crate::domain::lock::{DrainRule, GroupRules, OnDrainTimeout};
-use crate::domain::names::did_you_mean;
 use crate::domain::time::parse_span;
-use crate::domain::zones::{self, ZoneGroup};
+use crate::domain::zones;
 
 /// Why a group setting was refused, named by its variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,29 +341,28 @@ impl GroupSlots {
     }
 
     /// The groups split by zone.
-    pub(crate) fn zoned(&self) -> impl Iterator<Item = &GroupName> {
+    pub(crate) fn zoned(&self) -> impl Iterator<Item = &GroupName> + Clone {
         self.zoned.iter()
     }
 
-    /// Where `group` is a group split by zone or one of its zones' groups:
-    /// the group whose slots it takes, and its zone group (a zone's group,
-    /// `workers.us-east-1a`, takes the slots of its parent, `workers`).
-    /// `None` for any other group.
-    pub fn zone_of(&self, group: &GroupName) -> Result<Option<(GroupName, ZoneGroup)>, Error> {
-        if self.zoned.is_empty() {
-            return Ok(None);
-        }
-        zones::split(&self.zoned, group)
+    /// Whether `group` is split by zone (named in `FLEETLOCK_ZONES`).
+    pub(crate) fn is_zoned(&self, group: &GroupName) -> bool {
+        self.zoned.contains(group)
+    }
+
+    /// Whether `FLEETLOCK_GROUPS` names `group` itself.
+    pub(crate) fn is_listed(&self, group: &GroupName) -> bool {
+        self.listed.contains_key(group)
     }
 
     /// The split group whose slots `group` takes, where `group` is one of
     /// its zones' groups (not the split group's own name): a credential
     /// for the split group reaches it.
     pub(crate) fn zone_parent(&self, group: &GroupName) -> Option<GroupName> {
-        match self.zone_of(group) {
-            Ok(Some((parent, _))) if &parent != group => Some(parent),
-            _ => None,
-        }
+        self.meaning(group)
+            .ok()
+            .filter(|meaning| meaning.is_zone_of(group))
+            .map(|meaning| meaning.group)
     }
 
     /// Whether any group has a return gate.
@@ -390,8 +388,8 @@ impl GroupSlots {
                 None if self.others.is_none() => Err(format!(
                     "'*' is given {what} but FLEETLOCK_GROUPS has no '*'"
                 )),
-                Some(group) if self.slots_for(group).is_err() => Err(self.not_configured(group)),
-                _ => Ok(()),
+                Some(group) => self.setting_may_name(group),
+                None => Ok(()),
             },
         )
     }
@@ -420,37 +418,27 @@ impl GroupSlots {
         })
     }
 
-    /// The slot count of a group, or `unknown_group` if this server does not
-    /// coordinate it.
-    /// `*` never covers a group that differs from a listed one only in
-    /// case: `Workers` beside `workers=3` is a node's typo, and would
-    /// otherwise be a second group with slots of its own.
+    /// The slot count of a group named as itself, or `unknown_group` if
+    /// this server does not coordinate it ([`Self::meaning`]: `*` never
+    /// covers a name a configured group could mean), or `invalid_group`
+    /// for a zone's group, whose slots are its split group's.
     pub fn slots_for(&self, group: &GroupName) -> Result<u32, Error> {
-        if let Some(slots) = self.listed.get(group) {
-            return Ok(*slots);
+        let meaning = self.meaning(group)?;
+        if meaning.is_zone_of(group) {
+            return Err(Error::InvalidGroup(format!(
+                "group '{group}' is {} of group '{}', which is split by zone: it takes the \
+                 slots of '{}'",
+                zones::zone_phrase(group.as_str()),
+                meaning.group,
+                meaning.group
+            )));
         }
-        let meant = self.same_but_for_case(group);
-        match self.others {
-            Some(slots) if meant.is_none() => Ok(slots),
-            _ => Err(Error::UnknownGroup {
-                group: group.to_string(),
-                meant: meant.map(|g| g.to_string()),
-            }),
-        }
-    }
-
-    /// The listed group `group` differs from only in case, if any.
-    fn same_but_for_case(&self, group: &GroupName) -> Option<&GroupName> {
-        self.listed
-            .keys()
-            .find(|listed| listed.as_str().eq_ignore_ascii_case(group.as_str()))
-    }
-
-    /// Why a setting may not name `group`: not configured, and the closest
-    /// configured name when one is within two edits (most likely a typo).
-    pub fn not_configured(&self, group: &GroupName) -> String {
-        let closest = did_you_mean(group.as_str(), self.listed.keys().map(GroupName::as_str));
-        format!("group '{group}' is not configured by FLEETLOCK_GROUPS{closest}")
+        Ok(self
+            .listed
+            .get(group)
+            .copied()
+            .or(self.others)
+            .unwrap_or_default())
     }
 
     pub(crate) fn listed(&self) -> impl Iterator<Item = (&GroupName, u32)> {

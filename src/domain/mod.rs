@@ -32,6 +32,7 @@ pub mod groups;
 pub(crate) mod hosts;
 pub mod input;
 pub mod lock;
+pub mod meaning;
 pub(crate) mod names;
 pub(crate) mod outcomes;
 pub(crate) mod semaphore;

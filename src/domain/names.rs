@@ -5,15 +5,19 @@
 /// " (did you mean 'x'?)" for the first of `known` closest to `word`, if
 /// it is within two edits and not `word` itself; else nothing.
 pub(crate) fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, known).map_or(String::new(), |known| format!(" (did you mean '{known}'?)"))
+}
+
+/// The first of `known` closest to `word`, if it is within two edits and
+/// not `word` itself.
+pub(crate) fn closest<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     known
         .into_iter()
         .filter(|known| *known != word)
         .map(|known| (edit_distance(word, known), known))
         .filter(|(distance, _)| *distance <= 2)
         .min_by_key(|(distance, _)| *distance)
-        .map_or(String::new(), |(_, known)| {
-            format!(" (did you mean '{known}'?)")
-        })
+        .map(|(_, known)| known)
 }
 
 /// Levenshtein distance: how many single-character edits turn `a` into `b`.

@@ -276,22 +276,24 @@ impl<S: LockStore> FleetLock<S> {
         &self.store
     }
 
-    /// The request as its group's slots see it, and their rules: a zone's
-    /// group (`workers.us-east-1a`) asks for a slot of its parent
-    /// (`workers`), whose item, settings and windows are its own, with the
-    /// zone group in the rules.
+    /// The request as its group's slots see it, and their rules, by the one
+    /// reading of a group's name ([`GroupSlots::meaning`]): a zone's group
+    /// (`workers.us-east-1a`) asks for a slot of its parent (`workers`),
+    /// whose item, settings and windows are its own, with the zone group in
+    /// the rules; a name a configured group could mean is refused.
     fn resolve<'a>(
         &self,
         params: &'a ClientParams,
     ) -> Result<(Cow<'a, ClientParams>, GroupRules), Error> {
-        let Some((group, zone)) = self.groups.zone_of(&params.group)? else {
-            return Ok((Cow::Borrowed(params), self.groups.rules_for(&params.group)?));
-        };
-        let mut rules = self.groups.rules_for(&group)?;
-        rules.zone = Some(zone);
+        let meaning = self.groups.meaning(&params.group)?;
+        let mut rules = self.groups.rules_for(&meaning.group)?;
+        rules.zone = meaning.zone;
+        if meaning.group == params.group {
+            return Ok((Cow::Borrowed(params), rules));
+        }
         let params = ClientParams {
             id: params.id.clone(),
-            group,
+            group: meaning.group,
         };
         Ok((Cow::Owned(params), rules))
     }

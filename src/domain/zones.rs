@@ -69,6 +69,39 @@ fn is_zone_name(zone: &str) -> bool {
     !zone.is_empty() && zone.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
+/// Whether `text` reads as an AWS Availability Zone's name
+/// (`us-east-1a`, `us-gov-west-1b`, `ap-northeast-1c`) or id (`use1-az1`):
+/// where a name is not split at a dot, only a zone this plain is taken as
+/// the one a node meant.
+pub(crate) fn looks_like_zone(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    let parts: Vec<&str> = text.split('-').collect();
+    let letters = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase());
+    match parts[..] {
+        // An id: `use1-az1`.
+        [region, az] => {
+            region.len() >= 3
+                && region.chars().any(|c| c.is_ascii_digit())
+                && az
+                    .strip_prefix("az")
+                    .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        }
+        // A name: `us-east-1a`, `us-gov-west-1a`, `us-west-2-lax-1a`.
+        [area, .., last] if parts.len() >= 3 => {
+            let digits = last.trim_end_matches(|c: char| c.is_ascii_lowercase());
+            area.len() == 2
+                && letters(area)
+                && parts[1..parts.len() - 1]
+                    .iter()
+                    .all(|p| letters(p) || p.chars().all(|c| c.is_ascii_digit()))
+                && !digits.is_empty()
+                && digits.len() < last.len()
+                && digits.chars().all(|c| c.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
 /// The split group `group` is under, if any, and the rest of its name
 /// after the dot (`workers.a.b` is under `workers`, rest `a.b`).
 pub(crate) fn under<'a, 'g>(
@@ -191,16 +224,18 @@ mod setting_tests {
     fn a_zone_group_resolves_to_its_parent_and_others_to_none() {
         let split = zones("workers=3,db=1,*=1", "workers").unwrap();
         let group = |name| crate::domain::input::GroupName::parse(name).unwrap();
-        let (parent, zone) = split
-            .zone_of(&group("workers.eu-west-1b"))
-            .unwrap()
-            .unwrap();
+        let meaning = split.meaning(&group("workers.eu-west-1b")).unwrap();
         assert_eq!(
-            (parent.as_str(), zone.as_str()),
+            (meaning.group.as_str(), meaning.zone.unwrap().as_str()),
             ("workers", "workers.eu-west-1b")
         );
-        assert_eq!(split.zone_of(&group("db.eu-west-1b")).unwrap(), None);
-        assert_eq!(split.zone_of(&group("other")).unwrap(), None);
+        // A name under a group not split by zone is no group of its own,
+        // though '*' is there: it would take slots beside db's.
+        let err = split.meaning(&group("db.eu-west-1b")).unwrap_err();
+        assert_eq!(err.kind(), "unknown_group");
+        assert!(err.value().contains("not split by zone"), "{}", err.value());
+        let other = split.meaning(&group("other")).unwrap();
+        assert_eq!((other.group.as_str(), other.zone), ("other", None));
         let rules = split.rules_for(&group("workers")).unwrap();
         assert_eq!((rules.slots, rules.zone), (3, None));
     }

@@ -79,6 +79,7 @@ fn group_json(
     json!({
         "group": name.as_str(),
         "never_used": never_used,
+        "leftover": (!never_used).then(|| super::view::leftover(name, deployed)).flatten(),
         "slots": record.slots,
         "configured_slots": rules.map(|r| r.slots),
         "state": state(name, record, deployed, now),
@@ -94,7 +95,9 @@ fn group_json(
             "since_ms": stop.at.0,
         })),
         "last_release_at": record.last_release.map(rfc3339),
-        "zone_out": record.zone_out(),
+        // The zone out of service, and the zone group its nodes asked as.
+        "zone_out": super::view::zone_out(record).and_then(|(zone, _)| zone),
+        "zone_group_out": record.zone_out(),
         "rollout": rules.and_then(|r| r.canary).map(|canary| rollout_json(record, canary, now)),
         "settle_seconds": rules.map(|r| r.settle.as_secs()),
         "lease_seconds": rules.and_then(|r| r.lease).map(|l| l.as_secs()),
@@ -198,10 +201,15 @@ fn rollout_json(
     let Some(state) = record.rollout_state(canary, now) else {
         return json!({"runs": false, "canary": canary.setting()});
     };
-    let (wave_out, bake_until, next) = match state.waits {
-        WaveWait::InWave(wave) | WaveWait::NextMayGo(wave) => (None, None, Some(wave_phrase(wave))),
-        WaveWait::Out(wave) => (Some(wave_phrase(wave)), None, None),
-        WaveWait::Baking(wave, until) => (Some(wave_phrase(wave)), Some(rfc3339(until)), None),
+    // A wave is out until it is back; then it bakes: never both.
+    let (wave_out, baking, bake_until, next) = match state.waits {
+        WaveWait::InWave(wave) | WaveWait::NextMayGo(wave) => {
+            (None, None, None, Some(wave_phrase(wave)))
+        }
+        WaveWait::Out(wave) => (Some(wave_phrase(wave)), None, None, None),
+        WaveWait::Baking(wave, until) => {
+            (None, Some(wave_phrase(wave)), Some(rfc3339(until)), None)
+        }
     };
     json!({
         "runs": true,
@@ -209,6 +217,7 @@ fn rollout_json(
         "began": state.began.map(rfc3339),
         "grants": state.grants,
         "wave_out": wave_out,
+        "wave_baking": baking,
         "bake_until": bake_until,
         "next_grant_in": next,
     })

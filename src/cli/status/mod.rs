@@ -17,7 +17,7 @@ use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
 
 use super::Failure;
-use super::context::{command_aws, deployed_config, dynamo_store, group_named};
+use super::context::{Known, command_aws, deployed_config, dynamo_store, group_named};
 use super::hosts::{HostLookup, HostsAsked};
 
 /// Show who holds a slot, since when, and each group's pause, settle time and
@@ -52,6 +52,18 @@ impl Status {
         let aws = command_aws().await?;
         let store = dynamo_store(&aws, table);
         let deployed = deployed_config(&aws, self.function).await?;
+        // A zone's group shows its split group, which holds its slots.
+        let (group, note) = match group {
+            Some(group) => {
+                let known = Known::new(&store, store.table(), deployed.as_ref());
+                let (shown, note) = known.shown(&group).await?;
+                (Some(shown), note)
+            }
+            None => (None, None),
+        };
+        if let Some(note) = note.filter(|_| !self.json) {
+            say!(out, "{note}");
+        }
         let lookup = hosts.map(|asked| asked.lookup(&aws));
         let view = StatusView {
             json: self.json,

@@ -206,7 +206,10 @@ fn rollout_phrase(
             format!("the next node to ask begins {}", wave_phrase(wave))
         }
     };
-    format!("rollout since {began}, {} grants; {where_}", state.grants)
+    format!(
+        "rollout since {began}, {}; {where_}",
+        crate::domain::error::counted(u64::from(state.grants), "grant", "grants")
+    )
 }
 
 /// The rows in columns as wide as their widest cell.
@@ -243,6 +246,10 @@ fn group_notes(
     now: Timestamp,
     hosts: Option<&HostMap>,
 ) {
+    if let Some(line) = super::view::leftover(name, deployed) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     if record.pause.is_paused() {
         out.push_str(&format!(
             "{name} is paused {}\n",
@@ -257,7 +264,7 @@ fn group_notes(
             crate::domain::service::excluded_because(exclusion)
         ));
     }
-    if let Some(zone) = record.zone_out() {
+    if let Some((_, zone)) = super::view::zone_out(record) {
         out.push_str(&format!(
             "{name} has nodes out in {} (group '{zone}'): the other zones wait until \
              they are back\n",
@@ -443,12 +450,16 @@ mod tests {
         assert!(
             text.contains(
                 "workers rolls out in waves (the canary, then 3, then the rest, each back 30m \
-                 before the next): rollout since 2025-11-30T05:20:00Z, 1 grants; the canary is \
+                 before the next): rollout since 2025-11-30T05:20:00Z, 1 grant; the canary is \
                  out"
             ),
             "{text}"
         );
+        // The next node hears waiting_for_wave: the STATE says so.
+        assert!(text.contains("workers  1/3   wave_out"), "{text}");
+        assert_eq!(group["state"], "wave_out");
         assert_eq!(group["rollout"]["wave_out"], "the canary");
+        assert_eq!(group["rollout"]["wave_baking"], serde_json::Value::Null);
         record.holders = Semaphore::default();
         record.last_release = Some(t0.plus(std::time::Duration::from_secs(600)));
         let (text, group) = shown(
@@ -461,6 +472,10 @@ mod tests {
             "{text}"
         );
         assert_eq!(group["rollout"]["bake_until"], "2025-11-30T06:00:00Z");
+        // Back, it bakes: no wave is out any more.
+        assert_eq!(group["rollout"]["wave_out"], serde_json::Value::Null);
+        assert_eq!(group["rollout"]["wave_baking"], "the canary");
+        assert_eq!(group["state"], "baking");
         // Quiet long past the bake: the next node is a new canary.
         let (text, group) = shown(
             &record,
@@ -494,11 +509,18 @@ mod tests {
             ),
             "{text}"
         );
-        assert_eq!(group["zone_out"], "workers.us-east-1a");
+        assert_eq!(group["zone_out"], "us-east-1a");
+        assert_eq!(group["zone_group_out"], "workers.us-east-1a");
+        // Nodes that asked with the group's own name are in no zone.
+        record.zone = Some("workers".into());
+        let (_, group) = shown(&record, Some(&config), t0);
+        assert_eq!(group["zone_out"], serde_json::Value::Null);
+        assert_eq!(group["zone_group_out"], "workers");
         record.holders = Semaphore::default();
         let (text, group) = shown(&record, Some(&config), t0);
         assert!(!text.contains("nodes out in"), "{text}");
         assert_eq!(group["zone_out"], serde_json::Value::Null);
+        assert_eq!(group["zone_group_out"], serde_json::Value::Null);
     }
 
     #[test]

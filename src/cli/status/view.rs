@@ -5,7 +5,7 @@ use crate::config::Config;
 use crate::domain::agreement::{Recorded, differing};
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRecord;
-use crate::domain::lock::GroupRules;
+use crate::domain::lock::{GroupRules, WaveWait};
 use crate::domain::time::Timestamp;
 use crate::domain::windows::WindowState;
 
@@ -22,10 +22,35 @@ pub(crate) fn unused_group(group: &GroupName, deployed: Option<&Config>) -> Stri
         Some(config) => match config.groups.slots_for(group) {
             Ok(1) => "it is configured with 1 slot".into(),
             Ok(slots) => format!("it is configured with {slots} slots"),
-            Err(_) => "it is not configured: its nodes are refused (unknown_group)".into(),
+            Err(err) => format!("its nodes are refused ({}): {}", err.kind(), err.value()),
         },
     };
     format!("group '{group}' has no holders and has never been used; {configured}")
+}
+
+/// Why a stored group is no group of its own under the configuration now
+/// (a zone of a group split by zone since `*` made it, a name a configured
+/// group means): its holders are counted in no group's slots. `None` for
+/// a group the configuration serves as itself, or when it is not known.
+pub(crate) fn leftover(name: &GroupName, deployed: Option<&Config>) -> Option<String> {
+    let groups = &deployed?.groups;
+    let why = match groups.meaning(name) {
+        Ok(meaning) if !meaning.is_zone_of(name) => return None,
+        Ok(meaning) => format!(
+            "its name is now {} of group '{}', which is split by zone, and its nodes take \
+             slots of '{}'",
+            crate::domain::zones::zone_phrase(name.as_str()),
+            meaning.group,
+            meaning.group
+        ),
+        Err(err) => format!("its nodes are refused now ({})", err.kind()),
+    };
+    Some(format!(
+        "{name} was stored by '*' before the configuration named it otherwise: {why}; \
+         whoever holds a slot here is out of service and counted in no group's slots: \
+         release each once it is back ('fleetlock release --group {name} --id ID'), then \
+         'fleetlock forget --group {name}'"
+    ))
 }
 
 /// The lines that say which regions serve a global table and where their
@@ -106,8 +131,26 @@ pub(crate) fn state(
     } else if settles_until(name, record, deployed, now).is_some() {
         "settling"
     } else {
-        "open"
+        // A canary's wave that keeps the next node waiting, as it hears
+        // `waiting_for_wave` (outcome `wave_out` or `baking`).
+        let canary = rules_of(name, deployed).and_then(|rules| rules.canary);
+        match canary.and_then(|canary| record.rollout_state(canary, now)) {
+            Some(state) => match state.waits {
+                WaveWait::Out(_) => "wave_out",
+                WaveWait::Baking(..) => "baking",
+                WaveWait::InWave(_) | WaveWait::NextMayGo(_) => "open",
+            },
+            None => "open",
+        }
     }
+}
+
+/// The zone a group's nodes out of service are in (`us-east-1a` for
+/// `workers.us-east-1a`; none where they asked with the group's own name),
+/// and their zone group.
+pub(crate) fn zone_out(record: &GroupRecord) -> Option<(Option<&str>, &str)> {
+    let group = record.zone_out()?;
+    Some((group.rsplit_once('.').map(|(_, zone)| zone), group))
 }
 
 /// A line on a group's windows, if it has any.
