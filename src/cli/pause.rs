@@ -162,10 +162,8 @@ pub(crate) async fn resume<S: LockStore>(
                     String::new()
                 };
                 format!(
-                    " (cleared the server's stop: node '{}' gave its slot back at {} and did \
-                     not come back within the return timeout{still})",
-                    stop.id.shown(),
-                    stop.returning_since.to_rfc3339()
+                    " (cleared the server's stop: {}{still})",
+                    stop.what_happened()
                 )
             }
             (Some(person), None) => format!(" (cleared the pause by {})", person.by),

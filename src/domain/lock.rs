@@ -69,6 +69,25 @@ pub struct RolloutStop {
     pub cause: StopCause,
 }
 
+impl RolloutStop {
+    /// What the node did, by the stop's cause, as the journal and the
+    /// operator's tools say it: a wave's node never gave its slot back.
+    pub fn what_happened(&self) -> String {
+        let id = self.id.shown();
+        let at = self.returning_since.to_rfc3339();
+        match self.cause {
+            StopCause::Return => format!(
+                "node '{id}' gave its slot back at {at} and its return to service was not \
+                 confirmed within the return timeout"
+            ),
+            StopCause::Wave => format!(
+                "node '{id}', of a canary's wave, took its slot at {at} and was not back in \
+                 service within the time its wave allows (FLEETLOCK_CANARY)"
+            ),
+        }
+    }
+}
+
 /// Why the server stopped a rollout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum StopCause {

@@ -43,7 +43,12 @@ fn groups_section(config: &Config, gates: &AlarmGates, from: Timestamp) -> Strin
         }
     };
     for (name, _) in config.groups.listed() {
-        if let Ok(rules) = config.groups.rules_for(name) {
+        if let Ok(mut rules) = config.groups.rules_for(name) {
+            // Split by zone: every zone's group shares these rules.
+            rules.zone = config
+                .groups
+                .is_zoned(name)
+                .then(|| crate::domain::zones::ZoneGroup::of(name));
             out.push_str(&format!(
                 "  {name}: {}, {}{}\n",
                 rules_text(rules),
@@ -94,8 +99,23 @@ fn rules_text(rules: GroupRules) -> String {
             format_duration(timeout)
         )
     });
+    let zones = rules.zone.map_or(String::new(), |group| {
+        format!(
+            ", one zone at a time (its nodes ask as '{group}.ZONE', and while one zone's \
+             nodes are out the other zones wait)"
+        )
+    });
+    let canary = rules.canary.map_or(String::new(), |canary| {
+        format!(
+            ", canary: {}, each back {} before the next (a wave's node out past {} stops \
+             the group)",
+            canary.plan_phrase(),
+            format_duration(canary.bake),
+            format_duration(canary.back_within)
+        )
+    });
     format!(
-        "{} slot{}, settle {}{lease}{drain}{returns}",
+        "{} slot{}, settle {}{lease}{drain}{returns}{zones}{canary}",
         rules.slots,
         if rules.slots == 1 { "" } else { "s" },
         format_duration(rules.settle),
@@ -206,5 +226,34 @@ mod tests {
         }
         assert!(summary.contains("an id: at most 128 bytes"), "{summary}");
         assert!(summary.contains("at most 512 connections"), "{summary}");
+    }
+
+    #[test]
+    fn a_group_split_by_zone_with_a_canary_says_both() {
+        let config = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=3,db=1".into()),
+            "FLEETLOCK_ZONES" => Some("workers".into()),
+            "FLEETLOCK_CANARY" => Some("workers=30m:1+3".into()),
+            "FLEETLOCK_AUTH" => Some("disabled".into()),
+            _ => None,
+        })
+        .unwrap();
+        let summary = config_summary(&config, &Default::default(), Timestamp::now(), None);
+        let workers = summary
+            .lines()
+            .find(|l| l.starts_with("  workers: "))
+            .unwrap();
+        assert!(
+            workers.contains("one zone at a time (its nodes ask as 'workers.ZONE'"),
+            "{workers}"
+        );
+        assert!(
+            workers.contains("canary: the canary, then 3, then the rest, each back 30m"),
+            "{workers}"
+        );
+        assert!(
+            summary.lines().any(|l| l == "  db: 1 slot, settle 0s, always open"),
+            "{summary}"
+        );
     }
 }

@@ -90,7 +90,16 @@ fn group_json(
         "stopped": record.pause.stop.as_ref().map(|stop| json!({
             "id": stop.id.as_str(),
             "id_shown": stop.id.shown(),
-            "released_at": stop.returning_since.to_rfc3339_millis(),
+            "cause": match stop.cause {
+                crate::domain::lock::StopCause::Return => "return",
+                crate::domain::lock::StopCause::Wave => "wave",
+            },
+            // A return's stop: when the slot was given back; a wave's: when
+            // it was granted (the node never gave it back).
+            "released_at": (stop.cause == crate::domain::lock::StopCause::Return)
+                .then(|| stop.returning_since.to_rfc3339_millis()),
+            "granted_at": (stop.cause == crate::domain::lock::StopCause::Wave)
+                .then(|| stop.returning_since.to_rfc3339_millis()),
             "since": rfc3339(stop.at),
             "since_ms": stop.at.0,
         })),

@@ -1489,3 +1489,33 @@ fn an_excluded_node_hears_so_before_the_wave_and_another_zone_before_the_wave() 
         Acquire::Excluded
     );
 }
+
+#[test]
+fn a_stop_says_what_its_node_did_by_its_cause() {
+    let stop = |cause| RolloutStop {
+        id: NodeId::parse("n1").unwrap(),
+        returning_since: Timestamp(1_764_480_000_000),
+        at: Timestamp(1_764_483_600_000),
+        cause,
+    };
+    let paused = |cause| {
+        crate::domain::service::paused_because(&Pause {
+            stop: Some(stop(cause)),
+            ..Pause::default()
+        })
+    };
+    let returned = paused(StopCause::Return);
+    assert!(
+        returned.contains("node 'n1' gave its slot back at 2025-11-30T05:20:00Z and its return"),
+        "{returned}"
+    );
+    // A wave's node never gave its slot back, and the group may have no
+    // return gate: the journal names the canary's time.
+    let wave = paused(StopCause::Wave);
+    assert!(
+        wave.contains("node 'n1', of a canary's wave, took its slot at 2025-11-30T05:20:00Z"),
+        "{wave}"
+    );
+    assert!(!wave.contains("gave its slot back"), "{wave}");
+    assert!(!wave.contains("return timeout"), "{wave}");
+}

@@ -468,11 +468,9 @@ pub fn paused_because(pause: &Pause) -> String {
     });
     let stop = pause.stop.as_ref().map(|stop| {
         format!(
-            "by the server since {}: node '{}' gave its slot back at {} and its return to \
-             service was not confirmed within the return timeout",
+            "by the server since {}: {}",
             stop.at.to_rfc3339(),
-            stop.id.shown(),
-            stop.returning_since.to_rfc3339()
+            stop.what_happened()
         )
     });
     let causes: Vec<String> = [person, alarms, stop].into_iter().flatten().collect();
