@@ -1,7 +1,7 @@
 //! Real API Gateway / Function URL event shapes through the Lambda handler.
 
 use fleetlock::domain::store::LockStore;
-use fleetlock::http::lambda::{handle_event, route_path};
+use fleetlock::http::lambda::{event_from_str, handle_event, route_path};
 use lambda_http::Body;
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ const FUNCTION_URL: &str = include_str!("../fixtures/function_url_base64_body.js
 fn event(fixture: &str, edit: impl FnOnce(&mut Value)) -> lambda_http::Request {
     let mut json: Value = serde_json::from_str(fixture).unwrap();
     edit(&mut json);
-    lambda_http::request::from_str(&json.to_string()).expect("a valid event")
+    event_from_str(&json.to_string()).expect("a valid event")
 }
 
 struct Answer {
@@ -164,6 +164,8 @@ async fn refusals_through_events_carry_status_and_kind() {
         ("empty body", HTTP_API, Box::new(|j| j["body"] = Value::Null), 400, "invalid_body"),
         ("not JSON", HTTP_API, Box::new(|j| j["body"] = "reboot please".into()), 400, "invalid_body"),
         ("not UTF-8", FUNCTION_URL, Box::new(|j| j["body"] = "//79/A==".into()), 400, "invalid_body"),
+        // lambda_http panics on it: an invocation error, not an answer.
+        ("marked base64, is not", FUNCTION_URL, Box::new(|j| j["body"] = zincati_body("a", "default").into()), 400, "invalid_body"),
         ("huge", HTTP_API, Box::new(|j| j["body"] = "x".repeat(100_000).into()), 413, "body_too_large"),
         ("missing group", HTTP_API, Box::new(|j| j["body"] = r#"{"client_params":{"id":"a"}}"#.into()), 400, "invalid_body"),
         ("id of wrong type", HTTP_API, Box::new(|j| j["body"] = r#"{"client_params":{"id":7,"group":"default"}}"#.into()), 400, "invalid_body"),
@@ -234,4 +236,29 @@ async fn credentials_travel_in_the_event_headers() {
             "{authorization:?} {group}"
         );
     }
+}
+
+#[tokio::test]
+async fn only_the_runtime_marks_a_body_that_did_not_decode() {
+    // A caller that sends the marker itself on a good request is served.
+    let answers = call(
+        "default=1",
+        vec![event(HTTP_API, |json| {
+            json["headers"]["x-fleetlock-undecodable-body"] = "true".into();
+        })],
+    )
+    .await;
+    assert_eq!(answers[0].status, 200, "{}", answers[0].json);
+    // A body marked base64 that is not: a sentence Zincati's journal shows.
+    let answers = call(
+        "default=1",
+        vec![event(FUNCTION_URL, |json| json["body"] = "%%%".into())],
+    )
+    .await;
+    assert_eq!(answers[0].status, 400);
+    assert_eq!(answers[0].json["kind"], "invalid_body");
+    assert_eq!(
+        answers[0].json["value"],
+        "the request body is marked base64-encoded and is not valid base64; nothing was decided"
+    );
 }

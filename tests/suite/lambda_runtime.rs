@@ -1030,3 +1030,37 @@ async fn a_node_that_can_never_be_served_is_logged_at_start_and_counted() {
         "{stderr}"
     );
 }
+
+/// A Function URL event whose body is marked base64 and is not: the binary
+/// answers `400 invalid_body` (lambda_http alone panics, an invocation
+/// error), and serves the next event as usual.
+#[tokio::test]
+async fn a_body_marked_base64_that_is_not_is_answered_400_not_a_panic() {
+    const FUNCTION_URL: &str = include_str!("../fixtures/function_url_base64_body.json");
+    let (table, credential, authorization) = table_and_credential("not-base64").await;
+    let mut runtime = runtime_api().await;
+    let function = lambda_command(&runtime, "fleetlock-test", "bootstrap")
+        .env("FLEETLOCK_TABLE", &table)
+        .env("FLEETLOCK_GROUPS", "default=1")
+        .env("FLEETLOCK_CLIENTS", &credential.entry)
+        .spawn()
+        .unwrap();
+    let mut bad: Value = serde_json::from_str(FUNCTION_URL).unwrap();
+    bad["body"] = zincati_body("node-a", "default").into();
+    bad["headers"]["authorization"] = authorization.as_str().into();
+    let mut good = bad.clone();
+    good["isBase64Encoded"] = false.into();
+    let refused = invoked(&mut runtime, &bad.to_string()).await;
+    let refused = refused.expect("an answer, not an invocation error");
+    assert_eq!(refused["statusCode"], 400, "{refused}");
+    let body: Value = serde_json::from_str(refused["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["kind"], "invalid_body", "{body}");
+    let granted = invoked(&mut runtime, &good.to_string()).await.unwrap();
+    assert_eq!(granted["statusCode"], 200, "{granted}");
+    let output = stopped(function).await;
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

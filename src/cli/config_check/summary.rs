@@ -252,7 +252,9 @@ mod tests {
             "{workers}"
         );
         assert!(
-            summary.lines().any(|l| l == "  db: 1 slot, settle 0s, always open"),
+            summary
+                .lines()
+                .any(|l| l == "  db: 1 slot, settle 0s, always open"),
             "{summary}"
         );
     }
