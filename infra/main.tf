@@ -192,9 +192,9 @@ resource "aws_iam_role_policy_attachment" "function_xray" {
 }
 
 data "aws_iam_policy_document" "function" {
-  # `fleetlock iam-policy --for function`: one DescribeTable at start-up, then
-  # one UpdateItem per call; on a global table one GetItem of the regions'
-  # records every 30 s.
+  # `fleetlock iam-policy --for function`: one DescribeTable at start-up (and
+  # with '*' or zones one GetItem of the groups '*' made), then one UpdateItem
+  # per call; on a global table one GetItem of the regions' records every 30 s.
   statement {
     sid       = "LockTable"
     actions   = ["dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:UpdateItem"]

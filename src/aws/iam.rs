@@ -3,8 +3,10 @@
 //! check that the code calls exactly these and no others.
 
 /// The function serving FleetLock, on its table: one `DescribeTable` at
-/// start-up, then one conditional `UpdateItem` per call; on a global table
-/// (`FLEETLOCK_REGION`) one `GetItem` of the regions' records every 30 s.
+/// start-up (and, with `*` or zones, one `GetItem` of the groups `*` made,
+/// to name those the settings read otherwise now), then one conditional
+/// `UpdateItem` per call; on a global table (`FLEETLOCK_REGION`) one
+/// `GetItem` of the regions' records every 30 s.
 pub const FUNCTION_ACTIONS: &[&str] = &[
     "dynamodb:DescribeTable",
     "dynamodb:GetItem",

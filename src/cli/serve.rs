@@ -99,6 +99,7 @@ impl Serve {
                 let service = crate::entry::agreeing(service, config.region)
                     .await
                     .map_err(Failure::Refused)?;
+                crate::entry::name_leftovers(&service).await;
                 serve(listen, Api::new(service, auth), limits).await?;
             }
             None => {

@@ -150,6 +150,31 @@ impl GroupSlots {
         closest(name, self.listed().map(|(group, _)| group.as_str())).map(str::to_owned)
     }
 
+    /// Why a group stored under `stored` is no group of its own under
+    /// these settings (`*` made it before a split by zone, or before a
+    /// configured group came to mean its name): its holders are out of
+    /// service and counted in no group's slots. `None` where the name is
+    /// still its own group.
+    pub fn no_longer_itself(&self, stored: &GroupName) -> Option<String> {
+        match self.meaning(stored) {
+            Ok(meaning) if !meaning.is_zone_of(stored) => None,
+            Ok(meaning) => Some(format!(
+                "its name is now {} of group '{}', which is split by zone, and its nodes take \
+                 slots of '{}'",
+                zone_phrase(stored.as_str()),
+                meaning.group,
+                meaning.group
+            )),
+            Err(Error::UnknownGroup {
+                meant: Some(meant), ..
+            }) => Some(format!(
+                "its nodes are refused now (unknown_group): the configuration means '{meant}' \
+                 by such a name"
+            )),
+            Err(err) => Some(format!("its nodes are refused now ({})", err.kind())),
+        }
+    }
+
     /// Whether a setting (`FLEETLOCK_SETTLE`, `FLEETLOCK_CANARY`, a window,
     /// an alarm's pause, ...) may name `group`: a configured group by its
     /// own name, or a group only `*` covers. A zone's group is refused

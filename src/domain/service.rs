@@ -304,6 +304,25 @@ impl<S: LockStore> FleetLock<S> {
         self.groups.zone_parent(group)
     }
 
+    /// The groups `*` made an item for whose names these settings read
+    /// otherwise now (a zone of a group split since, a name a configured
+    /// group means), with why: their holders are out of service and
+    /// counted in no group's slots, so the start names them. One read, and
+    /// only where `*` or a split by zone could have made one.
+    pub async fn leftover_groups(&self) -> Result<Vec<(GroupName, String)>, StoreError> {
+        if self.groups.others().is_none() && self.groups.zoned().next().is_none() {
+            return Ok(Vec::new());
+        }
+        let made = self.store.wildcard_groups().await?;
+        Ok(made
+            .into_iter()
+            .filter_map(|group| {
+                let why = self.groups.no_longer_itself(&group)?;
+                Some((group, why))
+            })
+            .collect())
+    }
+
     /// `v1/pre-reboot`: take a slot, or confirm the one already held. Outside
     /// the group's maintenance windows every node is refused, holders too (they
     /// keep their slot and reboot in the next window), without asking the store.

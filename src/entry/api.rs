@@ -48,6 +48,7 @@ pub(crate) async fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    super::name_leftovers(&service).await;
     let api =
         Api::new(service, settings.auth).with_metrics(EmbeddedMetrics::new(settings.function));
     super::runtime_stopped(lambda::run(Arc::new(api)).await)

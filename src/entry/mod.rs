@@ -56,6 +56,32 @@ pub(crate) async fn agreeing<S: crate::domain::store::LockStore>(
     Ok(service)
 }
 
+/// Names, at start, each item `*` made whose name these settings read
+/// otherwise now ([`crate::domain::service::FleetLock::leftover_groups`]),
+/// with the commands that clear it. A failed read is said and passed over:
+/// the service serves without it.
+pub(crate) async fn name_leftovers<S: crate::domain::store::LockStore>(
+    service: &crate::domain::service::FleetLock<S>,
+) {
+    match service.leftover_groups().await {
+        Ok(leftovers) => {
+            for (group, why) in leftovers {
+                tracing::warn!(
+                    group = %group,
+                    "group '{group}' has an item '*' made before the configuration named it \
+                     otherwise: {why}; whoever holds a slot there is out of service and counted \
+                     in no group's slots: see 'fleetlock status --group {group}', release each \
+                     holder once it is back, then 'fleetlock forget --group {group}'"
+                );
+            }
+        }
+        Err(err) => tracing::warn!(
+            error = %err,
+            "the groups '*' made could not be read to find those named otherwise now"
+        ),
+    }
+}
+
 /// Runs the entry point the handler names, until the runtime stops.
 pub async fn run() -> ExitCode {
     logging::init(true);

@@ -18,6 +18,7 @@ mod dynamodb_faults;
 mod dynamodb_store;
 mod fault_proxy;
 mod function_binary;
+mod group_names;
 mod helpers;
 mod iam;
 mod lambda_events;

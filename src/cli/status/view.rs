@@ -33,18 +33,7 @@ pub(crate) fn unused_group(group: &GroupName, deployed: Option<&Config>) -> Stri
 /// group means): its holders are counted in no group's slots. `None` for
 /// a group the configuration serves as itself, or when it is not known.
 pub(crate) fn leftover(name: &GroupName, deployed: Option<&Config>) -> Option<String> {
-    let groups = &deployed?.groups;
-    let why = match groups.meaning(name) {
-        Ok(meaning) if !meaning.is_zone_of(name) => return None,
-        Ok(meaning) => format!(
-            "its name is now {} of group '{}', which is split by zone, and its nodes take \
-             slots of '{}'",
-            crate::domain::zones::zone_phrase(name.as_str()),
-            meaning.group,
-            meaning.group
-        ),
-        Err(err) => format!("its nodes are refused now ({})", err.kind()),
-    };
+    let why = deployed?.groups.no_longer_itself(name)?;
     Some(format!(
         "{name} was stored by '*' before the configuration named it otherwise: {why}; \
          whoever holds a slot here is out of service and counted in no group's slots: \
