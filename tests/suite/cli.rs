@@ -18,6 +18,8 @@ fn fleetlock() -> Command {
         .env_remove("FLEETLOCK_TABLE")
         .env_remove("FLEETLOCK_GROUPS")
         .env_remove("FLEETLOCK_SETTLE")
+        .env_remove("FLEETLOCK_ZONES")
+        .env_remove("FLEETLOCK_CANARY")
         .env_remove("FLEETLOCK_MAX_WILDCARD_GROUPS")
         .env_remove("FLEETLOCK_WINDOWS")
         .env_remove("FLEETLOCK_TIME_ZONE")
@@ -2461,5 +2463,136 @@ async fn a_person_confirms_one_return_and_releases_another_through_the_binary() 
         .map(|holder| holder["id"].as_str().unwrap())
         .collect();
     assert_eq!(holders, ["c", "d"], "{status}");
+    child.kill().await.unwrap();
+}
+
+/// Issue 64: while nodes hold slots as `workers.us-east-1a`, every command
+/// takes the names the nodes use. A command on one node acts on it in the
+/// split group's item; a command on the whole group refuses a zone's name,
+/// naming the group, so that nothing says it paused what no node feels.
+#[tokio::test]
+async fn operators_name_a_zones_group_as_its_nodes_do() {
+    local_dynamodb_endpoint();
+    let table = unique_table_name("zone-names");
+    let configured = || {
+        let mut command = on_table(&table);
+        command
+            .env("FLEETLOCK_GROUPS", "workers=2,*=1")
+            .env("FLEETLOCK_ZONES", "workers");
+        command
+    };
+    assert!(run(configured().arg("create-table")).await.ok);
+    let (mut child, addr) = serve(&mut configured()).await;
+    let first = zincati(addr, "pre-reboot", "n1", "workers.us-east-1a").await;
+    assert_eq!(first.status, 200);
+
+    let r = run(configured().args(["status", "--group", "workers.us-east-1a"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("'workers' is split by zone")
+            && r.stdout.contains("workers  1/2")
+            && r.stdout.contains("n1"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("never been used"), "{}", r.stdout);
+
+    let r = run(configured().args([
+        "pause",
+        "--group",
+        "workers.us-east-1b",
+        "--reason",
+        "zone b's kernel",
+    ]))
+    .await;
+    assert!(!r.ok, "{}", r.stdout);
+    assert!(
+        r.stderr
+            .contains("is zone 'us-east-1b' of group 'workers', which is split by zone")
+            && r.stderr.contains("name --group workers"),
+        "{}",
+        r.stderr
+    );
+    let r = run(configured().args(["status", "--json"])).await;
+    let status: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let names: Vec<&str> = status["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["workers"], "the refused pause made no item");
+    assert_eq!(status["groups"][0]["state"], "open");
+    assert_eq!(status["groups"][0]["zone_out"], "us-east-1a");
+
+    let r = run(configured().args([
+        "exclude",
+        "--group",
+        "workers.us-east-1b",
+        "--id",
+        "n3",
+        "--reason",
+        "bad disk",
+    ]))
+    .await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("excluded 'n3' from group 'workers'"),
+        "{}",
+        r.stdout
+    );
+    let excluded = zincati(addr, "pre-reboot", "n3", "workers.us-east-1b").await;
+    assert_eq!(excluded.kind(), "node_excluded", "the node feels it");
+
+    for refused in [
+        vec!["begin-rollout", "--group", "workers.us-east-1a"],
+        vec!["resume", "--group", "workers.us-east-1a"],
+    ] {
+        let r = run(configured().args(&refused)).await;
+        assert!(!r.ok, "{refused:?}: {}", r.stdout);
+        assert!(r.stderr.contains("name --group workers"), "{}", r.stderr);
+    }
+
+    let r =
+        run(configured().args(["release", "--group", "workers.us-east-1a", "--id", "n1"])).await;
+    assert!(r.ok, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("released 'n1' from group 'workers'"),
+        "{}",
+        r.stdout
+    );
+    // Without the configuration, the name is not taken for the group's,
+    // and the refusal names the stored group and how to read it.
+    assert_eq!(
+        zincati(addr, "pre-reboot", "n2", "workers.us-east-1a")
+            .await
+            .status,
+        200
+    );
+    let r = run(on_table(&table).args(["release", "--group", "workers.us-east-1a", "--id", "n2"]))
+        .await;
+    assert!(!r.ok, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("if 'workers' is split by zone") && r.stderr.contains("--function NAME"),
+        "{}",
+        r.stderr
+    );
+    // A case twin is refused with the name the nodes ask with.
+    let r = run(configured().args([
+        "exclude",
+        "--group",
+        "Workers.us-east-1a",
+        "--id",
+        "n4",
+        "--reason",
+        "x",
+    ]))
+    .await;
+    assert!(!r.ok);
+    assert!(
+        r.stderr.contains("did you mean 'workers.us-east-1a'?"),
+        "{}",
+        r.stderr
+    );
     child.kill().await.unwrap();
 }
