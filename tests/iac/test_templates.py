@@ -2008,9 +2008,11 @@ class ZoneGroupUnit(unittest.TestCase):
         self.assertEqual(unit["contents"],
                          (ROOT / "contrib" / "systemd" / "fleetlock-zone-group.service").read_text())
         self.assertIn("Before=zincati.service", unit["contents"])
+        self.assertIn("RequiredBy=zincati.service", unit["contents"],
+                      "Zincati does not start where no zone group could be set")
         subprocess.run([str(Path(sys.executable).parent / "shellcheck"), str(self.SCRIPT)], check=True)
 
-    def run_script(self, env_text, dropins=None, zone="us-east-1a", zone_id="use1-az1"):
+    def run_script(self, env_text, dropins=None, zone="us-east-1a", zone_id="use1-az1", imds_up=True):
         """The script with /etc/fleetlock-zone.env `env_text` and these other
         drop-ins: (exit code, {drop-in name: text} after, curl calls, output)."""
         import tempfile
@@ -2027,6 +2029,7 @@ class ZoneGroupUnit(unittest.TestCase):
             calls = root / "calls"
             # The metadata service: a token first, then only with it.
             curl = ('echo "curl $*" >> "$CALLS"\n'
+                    + ('' if imds_up else 'exit 7\n') +
                     'case "$*" in *"-X PUT"*api/token*) echo TOKEN ;;\n'
                     f'*"X-aws-ec2-metadata-token: TOKEN"*placement/availability-zone-id) echo {zone_id} ;;\n'
                     f'*"X-aws-ec2-metadata-token: TOKEN"*placement/availability-zone) echo {zone} ;;\n'
@@ -2044,11 +2047,11 @@ class ZoneGroupUnit(unittest.TestCase):
     def test_the_group_becomes_the_parents_zone_group_before_zincati(self):
         code, after, curls, said = self.run_script("FLEETLOCK_PARENT_GROUP=workers\n")
         self.assertEqual(code, 0, said)
-        self.assertIn('[identity]\ngroup = "workers.us-east-1a"\n', after["55-fleetlock-zone.toml"])
+        self.assertIn('[identity]\ngroup = "workers.us-east-1a"\n', after["99-fleetlock-zone.toml"])
         self.assertIn("-X PUT", curls[0], "IMDSv2: the token first")
         # The zone's id where asked, the same zone in every account.
         code, after, _, _ = self.run_script("FLEETLOCK_PARENT_GROUP=workers\nFLEETLOCK_ZONE_FROM=id\n")
-        self.assertIn('group = "workers.use1-az1"', after["55-fleetlock-zone.toml"])
+        self.assertIn('group = "workers.use1-az1"', after["99-fleetlock-zone.toml"])
 
     def test_a_group_a_person_set_is_never_overwritten(self):
         mine = {"90-group.toml": '[identity]\ngroup = "db"\n',
@@ -2058,10 +2061,43 @@ class ZoneGroupUnit(unittest.TestCase):
         self.assertEqual(after, {"90-group.toml": mine["90-group.toml"]},
                          "the person's group stays, and the unit's own earlier drop-in goes")
         self.assertEqual(curls, [], "nothing asked of the metadata service")
-        self.assertIn("sets Zincati's group already", said)
+        self.assertIn("sets Zincati's group to 'db', not 'workers': leaving it", said)
+
+    def test_merged_with_the_readmes_example_the_zone_group_refines_its_group(self):
+        readme = {"55-updates-strategy.toml": '[updates]\nstrategy = "fleet_lock"\n',
+                  "60-group.toml": '[identity]\ngroup = "workers"\n'}
+        code, after, _, said = self.run_script("FLEETLOCK_PARENT_GROUP=workers\n", readme)
+        self.assertEqual(code, 0, said)
+        self.assertEqual(after["60-group.toml"], readme["60-group.toml"])
+        # Zincati reads its drop-ins in name order, the last one's group wins.
+        last = sorted(name for name, text in after.items() if "group =" in text)[-1]
+        self.assertEqual(last, "99-fleetlock-zone.toml")
+        self.assertIn('group = "workers.us-east-1a"', after[last])
+
+    def test_without_its_setting_it_removes_its_own_drop_ins_and_stops(self):
+        written = {"99-fleetlock-zone.toml": '[identity]\ngroup = "workers.us-east-1b"\n',
+                   "55-fleetlock-zone.toml": '[identity]\ngroup = "workers.us-east-1b"\n',
+                   "60-group.toml": '[identity]\ngroup = "workers"\n'}
+        code, after, curls, said = self.run_script("# FLEETLOCK_PARENT_GROUP removed\n", written)
+        self.assertEqual(code, 0, said)
+        self.assertEqual(after, {"60-group.toml": written["60-group.toml"]})
+        self.assertEqual(curls, [])
+        # An earlier version's drop-in goes at the next boot that writes one.
+        code, after, _, said = self.run_script("FLEETLOCK_PARENT_GROUP=workers\n",
+                                               {"55-fleetlock-zone.toml": written["55-fleetlock-zone.toml"]})
+        self.assertEqual((code, sorted(after)), (0, ["99-fleetlock-zone.toml"]), said)
+
+    def test_without_instance_metadata_it_keeps_an_earlier_zone_or_fails(self):
+        code, after, _, said = self.run_script("FLEETLOCK_PARENT_GROUP=workers\n", imds_up=False)
+        self.assertEqual((code, after), (1, {}), "a first boot: Zincati (which requires it) waits")
+        self.assertIn("Zincati does not start until this unit succeeds", said)
+        earlier = {"99-fleetlock-zone.toml": '[identity]\ngroup = "workers.us-east-1a"\n'}
+        code, after, _, said = self.run_script("FLEETLOCK_PARENT_GROUP=workers\n", earlier, imds_up=False)
+        self.assertEqual((code, after), (0, earlier), said)
+        self.assertIn("keeping the zone group of an earlier boot", said)
 
     def test_a_bad_setting_or_zone_writes_nothing(self):
-        for env_text, zone in [("", "us-east-1a"), ("FLEETLOCK_PARENT_GROUP=work_ers\n", "us-east-1a"),
+        for env_text, zone in [("FLEETLOCK_PARENT_GROUP=work_ers\n", "us-east-1a"),
                                ("FLEETLOCK_PARENT_GROUP=workers\n", "us east"),
                                ("FLEETLOCK_PARENT_GROUP=workers\nFLEETLOCK_ZONE_FROM=zone\n", "us-east-1a"),
                                ("FLEETLOCK_PARENT_GROUP=" + "w" * 60 + "\n", "us-east-1a")]:
