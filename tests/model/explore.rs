@@ -318,7 +318,7 @@ pub fn everyone_granted(
     // A fair run that takes steps without moving time on is stuck too.
     while state.now.0 < deadline && steps < most_steps {
         let position = fingerprint(&(&state, &granted, &refused_now));
-        let done = granted.len() == world.nodes.len() && state.record.holders.is_empty();
+        let done = granted.len() == world.served() && state.record.holders.is_empty();
         if done || live.contains(&position) {
             live.extend(positions);
             return Ok(steps);
@@ -340,7 +340,7 @@ pub fn everyone_granted(
         }
         state = after;
     }
-    let waiting: Vec<String> = (0..world.nodes.len())
+    let waiting: Vec<String> = (0..world.served())
         .filter(|n| !granted.contains(n))
         .map(|n| world.nodes[n].to_string())
         .collect();

@@ -209,6 +209,29 @@ fn canary_with_a_return_gate_its_sweep_and_zones() {
     );
 }
 
+/// Issue 64: a name the group could mean, beside a `*` (its zone group's
+/// case twin; a zone of the group where it is not split), is refused: a
+/// node asking with it is never told yes beside the group's full count.
+#[test]
+fn twin_names_beside_the_wildcard_with_and_without_zones() {
+    for zones in [true, false] {
+        check(
+            if zones { "twins-zones" } else { "twins" },
+            bounds(
+                2,
+                1,
+                4,
+                Features {
+                    twins: true,
+                    zones,
+                    lease: true,
+                    ..world_moves()
+                },
+            ),
+        );
+    }
+}
+
 #[test]
 fn canary_with_a_drain_gate_and_a_lease() {
     check(

@@ -70,6 +70,9 @@ pub struct Features {
     pub zones: bool,
     /// The group has a canary ([`CANARY`]; a gate the settings may remove).
     pub canary: bool,
+    /// A `*` beside the group, and the last node asks with a name the
+    /// group could mean ([`World::asked_group`]): never a group of its own.
+    pub twins: bool,
 }
 
 /// How far the exploration goes: the group, its features, and how many units
@@ -188,7 +191,11 @@ impl World {
             None => Schedule::default(),
         };
         let service = |slots: u32, gates: bool| {
-            let mut groups = GroupSlots::parse(&format!("workers={slots}")).unwrap();
+            let spec = match features.twins {
+                true => format!("workers={slots},*={slots}"),
+                false => format!("workers={slots}"),
+            };
+            let mut groups = GroupSlots::parse(&spec).unwrap();
             if features.settle {
                 groups = groups.with_settle(&format!("workers={SETTLE}")).unwrap();
             }
@@ -515,8 +522,29 @@ impl World {
         store.record(group)
     }
 
+    /// How many nodes the server serves, the first ones: a twin (the last
+    /// node of a world with twins) is refused by design, and liveness asks
+    /// only that the others are granted.
+    pub fn served(&self) -> usize {
+        self.nodes.len() - usize::from(self.bounds.features.twins)
+    }
+
+    /// The group name node `n` asks with: its zone group where the group
+    /// is split by zone, else the group's; for the last node of a world
+    /// with twins, a name the group could mean beside its `*`: its zone
+    /// group's case twin, or a zone of the group when it is not split.
+    pub fn asked_group(&self, n: usize) -> String {
+        let twin = self.bounds.features.twins && n + 1 == self.bounds.nodes;
+        match (self.zone_of(n), twin) {
+            (Some(zone), true) => zone.replacen("workers", "Workers", 1),
+            (None, true) => format!("workers.z{}", n % 2),
+            (Some(zone), false) => zone,
+            (None, false) => "workers".into(),
+        }
+    }
+
     fn params(&self, n: usize) -> ClientParams {
-        let group = self.zone_of(n).unwrap_or_else(|| "workers".into());
+        let group = self.asked_group(n);
         let body = format!(
             "{{\"client_params\": {{\"id\": \"{}\", \"group\": \"{group}\"}}}}",
             self.nodes[n]
