@@ -8,6 +8,7 @@
 use crate::domain::auth::{Clients, Scope};
 use crate::domain::groups::GroupSlots;
 use crate::domain::input::GroupName;
+use crate::domain::meaning::Meant;
 use crate::domain::names::one_typo_apart;
 
 /// The group `fleetlock check`, the smoke test, asks in by default.
@@ -53,13 +54,26 @@ pub(crate) fn mismatches(groups: &GroupSlots, clients: &Clients) -> Vec<Mismatch
         if groups.slots_for(group).is_ok() || groups.zone_parent(group).is_some() {
             continue;
         }
+        // The name its nodes' reading gives (a zone's case twin, a zone
+        // written with '-'), else a configured name one typo away.
+        let meant = match groups.meaning(group) {
+            Err(crate::domain::error::Error::UnknownGroup {
+                meant: Some(meant @ (Meant::Case(_) | Meant::Separator(_))),
+                ..
+            }) => Some(meant.to_string()),
+            _ => None,
+        };
         let twin = configured
             .iter()
             .find(|configured| one_typo_apart(configured.as_str(), group.as_str()));
-        let closest = twin.map_or(String::new(), |twin| {
+        if let Some(twin) = twin {
             told.push(twin.as_str());
-            format!(" (did you mean '{twin}'?)")
-        });
+        }
+        let closest = meant
+            .clone()
+            .or_else(|| twin.map(|twin| twin.to_string()))
+            .map_or(String::new(), |name| format!(" (did you mean '{name}'?)"));
+        let twin = twin.map(|_| ()).or(meant.map(|_| ()));
         found.push(Mismatch {
             typo: twin.is_some(),
             text: format!(
@@ -139,6 +153,19 @@ mod tests {
         // nothing reaches `workers`.
         let plain = GroupSlots::parse("workers=3").unwrap();
         assert_eq!(mismatches(&plain, &zone_only).len(), 2);
+        // A zone's name as its nodes would not ask: the typo is refused
+        // before a deploy, naming the zone group its nodes ask with.
+        for scoped in ["Workers.us-east-1a", "workers-us-east-1a"] {
+            let found = mismatches(&split, &clients(&[("a", scoped)]));
+            assert!(found[0].typo, "{scoped}: {found:?}");
+            assert!(
+                found[0]
+                    .text
+                    .contains("(did you mean 'workers.us-east-1a'?)"),
+                "{}",
+                found[0].text
+            );
+        }
     }
 
     #[test]
