@@ -1307,4 +1307,49 @@ mod tests {
         alarm_gates(var).unwrap();
         assert!(config.windows.calendars().count() >= 2, "{seen:?}");
     }
+
+    /// Issue 64: a setting that names a zone's group of a split group is
+    /// refused naming the split group, whichever setting it is and in
+    /// whichever order the settings are read; a twin gets a did-you-mean.
+    #[test]
+    fn a_setting_on_a_zones_group_names_the_split_group() {
+        for (setting, spec) in [
+            ("FLEETLOCK_CANARY", "workers.us-east-1a=30m"),
+            ("FLEETLOCK_SETTLE", "workers.us-east-1a=10m"),
+            ("FLEETLOCK_LEASE", "workers.us-east-1a=6h"),
+            (
+                "FLEETLOCK_WINDOWS",
+                "workers.us-east-1a: days=Sat start_time=02:00 length_minutes=60",
+            ),
+        ] {
+            let err = Config::from_vars(|name| match name {
+                "FLEETLOCK_GROUPS" => Some("workers=3,*=1".into()),
+                "FLEETLOCK_ZONES" => Some("workers".into()),
+                n if n == setting => Some(spec.into()),
+                _ => None,
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(err.starts_with(setting), "{setting}: {err}");
+            assert!(
+                err.contains("zone 'us-east-1a' of group 'workers'"),
+                "{setting}: {err}"
+            );
+        }
+        for twin in [
+            "Workers.us-east-1a",
+            "worker.us-east-1a",
+            "workers-us-east-1a",
+        ] {
+            let err = Config::from_vars(|name| match name {
+                "FLEETLOCK_GROUPS" => Some("workers=3".into()),
+                "FLEETLOCK_ZONES" => Some("workers".into()),
+                "FLEETLOCK_CANARY" => Some(format!("{twin}=30m")),
+                _ => None,
+            })
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("did you mean 'workers'?"), "{twin}: {err}");
+        }
+    }
 }
