@@ -48,6 +48,11 @@ output "operator_policy_arn" {
   value       = aws_iam_policy.operator.arn
 }
 
+output "kube_agent_policy_arn" {
+  description = "Managed policy for fleetlock-kube-agent (docs/kubernetes.md); attach it to the role its pods take."
+  value       = aws_iam_policy.kube_agent.arn
+}
+
 output "slot_events_function_name" {
   description = "The function that turns the lock table's stream into EventBridge events (null unless slot_events)."
   value       = one(aws_lambda_function.slot_events[*].function_name)

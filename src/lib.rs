@@ -19,6 +19,8 @@
 //! - [`cli`]: the command line (arguments, one function per command,
 //!   rendering); [`client`]: the client side of the protocol, as Zincati
 //!   speaks it.
+//! - `agent` (feature `kube-agent`, the binary `fleetlock-kube-agent`): a
+//!   hook of the drain and return gates for a Kubernetes cluster, on `kube`.
 //! - [`logging`] and [`metrics`]: the log format and the Embedded Metric
 //!   Format lines every entry point writes.
 //! - `test_support` (feature `test-support`, for `tests/` and `benches/`
@@ -28,6 +30,8 @@
 // `pub(crate)`, and a `pub` the outside cannot reach is a warning.
 #![warn(unreachable_pub)]
 
+#[cfg(feature = "kube-agent")]
+pub mod agent;
 pub mod aws;
 pub mod cli;
 pub mod client;

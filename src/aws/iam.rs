@@ -85,6 +85,11 @@ pub const DRAINED_FUNCTION_ACTIONS: &[&str] = &[
 /// nothing else to the table.
 pub(crate) const DRAIN_HOOK_ACTIONS: &[&str] = &["lambda:InvokeFunction"];
 
+/// The Kubernetes agent (`fleetlock-kube-agent`), on the table: one
+/// `GetItem` per group a pass reads, and its two confirmations, a drain's
+/// and a return's, each one conditional `UpdateItem`.
+pub const KUBE_AGENT_ACTIONS: &[&str] = &["dynamodb:GetItem", "dynamodb:UpdateItem"];
+
 /// The check-config function, on the table: one `DescribeTable` per
 /// check; it never writes. (And `DescribeAlarms`, as the alarm-pauses
 /// function, to find alarms that do not exist.)
@@ -105,11 +110,13 @@ pub(crate) enum PolicyFor {
     DrainHook,
     /// The deploy's check of its settings (handler `check-config`).
     CheckConfig,
+    /// The Kubernetes agent: read the groups, confirm drains and returns.
+    KubeAgent,
 }
 
 impl PolicyFor {
     /// Every party's name, as `--for` takes it.
-    pub(crate) const ALL: [&str; 8] = [
+    pub(crate) const ALL: [&str; 9] = [
         "operator",
         "function",
         "slot-events",
@@ -118,6 +125,7 @@ impl PolicyFor {
         "drained",
         "drain-hook",
         "check-config",
+        "kube-agent",
     ];
 
     pub(crate) fn parse(name: &str) -> Option<Self> {
@@ -130,6 +138,7 @@ impl PolicyFor {
             "drained" => Some(PolicyFor::Drained),
             "drain-hook" => Some(PolicyFor::DrainHook),
             "check-config" => Some(PolicyFor::CheckConfig),
+            "kube-agent" => Some(PolicyFor::KubeAgent),
             _ => None,
         }
     }
@@ -166,6 +175,15 @@ pub(crate) fn drain_hook_policy(function_arn: &str) -> serde_json::Value {
     serde_json::json!({
         "Version": "2012-10-17",
         "Statement": [statement("ConfirmDrains", DRAIN_HOOK_ACTIONS, function_arn)],
+    })
+}
+
+/// The Kubernetes agent's policy on its table: read the groups, confirm
+/// drains and returns.
+pub(crate) fn kube_agent_policy(table_arn: &str) -> serde_json::Value {
+    serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [statement("FleetLockTable", KUBE_AGENT_ACTIONS, table_arn)],
     })
 }
 
@@ -269,6 +287,7 @@ mod tests {
             ("cloudwatch:", ALARM_PAUSES_ALARM_ACTIONS),
             ("dynamodb:", DRAINED_FUNCTION_ACTIONS),
             ("lambda:", DRAIN_HOOK_ACTIONS),
+            ("dynamodb:", KUBE_AGENT_ACTIONS),
         ] {
             assert!(actions.is_sorted(), "{actions:?}");
             for action in actions {

@@ -180,7 +180,10 @@ impl<'a, S: LockStore> Known<'a, S> {
 
     /// The longest stored group `group` is under (`workers` for
     /// `workers.us-east-1a`), if any.
-    async fn stored_parent(&self, group: &GroupName) -> Result<Option<GroupName>, Failure> {
+    pub(crate) async fn stored_parent(
+        &self,
+        group: &GroupName,
+    ) -> Result<Option<GroupName>, Failure> {
         let name = group.as_str();
         for (at, _) in name.rmatch_indices('.') {
             let Ok(parent) = GroupName::parse(&name[..at]) else {

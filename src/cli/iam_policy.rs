@@ -63,6 +63,7 @@ pub(crate) fn iam_policy(
         PolicyFor::NodeTagging => iam::node_tagging_policy(),
         PolicyFor::Drained => iam::drained_policy(table),
         PolicyFor::DrainHook => iam::drain_hook_policy(function),
+        PolicyFor::KubeAgent => iam::kube_agent_policy(table),
         PolicyFor::CheckConfig => {
             iam::check_config_policy(table, "arn:aws:cloudwatch:REGION:ACCOUNT:alarm:*")
         }

@@ -66,6 +66,7 @@ PRINCIPALS = {
     "alarm-pauses": ("template.yaml", "AlarmPausesFunctionRole", "alarm_pauses"),
     "drained": ("template.yaml", "DrainedFunctionRole", "drained"),
     "operator": ("template.yaml", "OperatorPolicy", "operator"),
+    "kube-agent": ("template.yaml", "KubernetesAgentPolicy", "kube_agent"),
     "drain-hook": ("contrib/drain-hook/template.yaml", "DrainHookRole", None),
 }
 

@@ -165,6 +165,7 @@ class EveryFileParses(unittest.TestCase):
             "TableArn": "table_arn", "FunctionName": "function_name", "FunctionArn": "function_arn",
             "FunctionRoleArn": "function_role_arn", "FunctionLogGroupName": "function_log_group_name",
             "ApiId": "api_id", "OperatorPolicyArn": "operator_policy_arn",
+            "KubernetesAgentPolicyArn": "kube_agent_policy_arn",
             "CustomDomainTarget": "custom_domain_target", "CustomDomainHostedZoneId": "custom_domain_hosted_zone_id",
             "AlarmTopicArn": "alarm_topic_arn", "DashboardUrl": "dashboard_url",
             "SlotEventsFunctionName": "slot_events_function_name",
@@ -528,6 +529,24 @@ class Permissions(unittest.TestCase):
         policy = TF[("aws_iam_policy", "operator")]
         self.assertEqual(policy["policy"], "${data.aws_iam_policy_document.operator.json}")
         self.assertEqual(TF_OUTPUTS["operator_policy_arn"]["value"], "${aws_iam_policy.operator.arn}")
+
+    def test_kube_agent_policy_is_exactly_what_the_agent_calls(self):
+        (agent,) = iam_policy("--for", "kube-agent")["Statement"]
+        self.assertEqual(set(agent["Action"]), {"dynamodb:GetItem", "dynamodb:UpdateItem"})
+        sam = SAM_RESOURCES["KubernetesAgentPolicy"]
+        self.assertEqual(sam["Type"], "AWS::IAM::ManagedPolicy")
+        sam_table, sam_key = sam["Properties"]["PolicyDocument"]["Statement"]
+        self.assertEqual(sam_key["Fn::If"][0], "HasTableKey")
+        self.assertEqual(set(sam_table["Action"]), set(agent["Action"]))
+        self.assertEqual(sam_table["Resource"], SAM_TABLE_ARN)
+        (tf_table,) = tf_statements("kube_agent")
+        self.assertEqual(set(tf_table["actions"]), set(agent["Action"]))
+        self.assertEqual(tf_table["resources"], "${local.table_arn}")
+        policy = TF[("aws_iam_policy", "kube_agent")]
+        self.assertEqual(policy["policy"], "${data.aws_iam_policy_document.kube_agent.json}")
+        self.assertNotIn("name", policy)
+        self.assertEqual(SAM["Outputs"]["KubernetesAgentPolicyArn"]["Value"], {"Ref": "KubernetesAgentPolicy"})
+        self.assertEqual(TF_OUTPUTS["kube_agent_policy_arn"]["value"], "${aws_iam_policy.kube_agent.arn}")
 
     def test_the_description_names_every_command_the_policy_allows(self):
         commands = ["status", "release", "drained", "returned", "forget", "pause", "resume", "exclude", "include", "hosts"]

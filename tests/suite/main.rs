@@ -21,6 +21,8 @@ mod function_binary;
 mod group_names;
 mod helpers;
 mod iam;
+mod kube_agent;
+mod kube_stand_in;
 mod lambda_events;
 mod lambda_runtime;
 mod late_writes;

@@ -22,7 +22,14 @@ pub(crate) fn unused_group(group: &GroupName, deployed: Option<&Config>) -> Stri
         Some(config) => match config.groups.slots_for(group) {
             Ok(1) => "it is configured with 1 slot".into(),
             Ok(slots) => format!("it is configured with {slots} slots"),
-            Err(err) => format!("its nodes are refused ({}): {}", err.kind(), err.value()),
+            Err(crate::domain::error::Error::UnknownGroup { meant: None, .. }) => {
+                "it is not configured: its nodes are refused (unknown_group)".into()
+            }
+            Err(err) => format!(
+                "it is not configured as a group of its own: its nodes are refused ({}): {}",
+                err.kind(),
+                err.value()
+            ),
         },
     };
     format!("group '{group}' has no holders and has never been used; {configured}")
