@@ -72,3 +72,57 @@ fn the_function_binary_outside_lambda_says_what_it_is() {
     let said = String::from_utf8_lossy(&run.stderr);
     assert!(said.contains("the command line is 'fleetlock'"), "{said}");
 }
+
+const KUBERNETES: [&str; 3] = ["kube_client::", "k8s_openapi::", "fleetlock::agent::"];
+
+/// The Kubernetes agent is a binary of its own: neither the function nor the
+/// command line links the Kubernetes client, though this test build has the
+/// feature on for all three.
+#[test]
+fn only_the_agents_binary_links_the_kubernetes_client() {
+    let agent = symbols_naming(env!("CARGO_BIN_EXE_fleetlock-kube-agent"), &KUBERNETES);
+    for (needle, in_agent) in KUBERNETES.iter().zip(&agent) {
+        assert!(
+            *in_agent > 0,
+            "{needle}: none in fleetlock-kube-agent either"
+        );
+    }
+    for binary in [
+        env!("CARGO_BIN_EXE_fleetlock-lambda"),
+        env!("CARGO_BIN_EXE_fleetlock"),
+    ] {
+        let found = symbols_naming(binary, &KUBERNETES);
+        assert_eq!(found, [0, 0, 0], "{binary}");
+    }
+}
+
+/// The function's zip is built without the feature `kube-agent`
+/// (scripts/build-lambda, the templates' `rust-cargolambda`): the
+/// Kubernetes client is not even compiled for it.
+#[test]
+fn the_functions_build_does_not_compile_the_kubernetes_client() {
+    let tree = |features: &[&str]| {
+        let run = Command::new(env!("CARGO"))
+            .args(["tree", "--offline", "--edges", "normal", "--prefix", "none"])
+            .args(features)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        String::from_utf8_lossy(&run.stdout).into_owned()
+    };
+    let has_kube = |text: &str| text.lines().any(|l| l.starts_with("kube-client "));
+    assert!(!has_kube(&tree(&[])), "the default build compiles kube");
+    assert!(
+        has_kube(&tree(&["--features", "kube-agent"])),
+        "the check sees kube"
+    );
+    let build =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/build-lambda"))
+            .unwrap();
+    assert!(!build.contains("kube-agent") && !build.contains("--all-features"));
+}
