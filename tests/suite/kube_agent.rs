@@ -19,10 +19,16 @@ use fleetlock::store::dynamodb::DynamoStore;
 use serde_json::{Value, json};
 
 use crate::helpers::{dynamo_store, group, spawn_server, stored, zincati};
-use crate::kube_stand_in::{Budget, Cluster, kubeconfig, serve};
+use crate::kube_stand_in::{Budget, Cluster, kubeconfig, rules_of_manifest, serve};
 
 const MACHINE_A: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
 const MACHINE_B: &str = "1f1e2d3c4b5a69788796a5b4c3d2e1f1";
+
+/// The manifest the docs deploy the agent with.
+fn manifest() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("contrib/kubernetes/fleetlock-kube-agent.yaml")
+}
 
 fn node_id(machine: &str) -> String {
     zincati_id(&parse_machine_id(machine).unwrap())
@@ -65,6 +71,8 @@ async fn world(prefix: &str) -> World {
         label: ("app".into(), "web".into()),
         min_available: 1,
     });
+    // The agent's ServiceAccount may do what the shipped manifest grants.
+    cluster.rbac = Some(rules_of_manifest(&manifest()));
     let cluster = Arc::new(Mutex::new(cluster));
     let url = serve(Arc::clone(&cluster)).await;
     World {
@@ -195,6 +203,59 @@ async fn a_reserved_node_is_cordoned_drained_confirmed_and_uncordoned_when_back(
     let b = node_id(MACHINE_B);
     let next = zincati(world.server.addr, "pre-reboot", &b, "workers").await;
     assert_eq!(next.kind(), "waiting_for_drain");
+    // Every rule the manifest grants was needed on the way: none is spare.
+    let cluster = world.cluster.lock().unwrap();
+    for rule in cluster.rbac.as_ref().unwrap() {
+        for verb in &rule.verbs {
+            let used = cluster
+                .allowed
+                .iter()
+                .any(|(group, resource, asked, namespace)| {
+                    rule.groups.contains(group)
+                        && rule.resources.contains(resource)
+                        && asked == verb
+                        && (rule.namespace.is_none() || rule.namespace == *namespace)
+                });
+            assert!(
+                used,
+                "the manifest grants {verb} {rule:?}, and the agent never asked it"
+            );
+        }
+    }
+}
+
+/// The manifest's RBAC is what the stand-in enforces: without the Role on
+/// leases, the agent cannot act at all, and says why.
+#[tokio::test]
+async fn without_its_role_on_leases_the_agent_acts_on_nothing() {
+    let world = world("kube-rbac").await;
+    world
+        .cluster
+        .lock()
+        .unwrap()
+        .rbac
+        .as_mut()
+        .unwrap()
+        .retain(|rule| rule.namespace.is_none());
+    let a = node_id(MACHINE_A);
+    zincati(world.server.addr, "pre-reboot", &a, "workers").await;
+    let config = kubeconfig(world.dir.path(), &world.url);
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock-kube-agent"));
+    command
+        .args(["--group", "workers", "--once", "--kubeconfig"])
+        .arg(&config)
+        .env("FLEETLOCK_TABLE", &world.table)
+        .env("POD_NAME", "agent-0")
+        .env("POD_NAMESPACE", "fleetlock");
+    crate::helpers::under_role(&mut command, "kube-agent");
+    let output = command.output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("cannot get resource \"leases\""),
+        "{stderr}"
+    );
+    assert!(!world.cluster.lock().unwrap().unschedulable("node-a"));
 }
 
 #[tokio::test]
@@ -380,6 +441,7 @@ async fn bad_settings_are_refused_before_any_call() {
             .arg("--kubeconfig")
             .arg(&config)
             .env("FLEETLOCK_TABLE", &world.table)
+            .env("POD_NAMESPACE", "fleetlock")
             .kill_on_drop(true);
         crate::helpers::under_role(&mut command, "kube-agent");
         async move { command.output().await.unwrap() }
@@ -422,6 +484,87 @@ async fn bad_settings_are_refused_before_any_call() {
         stderr.contains("group 'wrokers' has no item yet"),
         "{stderr}"
     );
+}
+
+/// The reference client against the stand-in: `kubectl drain` cordons,
+/// leaves the DaemonSet's pod, evicts through the Eviction API and waits
+/// the pods out; a budget that allows no disruption holds it until its
+/// timeout, the pod untouched; `kubectl uncordon` lifts the cordon.
+#[tokio::test]
+async fn kubectl_drains_and_uncordons_a_node_of_the_stand_in() {
+    let world = world("kube-kubectl").await;
+    // kubectl as a cluster admin, not as the agent.
+    world.cluster.lock().unwrap().rbac = None;
+    let config = kubeconfig(world.dir.path(), &world.url);
+    let kubectl = |args: &[&str]| {
+        let mut command = tokio::process::Command::new(kubectl_path());
+        command
+            .arg("--kubeconfig")
+            .arg(&config)
+            .arg("--cache-dir")
+            .arg(world.dir.path().join("cache"))
+            .args(args)
+            .kill_on_drop(true);
+        async move {
+            let output = tokio::time::timeout(Duration::from_secs(90), command.output())
+                .await
+                .expect("kubectl ends")
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            (output.status.success(), text)
+        }
+    };
+    world.cluster.lock().unwrap().add_pod(
+        "kube-system",
+        "logs-b",
+        "node-b",
+        "app=logs",
+        "DaemonSet",
+    );
+    let (ok, said) = kubectl(&["drain", "node-b", "--ignore-daemonsets", "--timeout=60s"]).await;
+    assert!(ok, "{said}");
+    {
+        let cluster = world.cluster.lock().unwrap();
+        assert!(cluster.unschedulable("node-b"), "{said}");
+        assert_eq!(cluster.pods_on("node-b"), ["logs-b"], "{said}");
+    }
+    let (ok, said) = kubectl(&["uncordon", "node-b"]).await;
+    assert!(ok, "{said}");
+    assert!(!world.cluster.lock().unwrap().unschedulable("node-b"));
+    // web-1's budget keeps one of app=web, and web-2 is gone: no eviction.
+    let (ok, said) = kubectl(&["drain", "node-a", "--ignore-daemonsets", "--timeout=8s"]).await;
+    assert!(!ok, "{said}");
+    assert!(said.contains("disruption budget"), "{said}");
+    assert!(
+        world
+            .cluster
+            .lock()
+            .unwrap()
+            .pods_on("node-a")
+            .contains(&"web-1".to_owned())
+    );
+    // Without --ignore-daemonsets kubectl refuses, as against a real cluster.
+    let (ok, said) = kubectl(&["drain", "node-a", "--timeout=8s"]).await;
+    assert!(!ok && said.contains("DaemonSet"), "{said}");
+}
+
+/// kubectl: on PATH, else the one the machine's Cloud SDK carries.
+fn kubectl_path() -> std::path::PathBuf {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("kubectl"))
+            .find(|candidate| candidate.is_file())
+    });
+    on_path
+        .or_else(|| {
+            let sdk = std::path::Path::new("/usr/lib/google-cloud-sdk/bin/kubectl");
+            sdk.is_file().then(|| sdk.to_path_buf())
+        })
+        .expect("kubectl is installed (scripts/test installs it where it is missing)")
 }
 
 /// A temporary directory, removed when dropped.

@@ -28,8 +28,60 @@ pub struct Budget {
     pub min_available: usize,
 }
 
+/// One RBAC rule as a Role (namespaced) or a ClusterRole grants it.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// The Role's namespace; `None` for a ClusterRole's rule.
+    pub namespace: Option<String>,
+    pub groups: Vec<String>,
+    pub resources: Vec<String>,
+    pub verbs: Vec<String>,
+}
+
+/// The rules the Roles and ClusterRoles of a manifest grant (each bound
+/// to the agent's ServiceAccount in the same manifest).
+pub fn rules_of_manifest(path: &std::path::Path) -> Vec<Rule> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let strings = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut rules = Vec::new();
+    for document in &documents {
+        let namespace = match document["kind"].as_str() {
+            Some("ClusterRole") => None,
+            Some("Role") => Some(
+                document["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+            _ => continue,
+        };
+        for rule in document["rules"].as_array().unwrap() {
+            rules.push(Rule {
+                namespace: namespace.clone(),
+                groups: strings(&rule["apiGroups"]),
+                resources: strings(&rule["resources"]),
+                verbs: strings(&rule["verbs"]),
+            });
+        }
+    }
+    rules
+}
+
 #[derive(Default)]
 pub struct Cluster {
+    /// Where set, every request but discovery is judged by these rules, as
+    /// the API server's RBAC judges the agent's ServiceAccount (403).
+    pub rbac: Option<Vec<Rule>>,
+    /// Every request allowed, as (group, resource, verb, namespace).
+    pub allowed: Vec<(String, String, String, Option<String>)>,
     pub nodes: BTreeMap<String, Node>,
     pub pods: BTreeMap<(String, String), Pod>,
     pub budgets: Vec<Budget>,
@@ -223,6 +275,8 @@ fn discovery(path: &str) -> Option<Value> {
         "/apis" => json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [
             {"name": "policy", "versions": [{"groupVersion": "policy/v1", "version": "v1"}],
              "preferredVersion": {"groupVersion": "policy/v1", "version": "v1"}},
+            {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+             "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}},
             {"name": "coordination.k8s.io", "versions": [{"groupVersion": "coordination.k8s.io/v1", "version": "v1"}],
              "preferredVersion": {"groupVersion": "coordination.k8s.io/v1", "version": "v1"}}]}),
         "/api/v1" => json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
@@ -234,11 +288,50 @@ fn discovery(path: &str) -> Option<Value> {
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "policy/v1", "resources": [
             resource("poddisruptionbudgets", "PodDisruptionBudget", true, &["get", "list"])]})
         }
+        "/apis/apps/v1" => {
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1", "resources": [
+            resource("daemonsets", "DaemonSet", true, &["get", "list"])]})
+        }
         "/apis/coordination.k8s.io/v1" => json!({"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": "coordination.k8s.io/v1", "resources": [
             resource("leases", "Lease", true, &["create", "get", "update"])]}),
         _ => return None,
     })
+}
+
+/// What RBAC reads of a request: API group, resource (with its
+/// subresource), verb and namespace.
+fn authorization_attributes(
+    method: &str,
+    parts: &[&str],
+) -> Option<(String, String, String, Option<String>)> {
+    let (group, rest) = match parts {
+        ["api", "v1", rest @ ..] => ("", rest),
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", namespace, rest @ ..] if !rest.is_empty() => {
+            (Some(namespace.to_string()), rest)
+        }
+        rest => (None, rest),
+    };
+    let (resource, named) = match rest {
+        [resource] => (resource.to_string(), false),
+        [resource, _name] => (resource.to_string(), true),
+        [resource, _name, sub] => (format!("{resource}/{sub}"), true),
+        _ => return None,
+    };
+    let verb = match (method, named) {
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", _) => "delete",
+        _ => return None,
+    };
+    Some((group.to_owned(), resource, verb.to_owned(), namespace))
 }
 
 /// One request against the cluster: the status and the JSON answered.
@@ -257,6 +350,35 @@ fn answer(
         return (200, found);
     }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let attributes = authorization_attributes(method, &parts);
+    if let Some(rules) = &cluster.rbac {
+        let Some((group, resource, verb, namespace)) = attributes.clone() else {
+            return status(
+                403,
+                "Forbidden",
+                &format!("{method} {path} is no request RBAC grants"),
+            );
+        };
+        let granted = rules.iter().any(|rule| {
+            let within = rule.namespace.is_none() || rule.namespace == namespace;
+            within
+                && rule.groups.contains(&group)
+                && rule.resources.contains(&resource)
+                && rule.verbs.contains(&verb)
+        });
+        if !granted {
+            return status(
+                403,
+                "Forbidden",
+                &format!(
+                    "{resource} is forbidden: User \"system:serviceaccount:fleetlock:fleetlock-kube-agent\" cannot {verb} resource \"{resource}\" in API group \"{group}\""
+                ),
+            );
+        }
+    }
+    if let Some(allowed) = attributes {
+        cluster.allowed.push(allowed);
+    }
     let body_json = || serde_json::from_slice::<Value>(body).ok();
     match (method, parts.as_slice()) {
         ("GET", ["api", "v1", "nodes"]) => {
@@ -330,6 +452,34 @@ fn answer(
                 Some(pod) => (200, typed("Pod", "v1", pod)),
                 None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
             }
+        }
+        // The controller of a DaemonSet's pods (kubectl drain reads it).
+        ("GET", ["apis", "apps", "v1", "namespaces", ns, "daemonsets", name]) => {
+            let owns = cluster.pods.values().any(|p| {
+                p.metadata.namespace.as_deref() == Some(*ns)
+                    && p.metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.kind == "DaemonSet" && o.name == *name)
+            });
+            if !owns {
+                return status(
+                    404,
+                    "NotFound",
+                    &format!("daemonsets.apps \"{name}\" not found"),
+                );
+            }
+            let daemon_set = k8s_openapi::api::apps::v1::DaemonSet {
+                metadata: ObjectMeta {
+                    name: Some(name.to_string()),
+                    namespace: Some(ns.to_string()),
+                    uid: Some("owner".into()),
+                    ..ObjectMeta::default()
+                },
+                ..Default::default()
+            };
+            (200, typed("DaemonSet", "apps/v1", &daemon_set))
         }
         ("POST", ["api", "v1", "namespaces", ns, "pods", name, "eviction"]) => {
             let key = (ns.to_string(), name.to_string());
