@@ -174,7 +174,7 @@ impl<S: LockStore> Agent<S> {
 
     /// Evicts each pod; a PodDisruptionBudget's 429 is waited out.
     async fn evict(&self, pods: &[plan::PodRef]) -> String {
-        let mut held = Vec::new();
+        let mut held: Vec<String> = Vec::new();
         let mut failed = Vec::new();
         let mut evicted = 0;
         for pod in pods {
