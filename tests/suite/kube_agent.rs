@@ -428,6 +428,64 @@ async fn two_agents_never_act_at_once_and_the_lock_still_bounds_nodes_out() {
     assert_eq!(spec.lease_transitions, Some(1));
 }
 
+/// A drain a budget holds past the gate's timeout does what the gate says:
+/// with `grant`, the server grants the node undrained and the agent stops
+/// evicting (it forces nothing), keeps its cordon, and lifts it once the
+/// node is back.
+#[tokio::test]
+async fn past_a_grant_gates_timeout_the_agent_stops_evicting_and_uncordons_when_back() {
+    let mut world = world("kube-grant").await;
+    let clock = fleetlock::test_support::ManualClock::at(Timestamp::now());
+    let groups = GroupSlots::parse("workers=1")
+        .unwrap()
+        .with_drain("workers=1m:grant")
+        .unwrap();
+    let service = FleetLock::new(groups, table(&world).await).with_clock(clock.clone());
+    world.server = spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await;
+    world
+        .cluster
+        .lock()
+        .unwrap()
+        .pods
+        .remove(&("shop".into(), "web-2".into()));
+    let a = node_id(MACHINE_A);
+    let ask = |endpoint| zincati(world.server.addr, endpoint, &a, "workers");
+    assert_eq!(ask("pre-reboot").await.kind(), "waiting_for_drain");
+    pass(&world, "agent-0").await;
+    let report = pass(&world, "agent-0").await;
+    assert!(
+        said(&report, "node-a").contains("PodDisruptionBudget"),
+        "{report}"
+    );
+    clock.advance(Duration::from_secs(120));
+    assert_eq!(
+        ask("pre-reboot").await.status,
+        200,
+        "granted on the timeout"
+    );
+    let asked = world.cluster.lock().unwrap().asked.len();
+    let report = pass(&world, "agent-0").await;
+    assert!(said(&report, "node-a").contains("evicted last"), "{report}");
+    let evictions: Vec<String> = world.cluster.lock().unwrap().asked[asked..]
+        .iter()
+        .filter(|a| a.ends_with("/eviction"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        evictions,
+        ["POST /api/v1/namespaces/fleetlock/pods/agent-0/eviction"]
+    );
+    assert!(world.cluster.lock().unwrap().unschedulable("node-a"));
+    world
+        .cluster
+        .lock()
+        .unwrap()
+        .reboot("node-a", "boot-a2", true);
+    assert_eq!(ask("steady-state").await.json()["outcome"], "released");
+    let report = pass(&world, "agent-1").await;
+    assert!(said(&report, "node-a").contains("uncordoned"), "{report}");
+}
+
 /// The agent refuses its own bad settings before it asks anything of AWS
 /// or the cluster, and a group that is not stored as a likely typo.
 #[tokio::test]
