@@ -44,6 +44,7 @@ pub(crate) fn docs_text() -> String {
         include_str!("../docs/costs-and-sizing.md"),
         include_str!("../docs/design.md"),
         include_str!("../docs/development.md"),
+        include_str!("../docs/kubernetes.md"),
         include_str!("../infra/README.md"),
     ];
     // A new page of docs/ joins the list above.

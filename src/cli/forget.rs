@@ -136,8 +136,18 @@ pub(crate) async fn forget<S: LockStore>(
              FLEETLOCK_MAX_WILDCARD_GROUPS"
         ),
         Forgot::NothingStored => {
+            // A zone's name: its nodes' slots are in its split group's item.
+            let zone_of = deployed
+                .and_then(|config| config.groups.zone_parent(group))
+                .map_or(String::new(), |parent| {
+                    format!(
+                        "; it is {} of group '{parent}', which is split by zone, and its \
+                         nodes' slots are kept in '{parent}''s item",
+                        crate::domain::zones::zone_phrase(group.as_str())
+                    )
+                });
             return Err(Failure::Refused(format!(
-                "group '{group}' is not stored in table '{table}': nothing to forget \
+                "group '{group}' is not stored in table '{table}': nothing to forget{zone_of} \
                  ('fleetlock status' lists the groups)"
             )));
         }
@@ -231,6 +241,31 @@ mod tests {
         assert!(
             gone.to_string().contains("is not stored in table 't'"),
             "{gone}"
+        );
+    }
+
+    #[tokio::test]
+    async fn forget_of_a_zones_name_says_where_its_slots_are() {
+        let store = MemoryStore::default();
+        let zoned = crate::config::Config::from_vars(|name| match name {
+            "FLEETLOCK_GROUPS" => Some("workers=2".into()),
+            "FLEETLOCK_ZONES" => Some("workers".into()),
+            _ => None,
+        })
+        .unwrap();
+        let refused = forget(
+            &store,
+            "t",
+            &group("workers.us-east-1a"),
+            Some(&zoned),
+            &mut Vec::new(),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(
+            refused.contains("zone 'us-east-1a' of group 'workers', which is split by zone"),
+            "{refused}"
         );
     }
 }
