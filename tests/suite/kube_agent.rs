@@ -91,18 +91,26 @@ async fn table(world: &World) -> DynamoStore {
     DynamoStore::new(client, &world.table)
 }
 
-/// One pass of the agent as pod `pod` in namespace fleetlock: its report.
-async fn pass(world: &World, pod: &str) -> Value {
+/// The agent as pod `pod` of namespace fleetlock, on the world's cluster
+/// and table, signing as the role the templates give it; `args` first.
+fn agent(world: &World, pod: &str, args: &[&str]) -> tokio::process::Command {
     let config = kubeconfig(world.dir.path(), &world.url);
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock-kube-agent"));
     command
-        .args(["--group", "workers", "--once", "--kubeconfig"])
+        .args(args)
+        .arg("--kubeconfig")
         .arg(&config)
         .env("FLEETLOCK_TABLE", &world.table)
         .env("POD_NAME", pod)
         .env("POD_NAMESPACE", "fleetlock")
         .kill_on_drop(true);
     crate::helpers::under_role(&mut command, "kube-agent");
+    command
+}
+
+/// One pass of the agent as pod `pod`: its report.
+async fn pass(world: &World, pod: &str) -> Value {
+    let mut command = agent(world, pod, &["--group", "workers", "--once"]);
     let output = tokio::time::timeout(Duration::from_secs(60), command.output())
         .await
         .expect("a pass ends within a minute")
@@ -239,15 +247,7 @@ async fn without_its_role_on_leases_the_agent_acts_on_nothing() {
         .retain(|rule| rule.namespace.is_none());
     let a = node_id(MACHINE_A);
     zincati(world.server.addr, "pre-reboot", &a, "workers").await;
-    let config = kubeconfig(world.dir.path(), &world.url);
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock-kube-agent"));
-    command
-        .args(["--group", "workers", "--once", "--kubeconfig"])
-        .arg(&config)
-        .env("FLEETLOCK_TABLE", &world.table)
-        .env("POD_NAME", "agent-0")
-        .env("POD_NAMESPACE", "fleetlock");
-    crate::helpers::under_role(&mut command, "kube-agent");
+    let mut command = agent(&world, "agent-0", &["--group", "workers", "--once"]);
     let output = command.output().await.unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
@@ -491,17 +491,8 @@ async fn past_a_grant_gates_timeout_the_agent_stops_evicting_and_uncordons_when_
 #[tokio::test]
 async fn bad_settings_are_refused_before_any_call() {
     let world = world("kube-settings").await;
-    let config = kubeconfig(world.dir.path(), &world.url);
     let run = |args: Vec<&str>| {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fleetlock-kube-agent"));
-        command
-            .args(&args)
-            .arg("--kubeconfig")
-            .arg(&config)
-            .env("FLEETLOCK_TABLE", &world.table)
-            .env("POD_NAMESPACE", "fleetlock")
-            .kill_on_drop(true);
-        crate::helpers::under_role(&mut command, "kube-agent");
+        let mut command = agent(&world, "agent-0", &args);
         async move { command.output().await.unwrap() }
     };
     let asked_before = world.cluster.lock().unwrap().asked.len();
