@@ -49,9 +49,13 @@ fn interval(text: &str) -> Result<Duration, String> {
     Ok(every)
 }
 
-/// How long a Lease holds without renewal: three passes of the longest
-/// interval would not keep it; a pass renews it well inside.
-const LEASE_SECONDS: i32 = 30;
+/// How long a Lease holds without renewal: three passes, and 30 s at the
+/// least, so that the agent acting renews it well inside and a successor
+/// waits no longer than that for one that is gone.
+fn lease_seconds(interval: Duration) -> i32 {
+    let three = interval.as_secs().saturating_mul(3).max(30);
+    i32::try_from(three).unwrap_or(i32::MAX)
+}
 
 /// Runs the agent with these arguments (the program's name first).
 pub async fn run(args: Vec<String>) -> ExitCode {
@@ -110,7 +114,7 @@ async fn serve(args: Args) -> Result<(), String> {
         holder,
         pod: pod_namespace.zip(pod_name),
         lease,
-        lease_seconds: LEASE_SECONDS,
+        lease_seconds: lease_seconds(args.interval),
     };
     let kube_config = match &args.kubeconfig {
         Some(path) => {
@@ -212,6 +216,8 @@ mod tests {
                 .contains("NAMESPACE/NAME")
         );
         assert!(interval("1s").is_err());
+        assert_eq!(lease_seconds(Duration::from_secs(10)), 30);
+        assert_eq!(lease_seconds(Duration::from_secs(300)), 900);
         assert_eq!(interval("30s").unwrap(), Duration::from_secs(30));
     }
 }
