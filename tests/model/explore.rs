@@ -67,15 +67,11 @@ pub fn explore(world: &World, checks: Checks) -> Result<Explored, Box<Violation>
         if checks.liveness {
             match everyone_granted(world, &state, &mut live) {
                 Ok(steps) => explored.longest_fair_run = explored.longest_fair_run.max(steps),
-                Err((why, fair)) => {
+                Err((check, why, fair)) => {
                     let mut trace = trace_to(world, &reached, next);
                     trace.push("-- from here on every node and hook behaves:".into());
                     trace.extend(fair);
-                    return Err(Box::new(Violation {
-                        check: "liveness",
-                        why,
-                        trace,
-                    }));
+                    return Err(Box::new(Violation { check, why, trace }));
                 }
             }
         }
@@ -154,15 +150,28 @@ fn check_step(
     // One zone at a time: the nodes out (reserved, holding or returning)
     // are all of one zone, in every state.
     if world.bounds.features.zones {
-        let zones: BTreeSet<_> = after
+        let in_zones = |nodes: &mut dyn Iterator<Item = usize>| -> BTreeSet<String> {
+            nodes.filter_map(|n| world.zone_of(n)).collect()
+        };
+        // As the record has them, and as the nodes are: out of service
+        // (told yes, not back) or reserved (their drain begun).
+        let recorded = in_zones(
+            &mut after
+                .record
+                .holders
+                .holders()
+                .filter_map(|(id, _)| world.nodes.iter().position(|node| node == id)),
+        );
+        let reserved = after
             .record
-            .holders
-            .holders()
-            .filter_map(|(id, _)| world.nodes.iter().position(|node| node == id))
-            .filter_map(|n| world.zone_of(n))
-            .collect();
-        if zones.len() > 1 {
-            return Err(("one_zone", format!("nodes of {zones:?} out at once")));
+            .draining
+            .keys()
+            .filter_map(|id| world.nodes.iter().position(|node| node == id));
+        let out = in_zones(&mut after.told_yes.iter().copied().chain(reserved));
+        for zones in [recorded, out] {
+            if zones.len() > 1 {
+                return Err(("one_zone", format!("nodes of {zones:?} out at once")));
+            }
         }
     }
     // When the request this step carries was sent, in the times of
@@ -262,6 +271,19 @@ fn check_step(
         }
         _ => {}
     }
+    // Beside the record: every node out of service holds its slot there
+    // (reserved, holding or returning), whatever the record did.
+    for n in &after.told_yes {
+        if !after.record.holders.holds(&world.nodes[*n]) {
+            return Err((
+                "lost_slot",
+                format!(
+                    "{} is out of service and its slot is counted nowhere",
+                    world.nodes[*n]
+                ),
+            ));
+        }
+    }
     // A node told yes leaves that count only by giving its slot back (its
     // steady-state), or by design (a lease's take-over, a person's release).
     let mut displaced = false;
@@ -278,6 +300,8 @@ fn check_step(
             // from before the grant gives back nothing.
             Some(Request::SteadyState(m))
                 if m == *n && before.record.holders.held_since(&world.nodes[m]) <= Some(sent) => {}
+            // Its return confirmed: back in service.
+            Some(Request::Returned(m, _)) if m == *n => {}
             Some(Request::Release(m)) if m == *n => displaced = true,
             _ if taken_over => displaced = true,
             _ => {
@@ -297,12 +321,14 @@ fn check_step(
 /// From `start`, with every node and hook behaving, no pause, exclusion or
 /// stop lasting, the settings as configured and time passing: every node
 /// must be granted (hear a 2xx to its pre-reboot) and give its slot back.
-/// `Ok`: the steps it took; `Err`: why not, and the steps taken.
+/// `Ok`: the steps it took; `Err`: the check that failed (`liveness`, or
+/// a safety check on one of its steps: every step of a fair run is checked
+/// as the exploration's are), why, and the steps taken.
 pub fn everyone_granted(
     world: &World,
     start: &State,
     live: &mut HashSet<u128>,
-) -> Result<usize, (String, Vec<String>)> {
+) -> Result<usize, (&'static str, String, Vec<String>)> {
     // With a drain gate a window may grant one node a day (the drain must
     // fit in what is left of it): a day per node, a day to reach the first
     // window and a day of slack.
@@ -328,6 +354,9 @@ pub fn everyone_granted(
         let (after, heard) = world.apply(&state, step);
         trace.push(describe(world, &state, step, &heard));
         steps += 1;
+        if let Err((check, why)) = check_step(world, &state, step, &heard, &after) {
+            return Err((check, why, trace));
+        }
         match (&heard, step) {
             (Heard::PreReboot(n, Ok(answer)), _) if answer.refusal.is_none() => {
                 granted.insert(*n);
@@ -345,6 +374,7 @@ pub fn everyone_granted(
         .map(|n| world.nodes[n].to_string())
         .collect();
     Err((
+        "liveness",
         format!(
             "after {steps} well-behaved steps ({} units), not granted: {}; holding: {}",
             (state.now.0 - start.now.0) / UNIT,
@@ -385,7 +415,13 @@ fn fair_step(
     if state.settings != 0 {
         return Step::Settings(0);
     }
-    if let Some(&n) = state.told_yes.iter().next() {
+    // A node out that has not said it is back says so; one returning
+    // waits for its confirmation, below.
+    let out = state
+        .told_yes
+        .iter()
+        .find(|&&n| !record.returning.contains_key(&world.nodes[n]));
+    if let Some(&n) = out {
         return send(Request::SteadyState(n));
     }
     for (n, id) in world.nodes.iter().enumerate() {

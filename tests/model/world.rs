@@ -107,8 +107,9 @@ pub struct State {
     /// Which settings are in force: 0 as configured, 1 with the slots
     /// changed, 2 without the gates.
     pub settings: usize,
-    /// Nodes told 2xx to a pre-reboot that have not given their slot back:
-    /// each is down, or about to go down.
+    /// Nodes out of service: told 2xx to a pre-reboot, and not back in
+    /// service yet (with a return gate, until their return is confirmed).
+    /// Kept from what the nodes heard and did, not read from the record.
     pub told_yes: BTreeSet<usize>,
     /// A write still to land, sent at the time given.
     pub late: Option<(Request, Timestamp)>,
@@ -412,16 +413,38 @@ impl World {
                 Heard::Other
             }
         };
-        // A node told yes that no longer holds a granted slot has given it
-        // back, or lost it: the checks tell which from the step.
-        let record = &next.record;
-        let nodes = &self.nodes;
-        next.told_yes.retain(|n| {
-            let id = &nodes[*n];
-            record.holders.holds(id)
-                && !record.draining.contains_key(id)
-                && !record.returning.contains_key(id)
-        });
+        // The nodes out of service, as the nodes live it, not as the record
+        // says: a node told yes is out until it is back in service. Back:
+        // its steady-state, sent after its grant, landed and did not leave
+        // its slot returning; or its return was confirmed; or, by design, a
+        // person released its slot or another node took it over past its
+        // lease. The checks hold the record to these nodes.
+        let landed = match step {
+            Step::Send { request, .. } => Some((request, next.now)),
+            Step::LateWrite => state.late,
+            _ => None,
+        };
+        let freed = |n: usize| !next.record.holders.holds(&self.nodes[n]);
+        let back = match landed {
+            // With the return gate in force, its steady-state says it
+            // booted, not that it is back in service: that takes the
+            // confirmation, whatever the record did with the slot.
+            Some((Request::SteadyState(n), sent)) => {
+                let granted = state.record.holders.held_since(&self.nodes[n]);
+                (granted.is_some_and(|at| at <= sent) && !self.returns(state.settings)).then_some(n)
+            }
+            Some((Request::Returned(n, _) | Request::Release(n), _)) if freed(n) => Some(n),
+            _ => None,
+        };
+        if let Some(n) = back {
+            next.told_yes.remove(&n);
+        }
+        if let Heard::PreReboot(_, Ok(answer)) = &heard
+            && let Some(expired) = &answer.expired
+            && let Some(m) = self.nodes.iter().position(|node| *node == expired.holder)
+        {
+            next.told_yes.remove(&m);
+        }
         (next.canonical(), heard)
     }
 
