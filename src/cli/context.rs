@@ -14,7 +14,7 @@ use crate::store::dynamodb::DynamoStore;
 
 use super::Failure;
 use crate::domain::names::did_you_mean;
-use crate::domain::zones::zone_phrase;
+use crate::domain::zones::zone_of;
 
 /// A group named on the command line; a bad name is the command's input
 /// error, in the sentence the name's own check gives.
@@ -130,10 +130,9 @@ impl<'a, S: LockStore> Known<'a, S> {
             Ok(meaning) => {
                 let parent = meaning.group;
                 Err(Failure::Refused(format!(
-                    "group '{group}' is {} of group '{parent}', which is split by zone: its \
-                     nodes take slots of '{parent}', and {} the whole group; nothing \
-                     changed: name --group {parent}",
-                    zone_phrase(group.as_str()),
+                    "group '{group}' is {}: its nodes take slots of '{parent}', and {} the \
+                     whole group; nothing changed: name --group {parent}",
+                    zone_of(group, &parent),
                     act.what()
                 )))
             }

@@ -141,9 +141,8 @@ pub(crate) async fn forget<S: LockStore>(
                 .and_then(|config| config.groups.zone_parent(group))
                 .map_or(String::new(), |parent| {
                     format!(
-                        "; it is {} of group '{parent}', which is split by zone, and its \
-                         nodes' slots are kept in '{parent}''s item",
-                        crate::domain::zones::zone_phrase(group.as_str())
+                        "; it is {}, and its nodes' slots are kept in '{parent}''s item",
+                        crate::domain::zones::zone_of(group, &parent)
                     )
                 });
             return Err(Failure::Refused(format!(

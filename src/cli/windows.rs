@@ -78,10 +78,8 @@ pub(crate) fn windowed(
         Ok(meaning) => {
             say!(
                 out,
-                "(group '{group}' is {} of group '{}', which is split by zone: its nodes keep \
-                 the windows of '{}')",
-                crate::domain::zones::zone_phrase(group.as_str()),
-                meaning.group,
+                "(group '{group}' is {}: its nodes keep the windows of '{}')",
+                crate::domain::zones::zone_of(group, &meaning.group),
                 meaning.group
             );
             return Ok(meaning.group);

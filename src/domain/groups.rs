@@ -396,7 +396,19 @@ impl GroupSlots {
 
     /// Slots, settle time and lease of a group, or `unknown_group`.
     pub fn rules_for(&self, group: &GroupName) -> Result<GroupRules, Error> {
-        let slots = self.slots_for(group)?;
+        self.slots_for(group)?;
+        Ok(self.rules_of(group))
+    }
+
+    /// The rules of a group the names' reading gave ([`Self::meaning`]'s
+    /// `group`: listed, or only `*` covers it), read once per request.
+    pub(crate) fn rules_of(&self, group: &GroupName) -> GroupRules {
+        let slots = self
+            .listed
+            .get(group)
+            .copied()
+            .or(self.others)
+            .unwrap_or_default();
         let settle = self
             .settle
             .get(group)
@@ -406,7 +418,7 @@ impl GroupSlots {
         let wildcard_limit = (!self.listed.contains_key(group)).then_some(self.wildcard_limit);
         let lease = self.lease.get(group).copied().or(self.lease_others);
         let drain = self.drain.get(group).copied().or(self.drain_others);
-        Ok(GroupRules {
+        GroupRules {
             slots,
             settle,
             wildcard_limit,
@@ -415,7 +427,7 @@ impl GroupSlots {
             return_timeout: self.returns.get(group).copied().or(self.returns_others),
             zone: None,
             canary: self.canary.get(group).copied().or(self.canary_others),
-        })
+        }
     }
 
     /// The slot count of a group named as itself, or `unknown_group` if
@@ -426,10 +438,8 @@ impl GroupSlots {
         let meaning = self.meaning(group)?;
         if meaning.is_zone_of(group) {
             return Err(Error::InvalidGroup(format!(
-                "group '{group}' is {} of group '{}', which is split by zone: it takes the \
-                 slots of '{}'",
-                zones::zone_phrase(group.as_str()),
-                meaning.group,
+                "group '{group}' is {}: it takes the slots of '{}'",
+                zones::zone_of(group, &meaning.group),
                 meaning.group
             )));
         }

@@ -17,7 +17,7 @@ use crate::domain::error::Error;
 use crate::domain::groups::GroupSlots;
 use crate::domain::input::GroupName;
 use crate::domain::names::closest;
-use crate::domain::zones::{self, ZoneGroup, zone_phrase};
+use crate::domain::zones::{self, ZoneGroup};
 
 /// The group a name takes its slots from, and where that group is split by
 /// zone, the zone group it asked as (`workers.us-east-1a`, or the parent's
@@ -159,10 +159,8 @@ impl GroupSlots {
         match self.meaning(stored) {
             Ok(meaning) if !meaning.is_zone_of(stored) => None,
             Ok(meaning) => Some(format!(
-                "its name is now {} of group '{}', which is split by zone, and its nodes take \
-                 slots of '{}'",
-                zone_phrase(stored.as_str()),
-                meaning.group,
+                "its name is now {}, and its nodes take slots of '{}'",
+                zones::zone_of(stored, &meaning.group),
                 meaning.group
             )),
             Err(Error::UnknownGroup {
@@ -183,10 +181,9 @@ impl GroupSlots {
         match self.meaning(group) {
             Ok(meaning) if !meaning.is_zone_of(group) => Ok(()),
             Ok(meaning) => Err(format!(
-                "group '{group}' is {} of group '{}', which FLEETLOCK_ZONES splits by zone: a \
-                 setting names '{}' itself and holds for every zone of it",
-                zone_phrase(group.as_str()),
-                meaning.group,
+                "group '{group}' is {} (FLEETLOCK_ZONES): a setting names '{}' itself and \
+                 holds for every zone of it",
+                zones::zone_of(group, &meaning.group),
                 meaning.group
             )),
             Err(Error::InvalidGroup(why)) => Err(why),
@@ -206,7 +203,7 @@ impl GroupSlots {
                 .or_else(|| closest(head, listed()))
         });
         let hint = match parent {
-            Some(parent) if !self.is_listed(group) && !listed().any(|g| g == name) => format!(
+            Some(parent) if !self.is_listed(group) => format!(
                 " (did you mean '{parent}'? a setting names a group as FLEETLOCK_GROUPS \
                  does, never one of its zones)"
             ),

@@ -286,7 +286,7 @@ impl<S: LockStore> FleetLock<S> {
         params: &'a ClientParams,
     ) -> Result<(Cow<'a, ClientParams>, GroupRules), Error> {
         let meaning = self.groups.meaning(&params.group)?;
-        let mut rules = self.groups.rules_for(&meaning.group)?;
+        let mut rules = self.groups.rules_of(&meaning.group);
         rules.zone = meaning.zone;
         if meaning.group == params.group {
             return Ok((Cow::Borrowed(params), rules));

@@ -63,6 +63,15 @@ pub(crate) fn zone_phrase(zone_group: &str) -> String {
     }
 }
 
+/// "zone 'us-east-1a' of group 'workers', which is split by zone": what a
+/// zone's group is, as every refusal and note that meets one says it.
+pub(crate) fn zone_of(zone_group: &GroupName, parent: &GroupName) -> String {
+    format!(
+        "{} of group '{parent}', which is split by zone",
+        zone_phrase(zone_group.as_str())
+    )
+}
+
 /// Whether `zone` can be a zone's name: letters, digits and `-`, as an
 /// Availability Zone's name (`us-east-1a`) or id (`use1-az1`) is.
 fn is_zone_name(zone: &str) -> bool {

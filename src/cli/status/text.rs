@@ -264,7 +264,7 @@ fn group_notes(
             crate::domain::service::excluded_because(exclusion)
         ));
     }
-    if let Some((_, zone)) = super::view::zone_out(record) {
+    if let Some(zone) = record.zone_out() {
         out.push_str(&format!(
             "{name} has nodes out in {} (group '{zone}'): the other zones wait until \
              they are back\n",
