@@ -51,7 +51,7 @@ pub(crate) fn compared(region: &str, by: &str, recorded: &Recorded) -> Recorded 
 pub type Digests = BTreeMap<String, String>;
 
 /// What every region recorded: region to its digests.
-pub(crate) type Recorded = BTreeMap<String, Digests>;
+pub type Recorded = BTreeMap<String, Digests>;
 
 /// The digests of the settings this function serves, by group.
 #[derive(Clone, Debug, PartialEq, Eq)]

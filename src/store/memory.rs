@@ -80,8 +80,15 @@ impl MemoryStore {
         change: impl FnOnce(&mut GroupRecord) -> T,
     ) -> Result<Decided<T>, StoreError> {
         self.with_state(|state| {
+            let stored = state.groups.contains_key(group);
             let record = state.groups.entry(group.clone()).or_default();
-            decided(change(record), record)
+            let decided = decided(change(record), record);
+            // A change that changed nothing on a group never stored stores
+            // nothing, as DynamoDB's conditional write makes no item.
+            if !stored && decided.group == GroupRecord::default() {
+                state.groups.remove(group);
+            }
+            decided
         })
     }
 }

@@ -15,29 +15,40 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use fleetlock::domain::canary::parse_canary;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
 use fleetlock::domain::lock::GroupRecord;
-use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout};
+use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout, StopCause};
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
-use fleetlock::store::dynamodb::DynamoStore;
+use fleetlock::domain::zones::ZoneGroup;
+
 use fleetlock::store::memory::MemoryStore;
 
-use crate::helpers::{dynamo_store, rules as rules_of};
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::helpers::{RoleStore, dynamo_store, raw_item, rules as rules_of};
 
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
 const MINUTE: u64 = 60_000;
 
-/// The rules a request is decided by: a few sets, as the settings may
-/// change between two requests.
-fn rules(which: u8) -> GroupRules {
+/// The rules a request of node `n` is decided by: a few sets, as the
+/// settings may change between two requests (zones and a canary switched on
+/// and off over the records the others left included). In a group split by
+/// zone, nodes n1 and n3 ask from one zone, n2 from another.
+fn rules(which: u8, n: usize, group: &GroupName) -> GroupRules {
     let gate = |on_timeout| DrainRule {
         timeout: Duration::from_secs(600),
         on_timeout,
         window_closes: None,
     };
     let base = rules_of(1, Duration::ZERO);
-    match which % 6 {
+    let zone = || {
+        let zone_group = GroupName::parse(&format!("{group}.z{}", n % 2)).unwrap();
+        Some(ZoneGroup::of(&zone_group))
+    };
+    let canary = || Some(parse_canary("5m:1+1:15m").unwrap());
+    match which % 10 {
         0 => base,
         1 => GroupRules {
             slots: 2,
@@ -57,10 +68,36 @@ fn rules(which: u8) -> GroupRules {
             return_timeout: Some(Duration::from_secs(600)),
             ..base
         },
-        _ => GroupRules {
+        5 => GroupRules {
             slots: 2,
             return_timeout: Some(Duration::from_secs(600)),
             lease: Some(Duration::from_secs(1800)),
+            ..base
+        },
+        6 => GroupRules {
+            slots: 2,
+            zone: zone(),
+            ..base
+        },
+        7 => GroupRules {
+            slots: 2,
+            settle: Duration::from_secs(300),
+            drain: Some(gate(OnDrainTimeout::Grant)),
+            return_timeout: Some(Duration::from_secs(600)),
+            zone: zone(),
+            ..base
+        },
+        8 => GroupRules {
+            slots: 2,
+            canary: canary(),
+            ..base
+        },
+        _ => GroupRules {
+            slots: 2,
+            lease: Some(Duration::from_secs(1800)),
+            return_timeout: Some(Duration::from_secs(600)),
+            zone: zone(),
+            canary: canary(),
             ..base
         },
     }
@@ -81,8 +118,11 @@ enum Op {
     Release(usize, bool),
     Drained(usize, Since),
     Returned(usize, Since),
-    /// The sweep's stop for the node's return, as it read it.
-    Stop(usize),
+    /// The sweep's stop for the node's return (or, `true`, for its wave's
+    /// grant), as it read it (or for one that has ended).
+    Stop(usize, bool, Since),
+    /// A person's `fleetlock begin-rollout`.
+    BeginRollout,
     Pause,
     Resume,
     Exclude(usize),
@@ -108,8 +148,9 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (node.clone(), any::<u8>()).prop_map(|(n, r)| Op::Acquire(n, r)),
         4 => (node.clone(), any::<bool>()).prop_map(|(n, r)| Op::Release(n, r)),
         2 => (node.clone(), since.clone()).prop_map(|(n, s)| Op::Drained(n, s)),
-        2 => (node.clone(), since).prop_map(|(n, s)| Op::Returned(n, s)),
-        1 => node.clone().prop_map(Op::Stop),
+        2 => (node.clone(), since.clone()).prop_map(|(n, s)| Op::Returned(n, s)),
+        1 => (node.clone(), any::<bool>(), since.clone()).prop_map(|(n, wave, s)| Op::Stop(n, wave, s)),
+        1 => Just(Op::BeginRollout),
         1 => Just(Op::Pause),
         1 => Just(Op::Resume),
         1 => node.clone().prop_map(Op::Exclude),
@@ -121,7 +162,11 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn request() -> impl Strategy<Value = Request> {
-    let minutes = prop_oneof![Just(0u64), Just(1), Just(6), Just(11), Just(31)];
+    // 400 minutes: past a canary's quiet time, which begins a new rollout.
+    let minutes = prop_oneof![
+        6 => prop_oneof![Just(0u64), Just(1), Just(6), Just(11), Just(31)],
+        1 => Just(400u64),
+    ];
     (op(), minutes, proptest::bool::weighted(0.15)).prop_map(|(op, minutes, late)| Request {
         op,
         minutes,
@@ -138,7 +183,7 @@ fn id(n: usize) -> NodeId {
 async fn run<S: LockStore>(store: &S, group: &GroupName, op: Op, at: Timestamp) -> String {
     // What a hook or the sweep read first, only for the requests that name it.
     let record = match op {
-        Op::Drained(..) | Op::Returned(..) | Op::Stop(_) => stored(store, group).await,
+        Op::Drained(..) | Op::Returned(..) | Op::Stop(..) => stored(store, group).await,
         _ => GroupRecord::default(),
     };
     let since = |held: Option<Timestamp>, which: Since| match which {
@@ -156,7 +201,7 @@ async fn run<S: LockStore>(store: &S, group: &GroupName, op: Op, at: Timestamp) 
             format!(
                 "{:?}",
                 store
-                    .acquire(group, &id(n), rules(r), at)
+                    .acquire(group, &id(n), rules(r, n, group), at)
                     .await
                     .unwrap()
                     .outcome
@@ -194,23 +239,21 @@ async fn run<S: LockStore>(store: &S, group: &GroupName, op: Op, at: Timestamp) 
                     .outcome
             )
         }
-        Op::Stop(n) => {
-            let since = record
-                .returning
-                .get(&id(n))
-                .copied()
-                .unwrap_or(Timestamp(1));
-            let stopped = store
-                .stop_rollout(
-                    group,
-                    &id(n),
-                    since,
-                    fleetlock::domain::lock::StopCause::Return,
-                    at,
-                )
-                .await;
+        Op::Stop(n, wave, which) => {
+            let (read, cause) = if wave {
+                (record.holders.held_since(&id(n)), StopCause::Wave)
+            } else {
+                (record.returning.get(&id(n)).copied(), StopCause::Return)
+            };
+            // The sweep always names a time: none read is an ended one.
+            let since = since(read, which).unwrap_or(Timestamp(1));
+            let stopped = store.stop_rollout(group, &id(n), since, cause, at).await;
             format!("{:?}", stopped.unwrap().outcome)
         }
+        Op::BeginRollout => format!(
+            "{:?}",
+            store.begin_rollout(group, at).await.unwrap().outcome
+        ),
         Op::Pause => format!("{:?}", store.pause(group, person()).await.unwrap().outcome),
         Op::Resume => format!("{:?}", store.resume(group).await.unwrap().outcome),
         Op::Exclude(n) => {
@@ -248,13 +291,127 @@ async fn stored<S: LockStore>(store: &S, group: &GroupName) -> GroupRecord {
     groups.pop().map(|(_, record)| record).unwrap_or_default()
 }
 
+/// The DynamoDB store under test, and the harness's own client to read
+/// its items as they are written.
+struct Dynamo {
+    store: RoleStore,
+    client: aws_sdk_dynamodb::Client,
+}
+
+impl Dynamo {
+    async fn new(prefix: &str) -> Self {
+        let (store, _) = dynamo_store(prefix).await;
+        let (client, _) = fleetlock::test_support::counted_client().await;
+        Self { store, client }
+    }
+
+    /// The group's item as written, without what only DynamoDB keeps:
+    /// the key, `pause_version` (the version a person's pause is written
+    /// against) and a count at zero, the rest of an `ADD`.
+    async fn item(&self, group: &GroupName) -> Json {
+        let item = raw_item(&self.client, self.store.table(), group.as_str()).await;
+        let mut attributes = serde_json::Map::new();
+        for (name, value) in item {
+            let value = json_of(&value);
+            let zero_count = matches!(name.as_str(), "holder_count" | "excluded_count")
+                && value == serde_json::json!(0);
+            if name != "group" && name != "pause_version" && !zero_count {
+                attributes.insert(name, value);
+            }
+        }
+        Json::Object(attributes)
+    }
+}
+
+type Json = serde_json::Value;
+
+/// An attribute as JSON, a set sorted: two items that hold the same are
+/// equal JSON.
+fn json_of(value: &AttributeValue) -> Json {
+    match value {
+        AttributeValue::N(n) => Json::from(n.parse::<u64>().expect("a whole number")),
+        AttributeValue::S(s) => Json::from(s.clone()),
+        AttributeValue::Ss(set) => {
+            let mut set = set.clone();
+            set.sort();
+            Json::from(set)
+        }
+        AttributeValue::M(map) => Json::Object(
+            map.iter()
+                .map(|(name, value)| (name.clone(), json_of(value)))
+                .collect(),
+        ),
+        other => {
+            panic!("an attribute the item layout (docs/design.md) has no place for: {other:?}")
+        }
+    }
+}
+
+/// The item docs/design.md's table says a group's record is stored as:
+/// what the memory store's record must be written as, attribute by
+/// attribute, so that two items that decode alike but differ (a mark left
+/// behind, a count gone stale) are told apart.
+fn item_of(record: &GroupRecord) -> Json {
+    use serde_json::json;
+    let mut item = serde_json::Map::new();
+    let person = |pause: &ByPerson| json!({ "reason": pause.reason.to_string(), "since": pause.since.0, "by": pause.by });
+    let mut marks = |prefix: &str, of: &std::collections::BTreeMap<NodeId, Timestamp>| {
+        for (id, at) in of {
+            item.insert(format!("{prefix}{id}"), json!(at.0));
+        }
+    };
+    marks("d:", &record.draining);
+    marks("r:", &record.renewed);
+    marks("t:", &record.taken);
+    marks("b:", &record.returning);
+    marks("o:", &record.returns_failed);
+    for (id, since) in record.holders.holders() {
+        item.insert(format!("h:{id}"), json!(since.0));
+    }
+    if !record.holders.is_empty() {
+        item.insert("holder_count".into(), json!(record.holders.len()));
+    }
+    for (id, pause) in &record.excluded {
+        item.insert(format!("x:{id}"), person(pause));
+    }
+    if !record.excluded.is_empty() {
+        item.insert("excluded_count".into(), json!(record.excluded.len()));
+    }
+    if let Some(pause) = &record.pause.person {
+        item.insert("paused".into(), person(pause));
+    }
+    if !record.pause.alarms.is_empty() {
+        item.insert("alarms".into(), json!(record.pause.alarms));
+    }
+    if let Some(stop) = &record.pause.stop {
+        let mut value = json!({
+            "id": stop.id.to_string(),
+            "returning_since": stop.returning_since.0,
+            "at": stop.at.0,
+        });
+        if stop.cause == StopCause::Wave {
+            value["cause"] = json!("wave");
+        }
+        item.insert("stopped".into(), value);
+    }
+    let mut number = |name: &str, value: Option<u64>| {
+        if let Some(value) = value {
+            item.insert(name.into(), json!(value));
+        }
+    };
+    number("slots", record.slots.map(u64::from));
+    number("released_at", record.last_release.map(|at| at.0));
+    number("wave_grants", record.wave_grants.map(u64::from));
+    number("rollout_began", record.rollout_began.map(|at| at.0));
+    if let Some(zone) = &record.zone {
+        item.insert("zone".into(), json!(zone));
+    }
+    Json::Object(item)
+}
+
 /// Runs the requests on both stores, in a group of their own; the first
 /// difference, with the requests up to it.
-async fn differs(
-    dynamo: &DynamoStore,
-    group: &GroupName,
-    requests: &[Request],
-) -> Result<(), String> {
+async fn differs(dynamo: &Dynamo, group: &GroupName, requests: &[Request]) -> Result<(), String> {
     let memory = MemoryStore::default();
     let mut now = Timestamp(1_000_000);
     let mut late: Option<(Op, Timestamp)> = None;
@@ -274,61 +431,153 @@ async fn differs(
     Ok(())
 }
 
-/// Lands `op` at `at` on both stores; the difference, if any, with `log`.
+/// Lands `op` at `at` on both stores; the difference, if any, with `log`:
+/// in the outcome, the record as read, or the item as written.
 async fn land(
     memory: &MemoryStore,
-    dynamo: &DynamoStore,
+    dynamo: &Dynamo,
     group: &GroupName,
     op: Op,
     at: Timestamp,
     log: &mut Vec<String>,
 ) -> Result<(), String> {
     let expected = run(memory, group, op, at).await;
-    let got = run(dynamo, group, op, at).await;
+    let got = run(&dynamo.store, group, op, at).await;
     log.push(format!("{op:?} at +{} ms -> {expected}", at.0 - 1_000_000));
-    let (want, have) = (stored(memory, group).await, stored(dynamo, group).await);
-    if expected != got || want != have {
+    let (want, have) = (
+        stored(memory, group).await,
+        stored(&dynamo.store, group).await,
+    );
+    let (written, item) = (item_of(&want), dynamo.item(group).await);
+    if expected != got || want != have || written != item {
         return Err(format!(
             "memory and DynamoDB differ after:\n  {}\nmemory: {expected}\n{want:#?}\n\
-             DynamoDB: {got}\n{have:#?}",
+             as an item: {written:#}\nDynamoDB: {got}\n{have:#?}\nits item: {item:#}",
             log.join("\n  ")
         ));
     }
     Ok(())
 }
 
-/// Sequences random ones rarely reach, each at the times given (minutes):
-/// two overdue returns stopping one group (the first stop stays), and a
-/// return confirmed with a time before another node's recorded release
-/// (clock skew between two callers: the later release time stays).
-#[tokio::test]
-async fn two_stops_and_a_confirmation_older_than_the_last_release_agree() {
-    let (dynamo, _) = dynamo_store("conformance-fixed").await;
-    let at = |minutes: u64| Timestamp(1_000_000 + minutes * MINUTE);
-    let stops = [
-        (Op::Acquire(0, 5), at(0)),
-        (Op::Acquire(1, 5), at(1)),
-        (Op::Release(0, true), at(2)),
-        (Op::Release(1, true), at(3)),
-        (Op::Stop(0), at(20)),
-        (Op::Stop(1), at(21)),
-    ];
-    let skewed = [
-        (Op::Acquire(0, 5), at(0)),
-        (Op::Acquire(1, 5), at(1)),
-        (Op::Release(0, true), at(2)),
-        (Op::Release(1, false), at(5)),
-        (Op::Returned(0, Since::None), at(4)),
-    ];
-    for (name, sequence) in [("stops", &stops[..]), ("skewed", &skewed[..])] {
-        let (memory, group) = (MemoryStore::default(), GroupName::parse(name).unwrap());
-        let mut log = Vec::new();
-        for &(op, when) in sequence {
-            if let Err(difference) = land(&memory, &dynamo, &group, op, when, &mut log).await {
-                panic!("{name}: {difference}");
-            }
+/// Runs `sequence` (each request at the minute given) on both stores, in
+/// a table of its own: every outcome, record and item the same. The last
+/// outcome, and the group as stored after it.
+async fn both_agree_on(name: &str, sequence: &[(Op, u64)]) -> (String, GroupRecord) {
+    let dynamo = Dynamo::new(&format!("conformance-{name}")).await;
+    let (memory, group) = (MemoryStore::default(), GroupName::parse(name).unwrap());
+    let mut log = Vec::new();
+    for &(op, minutes) in sequence {
+        let when = Timestamp(1_000_000 + minutes * MINUTE);
+        if let Err(difference) = land(&memory, &dynamo, &group, op, when, &mut log).await {
+            panic!("{name}: {difference}");
         }
     }
+    let last = log.last().and_then(|line| line.rsplit(" -> ").next());
+    (
+        last.unwrap_or_default().to_owned(),
+        stored(&memory, &group).await,
+    )
+}
+
+// Sequences random ones rarely reach, each named for what it holds both
+// stores to (the mutants of `scripts/mutants conditions` name them).
+
+/// Two overdue returns stop one group once: the first stop stays.
+#[tokio::test]
+async fn two_overdue_returns_stop_the_group_once() {
+    let sequence = [
+        (Op::Acquire(0, 5), 0),
+        (Op::Acquire(1, 5), 1),
+        (Op::Release(0, true), 2),
+        (Op::Release(1, true), 3),
+        (Op::Stop(0, false, Since::Stored), 20),
+        (Op::Stop(1, false, Since::Stored), 21),
+    ];
+    let (last, group) = both_agree_on("stops", &sequence).await;
+    assert_eq!(last, "Stopped", "the second return counted as failed too");
+    assert_eq!(group.pause.stop.map(|stop| stop.id), Some(id(0)));
+}
+
+/// A return confirmed with a time before another node's recorded release
+/// (clock skew between two callers): the later release time stays.
+#[tokio::test]
+async fn a_confirmation_older_than_the_last_release_keeps_the_later_one() {
+    let sequence = [
+        (Op::Acquire(0, 5), 0),
+        (Op::Acquire(1, 5), 1),
+        (Op::Release(0, true), 2),
+        (Op::Release(1, false), 5),
+        (Op::Returned(0, Since::None), 4),
+    ];
+    let (last, group) = both_agree_on("skewed", &sequence).await;
+    assert_eq!(last, "Freed");
+    assert_eq!(group.last_release, Some(Timestamp(1_000_000 + 5 * MINUTE)));
+}
+
+/// The sweep's stop for a return that has ended (the node came back and
+/// left again: its return now starts later) changes nothing.
+#[tokio::test]
+async fn a_stop_for_a_return_that_ended_changes_nothing() {
+    let sequence = [
+        (Op::Acquire(0, 5), 0),
+        (Op::Release(0, true), 1),
+        (Op::Returned(0, Since::Stored), 2),
+        (Op::Acquire(0, 5), 20),
+        (Op::Release(0, true), 22),
+        (Op::Stop(0, false, Since::Ended), 40),
+    ];
+    let (last, group) = both_agree_on("ended-stop", &sequence).await;
+    assert_eq!((last.as_str(), group.pause.stop), ("NotReturning", None));
+}
+
+/// A return the sweep stopped, then confirmed: the slot goes, and every
+/// mark of it (the failed return's too) with it; the node asks again once
+/// a person resumed.
+#[tokio::test]
+async fn a_stopped_return_confirmed_leaves_no_mark_behind() {
+    let sequence = [
+        (Op::Acquire(0, 5), 0),
+        (Op::Release(0, true), 1),
+        (Op::Stop(0, false, Since::Stored), 20),
+        (Op::Returned(0, Since::Stored), 21),
+        (Op::Resume, 22),
+        (Op::Acquire(0, 5), 23),
+    ];
+    let (last, group) = both_agree_on("stopped-return", &sequence).await;
+    assert_eq!(last, "Granted");
+    assert!(group.returns_failed.is_empty(), "{group:?}");
+}
+
+/// Zones switched on while a node holds a slot from before the split: no
+/// node of any zone goes out beside it (its zone is not known).
+#[tokio::test]
+async fn slots_held_before_a_split_keep_every_zone_waiting() {
+    let sequence = [
+        (Op::Acquire(0, 1), 0),
+        (Op::Acquire(1, 6), 1),
+        (Op::Acquire(2, 6), 2),
+        (Op::Release(0, false), 3),
+        (Op::Acquire(1, 6), 10),
+    ];
+    let (last, _) = both_agree_on("split", &sequence).await;
+    assert_eq!(last, "Granted", "once the old slot is back");
+}
+
+/// A canary, its wave of one, then the rest at the group's two slots: a
+/// third node of the rest finds the group full.
+#[tokio::test]
+async fn the_rest_of_a_rollout_goes_at_the_slots_and_no_further() {
+    let sequence = [
+        (Op::Acquire(0, 8), 0),
+        (Op::Release(0, false), 1),
+        (Op::Acquire(1, 8), 7),
+        (Op::Release(1, false), 8),
+        (Op::Acquire(0, 8), 14),
+        (Op::Acquire(1, 8), 14),
+        (Op::Acquire(2, 8), 14),
+    ];
+    let (last, group) = both_agree_on("rest", &sequence).await;
+    assert_eq!((last.as_str(), group.holders.len()), ("Full", 2));
 }
 
 /// Sequences run at once in each case, each in a group of its own:
@@ -338,7 +587,7 @@ const AT_ONCE: usize = 4;
 #[test]
 fn every_decision_and_every_item_on_dynamodb_is_the_rules() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (dynamo, _) = runtime.block_on(dynamo_store("conformance"));
+    let dynamo = runtime.block_on(Dynamo::new("conformance"));
     let sequences: u32 = std::env::var("FLEETLOCK_CONFORMANCE_CASES")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -12,10 +12,9 @@ use fleetlock::domain::input::{GroupName, NodeId};
 use fleetlock::domain::lock::GroupRules;
 use fleetlock::domain::store::{LockStore, StoreError};
 use fleetlock::domain::time::Timestamp;
-use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::test_support::counted_client;
 
-use crate::helpers::{api, dynamo_store, raw_item, rules, spawn_server, zincati};
+use crate::helpers::{RoleStore, api, dynamo_store, raw_item, rules, spawn_server, zincati};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -43,7 +42,7 @@ fn bad_pause() -> Item {
     ])
 }
 
-async fn seeded(prefix: &str, item: Item) -> (DynamoStore, aws_sdk_dynamodb::Client) {
+async fn seeded(prefix: &str, item: Item) -> (RoleStore, aws_sdk_dynamodb::Client) {
     let (store, _) = dynamo_store(prefix).await;
     let (client, _) = counted_client().await;
     client

@@ -345,7 +345,8 @@ async fn askers_and_confirmations_racing_never_over_reserve() {
     let store = Arc::new(store);
     let g = group("workers");
     let three = gated(3, HOLD);
-    let (client, _) = fleetlock::test_support::counted_client().await;
+    // The confirmations come from the drained function's role.
+    let client = crate::helpers::client_as(&format!("drained.{}", store.table())).await;
     let operator = Arc::new(fleetlock::store::dynamodb::DynamoStore::new(
         client,
         store.table(),
@@ -423,10 +424,13 @@ async fn askers_and_confirmations_racing_never_over_reserve() {
 #[tokio::test]
 async fn a_late_confirmation_never_grants_a_newer_reservation() {
     use crate::fault_proxy::Fault;
-    let (proxy, store) = crate::helpers::proxied_store("drain-late").await;
-    let store = Arc::new(store);
-    let (client, _) = fleetlock::test_support::counted_client().await;
-    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, store.table());
+    let (proxy, function) = crate::helpers::proxied_store("drain-late").await;
+    // The confirmation through the proxy, as the drained function sends it;
+    // the node's calls straight to DynamoDB Local, as the API function's.
+    let table = function.table().to_owned();
+    let confirmer = crate::helpers::store_through_as(&proxy, &table, &table, "drained").await;
+    let store = Arc::new(confirmer);
+    let direct = crate::helpers::RoleStore::new(&table, &Default::default()).await;
     let g = group("workers");
     let one = gated(1, HOLD);
     assert_eq!(take(&direct, &g, "a", one, T0).await, Acquire::Reserves);

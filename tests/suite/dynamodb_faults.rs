@@ -35,7 +35,9 @@ impl Rig {
         self.api
             .service()
             .store()
-            .groups(None)
+            .groups(Some(
+                &fleetlock::domain::input::GroupName::parse("default").unwrap(),
+            ))
             .await
             .unwrap()
             .iter()

@@ -272,7 +272,7 @@ async fn two_regions_that_differ_in_a_zone_or_a_canary_setting_disagree() {
 async fn a_region_that_changes_its_settings_is_refused_elsewhere_within_the_refresh() {
     let (store, _) = dynamo_store("regions-refresh").await;
     let table = store.table().to_owned();
-    let (client, requests) = fleetlock::test_support::counted_client().await;
+    let (client, requests) = crate::helpers::counted_client_as(&format!("function.{table}")).await;
     let service = FleetLock::new(
         GroupSlots::parse("workers=2").unwrap(),
         DynamoStore::new(client, &table),

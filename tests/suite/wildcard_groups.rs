@@ -140,8 +140,13 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
         store.forget(&group("named")).await.unwrap(),
         Forgot::Removed { counted: false }
     );
-    // A place is free again.
-    let took = store.acquire(&group("d"), &id("n1"), wildcard(3), at).await;
+    // A place is free again: for the API function, whose list was full
+    // (a process other than the person's `forget`), within the minute it
+    // remembers a full list.
+    let later = Timestamp(at.0 + 60_000);
+    let took = store
+        .acquire(&group("d"), &id("n1"), wildcard(3), later)
+        .await;
     assert_eq!(took.unwrap().outcome, Acquire::Granted);
     assert_eq!(names(&store).await, ["a", "c", "d"]);
 }
@@ -332,7 +337,9 @@ async fn a_full_list_is_not_written_again_for_a_minute_after_a_refusal() {
     // After it, the list is asked again.
     let after = Timestamp(at.0 + 60_000);
     assert_eq!(requests_for("e", after).await, 2);
-    // A group forgotten by this process frees a place at once.
+    // A group a person forgets (`fleetlock forget`, a process of its own)
+    // frees a place, which the API function sees once its minute is over:
+    // within it, the group's own write only, refused.
     store
         .release(&group("b"), &id("n1"), false, after)
         .await
@@ -341,8 +348,14 @@ async fn a_full_list_is_not_written_again_for_a_minute_after_a_refusal() {
         store.forget(&group("b")).await.unwrap(),
         Forgot::Removed { counted: true }
     ));
+    assert_eq!(requests_for("f", Timestamp(after.0 + 59_000)).await, 1);
     let took = store
-        .acquire(&group("f"), &id("n1"), wildcard(2), after)
+        .acquire(
+            &group("f"),
+            &id("n1"),
+            wildcard(2),
+            Timestamp(after.0 + 60_000),
+        )
         .await;
     assert_eq!(took.unwrap().outcome, Acquire::Granted);
 }
