@@ -841,3 +841,50 @@ async fn an_item_in_todays_format_reads_as_the_state_it_stands_for() {
         ["api-5xx"]
     );
 }
+
+/// The roles the store's calls are signed as are enforced: each role is
+/// refused, as AWS refuses it, a store call whose action its shipped policy
+/// lacks, and the item is left as it was. (Every principal against every
+/// action: tests/iac/test_roles.py.)
+#[tokio::test]
+async fn each_role_is_refused_a_store_call_outside_its_policy() {
+    let (store, _) = dynamo_store("roles").await;
+    let g = group("workers");
+    assert_eq!(take(&store, &g, "a", 1, 1).await, Acquire::Granted);
+    let as_role = |principal: &'static str| {
+        let table = store.table().to_owned();
+        async move {
+            let client = crate::helpers::client_as(&format!("{principal}.{table}")).await;
+            DynamoStore::new(client, table)
+        }
+    };
+    let denied = |result: Result<String, fleetlock::domain::store::StoreError>, what: &str| {
+        match result {
+            Err(fleetlock::domain::store::StoreError::Unavailable(why)) => assert!(
+                why.contains("AccessDeniedException") && why.contains("is not authorized"),
+                "{what}: {why}"
+            ),
+            other => panic!("{what}: not refused: {other:?}"),
+        }
+    };
+    // The API function: no Scan (status's listing), no DeleteItem (forget).
+    let function = as_role("function").await;
+    let listed = function.groups(None).await.map(|groups| format!("{groups:?}"));
+    denied(listed, "the function's Scan");
+    let forgot = function.forget(&g).await.map(|forgot| format!("{forgot:?}"));
+    denied(forgot, "the function's DeleteItem");
+    // The drained function and the alarm-pauses function: no DeleteItem.
+    for principal in ["drained", "alarm-pauses"] {
+        let forgot = as_role(principal).await.forget(&g).await;
+        denied(forgot.map(|forgot| format!("{forgot:?}")), principal);
+    }
+    // The operator: no DescribeTable, no CreateTable (the deployer's).
+    let operator = as_role("operator").await;
+    let made = operator.create_table().await.map(|made| format!("{made:?}"));
+    denied(made, "the operator's CreateTable");
+    // The Kubernetes agent: no Scan.
+    let listed = as_role("kube-agent").await.groups(None).await;
+    denied(listed.map(|groups| format!("{groups:?}")), "the agent's Scan");
+    // Nothing was changed by any of them.
+    assert_eq!(holders(&store, "workers").await, [("a".to_owned(), 1)]);
+}
