@@ -509,9 +509,9 @@ impl GroupRecord {
             outcome,
             Acquire::Granted | Acquire::Reserves | Acquire::TakesExpired { .. }
         ) {
-            if let Some(zone) = rules.zone {
-                self.zone = Some(zone.as_str().to_owned());
-            }
+            // Not split now: this node's zone is not known, so none is
+            // recorded (the zones, switched on again, wait for every slot).
+            self.zone = rules.zone.map(|zone| zone.as_str().to_owned());
             if let Some(canary) = rules.canary {
                 // One more grant of the running rollout, or the first of a
                 // new one.

@@ -5,6 +5,8 @@
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{Hash, Hasher};
 
+use fleetlock::domain::input::NodeId;
+
 use crate::world::{Heard, Request, START, State, Step, UNIT, World, takes_a_slot};
 
 /// Past this many states a run stops: its bounds are wider than a test's.
@@ -147,30 +149,35 @@ fn check_step(
             format!("{is} nodes reserved, holding or returning with {slots} slots"),
         ));
     }
-    // One zone at a time: the nodes out (reserved, holding or returning)
-    // are all of one zone, in every state.
-    if world.bounds.features.zones {
-        let in_zones = |nodes: &mut dyn Iterator<Item = usize>| -> BTreeSet<String> {
-            nodes.filter_map(|n| world.zone_of(n)).collect()
-        };
-        // As the record has them, and as the nodes are: out of service
-        // (told yes, not back) or reserved (their drain begun).
-        let recorded = in_zones(
-            &mut after
+    // One zone at a time: while the settings split the group, no step
+    // brings a node out (reserved, holding or returning) beside a node of
+    // another zone. Zones are where the nodes are, whatever the record
+    // says (a slot taken before the split recorded none). A state where
+    // the zones were switched on over nodes of two zones out is no
+    // violation until a step adds one more.
+    if world.zones(before.settings) {
+        let zones_out = |state: &State| -> (BTreeSet<usize>, BTreeSet<String>, BTreeSet<String>) {
+            let position = |id: &NodeId| world.nodes.iter().position(|node| node == id);
+            let held: BTreeSet<usize> = state
                 .record
                 .holders
                 .holders()
-                .filter_map(|(id, _)| world.nodes.iter().position(|node| node == id)),
-        );
-        let reserved = after
-            .record
-            .draining
-            .keys()
-            .filter_map(|id| world.nodes.iter().position(|node| node == id));
-        let out = in_zones(&mut after.told_yes.iter().copied().chain(reserved));
-        for zones in [recorded, out] {
-            if zones.len() > 1 {
-                return Err(("one_zone", format!("nodes of {zones:?} out at once")));
+                .filter_map(|(id, _)| position(id))
+                .collect();
+            let reserved = state.record.draining.keys().filter_map(position);
+            let out: BTreeSet<usize> = state.told_yes.iter().copied().chain(reserved).collect();
+            let in_zones =
+                |nodes: &BTreeSet<usize>| nodes.iter().filter_map(|n| world.zone_of(*n)).collect();
+            let (recorded, out_zones) = (in_zones(&held), in_zones(&out));
+            (out.union(&held).copied().collect(), recorded, out_zones)
+        };
+        let (was_out, ..) = zones_out(before);
+        let (is_out, recorded, out) = zones_out(after);
+        if !is_out.is_subset(&was_out) {
+            for zones in [recorded, out] {
+                if zones.len() > 1 {
+                    return Err(("one_zone", format!("nodes of {zones:?} out at once")));
+                }
             }
         }
     }
@@ -508,9 +515,11 @@ fn describe(world: &World, before: &State, step: Step, heard: &Heard) -> String 
         Step::Exclude(n) => format!("a person excludes {}", node(n)),
         Step::Include(n) => format!("a person includes {}", node(n)),
         Step::Sweep => "the sweep runs".into(),
+        Step::BeginRollout => "a person begins a rollout".into(),
+        Step::Forget => "a person forgets the group".into(),
         Step::Settings(0) => "settings as configured".into(),
         Step::Settings(1) => format!("settings: {} slots", world.slots(1)),
-        Step::Settings(_) => "settings: no drain or return gate".into(),
+        Step::Settings(_) => "settings: no gate, no canary, no zones".into(),
         Step::Tick => "a unit of time passes".into(),
     };
     let word = heard.word();

@@ -250,6 +250,48 @@ fn canary_with_a_drain_gate_and_a_lease() {
     );
 }
 
+/// The limits reached: three nodes, two of one zone, at a group's two
+/// slots, with the zones switched off and on again over the slots taken
+/// meanwhile (settings 2), and every move of the world.
+#[test]
+fn zones_at_their_two_slots_switched_off_and_on() {
+    check(
+        "zones-full",
+        bounds(
+            3,
+            2,
+            3,
+            Features {
+                zones: true,
+                ..world_moves()
+            },
+        ),
+    );
+}
+
+/// A whole rollout: the canary, its wave of one, then the rest at the
+/// group's two slots with a third node asking (a full group), a person's
+/// begin-rollout and forget; nodes that behave, so the depth reaches the
+/// rest.
+#[test]
+fn a_whole_rollout_to_its_rest_at_a_full_group() {
+    let deep = deep();
+    check(
+        "rollout",
+        Bounds {
+            nodes: 3,
+            slots: 2,
+            features: Features {
+                canary: true,
+                person: true,
+                ..Features::default()
+            },
+            horizon: 3,
+            depth: if deep { 11 } else { 10 },
+        },
+    );
+}
+
 /// The liveness check against a world it must fail: a window no longer
 /// than the drain timeout begins no drain, ever (what it found first; the
 /// configuration now refuses such a window at start).

@@ -105,7 +105,8 @@ pub struct State {
     pub record: GroupRecord,
     pub now: Timestamp,
     /// Which settings are in force: 0 as configured, 1 with the slots
-    /// changed, 2 without the gates.
+    /// changed, 2 without the gates and without the zones (switched on
+    /// again over the slots taken meanwhile).
     pub settings: usize,
     /// Nodes out of service: told 2xx to a pre-reboot, and not back in
     /// service yet (with a return gate, until their return is confirmed).
@@ -134,6 +135,11 @@ pub enum Step {
     Include(usize),
     /// The drained function's sweep: overdue returns stop the group.
     Sweep,
+    /// A person's `fleetlock begin-rollout` (a group with a canary).
+    BeginRollout,
+    /// A person's `fleetlock forget`: the group's item deleted, unless it
+    /// holds a slot, a pause or a stop.
+    Forget,
     Settings(usize),
     /// A unit of time passes.
     Tick,
@@ -213,7 +219,7 @@ impl World {
             if gates && features.canary {
                 groups = groups.with_canary(&format!("workers={CANARY}")).unwrap();
             }
-            if features.zones {
+            if gates && features.zones {
                 groups = groups.with_zones("workers").unwrap();
             }
             FleetLock::new(groups, MemoryStore::default())
@@ -270,12 +276,18 @@ impl World {
             .then(|| fleetlock::domain::canary::parse_canary(CANARY).unwrap())
     }
 
-    /// The zone group node `n` asks with, where the group is split by zone.
+    /// The zone node `n` is in, as its zone group, in a world with zones
+    /// (whether or not the settings in force split the group).
     pub fn zone_of(&self, n: usize) -> Option<String> {
         self.bounds
             .features
             .zones
             .then(|| format!("workers.z{}", n % 2))
+    }
+
+    /// Whether the settings in force split the group by zone.
+    pub fn zones(&self, settings: usize) -> bool {
+        self.bounds.features.zones && settings != 2
     }
 
     /// Whether the settings in force have a return gate.
@@ -358,6 +370,12 @@ impl World {
         }
         if f.returns || f.canary {
             steps.push(Step::Sweep);
+        }
+        if f.person {
+            steps.push(Step::Forget);
+            if f.canary {
+                steps.push(Step::BeginRollout);
+            }
         }
         if f.live_changes {
             steps.extend((0..3).filter(|s| *s != state.settings).map(Step::Settings));
@@ -465,10 +483,10 @@ impl World {
         let heard = self.runtime.block_on(async {
             match request {
                 Request::PreReboot(n) => {
-                    Heard::PreReboot(n, service.pre_reboot(&self.params(n)).await)
+                    Heard::PreReboot(n, service.pre_reboot(&self.params(n, settings)).await)
                 }
                 Request::SteadyState(n) => {
-                    Heard::SteadyState(service.steady_state(&self.params(n)).await)
+                    Heard::SteadyState(service.steady_state(&self.params(n, settings)).await)
                 }
                 Request::Drained(n, since) => {
                     let decided = store.drained(group, &self.nodes[n], since, at).await;
@@ -488,7 +506,8 @@ impl World {
         (store.record(group), heard)
     }
 
-    /// A person's pause, resume, exclusion, inclusion, or the sweep.
+    /// A person's pause, resume, exclusion, inclusion, begin-rollout or
+    /// forget, or the sweep.
     fn person(&self, record: &GroupRecord, step: Step, at: Timestamp) -> GroupRecord {
         let store = self.services[0].store();
         store.put_record(&self.group, record.clone());
@@ -506,6 +525,8 @@ impl World {
                     drop(store.exclude(group, &self.nodes[n], who()).await.unwrap())
                 }
                 Step::Include(n) => drop(store.include(group, &self.nodes[n]).await.unwrap()),
+                Step::BeginRollout => drop(store.begin_rollout(group, at).await.unwrap()),
+                Step::Forget => drop(store.forget(group).await.unwrap()),
                 Step::Sweep => {
                     // As the drained function's sweep: each canary's wave
                     // and each return overdue and not yet judged stops the
@@ -552,13 +573,15 @@ impl World {
         self.nodes.len() - usize::from(self.bounds.features.twins)
     }
 
-    /// The group name node `n` asks with: its zone group where the group
-    /// is split by zone, else the group's; for the last node of a world
-    /// with twins, a name the group could mean beside its `*`: its zone
-    /// group's case twin, or a zone of the group when it is not split.
-    pub fn asked_group(&self, n: usize) -> String {
+    /// The group name node `n` asks with under `settings`: its zone group
+    /// where they split the group by zone (its zone unit keeps it in step),
+    /// else the group's; for the last node of a world with twins, a name
+    /// the group could mean beside its `*`: its zone group's case twin, or
+    /// a zone of the group when it is not split.
+    pub fn asked_group(&self, n: usize, settings: usize) -> String {
         let twin = self.bounds.features.twins && n + 1 == self.bounds.nodes;
-        match (self.zone_of(n), twin) {
+        let zone = self.zone_of(n).filter(|_| self.zones(settings));
+        match (zone, twin) {
             (Some(zone), true) => zone.replacen("workers", "Workers", 1),
             (None, true) => format!("workers.z{}", n % 2),
             (Some(zone), false) => zone,
@@ -566,8 +589,8 @@ impl World {
         }
     }
 
-    fn params(&self, n: usize) -> ClientParams {
-        let group = self.asked_group(n);
+    fn params(&self, n: usize, settings: usize) -> ClientParams {
+        let group = self.asked_group(n, settings);
         let body = format!(
             "{{\"client_params\": {{\"id\": \"{}\", \"group\": \"{group}\"}}}}",
             self.nodes[n]

@@ -563,6 +563,22 @@ async fn slots_held_before_a_split_keep_every_zone_waiting() {
     assert_eq!(last, "Granted", "once the old slot is back");
 }
 
+/// Zones on, a node of one zone out; the split switched off and a node of
+/// any zone granted; the split on again: the zone recorded first no longer
+/// says whose nodes are out, so the first zone's node waits too.
+#[tokio::test]
+async fn a_zone_recorded_before_the_split_was_switched_off_lets_no_zone_beside_it() {
+    let sequence = [
+        (Op::Acquire(0, 6), 0),
+        (Op::Acquire(1, 5), 1),
+        (Op::Release(0, false), 2),
+        (Op::Acquire(0, 6), 3),
+    ];
+    let (last, group) = both_agree_on("split-off", &sequence).await;
+    assert_eq!(last, "OtherZone { zone: \"\" }");
+    assert_eq!((group.holders.len(), group.zone), (1, None));
+}
+
 /// A canary, its wave of one, then the rest at the group's two slots: a
 /// third node of the rest finds the group full.
 #[tokio::test]

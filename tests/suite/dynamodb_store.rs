@@ -858,20 +858,25 @@ async fn each_role_is_refused_a_store_call_outside_its_policy() {
             DynamoStore::new(client, table)
         }
     };
-    let denied = |result: Result<String, fleetlock::domain::store::StoreError>, what: &str| {
-        match result {
+    let denied =
+        |result: Result<String, fleetlock::domain::store::StoreError>, what: &str| match result {
             Err(fleetlock::domain::store::StoreError::Unavailable(why)) => assert!(
                 why.contains("AccessDeniedException") && why.contains("is not authorized"),
                 "{what}: {why}"
             ),
             other => panic!("{what}: not refused: {other:?}"),
-        }
-    };
+        };
     // The API function: no Scan (status's listing), no DeleteItem (forget).
     let function = as_role("function").await;
-    let listed = function.groups(None).await.map(|groups| format!("{groups:?}"));
+    let listed = function
+        .groups(None)
+        .await
+        .map(|groups| format!("{groups:?}"));
     denied(listed, "the function's Scan");
-    let forgot = function.forget(&g).await.map(|forgot| format!("{forgot:?}"));
+    let forgot = function
+        .forget(&g)
+        .await
+        .map(|forgot| format!("{forgot:?}"));
     denied(forgot, "the function's DeleteItem");
     // The drained function and the alarm-pauses function: no DeleteItem.
     for principal in ["drained", "alarm-pauses"] {
@@ -880,11 +885,17 @@ async fn each_role_is_refused_a_store_call_outside_its_policy() {
     }
     // The operator: no DescribeTable, no CreateTable (the deployer's).
     let operator = as_role("operator").await;
-    let made = operator.create_table().await.map(|made| format!("{made:?}"));
+    let made = operator
+        .create_table()
+        .await
+        .map(|made| format!("{made:?}"));
     denied(made, "the operator's CreateTable");
     // The Kubernetes agent: no Scan.
     let listed = as_role("kube-agent").await.groups(None).await;
-    denied(listed.map(|groups| format!("{groups:?}")), "the agent's Scan");
+    denied(
+        listed.map(|groups| format!("{groups:?}")),
+        "the agent's Scan",
+    );
     // Nothing was changed by any of them.
     assert_eq!(holders(&store, "workers").await, [("a".to_owned(), 1)]);
 }

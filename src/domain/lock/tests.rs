@@ -1193,6 +1193,34 @@ fn slots_held_from_before_the_split_keep_every_zone_waiting() {
 }
 
 #[test]
+fn a_grant_while_the_split_is_off_forgets_the_zone_recorded_before() {
+    let mut group = GroupRecord::default();
+    assert_eq!(
+        group.acquire(&id("a1"), zoned(2, "w.a"), Timestamp(1)),
+        Acquire::Granted
+    );
+    let plain = GroupRules {
+        slots: 2,
+        ..GroupRules::default()
+    };
+    assert_eq!(
+        group.acquire(&id("b1"), plain, Timestamp(2)),
+        Acquire::Granted
+    );
+    assert_eq!(group.zone, None, "b1's zone is not known");
+    assert_eq!(
+        group.release(&id("a1"), false, Timestamp(3)),
+        Release::Released
+    );
+    assert_eq!(
+        group.decide_acquire(&id("a1"), zoned(2, "w.a"), Timestamp(4)),
+        Acquire::OtherZone {
+            zone: String::new()
+        }
+    );
+}
+
+#[test]
 fn a_zones_answer_comes_after_exclusion_pause_and_settle_and_before_full() {
     let mut group = GroupRecord::default();
     let settle = GroupRules {

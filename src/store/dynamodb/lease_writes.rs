@@ -51,7 +51,7 @@ impl DynamoStore {
             Some(_) => "#expired_renewed = :renewed",
             None => "attribute_not_exists(#expired_renewed)",
         };
-        let (zone_set, zone_check) = zone_terms(rules, TAKE_OVER_ZONE_CHECK);
+        let (zone_set, zone_check, zone_remove) = zone_terms(rules, TAKE_OVER_ZONE_CHECK);
         // A take-over is a grant of the rollout too: inside a wave only (at
         // a wave's first, a node is out: the one it replaces).
         let (request, canary) = canary_terms(self.grant_checks(id, rules, now), rules, now, false);
@@ -61,7 +61,7 @@ impl DynamoStore {
         let mut request = request
             .update_expression(format!(
                 "SET #holder = :now, {}{zone_set}#slots = :slots, #expired_taken = :now \
-                 REMOVE {remove}{canary_add}",
+                 REMOVE {remove}{zone_remove}{canary_add}",
                 reserves(rules)
             ))
             .condition_expression(format!(

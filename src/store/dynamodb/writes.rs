@@ -89,12 +89,22 @@ pub(super) const GRANT_ZONE_CHECK: &str =
 /// group recorded is the asker's.
 pub(super) const TAKE_OVER_ZONE_CHECK: &str = " AND (#count = :one OR #zone = :zone)";
 
-/// The zone terms of a grant's `SET` and condition, where its group is
-/// split by zone.
-pub(super) fn zone_terms(rules: GroupRules, check: &'static str) -> (&'static str, &'static str) {
+/// Where the group is not split by zone (now), what a grant adds to its
+/// `REMOVE`: the zone group recorded by an earlier grant, which no longer
+/// tells whose nodes are out once this node (of a zone nobody knows) is
+/// too. Zones switched on again then wait until every such slot is back.
+pub(super) const ZONE_FORGOTTEN: &str = ", #zone";
+
+/// The zone terms of a grant's `SET`, condition and `REMOVE`: the zone
+/// group written and checked where the group is split by zone, removed
+/// where it is not.
+pub(super) fn zone_terms(
+    rules: GroupRules,
+    check: &'static str,
+) -> (&'static str, &'static str, &'static str) {
     match rules.zone {
-        Some(_) => (ZONE_SET, check),
-        None => ("", ""),
+        Some(_) => (ZONE_SET, check, ""),
+        None => ("", "", ZONE_FORGOTTEN),
     }
 }
 
@@ -229,7 +239,7 @@ impl DynamoStore {
             "#count < :slots"
         };
         let mut condition = format!("{room} AND {GRANT_CHECKS}");
-        let (zone_set, zone_check) = zone_terms(rules, GRANT_ZONE_CHECK);
+        let (zone_set, zone_check, zone_remove) = zone_terms(rules, GRANT_ZONE_CHECK);
         condition.push_str(zone_check);
         let (request, canary) = canary_terms(self.grant_checks(id, rules, now), rules, now, begins);
         let (canary_set, canary_add) = canary.as_ref().map_or(("", ""), |c| (c.set, c.add));
@@ -239,7 +249,7 @@ impl DynamoStore {
         let mut request = request
             .update_expression(format!(
                 "SET #holder = :now, {}{zone_set}{canary_set}#slots = :slots REMOVE #renewed, \
-                 #taken ADD #count :one{canary_add}",
+                 #taken{zone_remove} ADD #count :one{canary_add}",
                 reserves(rules)
             ))
             .expression_attribute_values(":one", number(1));
@@ -281,10 +291,12 @@ impl DynamoStore {
             .expression_attribute_values(":now", number(now.0))
             .expression_attribute_values(":slots", number(rules.slots.into()))
             .expression_attribute_values(":settled", number(now.minus(rules.settle).0));
+        // The zone group is written, or removed ([`zone_terms`]).
+        let request = request.expression_attribute_names("#zone", ZONE_ATTRIBUTE);
         let request = match rules.zone {
-            Some(zone) => request
-                .expression_attribute_names("#zone", ZONE_ATTRIBUTE)
-                .expression_attribute_values(":zone", AttributeValue::S(zone.to_string())),
+            Some(zone) => {
+                request.expression_attribute_values(":zone", AttributeValue::S(zone.to_string()))
+            }
             None => request,
         };
         // DynamoDB refuses a name no expression uses: only a reservation
