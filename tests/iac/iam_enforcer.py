@@ -105,6 +105,10 @@ def denial(principal, action, resource):
 
 class Enforcer(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # An answer's headers and body go out in two writes: with Nagle's
+    # algorithm the second waits for the client's delayed ACK (about 40 ms
+    # on loopback), a stall AWS does not have.
+    disable_nagle_algorithm = True
     policies = {}
     upstream = ("127.0.0.1", 8000)
     denials = None

@@ -8,7 +8,14 @@
 //! ./scripts/test); `scripts/model-check` runs it deeper, with
 //! `FLEETLOCK_MODEL_DEEP=1`.
 
+mod dynamodb;
 mod explore;
+#[allow(dead_code)]
+#[path = "../common/item_layout.rs"]
+mod item_layout;
+#[allow(dead_code)]
+#[path = "../common/role_store.rs"]
+mod role_store;
 mod world;
 
 use fleetlock::domain::lock::OnDrainTimeout;
@@ -317,4 +324,57 @@ fn liveness_fails_where_a_window_is_shorter_than_the_drain() {
             || violation.to_string().contains("outside_maintenance_window"),
         "{violation}"
     );
+}
+
+/// The model's steps on the DynamoDB store (tests/model/dynamodb.rs): from
+/// every state near the start of each bound and along random walks deep
+/// into it, every step taken again on DynamoDB Local lands as it does on
+/// the memory store.
+#[test]
+fn every_step_lands_alike_on_dynamodb() {
+    let gates = Features {
+        lease: true,
+        drain: Some(OnDrainTimeout::Hold),
+        returns: true,
+        settle: true,
+        ..world_moves()
+    };
+    let zones = Features {
+        zones: true,
+        canary: true,
+        returns: true,
+        ..world_moves()
+    };
+    let grant = Features {
+        drain: Some(OnDrainTimeout::Grant),
+        lease: true,
+        window: Some(WINDOW_MINUTES),
+        ..world_moves()
+    };
+    let reach = dynamodb::Reach {
+        near: 2,
+        walks: if deep() { 60 } else { 8 },
+        length: 14,
+    };
+    for (name, bounds) in [
+        ("all", bounds(2, 2, 4, gates)),
+        ("canary-zones", bounds(2, 2, 5, zones)),
+        ("drain-grant", bounds(2, 1, 5, grant)),
+    ]
+    .into_iter()
+    .filter(|(name, _)| std::env::var("MODEL_ONLY").map_or(true, |only| only == *name))
+    {
+        let started = std::time::Instant::now();
+        match dynamodb::lands_alike(bounds, reach) {
+            Ok(steps) => println!(
+                "{name} on DynamoDB: {steps} steps alike (every state within {} steps, {} walks \
+                 of {}), in {:.1} s",
+                reach.near,
+                reach.walks,
+                reach.length,
+                started.elapsed().as_secs_f64()
+            ),
+            Err(difference) => panic!("{name}: the stores differ\n{difference}"),
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! from a state and says what happened.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::time::Duration;
 
 use fleetlock::domain::error::Error;
@@ -175,19 +176,44 @@ impl Heard {
     }
 }
 
-pub struct World {
+/// A store the model puts each state it explores into before a step, and
+/// reads the group back from after it: the memory store, or the DynamoDB
+/// store on DynamoDB Local (tests/model/dynamodb.rs).
+pub trait ModelStore: LockStore {
+    fn put(&self, group: &GroupName, record: &GroupRecord) -> impl Future<Output = ()>;
+    fn get(&self, group: &GroupName) -> impl Future<Output = GroupRecord>;
+}
+
+impl ModelStore for MemoryStore {
+    async fn put(&self, group: &GroupName, record: &GroupRecord) {
+        self.put_record(group, record.clone());
+    }
+
+    async fn get(&self, group: &GroupName) -> GroupRecord {
+        self.record(group)
+    }
+}
+
+pub struct World<S: ModelStore = MemoryStore> {
     pub bounds: Bounds,
     pub group: GroupName,
     pub nodes: Vec<NodeId>,
     clock: ManualClock,
     /// One service per settings: as configured, slots changed, no gates.
-    services: Vec<FleetLock<MemoryStore>>,
+    services: Vec<FleetLock<S>>,
     windows: Schedule,
     runtime: tokio::runtime::Runtime,
 }
 
 impl World {
     pub fn new(bounds: Bounds) -> Self {
+        World::on(bounds, MemoryStore::default)
+    }
+}
+
+impl<S: ModelStore> World<S> {
+    /// The world of `bounds`, each of its services on a store `store` makes.
+    pub fn on(bounds: Bounds, store: impl Fn() -> S) -> Self {
         let features = bounds.features;
         let clock = ManualClock::at(Timestamp(START));
         let windows = || match features.window {
@@ -222,7 +248,7 @@ impl World {
             if gates && features.zones {
                 groups = groups.with_zones("workers").unwrap();
             }
-            FleetLock::new(groups, MemoryStore::default())
+            FleetLock::new(groups, store())
                 .with_windows(windows())
                 .with_clock(clock.clone())
         };
@@ -245,7 +271,9 @@ impl World {
             clock,
             services,
             windows: windows(),
+            // Timers and I/O for the DynamoDB store's client.
             runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
                 .build()
                 .unwrap(),
         }
@@ -477,11 +505,11 @@ impl World {
     ) -> (GroupRecord, Heard) {
         let service = &self.services[settings];
         let store = service.store();
-        store.put_record(&self.group, record.clone());
         self.clock.set(at);
         let group = &self.group;
-        let heard = self.runtime.block_on(async {
-            match request {
+        self.runtime.block_on(async {
+            store.put(group, record).await;
+            let heard = match request {
                 Request::PreReboot(n) => {
                     Heard::PreReboot(n, service.pre_reboot(&self.params(n, settings)).await)
                 }
@@ -501,16 +529,15 @@ impl World {
                     let outcome = decided.unwrap().outcome;
                     Heard::Released(outcome == fleetlock::domain::lock::Release::Released)
                 }
-            }
-        });
-        (store.record(group), heard)
+            };
+            (store.get(group).await, heard)
+        })
     }
 
     /// A person's pause, resume, exclusion, inclusion, begin-rollout or
     /// forget, or the sweep.
     fn person(&self, record: &GroupRecord, step: Step, at: Timestamp) -> GroupRecord {
         let store = self.services[0].store();
-        store.put_record(&self.group, record.clone());
         let group = &self.group;
         let who = || ByPerson {
             reason: PauseReason::parse("model").unwrap(),
@@ -518,6 +545,7 @@ impl World {
             by: "model".into(),
         };
         self.runtime.block_on(async {
+            store.put(group, record).await;
             match step {
                 Step::Pause => drop(store.pause(group, who()).await.unwrap()),
                 Step::Resume => drop(store.resume(group).await.unwrap()),
@@ -545,7 +573,7 @@ impl World {
                                 .unwrap();
                         }
                     }
-                    let record = store.record(group);
+                    let record = store.get(group).await;
                     let timeout = Duration::from_millis(2 * UNIT);
                     for (id, since) in record.returns_overdue(timeout, at) {
                         store
@@ -562,8 +590,8 @@ impl World {
                 }
                 _ => unreachable!("not a person's step: {step:?}"),
             }
-        });
-        store.record(group)
+            store.get(group).await
+        })
     }
 
     /// How many nodes the server serves, the first ones: a twin (the last

@@ -4,17 +4,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use aws_sdk_dynamodb::config::retry::RetryPartition;
 use fleetlock::aws::load_config;
-use fleetlock::domain::agreement::{Digests, Recorded};
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId};
-use fleetlock::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRecord, GroupRules, Release, Returned, StopCause, Stopping,
-};
+use fleetlock::domain::lock::{GroupRecord, GroupRules};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
-use fleetlock::domain::store::{Beginning, Changed, Decided, Excluding, Forgot, StoreError};
-use fleetlock::domain::time::Timestamp;
 use fleetlock::http::Api;
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::store::memory::MemoryStore;
@@ -27,6 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use crate::fault_proxy::FaultProxy;
+pub use crate::role_store::RoleStore;
 
 /// A node id the test knows to be valid.
 pub fn id(s: &str) -> NodeId {
@@ -568,209 +564,4 @@ pub async fn counted_client_as(principal: &str) -> (aws_sdk_dynamodb::Client, Re
         .interceptor(counter.clone())
         .build();
     (aws_sdk_dynamodb::Client::from_conf(config), counter)
-}
-
-/// The DynamoDB store as production calls it: each operation signed as
-/// the role that makes it on AWS, as the IAM enforcer in front of DynamoDB
-/// Local judges it (the policies the templates ship), never the harness's
-/// key. A call outside its role's policy fails here as it would on AWS.
-///
-/// - `function` (the API): a node's pre-reboot and steady-state, the
-///   settings' digests, the groups only `*` covers;
-/// - `drained` (the drained function: the hooks and the sweep): a drain's
-///   and a return's confirmation, the sweep's stop;
-/// - `alarm-pauses`: an alarm's pause and its clearing;
-/// - `operator` (a person with the CLI): pause, resume, exclude, include,
-///   begin-rollout, forget, and reading the groups (`status`).
-pub struct RoleStore {
-    function: DynamoStore,
-    drained: DynamoStore,
-    alarms: DynamoStore,
-    operator: DynamoStore,
-}
-
-impl RoleStore {
-    /// The store of `table` signed as each role, every request counted by
-    /// `counter`.
-    pub async fn new(table: &str, counter: &RequestCounter) -> Self {
-        let store = |principal: &str| {
-            let key = format!("{principal}.{table}");
-            let counter = counter.clone();
-            async move {
-                let credentials =
-                    aws_sdk_dynamodb::config::Credentials::new(key, "x", None, None, "tests");
-                let config = fleetlock::aws::dynamodb_config(&load_config().await)
-                    .credentials_provider(credentials)
-                    .interceptor(counter)
-                    .build();
-                DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table)
-            }
-        };
-        Self {
-            function: store("function").await,
-            drained: store("drained").await,
-            alarms: store("alarm-pauses").await,
-            operator: store("operator").await,
-        }
-    }
-
-    pub fn table(&self) -> &str {
-        self.function.table()
-    }
-
-    /// The check of the table each function makes at its cold start.
-    pub async fn check_table(
-        &self,
-        regional: fleetlock::store::dynamodb::Regional<'_>,
-    ) -> Result<(), fleetlock::store::dynamodb::TableProblem> {
-        self.function.check_table(regional).await
-    }
-
-    /// The same, the function's store asking DynamoDB for the write units
-    /// of each write ([`DynamoStore::reporting_write_units`]).
-    pub fn reporting_write_units(self) -> Self {
-        Self {
-            function: self.function.reporting_write_units(),
-            ..self
-        }
-    }
-}
-
-impl LockStore for RoleStore {
-    async fn acquire(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        rules: GroupRules,
-        now: Timestamp,
-    ) -> Result<Decided<Acquire>, StoreError> {
-        self.function.acquire(group, id, rules, now).await
-    }
-
-    async fn release(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        returns: bool,
-        now: Timestamp,
-    ) -> Result<Decided<Release>, StoreError> {
-        self.function.release(group, id, returns, now).await
-    }
-
-    async fn returned(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Decided<Returned>, StoreError> {
-        self.drained.returned(group, id, since, now).await
-    }
-
-    async fn stop_rollout(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Timestamp,
-        cause: StopCause,
-        now: Timestamp,
-    ) -> Result<Decided<Stopping>, StoreError> {
-        self.drained
-            .stop_rollout(group, id, since, cause, now)
-            .await
-    }
-
-    async fn drained(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Decided<Drained>, StoreError> {
-        self.drained.drained(group, id, since, now).await
-    }
-
-    async fn begin_rollout(
-        &self,
-        group: &GroupName,
-        now: Timestamp,
-    ) -> Result<Decided<Beginning>, StoreError> {
-        self.operator.begin_rollout(group, now).await
-    }
-
-    async fn pause(
-        &self,
-        group: &GroupName,
-        pause: ByPerson,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.operator.pause(group, pause).await
-    }
-
-    async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
-        self.operator.resume(group).await
-    }
-
-    async fn exclude(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        exclusion: ByPerson,
-    ) -> Result<Decided<Excluding>, StoreError> {
-        self.operator.exclude(group, id, exclusion).await
-    }
-
-    async fn include(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.operator.include(group, id).await
-    }
-
-    async fn pause_for_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.alarms.pause_for_alarm(group, alarm).await
-    }
-
-    async fn clear_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.alarms.clear_alarm(group, alarm).await
-    }
-
-    async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {
-        self.operator.forget(group).await
-    }
-
-    async fn groups(
-        &self,
-        only: Option<&GroupName>,
-    ) -> Result<Vec<(GroupName, GroupRecord)>, StoreError> {
-        self.operator.groups(only).await
-    }
-
-    async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
-        self.function.wildcard_groups().await
-    }
-
-    async fn record_settings(
-        &self,
-        region: &str,
-        digests: &Digests,
-    ) -> Result<Recorded, StoreError> {
-        self.function.record_settings(region, digests).await
-    }
-
-    async fn recorded_settings(&self) -> Result<Recorded, StoreError> {
-        self.function.recorded_settings().await
-    }
-
-    async fn forget_region(&self, region: &str) -> Result<bool, StoreError> {
-        self.operator.forget_region(region).await
-    }
 }

@@ -21,6 +21,10 @@ mod function_binary;
 mod group_names;
 mod helpers;
 mod iam;
+// Shared with tests/model, which seeds DynamoDB Local with what it reads.
+#[allow(dead_code)]
+#[path = "../common/item_layout.rs"]
+mod item_layout;
 mod kube_agent;
 mod kube_stand_in;
 mod lambda_events;
@@ -31,6 +35,8 @@ mod local_server;
 mod lock_retries;
 mod regions;
 mod returns;
+#[path = "../common/role_store.rs"]
+mod role_store;
 mod rollout;
 mod serve_limits;
 mod slot_events;
