@@ -257,6 +257,28 @@ fn canary_with_a_drain_gate_and_a_lease() {
     );
 }
 
+/// Zones with every gate that holds a slot out of service: a drain gate
+/// holding, a return gate with its sweep, a settle time and a window.
+#[test]
+fn zones_with_a_drain_gate_a_return_gate_settle_and_a_window() {
+    check(
+        "zones-gates",
+        bounds(
+            2,
+            2,
+            4,
+            Features {
+                zones: true,
+                drain: Some(OnDrainTimeout::Hold),
+                returns: true,
+                settle: true,
+                window: Some(WINDOW_MINUTES),
+                ..world_moves()
+            },
+        ),
+    );
+}
+
 /// The limits reached: three nodes, two of one zone, at a group's two
 /// slots, with the zones switched off and on again over the slots taken
 /// meanwhile (settings 2), and every move of the world.

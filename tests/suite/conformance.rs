@@ -32,8 +32,9 @@ const NODES: [&str; 3] = ["n1", "n2", "n3"];
 const MINUTE: u64 = 60_000;
 
 /// The rules a request of node `n` is decided by: a few sets, as the
-/// settings may change between two requests (zones and a canary switched on
-/// and off over the records the others left included). In a group split by
+/// settings may change between two requests (every gate, a window closing
+/// before a drain would end, and zones and a canary switched on and off
+/// over the records the others left included). In a group split by
 /// zone, nodes n1 and n3 ask from one zone, n2 from another.
 fn rules(which: u8, n: usize, group: &GroupName) -> GroupRules {
     let gate = |on_timeout| DrainRule {
@@ -47,7 +48,7 @@ fn rules(which: u8, n: usize, group: &GroupName) -> GroupRules {
         Some(ZoneGroup::of(&zone_group))
     };
     let canary = || Some(parse_canary("5m:1+1:15m").unwrap());
-    match which % 10 {
+    match which % 11 {
         0 => base,
         1 => GroupRules {
             slots: 2,
@@ -89,6 +90,16 @@ fn rules(which: u8, n: usize, group: &GroupName) -> GroupRules {
         8 => GroupRules {
             slots: 2,
             canary: canary(),
+            ..base
+        },
+        // A maintenance window that closes before a drain begun now would
+        // end: no drain begins (the service sets the time it closes).
+        9 => GroupRules {
+            slots: 2,
+            drain: Some(DrainRule {
+                window_closes: Some(Timestamp(1_000_000 + 45 * MINUTE)),
+                ..gate(OnDrainTimeout::Hold)
+            }),
             ..base
         },
         _ => GroupRules {
