@@ -35,6 +35,8 @@ mod local_server;
 mod lock_retries;
 mod regions;
 mod returns;
+// Shared with tests/model, which also seeds the states it explores.
+#[allow(dead_code)]
 #[path = "../common/role_store.rs"]
 mod role_store;
 mod rollout;
