@@ -426,6 +426,21 @@ async fn a_confirmation_older_than_the_last_release_keeps_the_later_one() {
     assert_eq!(group.last_release, Some(Timestamp(1_000_000 + 5 * MINUTE)));
 }
 
+/// A steady-state whose answer was lost lands again, with its first time,
+/// after the node was granted again: it never frees the newer grant.
+#[tokio::test]
+async fn a_release_that_lands_late_never_frees_a_newer_grant() {
+    let sequence = [
+        (Op::Acquire(0, 0), 0),
+        (Op::Release(0, false), 1),
+        (Op::Acquire(0, 0), 2),
+        (Op::Release(0, false), 1),
+    ];
+    let (last, group) = both_agree_on("late-release", &sequence).await;
+    assert_eq!(last, "NotHeld");
+    assert!(group.holders.holds(&id(0)), "{group:?}");
+}
+
 /// The sweep's stop for a return that has ended (the node came back and
 /// left again: its return now starts later) changes nothing.
 #[tokio::test]
