@@ -140,8 +140,8 @@ async fn a_late_pause_or_resume_never_undoes_a_newer_one() {
     use fleetlock::domain::store::Changed;
     let (proxy, late) = proxied_store("late-pause").await;
     let late = std::sync::Arc::new(late);
-    let (client, _) = fleetlock::test_support::counted_client().await;
-    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, late.table());
+    // Straight to DynamoDB Local, each call signed as its role.
+    let direct = crate::helpers::RoleStore::new(late.table(), &Default::default()).await;
     let held_back = || {
         // A's read goes through; its write is held until B is done.
         proxy.next(Fault::None, 1);
@@ -200,8 +200,8 @@ async fn a_late_exclusion_or_inclusion_never_undoes_a_newer_one() {
     use fleetlock::domain::store::{Changed, Excluding};
     let (proxy, late) = proxied_store("late-exclusion").await;
     let late = std::sync::Arc::new(late);
-    let (client, _) = fleetlock::test_support::counted_client().await;
-    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, late.table());
+    // Straight to DynamoDB Local, each call signed as its role.
+    let direct = crate::helpers::RoleStore::new(late.table(), &Default::default()).await;
     let held_back = || {
         proxy.next(Fault::None, 1);
         proxy.next(Fault::Hold, 1);

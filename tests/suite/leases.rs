@@ -359,8 +359,9 @@ async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
         let excluded = id(&format!("asker-{n}"));
         store.exclude(&g, &excluded, exclusion()).await.unwrap();
     }
-    // The flips through a client of their own: `requests` counts the askers'.
-    let (client, _) = fleetlock::test_support::counted_client().await;
+    // The flips through a client of their own, the operator's role:
+    // `requests` counts the askers'.
+    let client = crate::helpers::client_as(&format!("operator.{}", store.table())).await;
     let operator = Arc::new(fleetlock::store::dynamodb::DynamoStore::new(
         client,
         store.table(),
@@ -493,8 +494,8 @@ async fn a_late_take_over_never_undoes_a_newer_write() {
     use crate::fault_proxy::Fault;
     let (proxy, store) = crate::helpers::proxied_store("lease-late").await;
     let store = Arc::new(store);
-    let (client, _) = fleetlock::test_support::counted_client().await;
-    let direct = fleetlock::store::dynamodb::DynamoStore::new(client, store.table());
+    // Straight to DynamoDB Local, each call signed as its role.
+    let direct = crate::helpers::RoleStore::new(store.table(), &Default::default()).await;
     let g = group("workers");
     let one = leased(1);
     assert_eq!(take(&direct, &g, "gone", one, T0).await, Acquire::Granted);
