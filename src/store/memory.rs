@@ -79,18 +79,25 @@ impl MemoryStore {
         group: &GroupName,
         change: impl FnOnce(&mut GroupRecord) -> T,
     ) -> Result<Decided<T>, StoreError> {
-        self.with_state(|state| {
-            let stored = state.groups.contains_key(group);
-            let record = state.groups.entry(group.clone()).or_default();
-            let decided = decided(change(record), record);
-            // A change that changed nothing on a group never stored stores
-            // nothing, as DynamoDB's conditional write makes no item.
-            if !stored && decided.group == GroupRecord::default() {
-                state.groups.remove(group);
-            }
-            decided
-        })
+        self.with_state(|state| on_record(&mut state.groups, group, change))
     }
+}
+
+/// `change` applied to the record of `group`. A change that leaves a group
+/// never stored empty (a refusal, or nothing to change) stores nothing, as
+/// DynamoDB's refused conditional write makes no item.
+fn on_record<T>(
+    groups: &mut BTreeMap<GroupName, GroupRecord>,
+    group: &GroupName,
+    change: impl FnOnce(&mut GroupRecord) -> T,
+) -> Decided<T> {
+    let stored = groups.contains_key(group);
+    let record = groups.entry(group.clone()).or_default();
+    let decided = decided(change(record), record);
+    if !stored && decided.group == GroupRecord::default() {
+        groups.remove(group);
+    }
+    decided
 }
 
 fn decided<T>(outcome: T, group: &GroupRecord) -> Decided<T> {
@@ -127,8 +134,9 @@ impl LockStore for MemoryStore {
                 }
                 state.wildcard.insert(group.clone());
             }
-            let record = state.groups.entry(group.clone()).or_default();
-            decided(record.acquire(id, rules, now), record)
+            on_record(&mut state.groups, group, |record| {
+                record.acquire(id, rules, now)
+            })
         })
     }
 

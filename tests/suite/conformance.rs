@@ -426,6 +426,19 @@ async fn a_confirmation_older_than_the_last_release_keeps_the_later_one() {
     assert_eq!(group.last_release, Some(Timestamp(1_000_000 + 5 * MINUTE)));
 }
 
+/// A grant refused on a group never stored (a window closing before its
+/// drain could end) stores nothing: a person's `begin-rollout` then finds
+/// no group, on both stores.
+#[tokio::test]
+async fn a_refused_grant_on_a_group_never_stored_stores_nothing() {
+    let sequence = [(Op::Acquire(0, 9), 0), (Op::BeginRollout, 1)];
+    let (last, group) = both_agree_on("refused-first", &sequence).await;
+    assert_eq!(
+        (last.as_str(), group),
+        ("NotStored", GroupRecord::default())
+    );
+}
+
 /// A steady-state whose answer was lost lands again, with its first time,
 /// after the node was granted again: it never frees the newer grant.
 #[tokio::test]
