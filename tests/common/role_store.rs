@@ -15,6 +15,22 @@ use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::test_support::RequestCounter;
 
+/// A DynamoDB client configured as the functions' own, signing as
+/// `principal` (`function.TABLE`, `drained.TABLE`, ...), every request
+/// counted by `counter`: what it may do is what the templates give that
+/// role, as the IAM enforcer judges it.
+pub async fn client_signed_as(
+    principal: &str,
+    counter: &RequestCounter,
+) -> aws_sdk_dynamodb::Client {
+    let credentials = Credentials::new(principal, "x", None, None, "fleetlock-tests");
+    let config = fleetlock::aws::dynamodb_config(&load_config().await)
+        .credentials_provider(credentials)
+        .interceptor(counter.clone())
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
 /// The DynamoDB store as production calls it: each operation signed as
 /// the role that makes it on AWS, as the IAM enforcer in front of DynamoDB
 /// Local judges it (the policies the templates ship), never the harness's
@@ -42,15 +58,7 @@ impl RoleStore {
     pub async fn new(table: &str, counter: &RequestCounter) -> Self {
         let store = |principal: &str| {
             let key = format!("{principal}.{table}");
-            let counter = counter.clone();
-            async move {
-                let credentials = Credentials::new(key, "x", None, None, "tests");
-                let config = fleetlock::aws::dynamodb_config(&load_config().await)
-                    .credentials_provider(credentials)
-                    .interceptor(counter)
-                    .build();
-                DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table)
-            }
+            async move { DynamoStore::new(client_signed_as(&key, counter).await, table) }
         };
         Self {
             function: store("function").await,

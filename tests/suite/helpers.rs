@@ -556,12 +556,7 @@ pub async fn client_as(principal: &str) -> aws_sdk_dynamodb::Client {
 
 /// The same, with a counter of the HTTP requests it sends.
 pub async fn counted_client_as(principal: &str) -> (aws_sdk_dynamodb::Client, RequestCounter) {
-    let credentials =
-        aws_sdk_dynamodb::config::Credentials::new(principal, "x", None, None, "fleetlock-tests");
     let counter = RequestCounter::default();
-    let config = fleetlock::aws::dynamodb_config(&load_config().await)
-        .credentials_provider(credentials)
-        .interceptor(counter.clone())
-        .build();
-    (aws_sdk_dynamodb::Client::from_conf(config), counter)
+    let client = crate::role_store::client_signed_as(principal, &counter).await;
+    (client, counter)
 }
