@@ -2,8 +2,7 @@
 //! uses it as a metrics label) and one HTTP status; `value` is a sentence for a
 //! person and never carries internals such as SDK error dumps.
 
-use crate::domain::meaning::Meant;
-use crate::domain::zones::zone_phrase;
+use crate::domain::names::{Meant, zone_phrase};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,11 +11,10 @@
 //! `*`. Such a group would have slots of its own, and its nodes would go
 //! out of service beside the configured group's full count.
 
-use std::fmt;
-
 use crate::domain::error::Error;
 use crate::domain::groups::GroupSlots;
 use crate::domain::input::GroupName;
+pub use crate::domain::names::Meant;
 use crate::domain::names::closest;
 use crate::domain::zones::{self, ZoneGroup};
 
@@ -33,32 +32,6 @@ impl Meaning {
     /// own name).
     pub fn is_zone_of(&self, asked: &GroupName) -> bool {
         self.group != *asked
-    }
-}
-
-/// What a configured group most likely meant by a name this server does
-/// not serve.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Meant {
-    /// The configured name, differing only in case (`Workers` for
-    /// `workers`, `Workers.us-east-1a` for a zone of a split `workers`).
-    Case(String),
-    /// A zone of a group split by zone written with `-` for the dot
-    /// (`workers-us-east-1a`): the name its nodes ask with.
-    Separator(String),
-    /// A name under a configured group that is not split by zone
-    /// (`db.us-east-1a` beside `db`, no `FLEETLOCK_ZONES=db`).
-    Unsplit { parent: String },
-    /// The closest configured name (or zone group), within two edits.
-    Closest(String),
-}
-
-impl fmt::Display for Meant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Meant::Case(name) | Meant::Separator(name) | Meant::Closest(name) => f.write_str(name),
-            Meant::Unsplit { parent } => f.write_str(parent),
-        }
     }
 }
 

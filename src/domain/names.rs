@@ -1,6 +1,46 @@
 //! The closest known name to a mistyped one, for messages that refuse it:
 //! a group a setting names but `FLEETLOCK_GROUPS` does not configure, a
-//! command, an input. Pure, so the function and the CLI say it alike.
+//! command, an input; what a name not served most likely meant ([`Meant`]);
+//! and how a zone group's name reads. Pure, so the function and the CLI say
+//! it alike, and a leaf: the one error type words its refusals from here
+//! without reaching back into the modules that return it.
+
+use std::fmt;
+
+/// What a configured group most likely meant by a name this server does
+/// not serve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Meant {
+    /// The configured name, differing only in case (`Workers` for
+    /// `workers`, `Workers.us-east-1a` for a zone of a split `workers`).
+    Case(String),
+    /// A zone of a group split by zone written with `-` for the dot
+    /// (`workers-us-east-1a`): the name its nodes ask with.
+    Separator(String),
+    /// A name under a configured group that is not split by zone
+    /// (`db.us-east-1a` beside `db`, no `FLEETLOCK_ZONES=db`).
+    Unsplit { parent: String },
+    /// The closest configured name (or zone group), within two edits.
+    Closest(String),
+}
+
+impl fmt::Display for Meant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Meant::Case(name) | Meant::Separator(name) | Meant::Closest(name) => f.write_str(name),
+            Meant::Unsplit { parent } => f.write_str(parent),
+        }
+    }
+}
+
+/// The zone a zone group names, as a person reads it: `us-east-1a`, or
+/// "no zone" for the parent's own name.
+pub(crate) fn zone_phrase(zone_group: &str) -> String {
+    match zone_group.rsplit_once('.') {
+        Some((_, zone)) => format!("zone '{zone}'"),
+        None => "no zone (the group's own name)".to_owned(),
+    }
+}
 
 /// " (did you mean 'x'?)" for the first of `known` closest to `word`, if
 /// it is within two edits and not `word` itself; else nothing.

@@ -15,6 +15,7 @@ use std::fmt;
 
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, MAX_GROUP_CHARS};
+use crate::domain::names::zone_phrase;
 
 /// The group name a node of a split group asked with: `PARENT.ZONE`, or the
 /// parent's own name. `Copy` (an inline buffer), as the rules it travels in
@@ -51,15 +52,6 @@ impl fmt::Debug for ZoneGroup {
 impl fmt::Display for ZoneGroup {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// The zone a zone group names, as a person reads it: `us-east-1a`, or
-/// "no zone" for the parent's own name.
-pub(crate) fn zone_phrase(zone_group: &str) -> String {
-    match zone_group.rsplit_once('.') {
-        Some((_, zone)) => format!("zone '{zone}'"),
-        None => "no zone (the group's own name)".to_owned(),
     }
 }
 

@@ -8,9 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use super::root_module;
-use crate::domain::names::did_you_mean;
-
 // A samconfig.toml's parameters, and a tfvars file's variables.
 mod samconfig;
 mod tfvars;

@@ -268,7 +268,7 @@ fn group_notes(
         out.push_str(&format!(
             "{name} has nodes out in {} (group '{zone}'): the other zones wait until \
              they are back\n",
-            crate::domain::zones::zone_phrase(zone)
+            crate::domain::names::zone_phrase(zone)
         ));
     }
     let rules = rules_of(name, deployed);

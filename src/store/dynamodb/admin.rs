@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{AttributeDefinition, KeySchemaElement, KeyType};
 
-use super::*;
+use super::{BILLING_MODE, DynamoStore, KEY_ATTRIBUTE, KEY_TYPE, one_line, unavailable};
 use crate::domain::store::StoreError;
 
 /// How long one CreateTable may take before it is tried again.

@@ -5,7 +5,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::*;
+use super::{
+    ALARMS_ATTRIBUTE, COUNT_ATTRIBUTE, DRAIN_PREFIX, EXCLUDED_COUNT_ATTRIBUTE, EXCLUDED_PREFIX,
+    HOLDER_PREFIX, KEY_ATTRIBUTE, LEGACY_HOLDER_PREFIX, PAUSED_ATTRIBUTE, RELEASED_ATTRIBUTE,
+    RENEWED_PREFIX, RETURN_FAILED_PREFIX, RETURNING_PREFIX, ROLLOUT_BEGAN_ATTRIBUTE, SETTINGS_KEY,
+    SETTINGS_PREFIX, SLOTS_ATTRIBUTE, STOPPED_ATTRIBUTE, TAKEN_PREFIX, WAVE_GRANTS_ATTRIBUTE,
+    ZONE_ATTRIBUTE,
+};
 use crate::domain::input::{GroupName, NodeId, PauseReason};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{ByPerson, Pause, RolloutStop, Semaphore, StopCause};
@@ -499,6 +505,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::store::dynamodb::WILDCARD_KEY;
 
     fn id(text: &str) -> NodeId {
         NodeId::parse(text).unwrap()

@@ -3,12 +3,15 @@
 //! the other changes, so of a renewal and a take-over of one slot exactly
 //! one wins.
 
-use super::codec::*;
+use super::DynamoStore;
+use super::codec::{
+    drain_attribute, holder_attribute, legacy_holder_attribute, number, renewed_attribute,
+    returning_attribute, taken_attribute,
+};
 use super::writes::{
     GRANT_CHECKS, TAKE_OVER_ZONE_CHECK, Written, canary_terms, decided, refused_again, reserves,
     zone_terms,
 };
-use super::*;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, GroupRules};

@@ -5,9 +5,12 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
-use super::codec::*;
-use super::writes::*;
-use super::*;
+use super::codec::{VERSION_AS_READ, excluded_attribute, number, person_pause_value, record_of};
+use super::writes::{Written, decided, granted};
+use super::{
+    ALARMS_ATTRIBUTE, DynamoStore, EXCLUDED_COUNT_ATTRIBUTE, KEY_ATTRIBUTE, PAUSED_ATTRIBUTE,
+    ROLLOUT_BEGAN_ATTRIBUTE, STOPPED_ATTRIBUTE, WAVE_GRANTS_ATTRIBUTE, unavailable, write_units,
+};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{

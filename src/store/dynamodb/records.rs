@@ -9,8 +9,11 @@ use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
-use super::codec::*;
-use super::*;
+use super::codec::{is_wildcard_list, number, record_of, recorded_of};
+use super::{
+    ALARMS_ATTRIBUTE, COUNT_ATTRIBUTE, DynamoStore, EXCLUDED_COUNT_ATTRIBUTE, KEY_ATTRIBUTE,
+    PAUSED_ATTRIBUTE, SETTINGS_KEY, SETTINGS_PREFIX, STOPPED_ATTRIBUTE, unavailable,
+};
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRecord;
 use crate::domain::store::{Forgot, StoreError};

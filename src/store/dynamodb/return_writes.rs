@@ -2,11 +2,15 @@
 //! returning, the confirmation that frees it, and the sweep's stop of a
 //! group whose return passed its timeout.
 
-use super::codec::*;
+use super::codec::{
+    drain_attribute, holder_attribute, legacy_holder_attribute, number, renewed_attribute,
+    return_failed_attribute, returning_attribute, stop_value,
+};
 use super::writes::FREED;
-use super::*;
+use super::{DynamoStore, RELEASED_ATTRIBUTE, STOPPED_ATTRIBUTE};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{RolloutStop, StopCause};
+use crate::domain::store::StoreError;
 use crate::domain::time::Timestamp;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 

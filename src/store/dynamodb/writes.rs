@@ -11,8 +11,17 @@ use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::codec::*;
-use super::*;
+use super::codec::{
+    drain_attribute, excluded_attribute, holder_attribute, legacy_holder_attribute, number,
+    read_number, record_of, renewed_attribute, return_failed_attribute, returning_attribute,
+    taken_attribute,
+};
+use super::{
+    ALARMS_ATTRIBUTE, COUNT_ATTRIBUTE, DynamoStore, KEY_ATTRIBUTE, PAUSE_VERSION_ATTRIBUTE,
+    PAUSED_ATTRIBUTE, RELEASED_ATTRIBUTE, ROLLOUT_BEGAN_ATTRIBUTE, SLOTS_ATTRIBUTE,
+    STOPPED_ATTRIBUTE, WAVE_GRANTS_ATTRIBUTE, WILDCARD_KEY, WILDCARD_NAMES_ATTRIBUTE,
+    ZONE_ATTRIBUTE, unavailable,
+};
 use crate::domain::canary::ROLLOUT_QUIET;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;

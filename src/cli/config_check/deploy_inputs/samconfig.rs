@@ -1,9 +1,9 @@
 //! `config check --samconfig`: a samconfig.toml's parameter overrides over
 //! the template's defaults.
 
+use super::{DeployInputs, SAM_PARAMETERS, TEMPLATE};
+use crate::domain::names::did_you_mean;
 use std::collections::BTreeMap;
-
-use super::*;
 
 /// The template's parameters and their defaults, from the text of its
 /// top-level `Parameters:` section.
