@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET, Wave};
+use crate::domain::canary::{CanaryRule, Wave};
 use crate::domain::input::{NodeId, PauseReason};
 pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
@@ -17,7 +17,11 @@ use crate::domain::zones::ZoneGroup;
 
 // The return gate's rules: a returning slot confirmed, or stopping its
 // group past the timeout; the same stop for a canary's wave past its time.
+mod canary;
+mod drain;
+mod lease;
 mod returns;
+mod zones;
 pub use returns::Stopping;
 
 /// What a person did, as it is recorded: a pause (`fleetlock pause`) or a
@@ -321,188 +325,6 @@ impl GroupRecord {
         }
     }
 
-    /// Whether the group's rollout still runs at `now`: a node is out, or
-    /// the last slot given back (or the rollout's start) is more recent
-    /// than the bake and [`ROLLOUT_QUIET`]. The next grant of a group whose
-    /// rollout does not run begins a new one, with its canary.
-    pub fn rollout_runs(&self, canary: CanaryRule, now: Timestamp) -> bool {
-        let quiet_since = now.minus(canary.bake + ROLLOUT_QUIET);
-        !self.holders.is_empty()
-            || self.last_release.is_some_and(|at| at > quiet_since)
-            || self.rollout_began.is_some_and(|at| at > quiet_since)
-    }
-
-    /// The grants the running rollout has made, as the next grant counts
-    /// them: none when a new rollout begins.
-    pub(crate) fn rollout_grants(&self, canary: CanaryRule, now: Timestamp) -> u32 {
-        if self.rollout_runs(canary, now) {
-            self.wave_grants.unwrap_or(0)
-        } else {
-            0
-        }
-    }
-
-    /// Where the group's rollout stands at `now`, for people (`status`) and
-    /// for the grant ([`Self::wave_refusal`]): `None` when none runs (the
-    /// next grant is a new rollout's canary, with no node out and the bake
-    /// long over).
-    pub(crate) fn rollout_state(&self, canary: CanaryRule, now: Timestamp) -> Option<RolloutState> {
-        if !self.rollout_runs(canary, now) {
-            return None;
-        }
-        let grants = self.wave_grants.unwrap_or(0);
-        let waits = if !canary.is_wave_start(grants) {
-            WaveWait::InWave(canary.wave_after(grants))
-        } else if !self.holders.is_empty() {
-            WaveWait::Out(canary.wave_of(grants))
-        } else {
-            match self.last_release.map(|at| at.plus(canary.bake)) {
-                Some(until) if until > now => WaveWait::Baking(canary.wave_of(grants), until),
-                _ => WaveWait::NextMayGo(canary.wave_after(grants)),
-            }
-        };
-        Some(RolloutState {
-            began: self.rollout_began,
-            grants,
-            waits,
-        })
-    }
-
-    /// A person begins a new rollout at `now` ([`crate::domain::store::LockStore::begin_rollout`]):
-    /// none of its grants made yet, so the next is a canary.
-    pub(crate) fn begin_rollout(&mut self, now: Timestamp) -> bool {
-        if self.rollout_began.is_some_and(|began| began >= now) {
-            return false;
-        }
-        self.rollout_began = Some(now);
-        self.wave_grants = Some(0);
-        true
-    }
-
-    /// Why a grant the slots allow waits for the rollout's waves, if it
-    /// does: it would be a wave's first, while a node is still out
-    /// (reserved, holding or returning) or the bake since the last slot
-    /// came back has not passed. The same as the grant's condition on
-    /// DynamoDB.
-    fn wave_refusal(&self, canary: CanaryRule, now: Timestamp) -> Option<Acquire> {
-        match self.rollout_state(canary, now)?.waits {
-            WaveWait::Out(wave) => Some(Acquire::WaveOut { wave }),
-            WaveWait::Baking(wave, until) => Some(Acquire::Baking { wave, until }),
-            WaveWait::InWave(_) | WaveWait::NextMayGo(_) => None,
-        }
-    }
-
-    /// In a group split by zone, the zone group whose nodes are out of
-    /// service now: the one recorded, while any node holds a slot.
-    pub(crate) fn zone_out(&self) -> Option<&str> {
-        self.zone.as_deref().filter(|_| !self.holders.is_empty())
-    }
-
-    /// In a group split by zone, the zone group out of service that keeps
-    /// a node of `zone` waiting, if any: the recorded one while any node
-    /// holds a slot (but `replaced`, whose slot the node would take over),
-    /// "" where no grant recorded one (slots held from before the split).
-    /// The same as the grant's condition on DynamoDB: none held, or the
-    /// recorded zone group is the node's.
-    fn other_zone_out(&self, zone: ZoneGroup, replaced: Option<&NodeId>) -> Option<String> {
-        let others_hold = self
-            .holders
-            .holders()
-            .any(|(holder, _)| Some(holder) != replaced);
-        match &self.zone {
-            _ if !others_hold => None,
-            Some(out) if out == zone.as_str() => None,
-            out => Some(out.clone().unwrap_or_default()),
-        }
-    }
-
-    /// The answer to a node whose slot is reserved since `since`. A
-    /// reservation left over from a drain gate since removed is granted at
-    /// the node's next request, as a timeout with `grant` would.
-    fn decide_reserved(
-        &self,
-        id: &NodeId,
-        since: Timestamp,
-        rules: GroupRules,
-        now: Timestamp,
-    ) -> Acquire {
-        if self.excluded.contains_key(id) {
-            return Acquire::Excluded;
-        }
-        if self.pause.is_paused() {
-            return Acquire::Paused;
-        }
-        let Some(drain) = rules.drain else {
-            return Acquire::DrainTimedOut { since };
-        };
-        let until = since.plus(drain.timeout);
-        match (now < until, drain.on_timeout) {
-            (true, _) => Acquire::Draining {
-                since,
-                until,
-                overdue: false,
-            },
-            (false, OnDrainTimeout::Hold) => Acquire::Draining {
-                since,
-                until,
-                overdue: true,
-            },
-            (false, OnDrainTimeout::Grant) => Acquire::DrainTimedOut { since },
-        }
-    }
-
-    /// The holder whose slot a newcomer may take at `now` past `lease`, and
-    /// its grant time: [`Self::longest_leased`], once its lease has run out.
-    pub(crate) fn expired(
-        &self,
-        lease: Duration,
-        slots: u32,
-        now: Timestamp,
-    ) -> Option<(&NodeId, Timestamp)> {
-        self.longest_leased(slots)
-            .filter(|(_, _, start)| start.plus(lease) <= now)
-            .map(|(id, granted, _)| (id, granted))
-    }
-
-    /// The granted slot whose lease started longest ago (at its grant, or
-    /// at its latest renewal): (holder, grant, lease start). A reservation
-    /// is never taken over: its node has not rebooted, and its drain timeout
-    /// decides what happens; nor is any slot of a group holding more than
-    /// its `slots` (a lowered count).
-    pub(crate) fn longest_leased(&self, slots: u32) -> Option<(&NodeId, Timestamp, Timestamp)> {
-        if self.holders.len() > slots as usize {
-            return None;
-        }
-        self.holders
-            .holders()
-            .filter(|(id, _)| !self.draining.contains_key(*id) && !self.returning.contains_key(*id))
-            .map(|(id, granted)| (id, granted, self.lease_start(id, granted)))
-            .min_by_key(|(_, _, start)| *start)
-    }
-
-    /// Where the lease of `id`, granted at `granted`, runs from: its
-    /// latest renewal, or its grant.
-    pub(crate) fn lease_start(&self, id: &NodeId, granted: Timestamp) -> Timestamp {
-        self.renewed
-            .get(id)
-            .map_or(granted, |renewed| (*renewed).max(granted))
-    }
-
-    /// The marks of slots taken over that a take-over at `now` removes as
-    /// it adds its own: those older than [`TAKEN_KEPT`], and the oldest
-    /// past [`MAX_TAKEN`] - 1, so that the group keeps at most
-    /// [`MAX_TAKEN`] with the new one.
-    pub(crate) fn stale_taken(&self, now: Timestamp) -> Vec<NodeId> {
-        let mut marks: Vec<_> = self.taken.iter().collect();
-        marks.sort_by_key(|(_, at)| std::cmp::Reverse(**at));
-        marks
-            .into_iter()
-            .enumerate()
-            .filter(|(rank, (_, at))| *rank + 1 >= MAX_TAKEN || at.plus(TAKEN_KEPT) <= now)
-            .map(|(_, (id, _))| id.clone())
-            .collect()
-    }
-
     pub(crate) fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         let outcome = self.decide_acquire(id, rules, now);
         if matches!(
@@ -562,65 +384,11 @@ impl GroupRecord {
         outcome
     }
 
-    /// Whether a pre-reboot of `id`, which holds its slot, renews its lease:
-    /// in a group with a lease, for a granted slot (a reservation waits for
-    /// its drain, and is never taken over anyway).
-    pub(crate) fn renews(&self, id: &NodeId, rules: GroupRules) -> bool {
-        rules.lease.is_some()
-            && self.holders.holds(id)
-            && !self.draining.contains_key(id)
-            && !self.returning.contains_key(id)
-    }
-
     /// A node that takes a slot starts afresh: no renewal of an earlier
     /// slot, no mark of a slot taken from it.
     fn forget_marks(&mut self, id: &NodeId) {
         self.renewed.remove(id);
         self.taken.remove(id);
-    }
-
-    /// What a confirmation that `id` was drained gets, without changing
-    /// anything: granted unless the reservation is gone, is another one
-    /// than the one drained (`since`, when the confirmer names it), or
-    /// the node may not reboot now (excluded, or the group paused: the
-    /// reservation stays, and a later confirmation grants it).
-    pub(crate) fn decide_drained(&self, id: &NodeId, since: Option<Timestamp>) -> Drained {
-        if let Some(&since) = self.returning.get(id) {
-            // A returning slot is held too, but nothing is left to drain.
-            return Drained::Returning { since };
-        }
-        match self.draining.get(id) {
-            None if self.holders.holds(id) => Drained::AlreadyGranted,
-            None => Drained::NoReservation,
-            Some(&waiting) if since.is_some_and(|since| since != waiting) => {
-                Drained::OtherReservation { since: waiting }
-            }
-            Some(_) if self.excluded.contains_key(id) => Drained::Excluded,
-            Some(_) if self.pause.is_paused() => Drained::Paused,
-            Some(_) => Drained::Granted,
-        }
-    }
-
-    pub(crate) fn drained(
-        &mut self,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Drained {
-        let outcome = self.decide_drained(id, since);
-        if outcome == Drained::Granted {
-            self.grant_reserved(id, now);
-        }
-        outcome
-    }
-
-    /// The reservation of `id` becomes its slot, taken at `now` (a lease
-    /// runs from here).
-    fn grant_reserved(&mut self, id: &NodeId, now: Timestamp) {
-        if self.draining.remove(id).is_some() {
-            self.holders.set_time(id, now);
-            self.renewed.remove(id);
-        }
     }
 
     /// A release that arrived at `now` frees the node's slot only if it was

@@ -1,0 +1,80 @@
+//! The canary gate over a group's record: whether its rollout runs, how
+//! many slots it granted, where it stands, and the refusal of a wave that
+//! must wait ([`crate::domain::canary`] holds the setting).
+
+use super::{Acquire, GroupRecord, RolloutState, WaveWait};
+use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
+use crate::domain::time::Timestamp;
+
+impl GroupRecord {
+    /// Whether the group's rollout still runs at `now`: a node is out, or
+    /// the last slot given back (or the rollout's start) is more recent
+    /// than the bake and [`ROLLOUT_QUIET`]. The next grant of a group whose
+    /// rollout does not run begins a new one, with its canary.
+    pub fn rollout_runs(&self, canary: CanaryRule, now: Timestamp) -> bool {
+        let quiet_since = now.minus(canary.bake + ROLLOUT_QUIET);
+        !self.holders.is_empty()
+            || self.last_release.is_some_and(|at| at > quiet_since)
+            || self.rollout_began.is_some_and(|at| at > quiet_since)
+    }
+
+    /// The grants the running rollout has made, as the next grant counts
+    /// them: none when a new rollout begins.
+    pub(crate) fn rollout_grants(&self, canary: CanaryRule, now: Timestamp) -> u32 {
+        if self.rollout_runs(canary, now) {
+            self.wave_grants.unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// Where the group's rollout stands at `now`, for people (`status`) and
+    /// for the grant ([`Self::wave_refusal`]): `None` when none runs (the
+    /// next grant is a new rollout's canary, with no node out and the bake
+    /// long over).
+    pub(crate) fn rollout_state(&self, canary: CanaryRule, now: Timestamp) -> Option<RolloutState> {
+        if !self.rollout_runs(canary, now) {
+            return None;
+        }
+        let grants = self.wave_grants.unwrap_or(0);
+        let waits = if !canary.is_wave_start(grants) {
+            WaveWait::InWave(canary.wave_after(grants))
+        } else if !self.holders.is_empty() {
+            WaveWait::Out(canary.wave_of(grants))
+        } else {
+            match self.last_release.map(|at| at.plus(canary.bake)) {
+                Some(until) if until > now => WaveWait::Baking(canary.wave_of(grants), until),
+                _ => WaveWait::NextMayGo(canary.wave_after(grants)),
+            }
+        };
+        Some(RolloutState {
+            began: self.rollout_began,
+            grants,
+            waits,
+        })
+    }
+
+    /// A person begins a new rollout at `now` ([`crate::domain::store::LockStore::begin_rollout`]):
+    /// none of its grants made yet, so the next is a canary.
+    pub(crate) fn begin_rollout(&mut self, now: Timestamp) -> bool {
+        if self.rollout_began.is_some_and(|began| began >= now) {
+            return false;
+        }
+        self.rollout_began = Some(now);
+        self.wave_grants = Some(0);
+        true
+    }
+
+    /// Why a grant the slots allow waits for the rollout's waves, if it
+    /// does: it would be a wave's first, while a node is still out
+    /// (reserved, holding or returning) or the bake since the last slot
+    /// came back has not passed. The same as the grant's condition on
+    /// DynamoDB.
+    pub(super) fn wave_refusal(&self, canary: CanaryRule, now: Timestamp) -> Option<Acquire> {
+        match self.rollout_state(canary, now)?.waits {
+            WaveWait::Out(wave) => Some(Acquire::WaveOut { wave }),
+            WaveWait::Baking(wave, until) => Some(Acquire::Baking { wave, until }),
+            WaveWait::InWave(_) | WaveWait::NextMayGo(_) => None,
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The drain gate over a group's record: a reservation decided, confirmed
+//! and turned into a grant.
+
+use super::{Acquire, Drained, GroupRecord, GroupRules, OnDrainTimeout};
+use crate::domain::input::NodeId;
+use crate::domain::time::Timestamp;
+
+impl GroupRecord {
+    /// The answer to a node whose slot is reserved since `since`. A
+    /// reservation left over from a drain gate since removed is granted at
+    /// the node's next request, as a timeout with `grant` would.
+    pub(super) fn decide_reserved(
+        &self,
+        id: &NodeId,
+        since: Timestamp,
+        rules: GroupRules,
+        now: Timestamp,
+    ) -> Acquire {
+        if self.excluded.contains_key(id) {
+            return Acquire::Excluded;
+        }
+        if self.pause.is_paused() {
+            return Acquire::Paused;
+        }
+        let Some(drain) = rules.drain else {
+            return Acquire::DrainTimedOut { since };
+        };
+        let until = since.plus(drain.timeout);
+        match (now < until, drain.on_timeout) {
+            (true, _) => Acquire::Draining {
+                since,
+                until,
+                overdue: false,
+            },
+            (false, OnDrainTimeout::Hold) => Acquire::Draining {
+                since,
+                until,
+                overdue: true,
+            },
+            (false, OnDrainTimeout::Grant) => Acquire::DrainTimedOut { since },
+        }
+    }
+
+    /// What a confirmation that `id` was drained gets, without changing
+    /// anything: granted unless the reservation is gone, is another one
+    /// than the one drained (`since`, when the confirmer names it), or
+    /// the node may not reboot now (excluded, or the group paused: the
+    /// reservation stays, and a later confirmation grants it).
+    pub(crate) fn decide_drained(&self, id: &NodeId, since: Option<Timestamp>) -> Drained {
+        if let Some(&since) = self.returning.get(id) {
+            // A returning slot is held too, but nothing is left to drain.
+            return Drained::Returning { since };
+        }
+        match self.draining.get(id) {
+            None if self.holders.holds(id) => Drained::AlreadyGranted,
+            None => Drained::NoReservation,
+            Some(&waiting) if since.is_some_and(|since| since != waiting) => {
+                Drained::OtherReservation { since: waiting }
+            }
+            Some(_) if self.excluded.contains_key(id) => Drained::Excluded,
+            Some(_) if self.pause.is_paused() => Drained::Paused,
+            Some(_) => Drained::Granted,
+        }
+    }
+
+    pub(crate) fn drained(
+        &mut self,
+        id: &NodeId,
+        since: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Drained {
+        let outcome = self.decide_drained(id, since);
+        if outcome == Drained::Granted {
+            self.grant_reserved(id, now);
+        }
+        outcome
+    }
+
+    /// The reservation of `id` becomes its slot, taken at `now` (a lease
+    /// runs from here).
+    pub(super) fn grant_reserved(&mut self, id: &NodeId, now: Timestamp) {
+        if self.draining.remove(id).is_some() {
+            self.holders.set_time(id, now);
+            self.renewed.remove(id);
+        }
+    }
+}

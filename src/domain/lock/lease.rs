@@ -1,0 +1,72 @@
+//! The lease gate over a group's record: which slots ran past their lease,
+//! when a lease began, the marks of slots taken over, and which request
+//! renews a lease.
+
+use super::{GroupRecord, GroupRules, MAX_TAKEN, TAKEN_KEPT};
+use crate::domain::input::NodeId;
+use crate::domain::time::Timestamp;
+use std::time::Duration;
+
+impl GroupRecord {
+    /// The holder whose slot a newcomer may take at `now` past `lease`, and
+    /// its grant time: [`Self::longest_leased`], once its lease has run out.
+    pub(crate) fn expired(
+        &self,
+        lease: Duration,
+        slots: u32,
+        now: Timestamp,
+    ) -> Option<(&NodeId, Timestamp)> {
+        self.longest_leased(slots)
+            .filter(|(_, _, start)| start.plus(lease) <= now)
+            .map(|(id, granted, _)| (id, granted))
+    }
+
+    /// The granted slot whose lease started longest ago (at its grant, or
+    /// at its latest renewal): (holder, grant, lease start). A reservation
+    /// is never taken over: its node has not rebooted, and its drain timeout
+    /// decides what happens; nor is any slot of a group holding more than
+    /// its `slots` (a lowered count).
+    pub(crate) fn longest_leased(&self, slots: u32) -> Option<(&NodeId, Timestamp, Timestamp)> {
+        if self.holders.len() > slots as usize {
+            return None;
+        }
+        self.holders
+            .holders()
+            .filter(|(id, _)| !self.draining.contains_key(*id) && !self.returning.contains_key(*id))
+            .map(|(id, granted)| (id, granted, self.lease_start(id, granted)))
+            .min_by_key(|(_, _, start)| *start)
+    }
+
+    /// Where the lease of `id`, granted at `granted`, runs from: its
+    /// latest renewal, or its grant.
+    pub(crate) fn lease_start(&self, id: &NodeId, granted: Timestamp) -> Timestamp {
+        self.renewed
+            .get(id)
+            .map_or(granted, |renewed| (*renewed).max(granted))
+    }
+
+    /// The marks of slots taken over that a take-over at `now` removes as
+    /// it adds its own: those older than [`TAKEN_KEPT`], and the oldest
+    /// past [`MAX_TAKEN`] - 1, so that the group keeps at most
+    /// [`MAX_TAKEN`] with the new one.
+    pub(crate) fn stale_taken(&self, now: Timestamp) -> Vec<NodeId> {
+        let mut marks: Vec<_> = self.taken.iter().collect();
+        marks.sort_by_key(|(_, at)| std::cmp::Reverse(**at));
+        marks
+            .into_iter()
+            .enumerate()
+            .filter(|(rank, (_, at))| *rank + 1 >= MAX_TAKEN || at.plus(TAKEN_KEPT) <= now)
+            .map(|(_, (id, _))| id.clone())
+            .collect()
+    }
+
+    /// Whether a pre-reboot of `id`, which holds its slot, renews its lease:
+    /// in a group with a lease, for a granted slot (a reservation waits for
+    /// its drain, and is never taken over anyway).
+    pub(crate) fn renews(&self, id: &NodeId, rules: GroupRules) -> bool {
+        rules.lease.is_some()
+            && self.holders.holds(id)
+            && !self.draining.contains_key(id)
+            && !self.returning.contains_key(id)
+    }
+}
