@@ -8,10 +8,8 @@ use super::codec::{
     drain_attribute, holder_attribute, legacy_holder_attribute, number, renewed_attribute,
     returning_attribute, taken_attribute,
 };
-use super::writes::{
-    GRANT_CHECKS, TAKE_OVER_ZONE_CHECK, Written, canary_terms, decided, refused_again, reserves,
-    zone_terms,
-};
+use super::conditions::{GRANT_CHECKS, TAKE_OVER_ZONE_CHECK, canary_terms, reserves, zone_terms};
+use super::writes::{Written, decided, refused_again};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, GroupRules};

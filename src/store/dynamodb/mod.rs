@@ -72,10 +72,12 @@
 
 mod admin;
 mod codec;
+mod conditions;
 mod lease_writes;
 mod lock_store;
 mod records;
 mod return_writes;
+mod wildcard_writes;
 mod writes;
 
 pub use admin::{Regional, TableProblem, global_table_problem, table_definition};

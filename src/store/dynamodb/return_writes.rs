@@ -6,7 +6,7 @@ use super::codec::{
     drain_attribute, holder_attribute, legacy_holder_attribute, number, renewed_attribute,
     return_failed_attribute, returning_attribute, stop_value,
 };
-use super::writes::FREED;
+use super::conditions::FREED;
 use super::{DynamoStore, RELEASED_ATTRIBUTE, STOPPED_ATTRIBUTE};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{RolloutStop, StopCause};
