@@ -611,6 +611,7 @@ mod tests {
     use std::time::Duration;
 
     use crate::domain::groups::*;
+    use crate::domain::lock::lease::parse_lease;
     use crate::domain::time::format_duration;
 
     fn group(s: &str) -> GroupName {
@@ -989,7 +990,7 @@ mod tests {
             .unwrap();
             assert!(one.groups.drains(), "{spec}");
         }
-        use crate::domain::groups::parse_drain;
+        use crate::domain::lock::drain::parse_drain;
         assert_eq!(
             parse_drain("1m"),
             Ok((Duration::from_secs(60), OnDrainTimeout::Hold))

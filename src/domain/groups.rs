@@ -1,7 +1,8 @@
 //! The groups and their rules as the settings write them: slots per group
-//! (`FLEETLOCK_GROUPS`), settle times (`FLEETLOCK_SETTLE`), leases
-//! (`FLEETLOCK_LEASE`), drain gates (`FLEETLOCK_DRAIN`), the bound on the
-//! groups only `*` covers, and the durations all of them are written in.
+//! (`FLEETLOCK_GROUPS`), settle times (`FLEETLOCK_SETTLE`), the bound on
+//! the groups only `*` covers, and each gate's setting kept per group
+//! (one `Settings` per group and one for `*`; each gate's own value is read
+//! by its module: `lock::lease`, `lock::drain`, `lock::returns`, `canary`).
 //! Parsed here, pure; [`crate::config`] reads the variables.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,7 +12,10 @@ use std::time::Duration;
 use crate::domain::canary::{CanaryRule, parse_canary};
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
-use crate::domain::lock::{DrainRule, GroupRules, OnDrainTimeout};
+use crate::domain::lock::drain::{drain_rule, parse_drain};
+use crate::domain::lock::lease::parse_lease;
+use crate::domain::lock::returns::parse_return;
+use crate::domain::lock::{GroupRules, OnDrainTimeout};
 use crate::domain::time::parse_span;
 use crate::domain::zones;
 
@@ -50,27 +54,6 @@ impl std::error::Error for GroupsError {}
 /// The longest settle time: past a day, pausing the group says it better.
 pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
 
-/// The shortest lease. A node that took its slot may wait up to 10 minutes
-/// for logged-in users before it reboots, then boots and tells the server
-/// at Zincati's start, retried every 5 minutes: a shorter lease would give
-/// a slot away while its node is still rebooting.
-pub(crate) const MIN_LEASE: Duration = Duration::from_secs(30 * 60);
-/// The longest lease: a week. Past that, `fleetlock release` says it better.
-pub(crate) const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// The shortest drain timeout: a load balancer needs this long at the least
-/// to stop sending a node new connections.
-pub(crate) const MIN_DRAIN: Duration = Duration::from_secs(60);
-/// The longest drain timeout: past a day, pausing the group says it better.
-pub(crate) const MAX_DRAIN: Duration = Duration::from_secs(24 * 3600);
-
-/// The shortest return timeout: a target group's health checks need this
-/// long at the least to see a node healthy again (two checks 30 s apart).
-pub(crate) const MIN_RETURN: Duration = Duration::from_secs(60);
-/// The longest return timeout: past a day, a node is not coming back by
-/// itself.
-pub(crate) const MAX_RETURN: Duration = Duration::from_secs(24 * 3600);
-
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub(crate) const DEFAULT_GROUPS: &str = "default=1";
 
@@ -87,33 +70,43 @@ pub(crate) const DEFAULT_WILDCARD_GROUPS: u32 = 100;
 /// item, at most 64 characters each.
 pub(crate) const MAX_WILDCARD_GROUPS: u32 = 2000;
 
-/// Slot count per group, from `FLEETLOCK_GROUPS` (`default=1,workers=3,*=2`).
+/// What the settings say of one group, or (as the `*` entry) of every
+/// group no setting names: each gate's setting, `None` where its variable
+/// does not name the group. A group's rules are its entry, each gate
+/// falling back to the `*` entry's ([`GroupSlots::rules_of`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Settings {
+    /// `FLEETLOCK_GROUPS`; `None` for a group only `*` gives slots (another
+    /// setting names it), and for the `*` entry of a list without `*`.
+    slots: Option<u32>,
+    /// `FLEETLOCK_SETTLE`; none settles for zero.
+    settle: Option<Duration>,
+    /// `FLEETLOCK_LEASE`; none holds until given back.
+    lease: Option<Duration>,
+    /// `FLEETLOCK_DRAIN`; none has no drain gate.
+    drain: Option<(Duration, OnDrainTimeout)>,
+    /// `FLEETLOCK_RETURN`; none has no return gate.
+    return_timeout: Option<Duration>,
+    /// `FLEETLOCK_CANARY` ([`crate::domain::canary`]); none has no canary.
+    canary: Option<CanaryRule>,
+}
+
+/// The groups and their rules: slots per group from `FLEETLOCK_GROUPS`
+/// (`default=1,workers=3,*=2`), and each gate's setting, kept per group.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupSlots {
-    listed: BTreeMap<GroupName, u32>,
-    /// `*=N`: every valid group not listed gets N slots.
-    others: Option<u32>,
-    /// From `FLEETLOCK_SETTLE`; a group in neither map settles for zero.
-    settle: BTreeMap<GroupName, Duration>,
-    settle_others: Option<Duration>,
-    /// From `FLEETLOCK_LEASE`; a group in neither map has no lease.
-    lease: BTreeMap<GroupName, Duration>,
-    lease_others: Option<Duration>,
-    /// From `FLEETLOCK_DRAIN`; a group in neither map has no drain gate.
-    drain: BTreeMap<GroupName, (Duration, OnDrainTimeout)>,
-    drain_others: Option<(Duration, OnDrainTimeout)>,
-    /// From `FLEETLOCK_RETURN`; a group in neither map has no return gate.
-    returns: BTreeMap<GroupName, Duration>,
-    returns_others: Option<Duration>,
+    /// Every group a setting names, with what each says of it.
+    groups: BTreeMap<GroupName, Settings>,
+    /// The `*` entries: `*=N` gives every valid group not listed N slots.
+    others: Settings,
     /// From `FLEETLOCK_ZONES`: groups split by zone ([`crate::domain::zones`]).
     zoned: BTreeSet<GroupName>,
-    /// From `FLEETLOCK_CANARY` ([`crate::domain::canary`]); a group in
-    /// neither has no canary.
-    canary: BTreeMap<GroupName, CanaryRule>,
-    canary_others: Option<CanaryRule>,
     /// How many groups only `*` covers may have an item.
     wildcard_limit: u32,
 }
+
+/// A gate's field of a group's settings.
+type Field<T> = fn(&mut Settings) -> &mut Option<T>;
 
 /// A value per group, as `FLEETLOCK_GROUPS` and `FLEETLOCK_SETTLE` write it:
 /// `GROUP=VALUE` entries separated by commas, `*` for every group not listed,
@@ -182,20 +175,23 @@ impl GroupSlots {
             |_| Ok(()),
         )
         .map_err(GroupsError::Groups)?;
+        let groups = listed
+            .into_iter()
+            .map(|(group, slots)| {
+                let settings = Settings {
+                    slots: Some(slots),
+                    ..Settings::default()
+                };
+                (group, settings)
+            })
+            .collect();
         Ok(Self {
-            listed,
-            others,
-            settle: BTreeMap::new(),
-            settle_others: None,
-            lease: BTreeMap::new(),
-            lease_others: None,
-            drain: BTreeMap::new(),
-            drain_others: None,
-            returns: BTreeMap::new(),
-            returns_others: None,
+            groups,
+            others: Settings {
+                slots: others,
+                ..Settings::default()
+            },
             zoned: BTreeSet::new(),
-            canary: BTreeMap::new(),
-            canary_others: None,
             wildcard_limit: DEFAULT_WILDCARD_GROUPS,
         })
     }
@@ -222,63 +218,54 @@ impl GroupSlots {
 
     /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
     /// group named must be one these slots configure.
-    pub fn with_settle(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let (settle, settle_others) = self
-            .durations(spec, "a settle time", "workers=10m,*=2m", parse_duration)
-            .map_err(GroupsError::Settle)?;
-        self.settle = settle;
-        self.settle_others = settle_others;
-        Ok(self)
+    pub fn with_settle(self, spec: &str) -> Result<Self, GroupsError> {
+        self.with_setting(
+            spec,
+            "a settle time",
+            "workers=10m,*=2m",
+            parse_duration,
+            |s| &mut s.settle,
+        )
+        .map_err(GroupsError::Settle)
     }
 
     /// Adds the leases of `FLEETLOCK_LEASE` (`workers=6h`): from
     /// [`MIN_LEASE`] to [`MAX_LEASE`], for groups these slots configure.
-    pub fn with_lease(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let (lease, lease_others) = self
-            .durations(spec, "a lease", "workers=6h", parse_lease)
-            .map_err(GroupsError::Lease)?;
-        self.lease = lease;
-        self.lease_others = lease_others;
-        Ok(self)
+    pub fn with_lease(self, spec: &str) -> Result<Self, GroupsError> {
+        self.with_setting(spec, "a lease", "workers=6h", parse_lease, |s| &mut s.lease)
+            .map_err(GroupsError::Lease)
     }
 
     /// Adds the drain gates of `FLEETLOCK_DRAIN` (`workers=15m,db=30m:grant`):
     /// a timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`], then `hold` (the
     /// default) or `grant`, for groups these slots configure.
-    pub fn with_drain(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let (drain, drain_others) = self
-            .durations(
-                spec,
-                "a drain timeout",
-                "workers=15m,db=30m:grant",
-                parse_drain,
-            )
-            .map_err(GroupsError::Drain)?;
-        self.drain = drain;
-        self.drain_others = drain_others;
-        Ok(self)
+    pub fn with_drain(self, spec: &str) -> Result<Self, GroupsError> {
+        let example = "workers=15m,db=30m:grant";
+        self.with_setting(spec, "a drain timeout", example, parse_drain, |s| {
+            &mut s.drain
+        })
+        .map_err(GroupsError::Drain)
     }
 
     /// The drain timeout of every group `*` covers, if it has one.
     pub(crate) fn others_drain(&self) -> Option<Duration> {
-        self.drain_others.map(|(timeout, _)| timeout)
+        self.others.drain.map(|(timeout, _)| timeout)
     }
 
     /// Whether any group has a drain gate.
     pub(crate) fn drains(&self) -> bool {
-        !self.drain.is_empty() || self.drain_others.is_some()
+        self.any(|s| s.drain.is_some())
     }
 
     /// Adds the return gates of `FLEETLOCK_RETURN` (`workers=20m`): a
     /// return timeout from [`MIN_RETURN`] to [`MAX_RETURN`], for groups
     /// these slots configure.
-    pub fn with_return(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let (returns, returns_others) = self
-            .durations(spec, "a return timeout", "workers=20m", parse_return)
-            .map_err(GroupsError::Return)?;
-        self.returns = returns;
-        self.returns_others = returns_others;
-        Ok(self)
+    pub fn with_return(self, spec: &str) -> Result<Self, GroupsError> {
+        let what = "a return timeout";
+        self.with_setting(spec, what, "workers=20m", parse_return, |s| {
+            &mut s.return_timeout
+        })
+        .map_err(GroupsError::Return)
     }
 
     /// Adds the groups of `FLEETLOCK_ZONES` (`workers,db`), split by zone:
@@ -299,7 +286,7 @@ impl GroupSlots {
                 Ok(group) => group,
                 Err(e) => return bad(format!("group '{name}': {}", e.value())),
             };
-            if !self.listed.contains_key(&group) {
+            if !self.is_listed(&group) {
                 return bad(format!(
                     "{}; a group split by zone is named there with its slots",
                     self.not_configured(&group)
@@ -309,7 +296,7 @@ impl GroupSlots {
                 return bad(format!("group '{name}' is listed twice"));
             }
         }
-        for group in self.listed.keys() {
+        for (group, _) in self.listed() {
             if let Some((parent, _)) = zones::under(&zoned, group) {
                 return bad(format!(
                     "group '{group}' is under '{parent}', which is split by zone: a node \
@@ -326,18 +313,21 @@ impl GroupSlots {
     /// waves and how long a wave's node may be out
     /// ([`crate::domain::canary::parse_canary`]), for groups these slots
     /// configure.
-    pub fn with_canary(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let (canary, canary_others) = self
-            .durations(spec, "a canary", "workers=30m:1+3", parse_canary)
-            .map_err(GroupsError::Canary)?;
-        self.canary = canary;
-        self.canary_others = canary_others;
-        Ok(self)
+    pub fn with_canary(self, spec: &str) -> Result<Self, GroupsError> {
+        self.with_setting(spec, "a canary", "workers=30m:1+3", parse_canary, |s| {
+            &mut s.canary
+        })
+        .map_err(GroupsError::Canary)
     }
 
     /// Whether any group has a canary.
     pub(crate) fn canaries(&self) -> bool {
-        !self.canary.is_empty() || self.canary_others.is_some()
+        self.any(|s| s.canary.is_some())
+    }
+
+    /// Whether a group's settings, or the `*` entry, say `which`.
+    fn any(&self, which: impl Fn(&Settings) -> bool) -> bool {
+        self.groups.values().any(&which) || which(&self.others)
     }
 
     /// The groups split by zone.
@@ -352,7 +342,7 @@ impl GroupSlots {
 
     /// Whether `FLEETLOCK_GROUPS` names `group` itself.
     pub(crate) fn is_listed(&self, group: &GroupName) -> bool {
-        self.listed.contains_key(group)
+        self.groups.get(group).is_some_and(|s| s.slots.is_some())
     }
 
     /// The split group whose slots `group` takes, where `group` is one of
@@ -367,31 +357,43 @@ impl GroupSlots {
 
     /// Whether any group has a return gate.
     pub(crate) fn returns(&self) -> bool {
-        !self.returns.is_empty() || self.returns_others.is_some()
+        self.any(|s| s.return_timeout.is_some())
     }
 
-    /// A duration per group (`GROUP=DURATION,*=DURATION`), each read by
-    /// `parse`, for groups these slots configure only.
-    fn durations<T>(
-        &self,
+    /// Sets one gate's `field` of each group from its variable
+    /// (`GROUP=DURATION,*=DURATION`), each value read by `parse`, for
+    /// groups these slots configure only; what it said before is replaced.
+    fn with_setting<T>(
+        mut self,
         spec: &str,
         what: &str,
         example: &str,
         parse: fn(&str) -> Result<T, String>,
-    ) -> Result<(BTreeMap<GroupName, T>, Option<T>), String> {
-        per_group(
+        field: Field<T>,
+    ) -> Result<Self, String> {
+        let (named, others) = per_group(
             spec,
             "GROUP=DURATION",
             example,
             |name, time| parse(time).map_err(|why| format!("'{name}': {why}")),
             |group| match group {
-                None if self.others.is_none() => Err(format!(
+                None if self.others.slots.is_none() => Err(format!(
                     "'*' is given {what} but FLEETLOCK_GROUPS has no '*'"
                 )),
                 Some(group) => self.setting_may_name(group),
                 None => Ok(()),
             },
-        )
+        )?;
+        for settings in self.groups.values_mut() {
+            *field(settings) = None;
+        }
+        self.groups
+            .retain(|_, settings| *settings != Settings::default());
+        for (group, value) in named {
+            *field(self.groups.entry(group).or_default()) = Some(value);
+        }
+        *field(&mut self.others) = others;
+        Ok(self)
     }
 
     /// Slots, settle time and lease of a group, or `unknown_group`.
@@ -403,30 +405,26 @@ impl GroupSlots {
     /// The rules of a group the names' reading gave ([`Self::meaning`]'s
     /// `group`: listed, or only `*` covers it), read once per request.
     pub(crate) fn rules_of(&self, group: &GroupName) -> GroupRules {
-        let slots = self
-            .listed
-            .get(group)
-            .copied()
-            .or(self.others)
-            .unwrap_or_default();
-        let settle = self
-            .settle
-            .get(group)
-            .copied()
-            .or(self.settle_others)
-            .unwrap_or(Duration::ZERO);
-        let wildcard_limit = (!self.listed.contains_key(group)).then_some(self.wildcard_limit);
-        let lease = self.lease.get(group).copied().or(self.lease_others);
-        let drain = self.drain.get(group).copied().or(self.drain_others);
+        let listed = self.is_listed(group);
+        self.rules_from(
+            self.groups.get(group).unwrap_or(&Settings::default()),
+            listed,
+        )
+    }
+
+    /// The rules of a group whose settings are `own`: each gate's own
+    /// setting, else the `*` entry's.
+    fn rules_from(&self, own: &Settings, listed: bool) -> GroupRules {
+        let others = &self.others;
         GroupRules {
-            slots,
-            settle,
-            wildcard_limit,
-            lease,
-            drain: drain.map(drain_rule),
-            return_timeout: self.returns.get(group).copied().or(self.returns_others),
+            slots: own.slots.or(others.slots).unwrap_or_default(),
+            settle: own.settle.or(others.settle).unwrap_or(Duration::ZERO),
+            wildcard_limit: (!listed).then_some(self.wildcard_limit),
+            lease: own.lease.or(others.lease),
+            drain: own.drain.or(others.drain).map(drain_rule),
+            return_timeout: own.return_timeout.or(others.return_timeout),
             zone: None,
-            canary: self.canary.get(group).copied().or(self.canary_others),
+            canary: own.canary.or(others.canary),
         }
     }
 
@@ -443,94 +441,24 @@ impl GroupSlots {
                 meaning.group
             )));
         }
-        Ok(self
-            .listed
-            .get(group)
-            .copied()
-            .or(self.others)
-            .unwrap_or_default())
+        Ok(self.rules_of(group).slots)
     }
 
     pub(crate) fn listed(&self) -> impl Iterator<Item = (&GroupName, u32)> {
-        self.listed.iter().map(|(g, n)| (g, *n))
+        self.groups
+            .iter()
+            .filter_map(|(group, settings)| Some((group, settings.slots?)))
     }
 
     pub(crate) fn others(&self) -> Option<u32> {
-        self.others
+        self.others.slots
     }
 
     /// The rules of every group `*` covers, if there is a `*`.
     pub(crate) fn others_rules(&self) -> Option<GroupRules> {
-        Some(GroupRules {
-            slots: self.others?,
-            settle: self.settle_others.unwrap_or(Duration::ZERO),
-            wildcard_limit: Some(self.wildcard_limit),
-            lease: self.lease_others,
-            drain: self.drain_others.map(drain_rule),
-            return_timeout: self.returns_others,
-            zone: None,
-            canary: self.canary_others,
-        })
+        self.others.slots?;
+        Some(self.rules_from(&Settings::default(), false))
     }
-}
-
-fn drain_rule((timeout, on_timeout): (Duration, OnDrainTimeout)) -> DrainRule {
-    DrainRule {
-        timeout,
-        on_timeout,
-        window_closes: None,
-    }
-}
-
-/// A drain gate: `15m` (hold on timeout), `15m:hold` or `30m:grant`, the
-/// timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`].
-pub(crate) fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
-    let (time, policy) = text.split_once(':').unwrap_or((text, "hold"));
-    let on_timeout = match policy.trim() {
-        "hold" => OnDrainTimeout::Hold,
-        "grant" => OnDrainTimeout::Grant,
-        other => {
-            return Err(format!(
-                "'{other}' is not what happens at the drain timeout: 'hold' (keep refusing, \
-                 the default) or 'grant' (the node reboots undrained)"
-            ));
-        }
-    };
-    let timeout = parse_span(time)?;
-    if timeout < MIN_DRAIN {
-        return Err(format!(
-            "drain timeout '{}' is shorter than 1m: a load balancer needs longer to let \
-             a node's connections finish",
-            time.trim()
-        ));
-    }
-    if timeout > MAX_DRAIN {
-        return Err(format!(
-            "drain timeout '{}' is longer than 24h; pause the group instead",
-            time.trim()
-        ));
-    }
-    Ok((timeout, on_timeout))
-}
-
-/// A return timeout, from [`MIN_RETURN`] to [`MAX_RETURN`].
-pub(crate) fn parse_return(text: &str) -> Result<Duration, String> {
-    let timeout = parse_span(text)?;
-    if timeout < MIN_RETURN {
-        return Err(format!(
-            "return timeout '{}' is shorter than 1m: a load balancer's health checks need \
-             longer to see a node healthy again",
-            text.trim()
-        ));
-    }
-    if timeout > MAX_RETURN {
-        return Err(format!(
-            "return timeout '{}' is longer than 24h; a node that has not come back by then \
-             will not by itself",
-            text.trim()
-        ));
-    }
-    Ok(timeout)
 }
 
 impl Default for GroupSlots {
@@ -549,23 +477,4 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(duration)
-}
-
-/// A lease, written as [`parse_duration`] reads it, from [`MIN_LEASE`] to
-/// [`MAX_LEASE`].
-pub(crate) fn parse_lease(text: &str) -> Result<Duration, String> {
-    let lease = parse_span(text)?;
-    if lease < MIN_LEASE {
-        return Err(format!(
-            "lease '{text}' is shorter than 30m: a node may still be rebooting then, and its \
-             slot would go to another node; leave the group out of FLEETLOCK_LEASE for no lease"
-        ));
-    }
-    if lease > MAX_LEASE {
-        return Err(format!(
-            "lease '{text}' is longer than a week (168h); release a stuck slot with \
-             'fleetlock release' instead"
-        ));
-    }
-    Ok(lease)
 }

@@ -18,9 +18,9 @@ use crate::domain::zones::ZoneGroup;
 // The return gate's rules: a returning slot confirmed, or stopping its
 // group past the timeout; the same stop for a canary's wave past its time.
 mod canary;
-mod drain;
-mod lease;
-mod returns;
+pub(crate) mod drain;
+pub(crate) mod lease;
+pub(crate) mod returns;
 mod zones;
 pub use returns::Stopping;
 

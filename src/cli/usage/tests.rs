@@ -10,7 +10,7 @@ fn args(s: &str) -> Vec<String> {
 
 #[test]
 fn help_gives_the_lease_range_the_service_enforces() {
-    use crate::domain::groups::{MAX_LEASE, MIN_LEASE};
+    use crate::domain::lock::lease::{MAX_LEASE, MIN_LEASE};
     let range = format!(
         "FLEETLOCK_LEASE   per group, from {}m to {}h",
         MIN_LEASE.as_secs() / 60,

@@ -1,9 +1,58 @@
-//! The drain gate over a group's record: a reservation decided, confirmed
-//! and turned into a grant.
+//! The drain gate: its setting (`FLEETLOCK_DRAIN`, a timeout and what
+//! happens at it, per group) and its rules over a group's record: a
+//! reservation decided, confirmed and turned into a grant.
 
-use super::{Acquire, Drained, GroupRecord, GroupRules, OnDrainTimeout};
+use std::time::Duration;
+
+use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout};
 use crate::domain::input::NodeId;
-use crate::domain::time::Timestamp;
+use crate::domain::time::{Timestamp, parse_span};
+
+/// The shortest drain timeout: a load balancer needs this long at the least
+/// to stop sending a node new connections.
+pub(crate) const MIN_DRAIN: Duration = Duration::from_secs(60);
+
+/// The longest drain timeout: past a day, pausing the group says it better.
+pub(crate) const MAX_DRAIN: Duration = Duration::from_secs(24 * 3600);
+
+pub(crate) fn drain_rule((timeout, on_timeout): (Duration, OnDrainTimeout)) -> DrainRule {
+    DrainRule {
+        timeout,
+        on_timeout,
+        window_closes: None,
+    }
+}
+
+/// A drain gate: `15m` (hold on timeout), `15m:hold` or `30m:grant`, the
+/// timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`].
+pub(crate) fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
+    let (time, policy) = text.split_once(':').unwrap_or((text, "hold"));
+    let on_timeout = match policy.trim() {
+        "hold" => OnDrainTimeout::Hold,
+        "grant" => OnDrainTimeout::Grant,
+        other => {
+            return Err(format!(
+                "'{other}' is not what happens at the drain timeout: 'hold' (keep refusing, \
+                 the default) or 'grant' (the node reboots undrained)"
+            ));
+        }
+    };
+    let timeout = parse_span(time)?;
+    if timeout < MIN_DRAIN {
+        return Err(format!(
+            "drain timeout '{}' is shorter than 1m: a load balancer needs longer to let \
+             a node's connections finish",
+            time.trim()
+        ));
+    }
+    if timeout > MAX_DRAIN {
+        return Err(format!(
+            "drain timeout '{}' is longer than 24h; pause the group instead",
+            time.trim()
+        ));
+    }
+    Ok((timeout, on_timeout))
+}
 
 impl GroupRecord {
     /// The answer to a node whose slot is reserved since `since`. A

@@ -1,11 +1,41 @@
-//! The lease gate over a group's record: which slots ran past their lease,
-//! when a lease began, the marks of slots taken over, and which request
-//! renews a lease.
+//! The lease gate: its setting (`FLEETLOCK_LEASE`, a lease per group) and
+//! its rules over a group's record: which slots ran past their lease, when
+//! a lease began, the marks of slots taken over, and which request renews
+//! a lease.
+
+use std::time::Duration;
 
 use super::{GroupRecord, GroupRules, MAX_TAKEN, TAKEN_KEPT};
 use crate::domain::input::NodeId;
-use crate::domain::time::Timestamp;
-use std::time::Duration;
+use crate::domain::time::{Timestamp, parse_span};
+
+/// The shortest lease. A node that took its slot may wait up to 10 minutes
+/// for logged-in users before it reboots, then boots and tells the server
+/// at Zincati's start, retried every 5 minutes: a shorter lease would give
+/// a slot away while its node is still rebooting.
+pub(crate) const MIN_LEASE: Duration = Duration::from_secs(30 * 60);
+
+/// The longest lease: a week. Past that, `fleetlock release` says it better.
+pub(crate) const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A lease, written as [`parse_duration`] reads it, from [`MIN_LEASE`] to
+/// [`MAX_LEASE`].
+pub(crate) fn parse_lease(text: &str) -> Result<Duration, String> {
+    let lease = parse_span(text)?;
+    if lease < MIN_LEASE {
+        return Err(format!(
+            "lease '{text}' is shorter than 30m: a node may still be rebooting then, and its \
+             slot would go to another node; leave the group out of FLEETLOCK_LEASE for no lease"
+        ));
+    }
+    if lease > MAX_LEASE {
+        return Err(format!(
+            "lease '{text}' is longer than a week (168h); release a stuck slot with \
+             'fleetlock release' instead"
+        ));
+    }
+    Ok(lease)
+}
 
 impl GroupRecord {
     /// The holder whose slot a newcomer may take at `now` past `lease`, and

@@ -1,4 +1,5 @@
-//! The return gate's rules: a node's steady-state leaves its slot counted as
+//! The return gate: its setting (`FLEETLOCK_RETURN`, a return timeout per
+//! group) and its rules: a node's steady-state leaves its slot counted as
 //! returning ([`GroupRecord::release`]) until a hook or a person confirms it
 //! back in service; past the group's return timeout the sweep stops the
 //! group, once per return. The same stop serves a canary's wave whose node
@@ -10,7 +11,35 @@ use super::{GroupRecord, RolloutStop, StopCause};
 use crate::domain::canary::CanaryRule;
 use crate::domain::input::NodeId;
 use crate::domain::outcomes::Returned;
-use crate::domain::time::Timestamp;
+use crate::domain::time::{Timestamp, parse_span};
+
+/// The shortest return timeout: a target group's health checks need this
+/// long at the least to see a node healthy again (two checks 30 s apart).
+pub(crate) const MIN_RETURN: Duration = Duration::from_secs(60);
+
+/// The longest return timeout: past a day, a node is not coming back by
+/// itself.
+pub(crate) const MAX_RETURN: Duration = Duration::from_secs(24 * 3600);
+
+/// A return timeout, from [`MIN_RETURN`] to [`MAX_RETURN`].
+pub(crate) fn parse_return(text: &str) -> Result<Duration, String> {
+    let timeout = parse_span(text)?;
+    if timeout < MIN_RETURN {
+        return Err(format!(
+            "return timeout '{}' is shorter than 1m: a load balancer's health checks need \
+             longer to see a node healthy again",
+            text.trim()
+        ));
+    }
+    if timeout > MAX_RETURN {
+        return Err(format!(
+            "return timeout '{}' is longer than 24h; a node that has not come back by then \
+             will not by itself",
+            text.trim()
+        ));
+    }
+    Ok(timeout)
+}
 
 impl GroupRecord {
     /// What a confirmation that `id` is back in service gets, without
