@@ -14,6 +14,14 @@ use crate::domain::lock::{Acquire, GroupRules, Pause, Release};
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
 
+mod drain;
+mod returns;
+
+pub use drain::drains_overdue;
+use drain::{log_drain_timed_out, reserved, waiting_for_drain};
+use returns::waiting_for_return;
+pub use returns::{Returns, returns};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Granted,
@@ -131,35 +139,6 @@ impl Answer {
     }
 }
 
-/// A group's returning slots as a decision left them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Returns {
-    pub(crate) returning: usize,
-    /// How long the oldest return has waited for its confirmation.
-    pub(crate) oldest: Option<Duration>,
-    /// How many returns waited past the group's return timeout.
-    pub(crate) overdue: usize,
-}
-
-/// The returning slots of a group with a return gate at `now`; `None`
-/// without a gate.
-pub fn returns(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option<Returns> {
-    let timeout = rules.return_timeout?;
-    Some(Returns {
-        returning: group.returning.len(),
-        oldest: group
-            .returning
-            .values()
-            .min()
-            .map(|since| since.age_at(now)),
-        overdue: group
-            .returning
-            .values()
-            .filter(|since| since.plus(timeout) <= now)
-            .count(),
-    })
-}
-
 /// A slot that passed from a holder past its lease to the node that asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExpiredSlot {
@@ -260,18 +239,6 @@ pub(super) fn to_pre_reboot(
     }
 }
 
-/// A grant on a drain's timeout: the node reboots undrained, and the
-/// operator finds it in the log.
-fn log_drain_timed_out(params: &ClientParams, waited: Duration) {
-    tracing::warn!(
-        group = %params.group,
-        id = %params.id.shown(),
-        waited_s = waited.as_secs(),
-        "drain timed out: nobody confirmed the node's drain in time, and the group \
-         grants on timeout; the node reboots undrained"
-    );
-}
-
 /// The refusal of a grant that would begin the next wave of a canary
 /// rollout, while `wave` is out (no `until`) or bakes until `until`.
 fn waiting_for_wave(
@@ -289,22 +256,6 @@ fn waiting_for_wave(
         plan,
         bake,
         until: until.map(Timestamp::to_rfc3339),
-    }
-}
-
-/// The refusal of a node whose slot is returning since `since`.
-fn waiting_for_return(
-    params: &ClientParams,
-    since: Timestamp,
-    until: Timestamp,
-    overdue: bool,
-) -> Error {
-    Error::WaitingForReturn {
-        group: params.group.to_string(),
-        id: params.id.shown(),
-        since: since.to_rfc3339(),
-        until: until.to_rfc3339(),
-        overdue,
     }
 }
 
@@ -347,23 +298,6 @@ fn log_expired(params: &ClientParams, rules: GroupRules, holder: &NodeId, held: 
         "slot expired: a holder kept its slot past the group's lease, and the \
          node that asked took it"
     );
-}
-
-/// A slot reserved since `since`: the node waits for its drain.
-fn reserved(
-    params: &ClientParams,
-    rules: GroupRules,
-    since: Timestamp,
-) -> (Outcome, Option<Error>) {
-    tracing::info!(
-        group = %params.group,
-        id = %params.id.shown(),
-        "slot reserved: the node waits for its drain to be confirmed"
-    );
-    (
-        Outcome::Reserved,
-        Some(waiting_for_drain(params, rules, since, true, false)),
-    )
 }
 
 /// The refusal of a full group: a node whose slot was taken over hears
@@ -413,38 +347,6 @@ pub(super) fn to_steady_state(
         returns: returns(&group, rules, now),
         ..answer(outcome, &group, rules.slots, now, None)
     }
-}
-
-/// The refusal of a node whose slot is reserved since `since`.
-fn waiting_for_drain(
-    params: &ClientParams,
-    rules: GroupRules,
-    since: Timestamp,
-    reserved_now: bool,
-    overdue: bool,
-) -> Error {
-    let timeout = rules.drain.map_or(Duration::ZERO, |drain| drain.timeout);
-    Error::WaitingForDrain {
-        group: params.group.to_string(),
-        id: params.id.shown(),
-        since: since.to_rfc3339(),
-        until: since.plus(timeout).to_rfc3339(),
-        reserved_now,
-        overdue,
-    }
-}
-
-/// How many reservations of a group with a drain gate waited past its
-/// timeout at `now`; `None` without a gate.
-pub fn drains_overdue(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option<usize> {
-    let drain = rules.drain?;
-    Some(
-        group
-            .draining
-            .values()
-            .filter(|since| since.plus(drain.timeout) <= now)
-            .count(),
-    )
 }
 
 /// When a full group's longest-held slot may change hands, with its lease:
