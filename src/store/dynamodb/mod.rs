@@ -77,11 +77,12 @@ mod lease_writes;
 mod lock_store;
 mod records;
 mod return_writes;
+mod stream_image;
 mod wildcard_writes;
 mod writes;
 
 pub use admin::{Regional, TableProblem, global_table_problem, table_definition};
-pub(crate) use codec::{group_from_keys, record_from_image};
+pub(crate) use stream_image::{group_from_keys, record_from_image};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
