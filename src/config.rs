@@ -21,6 +21,13 @@ use std::fmt;
 use crate::domain::auth::{Auth, BadClients, Clients};
 use crate::domain::coverage::{self, Mismatch};
 use crate::domain::groups::{GroupSlots, GroupsError};
+use crate::domain::lock::canary::CanaryGate;
+use crate::domain::lock::drain::DrainGate;
+use crate::domain::lock::gates::Gate;
+use crate::domain::lock::lease::LeaseGate;
+use crate::domain::lock::returns::ReturnGate;
+use crate::domain::lock::settle::SettleGate;
+use crate::domain::lock::zones::ZonesGate;
 use crate::domain::windows::Schedule;
 
 /// Whether `name` reads as an AWS region name (`eu-west-1`): lowercase
@@ -175,12 +182,13 @@ impl Config {
         let refinements: [(&str, Refine); 7] = [
             // First: every later setting reads its group names through it
             // (a zone's group is refused there, naming its split group).
-            ("FLEETLOCK_ZONES", GroupSlots::with_zones),
-            ("FLEETLOCK_SETTLE", GroupSlots::with_settle),
-            ("FLEETLOCK_LEASE", GroupSlots::with_lease),
-            ("FLEETLOCK_DRAIN", GroupSlots::with_drain),
-            ("FLEETLOCK_RETURN", GroupSlots::with_return),
-            ("FLEETLOCK_CANARY", GroupSlots::with_canary),
+            // Then each gate of domain::lock::gates by its variable.
+            (ZonesGate.variable(), GroupSlots::with_zones),
+            (SettleGate.variable(), GroupSlots::with_settle),
+            (LeaseGate.variable(), GroupSlots::with_lease),
+            (DrainGate.variable(), GroupSlots::with_drain),
+            (ReturnGate.variable(), GroupSlots::with_return),
+            (CanaryGate.variable(), GroupSlots::with_canary),
             (
                 "FLEETLOCK_MAX_WILDCARD_GROUPS",
                 GroupSlots::with_wildcard_limit,

@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use crate::domain::groups::GroupSlots;
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRules;
-use crate::domain::time::format_duration;
 use crate::domain::windows::{Calendar, Schedule};
+use crate::domain::zones::ZoneGroup;
 
 /// The key of every group only `*` covers, in a region's record.
 pub(crate) const OTHERS: &str = "*";
@@ -62,18 +62,19 @@ impl SettingsDigests {
     pub(crate) fn of(groups: &GroupSlots, windows: &Schedule) -> Self {
         let mut digests = Digests::new();
         for (name, _) in groups.listed() {
-            if let Ok(rules) = groups.rules_for(name) {
-                let zoned = groups.zoned().any(|zoned| zoned == name);
+            if let Ok(mut rules) = groups.rules_for(name) {
+                // Split by zone: the zones gate's part.
+                rules.zone = groups.is_zoned(name).then(|| ZoneGroup::of(name));
                 digests.insert(
                     name.to_string(),
-                    digest(rules, zoned, windows.calendar_for(name), windows),
+                    digest(rules, windows.calendar_for(name), windows),
                 );
             }
         }
         if let Some(rules) = groups.others_rules() {
             digests.insert(
                 OTHERS.to_owned(),
-                digest(rules, false, windows.others_calendar(), windows),
+                digest(rules, windows.others_calendar(), windows),
             );
         }
         Self(digests)
@@ -160,30 +161,8 @@ fn digest_in<'a>(digests: &'a Digests, key: &str) -> Option<&'a str> {
 /// its windows in their zone, whether it is split by zone and its canary
 /// (each named only where it is set, so that a group's digest is what an
 /// earlier version recorded). 16 bytes of SHA-256, as hex.
-fn digest(
-    rules: GroupRules,
-    zoned: bool,
-    calendar: Option<&Calendar>,
-    windows: &Schedule,
-) -> String {
-    let mut text = format!(
-        "slots={};settle={};lease={};drain={};return={}",
-        rules.slots,
-        format_duration(rules.settle),
-        rules.lease.map_or("-".into(), format_duration),
-        rules.drain.map_or("-".into(), |drain| format!(
-            "{}:{}",
-            format_duration(drain.timeout),
-            drain.on_timeout.as_str()
-        )),
-        rules.return_timeout.map_or("-".into(), format_duration),
-    );
-    if zoned {
-        text.push_str(";one_zone_at_a_time");
-    }
-    if let Some(canary) = rules.canary {
-        let _ = write!(text, ";canary={}", canary.setting());
-    }
+fn digest(rules: GroupRules, calendar: Option<&Calendar>, windows: &Schedule) -> String {
+    let mut text = crate::domain::lock::gates::digest_text(&rules);
     if let Some(calendar) = calendar {
         let _ = write!(text, ";zone={};windows=", windows.zone_name());
         for window in calendar.windows() {

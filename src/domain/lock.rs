@@ -17,11 +17,14 @@ use crate::domain::zones::ZoneGroup;
 
 // The return gate's rules: a returning slot confirmed, or stopping its
 // group past the timeout; the same stop for a canary's wave past its time.
-mod canary;
+
+pub(crate) mod canary;
 pub(crate) mod drain;
+pub(crate) mod gates;
 pub(crate) mod lease;
 pub(crate) mod returns;
-mod zones;
+pub(crate) mod settle;
+pub(crate) mod zones;
 pub use returns::Stopping;
 
 /// What a person did, as it is recorded: a pause (`fleetlock pause`) or a
@@ -244,15 +247,6 @@ pub(crate) const MAX_TAKEN: usize = 10;
 pub(crate) const TAKEN_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl GroupRecord {
-    /// When the group's settle period ends, if it has not yet at `now`. It
-    /// runs from the arrival of the latest release that freed a slot; a
-    /// request that arrived before that release (its write landed late)
-    /// is inside it even with no settle time at all.
-    pub(crate) fn settling_until(&self, settle: Duration, now: Timestamp) -> Option<Timestamp> {
-        let until = self.last_release?.plus(settle);
-        (until > now).then_some(until)
-    }
-
     /// What a request for a slot gets, without changing anything. Which
     /// answer wins when several apply: a node whose slot is returning hears
     /// that it waits for its return (it is out of service already, and goes

@@ -77,49 +77,9 @@ fn groups_section(config: &Config, gates: &AlarmGates, from: Timestamp) -> Strin
     out
 }
 
-/// A group's slots, settle time and gates.
+/// A group's slots, settle time and gates, each as its gate says it.
 fn rules_text(rules: GroupRules) -> String {
-    let lease = rules.lease.map_or(String::new(), |lease| {
-        format!(
-            ", lease {} (then a full group's next asker takes the oldest slot)",
-            format_duration(lease)
-        )
-    });
-    let drain = rules.drain.map_or(String::new(), |drain| {
-        format!(
-            ", drain gate {} then {} (a slot is granted once its node's drain is confirmed)",
-            format_duration(drain.timeout),
-            drain.on_timeout.as_str()
-        )
-    });
-    let returns = rules.return_timeout.map_or(String::new(), |timeout| {
-        format!(
-            ", return gate {} (a released slot is free once its node's return is \
-             confirmed; past the timeout the group stops)",
-            format_duration(timeout)
-        )
-    });
-    let zones = rules.zone.map_or(String::new(), |group| {
-        format!(
-            ", one zone at a time (its nodes ask as '{group}.ZONE', and while one zone's \
-             nodes are out the other zones wait)"
-        )
-    });
-    let canary = rules.canary.map_or(String::new(), |canary| {
-        format!(
-            ", canary: {}, each back {} before the next (a wave's node out past {} stops \
-             the group)",
-            canary.plan_phrase(),
-            format_duration(canary.bake),
-            format_duration(canary.back_within)
-        )
-    });
-    format!(
-        "{} slot{}, settle {}{lease}{drain}{returns}{zones}{canary}",
-        rules.slots,
-        if rules.slots == 1 { "" } else { "s" },
-        format_duration(rules.settle),
-    )
+    crate::domain::lock::gates::summary(&rules)
 }
 
 /// A group's windows (or '*''s, for `None`) and when they next open or

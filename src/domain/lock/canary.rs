@@ -2,9 +2,12 @@
 //! many slots it granted, where it stands, and the refusal of a wave that
 //! must wait ([`crate::domain::canary`] holds the setting).
 
+use super::GroupRules;
+use super::gates::Gate;
 use super::{Acquire, GroupRecord, RolloutState, WaveWait};
 use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
 use crate::domain::time::Timestamp;
+use crate::domain::time::format_duration;
 
 impl GroupRecord {
     /// Whether the group's rollout still runs at `now`: a node is out, or
@@ -76,5 +79,32 @@ impl GroupRecord {
             WaveWait::Baking(wave, until) => Some(Acquire::Baking { wave, until }),
             WaveWait::InWave(_) | WaveWait::NextMayGo(_) => None,
         }
+    }
+}
+
+/// The canary gate in the list of gates.
+pub(crate) struct CanaryGate;
+
+impl Gate for CanaryGate {
+    fn variable(&self) -> &'static str {
+        "FLEETLOCK_CANARY"
+    }
+
+    fn summary(&self, rules: &GroupRules) -> Option<String> {
+        rules.canary.map(|canary| {
+            format!(
+                ", canary: {}, each back {} before the next (a wave's node out past {} stops \
+                 the group)",
+                canary.plan_phrase(),
+                format_duration(canary.bake),
+                format_duration(canary.back_within)
+            )
+        })
+    }
+
+    fn digest(&self, rules: &GroupRules) -> Option<String> {
+        rules
+            .canary
+            .map(|canary| format!("canary={}", canary.setting()))
     }
 }

@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+use super::gates::Gate;
 use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout};
 use crate::domain::input::NodeId;
+use crate::domain::time::format_duration;
 use crate::domain::time::{Timestamp, parse_span};
 
 /// The shortest drain timeout: a load balancer needs this long at the least
@@ -132,5 +134,35 @@ impl GroupRecord {
             self.holders.set_time(id, now);
             self.renewed.remove(id);
         }
+    }
+}
+
+/// The drain gate in the list of gates.
+pub(crate) struct DrainGate;
+
+impl Gate for DrainGate {
+    fn variable(&self) -> &'static str {
+        "FLEETLOCK_DRAIN"
+    }
+
+    fn summary(&self, rules: &GroupRules) -> Option<String> {
+        rules.drain.map(|drain| {
+            format!(
+                ", drain gate {} then {} (a slot is granted once its node's drain is confirmed)",
+                format_duration(drain.timeout),
+                drain.on_timeout.as_str()
+            )
+        })
+    }
+
+    fn digest(&self, rules: &GroupRules) -> Option<String> {
+        Some(format!(
+            "drain={}",
+            rules.drain.map_or("-".into(), |drain| format!(
+                "{}:{}",
+                format_duration(drain.timeout),
+                drain.on_timeout.as_str()
+            ))
+        ))
     }
 }

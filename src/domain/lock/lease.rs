@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
+use super::gates::Gate;
 use super::{GroupRecord, GroupRules, MAX_TAKEN, TAKEN_KEPT};
 use crate::domain::input::NodeId;
+use crate::domain::time::format_duration;
 use crate::domain::time::{Timestamp, parse_span};
 
 /// The shortest lease. A node that took its slot may wait up to 10 minutes
@@ -98,5 +100,30 @@ impl GroupRecord {
             && self.holders.holds(id)
             && !self.draining.contains_key(id)
             && !self.returning.contains_key(id)
+    }
+}
+
+/// The lease gate in the list of gates.
+pub(crate) struct LeaseGate;
+
+impl Gate for LeaseGate {
+    fn variable(&self) -> &'static str {
+        "FLEETLOCK_LEASE"
+    }
+
+    fn summary(&self, rules: &GroupRules) -> Option<String> {
+        rules.lease.map(|lease| {
+            format!(
+                ", lease {} (then a full group's next asker takes the oldest slot)",
+                format_duration(lease)
+            )
+        })
+    }
+
+    fn digest(&self, rules: &GroupRules) -> Option<String> {
+        Some(format!(
+            "lease={}",
+            rules.lease.map_or("-".into(), format_duration)
+        ))
     }
 }

@@ -7,10 +7,13 @@
 
 use std::time::Duration;
 
+use super::GroupRules;
+use super::gates::Gate;
 use super::{GroupRecord, RolloutStop, StopCause};
 use crate::domain::canary::CanaryRule;
 use crate::domain::input::NodeId;
 use crate::domain::outcomes::Returned;
+use crate::domain::time::format_duration;
 use crate::domain::time::{Timestamp, parse_span};
 
 /// The shortest return timeout: a target group's health checks need this
@@ -172,4 +175,30 @@ pub enum Stopping {
     /// The node is not returning (for a wave: not holding) since that time
     /// any more: nothing changed.
     NotReturning,
+}
+
+/// The return gate in the list of gates.
+pub(crate) struct ReturnGate;
+
+impl Gate for ReturnGate {
+    fn variable(&self) -> &'static str {
+        "FLEETLOCK_RETURN"
+    }
+
+    fn summary(&self, rules: &GroupRules) -> Option<String> {
+        rules.return_timeout.map(|timeout| {
+            format!(
+                ", return gate {} (a released slot is free once its node's return is \
+                 confirmed; past the timeout the group stops)",
+                format_duration(timeout)
+            )
+        })
+    }
+
+    fn digest(&self, rules: &GroupRules) -> Option<String> {
+        Some(format!(
+            "return={}",
+            rules.return_timeout.map_or("-".into(), format_duration)
+        ))
+    }
 }

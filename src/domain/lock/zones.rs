@@ -2,6 +2,8 @@
 //! slots, and a zone other than the asking one still out.
 
 use super::GroupRecord;
+use super::GroupRules;
+use super::gates::Gate;
 use crate::domain::input::NodeId;
 use crate::domain::zones::ZoneGroup;
 
@@ -32,5 +34,28 @@ impl GroupRecord {
             Some(out) if out == zone.as_str() => None,
             out => Some(out.clone().unwrap_or_default()),
         }
+    }
+}
+
+/// The zones gate in the list of gates: a group's rules name the zone
+/// group only where the group is split.
+pub(crate) struct ZonesGate;
+
+impl Gate for ZonesGate {
+    fn variable(&self) -> &'static str {
+        "FLEETLOCK_ZONES"
+    }
+
+    fn summary(&self, rules: &GroupRules) -> Option<String> {
+        rules.zone.map(|group| {
+            format!(
+                ", one zone at a time (its nodes ask as '{group}.ZONE', and while one zone's \
+                 nodes are out the other zones wait)"
+            )
+        })
+    }
+
+    fn digest(&self, rules: &GroupRules) -> Option<String> {
+        rules.zone.map(|_| "one_zone_at_a_time".to_owned())
     }
 }

@@ -1,0 +1,150 @@
+//! The gates of a group's rules, in one list. A gate is one module beside
+//! this one (its setting's parse, its rule over the group's record, its
+//! words) and one entry of [`GATES`]; the layers that speak of every gate
+//! iterate the list: `config check` prints each phrase and the regions'
+//! digest takes each part. The configuration reads each variable in its
+//! own order (`Config::checked`: FLEETLOCK_ZONES first, as the others name
+//! a group only through it). `every_gate_is_read_summed_up_and_digested`
+//! fails for a gate one of them misses.
+
+use super::GroupRules;
+use super::canary::CanaryGate;
+use super::drain::DrainGate;
+use super::lease::LeaseGate;
+use super::returns::ReturnGate;
+use super::settle::SettleGate;
+use super::zones::ZonesGate;
+
+/// A setting of a group's rules, and what each layer says of it.
+pub(crate) trait Gate: Sync {
+    /// The variable that sets it, per group (`FLEETLOCK_LEASE`).
+    fn variable(&self) -> &'static str;
+
+    /// Its phrase in `config check`'s line of a group with `rules` (", lease
+    /// 6h (...)"), where the group has it.
+    fn summary(&self, rules: &GroupRules) -> Option<String>;
+
+    /// Its part of the digest of the settings that decide a group's grants
+    /// (`lease=6h`). The gates an earlier version digested give theirs
+    /// always (`lease=-`), the later ones only where set, so that a group's
+    /// digest is the one that version recorded.
+    fn digest(&self, rules: &GroupRules) -> Option<String>;
+}
+
+/// Every gate a group's rules have, in the order the summary and the
+/// digest put them.
+pub(crate) static GATES: &[&dyn Gate] = &[
+    &SettleGate,
+    &LeaseGate,
+    &DrainGate,
+    &ReturnGate,
+    &ZonesGate,
+    &CanaryGate,
+];
+
+/// `config check`'s words for a group's rules: its slots, then each gate's
+/// phrase.
+pub(crate) fn summary(rules: &GroupRules) -> String {
+    let mut text = format!(
+        "{} slot{}",
+        rules.slots,
+        if rules.slots == 1 { "" } else { "s" }
+    );
+    for gate in GATES {
+        text.extend(gate.summary(rules));
+    }
+    text
+}
+
+/// The text the regions' digest is taken of: the slots, then each gate's
+/// part, `;` between.
+pub(crate) fn digest_text(rules: &GroupRules) -> String {
+    let mut text = format!("slots={}", rules.slots);
+    for part in GATES.iter().filter_map(|gate| gate.digest(rules)) {
+        text.push(';');
+        text.push_str(&part);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::domain::input::GroupName;
+
+    /// A value of each gate's variable for `workers`.
+    fn example(variable: &str) -> &'static str {
+        match variable {
+            "FLEETLOCK_SETTLE" => "workers=10m",
+            "FLEETLOCK_LEASE" => "workers=6h",
+            "FLEETLOCK_DRAIN" => "workers=15m",
+            "FLEETLOCK_RETURN" => "workers=20m",
+            "FLEETLOCK_ZONES" => "workers",
+            "FLEETLOCK_CANARY" => "workers=30m:1+3",
+            other => panic!("no example for {other}: add one for the new gate"),
+        }
+    }
+
+    fn workers_rules(vars: &[(&str, &str)]) -> GroupRules {
+        let vars: Vec<(String, String)> = [("FLEETLOCK_GROUPS", "workers=3")]
+            .iter()
+            .chain(vars)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let config =
+            Config::from_vars(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+                .unwrap();
+        let workers = GroupName::parse("workers").unwrap();
+        let mut rules = config.groups.rules_for(&workers).unwrap();
+        rules.zone = config
+            .groups
+            .is_zoned(&workers)
+            .then(|| crate::domain::zones::ZoneGroup::of(&workers));
+        rules
+    }
+
+    #[test]
+    fn every_gate_is_read_summed_up_and_digested() {
+        let plain = workers_rules(&[]);
+        for gate in GATES {
+            let variable = gate.variable();
+            let gated = workers_rules(&[(variable, example(variable))]);
+            assert_ne!(gated, plain, "{variable} is read into the rules");
+            assert_ne!(
+                summary(&gated),
+                summary(&plain),
+                "{variable} in config check"
+            );
+            assert_ne!(
+                digest_text(&gated),
+                digest_text(&plain),
+                "{variable} in the digest"
+            );
+            assert!(
+                crate::config::settings::SETTINGS
+                    .iter()
+                    .any(|setting| setting.name == variable && setting.rule && setting.function),
+                "{variable} is a rule in the one list of settings"
+            );
+        }
+    }
+
+    #[test]
+    fn the_digest_of_a_group_without_gates_is_what_earlier_versions_took() {
+        assert_eq!(
+            digest_text(&workers_rules(&[])),
+            "slots=3;settle=0s;lease=-;drain=-;return=-"
+        );
+        let all = workers_rules(
+            &GATES
+                .iter()
+                .map(|g| (g.variable(), example(g.variable())))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            digest_text(&all),
+            "slots=3;settle=10m;lease=6h;drain=15m:hold;return=20m;one_zone_at_a_time;canary=30m:1+3:1h"
+        );
+    }
+}
