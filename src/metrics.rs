@@ -141,7 +141,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::domain::service::Outcome;
+    use crate::domain::service::{Outcome, Refused};
 
     /// An answer with nothing beside its holders: no refusal, expiry, drain,
     /// lease or return.
@@ -178,7 +178,12 @@ mod tests {
 
     #[test]
     fn a_line_is_valid_emf_with_the_oldest_holder_age() {
-        let answer = quiet_answer(Outcome::Full, 2, 2, Some(Duration::from_millis(7_200_900)));
+        let answer = quiet_answer(
+            Outcome::Refused(Refused::Full),
+            2,
+            2,
+            Some(Duration::from_millis(7_200_900)),
+        );
         let group = GroupName::parse("workers").unwrap();
         let line = EmbeddedMetrics::new("fleetlock").line(&group, &answer, Timestamp(1_000));
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -212,7 +217,7 @@ mod tests {
                 holder: NodeId::parse("gone").unwrap(),
                 held: Duration::from_secs(21_600),
             }),
-            ..quiet_answer(Outcome::GrantedExpired, 1, 1, Some(Duration::ZERO))
+            ..quiet_answer(Outcome::TakenOver, 1, 1, Some(Duration::ZERO))
         };
         let group = GroupName::parse("workers").unwrap();
         let metrics = EmbeddedMetrics::new("f");
@@ -247,7 +252,7 @@ mod tests {
 
     #[test]
     fn an_empty_group_reports_zero_age() {
-        let answer = quiet_answer(Outcome::NotHeld, 0, 1, None);
+        let answer = quiet_answer(Outcome::Released { held: false }, 0, 1, None);
         let group = GroupName::parse("default").unwrap();
         let line = EmbeddedMetrics::new("f").line(&group, &answer, Timestamp(1));
         let json: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -263,7 +268,12 @@ mod tests {
                 oldest: Some(Duration::from_secs(1_500)),
                 overdue: 1,
             }),
-            ..quiet_answer(Outcome::Returning, 1, 1, Some(Duration::from_secs(900)))
+            ..quiet_answer(
+                Outcome::Returning { already: false },
+                1,
+                1,
+                Some(Duration::from_secs(900)),
+            )
         };
         let group = GroupName::parse("workers").unwrap();
         let metrics = EmbeddedMetrics::new("f");

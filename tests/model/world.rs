@@ -14,7 +14,7 @@ use fleetlock::domain::input::{ClientParams, GroupName, IdRule, NodeId, PauseRea
 use fleetlock::domain::lock::{
     ByPerson, Drained, GroupRecord, OnDrainTimeout, Pause, Returned, RolloutStop, Semaphore,
 };
-use fleetlock::domain::service::{Answer, FleetLock, Outcome};
+use fleetlock::domain::service::{Answer, FleetLock, Grant, Outcome};
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::domain::windows::{Schedule, WindowState};
@@ -753,9 +753,9 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
 pub fn takes_a_slot(outcome: Outcome) -> bool {
     matches!(
         outcome,
-        Outcome::Granted
-            | Outcome::GrantedExpired
-            | Outcome::GrantedDrainTimeout
+        Outcome::Granted(Grant::Free)
+            | Outcome::TakenOver
+            | Outcome::Granted(Grant::DrainTimedOut)
             | Outcome::Reserved
     )
 }

@@ -22,80 +22,104 @@ use drain::{log_drain_timed_out, reserved, waiting_for_drain};
 use returns::waiting_for_return;
 pub use returns::{Returns, returns};
 
+/// What happened to the node's slot: the word the log line and the metric
+/// carry (`Outcome`). A decision that grants nothing is [`Outcome::Refused`],
+/// with the refusal the node hears in [`Answer::refusal`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    Granted,
+    /// The node took a slot.
+    Granted(Grant),
     /// Granted the slot of a holder past the group's lease, in its place.
-    GrantedExpired,
-    AlreadyHeld,
-    /// Every slot is taken: a decision like the others, refused at the edge.
-    Full,
-    /// A person or an alarm paused the group: refused at the edge.
-    Paused,
-    /// A person keeps the node out of the rollout: refused at the edge.
-    Excluded,
-    /// The group settles after a release: refused at the edge.
-    Settling,
-    /// In a group split by zone, nodes of another zone are out: refused at
-    /// the edge.
-    OtherZone,
-    /// In a group with a canary, the wave before is not back yet: refused.
-    WaveOut,
-    /// In a group with a canary, the wave before is back and bakes: refused.
-    Baking,
-    /// A new group only `*` covers, past the limit: refused at the edge.
-    TooManyGroups,
+    TakenOver,
     /// A slot was reserved for the node, which waits for its drain: refused
     /// at the edge (`waiting_for_drain`), never a 2xx before the drain.
     Reserved,
-    /// The node's reserved slot still waits for its drain: refused.
+    /// The node held its slot already, and keeps it.
+    Held,
+    /// A steady-state: the node's slot was freed (`held`), or it held none.
+    Released { held: bool },
+    /// In a group with a return gate: the steady-state left the slot
+    /// counted as returning until the node's return is confirmed; `already`
+    /// where it was returning before, and nothing changed.
+    Returning { already: bool },
+    /// The node took no slot, for the gate's reason: refused at the edge.
+    Refused(Refused),
+}
+
+/// How a node took its slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grant {
+    /// A free slot.
+    Free,
+    /// Its reserved slot waited past the drain timeout, and the group
+    /// grants on timeout: granted undrained.
+    DrainTimedOut,
+}
+
+/// Why a node took no slot: the gate that held it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Every slot is taken.
+    Full,
+    /// A person or an alarm paused the group.
+    Paused,
+    /// A person keeps the node out of the rollout.
+    Excluded,
+    /// The group settles after a release.
+    Settling,
+    /// In a group split by zone, nodes of another zone are out.
+    OtherZone,
+    /// In a group with a canary, the wave before is not back yet.
+    WaveOut,
+    /// In a group with a canary, the wave before is back and bakes.
+    Baking,
+    /// A new group only `*` covers, past the limit.
+    TooManyGroups,
+    /// The node's reserved slot still waits for its drain.
     WaitingForDrain,
     /// The node's reserved slot waited past its drain timeout, and the
-    /// group holds on timeout: refused, and counted for the alarm.
+    /// group holds on timeout: counted for the alarm.
     DrainOverdue,
-    /// The node's reserved slot waited past its drain timeout, and the
-    /// group grants on timeout: granted undrained.
-    GrantedDrainTimeout,
-    /// The maintenance window closes before a drain begun now would end:
-    /// refused, no drain begins.
+    /// The maintenance window closes before a drain begun now would end: no
+    /// drain begins.
     WindowClosing,
     /// The node's slot is returning (its steady-state came, its return is
-    /// not confirmed): refused.
+    /// not confirmed).
     WaitingForReturn,
-    Released,
-    NotHeld,
-    /// In a group with a return gate: the steady-state left the slot
-    /// counted as returning until the node's return is confirmed.
-    Returning,
-    /// A steady-state of a node whose slot was returning already: nothing
-    /// changed.
-    StillReturning,
 }
 
 impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Granted => "granted",
-            Outcome::GrantedExpired => "granted_expired",
-            Outcome::AlreadyHeld => "already_held",
-            Outcome::Full => "full",
-            Outcome::Paused => "paused",
-            Outcome::Excluded => "excluded",
-            Outcome::Settling => "settling",
-            Outcome::OtherZone => "other_zone",
-            Outcome::WaveOut => "wave_out",
-            Outcome::Baking => "baking",
-            Outcome::TooManyGroups => "too_many_groups",
+            Outcome::Granted(Grant::Free) => "granted",
+            Outcome::Granted(Grant::DrainTimedOut) => "granted_drain_timeout",
+            Outcome::TakenOver => "granted_expired",
             Outcome::Reserved => "reserved",
-            Outcome::WaitingForDrain => "waiting_for_drain",
-            Outcome::DrainOverdue => "drain_overdue",
-            Outcome::GrantedDrainTimeout => "granted_drain_timeout",
-            Outcome::WindowClosing => "window_closing",
-            Outcome::WaitingForReturn => "waiting_for_return",
-            Outcome::Released => "released",
-            Outcome::NotHeld => "not_held",
-            Outcome::Returning => "returning",
-            Outcome::StillReturning => "still_returning",
+            Outcome::Held => "already_held",
+            Outcome::Released { held: true } => "released",
+            Outcome::Released { held: false } => "not_held",
+            Outcome::Returning { already: false } => "returning",
+            Outcome::Returning { already: true } => "still_returning",
+            Outcome::Refused(refused) => refused.as_str(),
+        }
+    }
+}
+
+impl Refused {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refused::Full => "full",
+            Refused::Paused => "paused",
+            Refused::Excluded => "excluded",
+            Refused::Settling => "settling",
+            Refused::OtherZone => "other_zone",
+            Refused::WaveOut => "wave_out",
+            Refused::Baking => "baking",
+            Refused::TooManyGroups => "too_many_groups",
+            Refused::WaitingForDrain => "waiting_for_drain",
+            Refused::DrainOverdue => "drain_overdue",
+            Refused::WindowClosing => "window_closing",
+            Refused::WaitingForReturn => "waiting_for_return",
         }
     }
 }
@@ -111,7 +135,7 @@ pub struct Answer {
     /// For a decision that grants nothing (full, paused, settling): the
     /// refusal Zincati hears, non-2xx with its own kind.
     pub refusal: Option<Error>,
-    /// For [`Outcome::GrantedExpired`] (and a [`Outcome::Reserved`] that
+    /// For [`Outcome::TakenOver`] (and a [`Outcome::Reserved`] that
     /// took an expired slot): whose slot it was, and how long it had been
     /// held.
     pub expired: Option<ExpiredSlot>,
@@ -158,7 +182,7 @@ pub(super) fn to_pre_reboot(
     let name = params.group.to_string();
     let mut expired = None;
     let (outcome, refusal) = match outcome {
-        Acquire::Granted => (Outcome::Granted, None),
+        Acquire::Granted => (Outcome::Granted(Grant::Free), None),
         Acquire::TakesExpired { holder, since } => {
             let held = since.age_at(now);
             log_expired(params, rules, &holder, held);
@@ -166,7 +190,7 @@ pub(super) fn to_pre_reboot(
             match group.draining.get(&params.id) {
                 // In a group with a drain gate the slot is reserved.
                 Some(&since) => reserved(params, rules, since),
-                None => (Outcome::GrantedExpired, None),
+                None => (Outcome::TakenOver, None),
             }
         }
         Acquire::Reserves => reserved(
@@ -176,15 +200,15 @@ pub(super) fn to_pre_reboot(
         ),
         Acquire::Draining { since, overdue, .. } => (
             if overdue {
-                Outcome::DrainOverdue
+                Outcome::Refused(Refused::DrainOverdue)
             } else {
-                Outcome::WaitingForDrain
+                Outcome::Refused(Refused::WaitingForDrain)
             },
             Some(waiting_for_drain(params, rules, since, false, overdue)),
         ),
         Acquire::DrainTimedOut { since } => {
             log_drain_timed_out(params, since.age_at(now));
-            (Outcome::GrantedDrainTimeout, None)
+            (Outcome::Granted(Grant::DrainTimedOut), None)
         }
         Acquire::WindowTooShort { closes } => {
             let timeout = rules.drain.map(|drain| format_duration(drain.timeout));
@@ -194,35 +218,47 @@ pub(super) fn to_pre_reboot(
                 closes,
                 timeout: timeout.unwrap_or_default(),
             };
-            (Outcome::WindowClosing, Some(refusal))
+            (Outcome::Refused(Refused::WindowClosing), Some(refusal))
         }
         Acquire::Returning {
             since,
             until,
             overdue,
         } => (
-            Outcome::WaitingForReturn,
+            Outcome::Refused(Refused::WaitingForReturn),
             Some(waiting_for_return(params, since, until, overdue)),
         ),
-        Acquire::AlreadyHeld => (Outcome::AlreadyHeld, None),
-        Acquire::Full => (Outcome::Full, Some(full(params, rules, &group))),
-        Acquire::Paused => (Outcome::Paused, Some(paused(params, &group))),
-        Acquire::Excluded => (Outcome::Excluded, Some(excluded(params, &group))),
+        Acquire::AlreadyHeld => (Outcome::Held, None),
+        Acquire::Full => (
+            Outcome::Refused(Refused::Full),
+            Some(full(params, rules, &group)),
+        ),
+        Acquire::Paused => (
+            Outcome::Refused(Refused::Paused),
+            Some(paused(params, &group)),
+        ),
+        Acquire::Excluded => (
+            Outcome::Refused(Refused::Excluded),
+            Some(excluded(params, &group)),
+        ),
         Acquire::TooManyGroups { limit } => (
-            Outcome::TooManyGroups,
+            Outcome::Refused(Refused::TooManyGroups),
             Some(Error::TooManyGroups { group: name, limit }),
         ),
-        Acquire::Settling { until } => (Outcome::Settling, Some(settling(params, rules, until))),
+        Acquire::Settling { until } => (
+            Outcome::Refused(Refused::Settling),
+            Some(settling(params, rules, until)),
+        ),
         Acquire::WaveOut { wave } => (
-            Outcome::WaveOut,
+            Outcome::Refused(Refused::WaveOut),
             Some(waiting_for_wave(params, rules, wave, None)),
         ),
         Acquire::Baking { wave, until } => (
-            Outcome::Baking,
+            Outcome::Refused(Refused::Baking),
             Some(waiting_for_wave(params, rules, wave, Some(until))),
         ),
         Acquire::OtherZone { zone } => (
-            Outcome::OtherZone,
+            Outcome::Refused(Refused::OtherZone),
             Some(Error::OtherZoneOut {
                 group: params.group.to_string(),
                 out: zone,
@@ -330,17 +366,17 @@ pub(super) fn to_steady_state(
     group: GroupRecord,
 ) -> Answer {
     let outcome = match outcome {
-        Release::Released => Outcome::Released,
-        Release::NotHeld => Outcome::NotHeld,
+        Release::Released => Outcome::Released { held: true },
+        Release::NotHeld => Outcome::Released { held: false },
         Release::Returning => {
             tracing::info!(
                 group = %params.group,
                 id = %params.id.shown(),
                 "slot returning: it counts until the node's return is confirmed"
             );
-            Outcome::Returning
+            Outcome::Returning { already: false }
         }
-        Release::StillReturning => Outcome::StillReturning,
+        Release::StillReturning => Outcome::Returning { already: true },
     };
     Answer {
         drains_overdue: drains_overdue(&group, rules, now),

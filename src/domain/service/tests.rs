@@ -86,24 +86,30 @@ async fn a_full_group_is_a_decision_like_the_others() {
     let first = svc.pre_reboot(&params("a", "default")).await.unwrap();
     assert_eq!(
         (first.outcome, first.holders, first.slots),
-        (Outcome::Granted, 1, 1)
+        (Outcome::Granted(Grant::Free), 1, 1)
     );
     let full = svc.pre_reboot(&params("b", "default")).await.unwrap();
-    assert_eq!((full.outcome, full.holders), (Outcome::Full, 1));
+    assert_eq!(
+        (full.outcome, full.holders),
+        (Outcome::Refused(Refused::Full), 1)
+    );
     assert!(
         full.oldest_holder_age.is_some(),
         "the blocking holder's age is known"
     );
     let again = svc.pre_reboot(&params("a", "default")).await.unwrap();
-    assert_eq!(again.outcome, Outcome::AlreadyHeld);
+    assert_eq!(again.outcome, Outcome::Held);
     let released = svc.steady_state(&params("a", "default")).await.unwrap();
-    assert_eq!((released.outcome, released.holders), (Outcome::Released, 0));
+    assert_eq!(
+        (released.outcome, released.holders),
+        (Outcome::Released { held: true }, 0)
+    );
     assert_eq!(
         svc.pre_reboot(&params("b", "default"))
             .await
             .unwrap()
             .outcome,
-        Outcome::Granted
+        Outcome::Granted(Grant::Free)
     );
 }
 
@@ -112,7 +118,10 @@ async fn steady_state_from_a_non_holder_succeeds_while_another_holds() {
     let svc = service("default=1");
     svc.pre_reboot(&params("a", "default")).await.unwrap();
     let answer = svc.steady_state(&params("b", "default")).await.unwrap();
-    assert_eq!((answer.outcome, answer.holders), (Outcome::NotHeld, 1));
+    assert_eq!(
+        (answer.outcome, answer.holders),
+        (Outcome::Released { held: false }, 1)
+    );
 }
 
 #[tokio::test]
@@ -150,7 +159,7 @@ async fn a_take_over_names_whose_slot_it_was_and_a_full_refusal_when_the_lease_e
     svc.pre_reboot(&params("gone", "workers")).await.unwrap();
     at(t0.plus(Duration::from_secs(3600)));
     let full = svc.pre_reboot(&params("new", "workers")).await.unwrap();
-    assert_eq!(full.outcome, Outcome::Full);
+    assert_eq!(full.outcome, Outcome::Refused(Refused::Full));
     let value = full.refusal.unwrap().value();
     assert!(
         value.contains("6h lease runs out at 2025-11-30T11:20:00Z"),
@@ -160,7 +169,7 @@ async fn a_take_over_names_whose_slot_it_was_and_a_full_refusal_when_the_lease_e
     let taken = svc.pre_reboot(&params("new", "workers")).await.unwrap();
     assert_eq!(
         (taken.outcome, taken.refusal, taken.holders),
-        (Outcome::GrantedExpired, None, 1)
+        (Outcome::TakenOver, None, 1)
     );
     assert_eq!(
         taken.expired,
@@ -171,7 +180,10 @@ async fn a_take_over_names_whose_slot_it_was_and_a_full_refusal_when_the_lease_e
     );
     // A plain grant names nobody.
     let plain = svc.pre_reboot(&params("a", "db")).await.unwrap();
-    assert_eq!((plain.outcome, plain.expired), (Outcome::Granted, None));
+    assert_eq!(
+        (plain.outcome, plain.expired),
+        (Outcome::Granted(Grant::Free), None)
+    );
 }
 
 /// The `DrainsOverdue` metric's value: every call of a gated group
@@ -202,7 +214,7 @@ async fn every_call_of_a_gated_group_counts_its_drains_overdue() {
     let waiting = svc.pre_reboot(&params("a", "workers")).await.unwrap();
     assert_eq!(
         (waiting.outcome, waiting.drains_overdue),
-        (Outcome::DrainOverdue, Some(1))
+        (Outcome::Refused(Refused::DrainOverdue), Some(1))
     );
     // Any node's steady-state counts them too, a node holding nothing
     // included.
@@ -210,18 +222,18 @@ async fn every_call_of_a_gated_group_counts_its_drains_overdue() {
     let other = svc.steady_state(&params("z", "workers")).await.unwrap();
     assert_eq!(
         (other.outcome, other.drains_overdue),
-        (Outcome::NotHeld, Some(2))
+        (Outcome::Released { held: false }, Some(2))
     );
     // A waiting node that gives its reservation back is no longer counted.
     let gone = svc.steady_state(&params("a", "workers")).await.unwrap();
     assert_eq!(
         (gone.outcome, gone.drains_overdue),
-        (Outcome::Released, Some(1))
+        (Outcome::Released { held: true }, Some(1))
     );
     let plain = svc.pre_reboot(&params("a", "db")).await.unwrap();
     assert_eq!(
         (plain.outcome, plain.drains_overdue),
-        (Outcome::Granted, None)
+        (Outcome::Granted(Grant::Free), None)
     );
     let plain = svc.steady_state(&params("a", "db")).await.unwrap();
     assert_eq!(plain.drains_overdue, None);
@@ -292,7 +304,7 @@ async fn a_take_over_behind_a_drain_gate_is_a_reservation_and_promises_nothing()
     assert_eq!(taken.expired.unwrap().holder.as_str(), "gone");
     // The one slot is a reservation now: full, with no lease to promise.
     let full = svc.pre_reboot(&params("third", "workers")).await.unwrap();
-    assert_eq!(full.outcome, Outcome::Full);
+    assert_eq!(full.outcome, Outcome::Refused(Refused::Full));
     let value = full.refusal.unwrap().value();
     assert!(!value.contains("lease"), "{value}");
 }
@@ -331,7 +343,7 @@ async fn a_drain_begins_only_where_the_window_holds_its_whole_timeout() {
         .with_clock(at(t0.plus(Duration::from_millis(1))))
         .with_windows(windows);
     let short = svc.pre_reboot(&params("a", "workers")).await.unwrap();
-    assert_eq!(short.outcome, Outcome::WindowClosing);
+    assert_eq!(short.outcome, Outcome::Refused(Refused::WindowClosing));
     assert!(
         svc.store()
             .groups(None)
@@ -348,6 +360,71 @@ async fn wildcard_groups_are_independent_semaphores() {
     svc.pre_reboot(&params("a", "one")).await.unwrap();
     assert_eq!(
         svc.pre_reboot(&params("b", "two")).await.unwrap().outcome,
-        Outcome::Granted
+        Outcome::Granted(Grant::Free)
+    );
+}
+
+/// The outcome words the log line and the `Outcome` metric dimension carry
+/// (docs/configuration.md's answers table): one per outcome, as before the
+/// outcomes were grouped by what happened to the slot.
+#[test]
+fn every_outcome_says_the_word_the_logs_and_metrics_carry() {
+    use Refused::*;
+    let said: Vec<&str> = [
+        Outcome::Granted(Grant::Free),
+        Outcome::Granted(Grant::DrainTimedOut),
+        Outcome::TakenOver,
+        Outcome::Reserved,
+        Outcome::Held,
+        Outcome::Released { held: true },
+        Outcome::Released { held: false },
+        Outcome::Returning { already: false },
+        Outcome::Returning { already: true },
+    ]
+    .into_iter()
+    .chain(
+        [
+            Full,
+            Paused,
+            Excluded,
+            Settling,
+            OtherZone,
+            WaveOut,
+            Baking,
+            TooManyGroups,
+            WaitingForDrain,
+            DrainOverdue,
+            WindowClosing,
+            WaitingForReturn,
+        ]
+        .map(Outcome::Refused),
+    )
+    .map(Outcome::as_str)
+    .collect();
+    assert_eq!(
+        said,
+        [
+            "granted",
+            "granted_drain_timeout",
+            "granted_expired",
+            "reserved",
+            "already_held",
+            "released",
+            "not_held",
+            "returning",
+            "still_returning",
+            "full",
+            "paused",
+            "excluded",
+            "settling",
+            "other_zone",
+            "wave_out",
+            "baking",
+            "too_many_groups",
+            "waiting_for_drain",
+            "drain_overdue",
+            "window_closing",
+            "waiting_for_return",
+        ]
     );
 }
