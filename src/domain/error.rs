@@ -7,23 +7,9 @@ use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
-    /// No route for this path.
-    NotFound(String),
-    /// A FleetLock path asked with a method other than POST.
-    MethodNotAllowed(String),
     /// No valid client credentials (HTTP Basic, from Zincati's base_url):
     /// none were sent, or those sent were not accepted.
     Unauthorized(Credentials),
-    /// The `fleet-lock-protocol: true` header is missing or not `true`.
-    MissingProtocolHeader,
-    /// The body is larger than the service reads.
-    BodyTooLarge {
-        limit: usize,
-    },
-    /// The body did not arrive within the local server's body timeout.
-    RequestTimeout {
-        seconds: u64,
-    },
     /// The body is not UTF-8 JSON of the FleetLock shape.
     InvalidBody(String),
     InvalidId(String),
@@ -174,12 +160,7 @@ pub(crate) fn counted(count: u64, one: &str, many: &str) -> String {
 impl Error {
     /// The closed set of kinds, for documentation and tests.
     pub const KINDS: &'static [&'static str] = &[
-        "not_found",
-        "method_not_allowed",
         "unauthorized",
-        "missing_protocol_header",
-        "body_too_large",
-        "request_timeout",
         "invalid_body",
         "invalid_id",
         "invalid_group",
@@ -203,12 +184,7 @@ impl Error {
 
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::NotFound(_) => "not_found",
-            Error::MethodNotAllowed(_) => "method_not_allowed",
             Error::Unauthorized(_) => "unauthorized",
-            Error::MissingProtocolHeader => "missing_protocol_header",
-            Error::BodyTooLarge { .. } => "body_too_large",
-            Error::RequestTimeout { .. } => "request_timeout",
             Error::InvalidBody(_) => "invalid_body",
             Error::InvalidId(_) => "invalid_id",
             Error::InvalidGroup(_) => "invalid_group",
@@ -234,15 +210,8 @@ impl Error {
 
     pub(crate) fn status(&self) -> u16 {
         match self {
-            Error::NotFound(_) => 404,
-            Error::MethodNotAllowed(_) => 405,
             Error::Unauthorized(_) => 401,
-            Error::MissingProtocolHeader
-            | Error::InvalidBody(_)
-            | Error::InvalidId(_)
-            | Error::InvalidGroup(_) => 400,
-            Error::BodyTooLarge { .. } => 413,
-            Error::RequestTimeout { .. } => 408,
+            Error::InvalidBody(_) | Error::InvalidId(_) | Error::InvalidGroup(_) => 400,
             Error::UnknownGroup { .. } | Error::ForbiddenGroup(_) | Error::TooManyGroups { .. } => {
                 403
             }
@@ -265,11 +234,6 @@ impl Error {
             // A deploy's mistake an operator must mend: the 5xx alarm fires.
             Error::SettingsDiffer { .. } | Error::Internal => 500,
         }
-    }
-
-    /// The `{kind, value}` body that Zincati understands.
-    pub(crate) fn body(&self) -> serde_json::Value {
-        serde_json::json!({ "kind": self.kind(), "value": self.value() })
     }
 }
 

@@ -13,11 +13,12 @@ use crate::http::Api;
 /// Answers one decoded event.
 pub async fn handle_event<S: LockStore>(api: &Api<S>, event: Request) -> Response<Body> {
     if event.headers().contains_key(UNDECODABLE_BODY) {
-        return crate::http::router::refusal(&crate::domain::error::Error::InvalidBody(
+        let undecodable = crate::domain::error::Error::InvalidBody(
             "the request body is marked base64-encoded and is not valid base64; nothing was \
              decided"
                 .into(),
-        ));
+        );
+        return crate::http::router::refusal(&undecodable.into());
     }
     let path = route_path(&event);
     api.handle(

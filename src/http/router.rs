@@ -13,6 +13,7 @@ use crate::domain::input::{ClientParams, IdRule};
 use crate::domain::service::{Answer, FleetLock};
 use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
+use crate::http::transport::{Refusal, Transport};
 use crate::metrics::{EmbeddedMetrics, UNSERVABLE_KINDS};
 
 /// Largest body read. Zincati's is about 100 bytes; an id is at most 256
@@ -53,7 +54,7 @@ pub struct Api<S> {
 
 /// A refusal before the service was asked, with the request once its body was
 /// read (boxed: the error is large and the happy path should not carry it).
-type Refused = Box<(Error, Option<Checked>)>;
+type Refused = Box<(Refusal, Option<Checked>)>;
 
 /// A request that passed every check, and who sent it.
 struct Checked {
@@ -106,14 +107,14 @@ impl<S: LockStore> Api<S> {
                     Endpoint::PreReboot => self.service.pre_reboot(&request.params).await,
                     Endpoint::SteadyState => self.service.steady_state(&request.params).await,
                 };
-                (Some(request), decided)
+                (Some(request), decided.map_err(Refusal::Service))
             }
         };
         // Full, paused and settling are decisions like the others, answered
         // as refusals.
         let answer = decided.as_ref().ok();
         let verdict = match &decided {
-            Ok(answer) => answer.heard(),
+            Ok(answer) => answer.heard().map_err(|err| Refusal::Service(err.clone())),
             Err(err) => Err(err.clone()),
         };
         let (group, client) = request.as_ref().map_or(("", ""), |r| {
@@ -131,7 +132,7 @@ impl<S: LockStore> Api<S> {
         // Who a refused caller claimed to be, for the operator; never in the
         // answer, which does not say whether a name exists.
         let presented_client = match verdict {
-            Err(Error::Unauthorized(_)) => headers
+            Err(Refusal::Service(Error::Unauthorized(_))) => headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| self.auth.presented_client(v.as_bytes()))
                 .map(|name| printable(&name, ECHOED_MOST)),
@@ -142,7 +143,7 @@ impl<S: LockStore> Api<S> {
         // counts only when it presented Basic credentials, as every node
         // does: a probe without them pages nobody.
         if let (Some(metrics), Err(err)) = (&self.metrics, &verdict) {
-            let unauthorized = matches!(err, Error::Unauthorized(_));
+            let unauthorized = matches!(err, Refusal::Service(Error::Unauthorized(_)));
             if UNSERVABLE_KINDS.contains(&err.kind())
                 && (!unauthorized || presented_client.is_some())
             {
@@ -183,19 +184,19 @@ impl<S: LockStore> Api<S> {
             Auth::Required(clients) => Some(
                 clients
                     .authenticate(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()))
-                    .map_err(|err| Box::new((err, None)))?,
+                    .map_err(|err| Box::new((err.into(), None)))?,
             ),
             Auth::Disabled => None,
         };
         let Some(endpoint) = Endpoint::from_path(path) else {
             return Err(Box::new((
-                Error::NotFound(printable(path, ECHOED_MOST)),
+                Transport::NotFound(printable(path, ECHOED_MOST)).into(),
                 None,
             )));
         };
         if method != Method::POST {
             return Err(Box::new((
-                Error::MethodNotAllowed(printable(method.as_str(), ECHOED_MOST)),
+                Transport::MethodNotAllowed(printable(method.as_str(), ECHOED_MOST)).into(),
                 None,
             )));
         }
@@ -204,13 +205,14 @@ impl<S: LockStore> Api<S> {
             .and_then(|v| v.to_str().ok())
             .map(str::trim);
         if !protocol.is_some_and(|v| v.eq_ignore_ascii_case("true")) {
-            return Err(Box::new((Error::MissingProtocolHeader, None)));
+            return Err(Box::new((Transport::MissingProtocolHeader.into(), None)));
         }
         if body.len() > MAX_BODY_BYTES {
             return Err(Box::new((
-                Error::BodyTooLarge {
+                Transport::BodyTooLarge {
                     limit: MAX_BODY_BYTES,
-                },
+                }
+                .into(),
                 None,
             )));
         }
@@ -220,7 +222,8 @@ impl<S: LockStore> Api<S> {
             Endpoint::PreReboot => IdRule::New,
             Endpoint::SteadyState => IdRule::Stored,
         };
-        let params = ClientParams::from_body(body, rule).map_err(|err| Box::new((err, None)))?;
+        let params =
+            ClientParams::from_body(body, rule).map_err(|err| Box::new((err.into(), None)))?;
         // A credential for a group split by zone reaches its zones' groups.
         let scope = caller.as_ref().map_or(Ok(()), |c| {
             c.may_use(&params.group).or_else(|refused| {
@@ -236,7 +239,7 @@ impl<S: LockStore> Api<S> {
         };
         match scope {
             Ok(()) => Ok((endpoint, checked)),
-            Err(err) => Err(Box::new((err, Some(checked)))),
+            Err(err) => Err(Box::new((err.into(), Some(checked)))),
         }
     }
 }
@@ -249,7 +252,7 @@ fn log_decision(
     presented_client: Option<String>,
     (group, id, client): (&str, &str, &str),
     answer: Option<&Answer>,
-    verdict: &Result<&Answer, Error>,
+    verdict: &Result<&Answer, Refusal>,
     started: Instant,
 ) {
     tracing::info!(
@@ -262,8 +265,8 @@ fn log_decision(
         id,
         client,
         outcome = answer.map_or("refused", |a| a.outcome.as_str()),
-        status = verdict.as_ref().err().map_or(200, Error::status),
-        kind = verdict.as_ref().err().map(Error::kind),
+        status = verdict.as_ref().err().map_or(200, Refusal::status),
+        kind = verdict.as_ref().err().map(Refusal::kind),
         holders = answer.map(|a| a.holders),
         slots = answer.map(|a| a.slots),
         oldest_holder_age_s = answer
@@ -322,15 +325,15 @@ fn success(answer: &Answer) -> Response<Body> {
     json_response(200, &body)
 }
 
-pub fn refusal(err: &Error) -> Response<Body> {
-    let mut response = json_response(err.status(), &err.body());
-    match err {
-        Error::MethodNotAllowed(_) => {
+pub fn refusal(refused: &Refusal) -> Response<Body> {
+    let mut response = json_response(refused.status(), &refused.body());
+    match refused {
+        Refusal::Transport(Transport::MethodNotAllowed(_)) => {
             response
                 .headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("POST"));
         }
-        Error::Unauthorized(_) => {
+        Refusal::Service(Error::Unauthorized(_)) => {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Basic realm=\"fleetlock\", charset=\"UTF-8\""),

@@ -24,6 +24,7 @@ use tokio::time::Sleep;
 
 use crate::domain::error::Error;
 use crate::domain::store::LockStore;
+use crate::http::transport::Transport;
 use crate::http::{Api, MAX_BODY_BYTES, refusal};
 
 /// What one client may hold of the server: time, buffer, connections.
@@ -266,12 +267,15 @@ async fn answer<S: LockStore>(
             api.handle(&parts.method, parts.uri.path(), &parts.headers, &body)
                 .await
         }
-        Ok(Err(err)) => refusal(&err),
+        Ok(Err(err)) => refusal(&err.into()),
         Err(_) => {
             // Said, then the connection closes: its framing is lost.
-            let mut response = refusal(&Error::RequestTimeout {
-                seconds: body_timeout.as_secs(),
-            });
+            let mut response = refusal(
+                &Transport::RequestTimeout {
+                    seconds: body_timeout.as_secs(),
+                }
+                .into(),
+            );
             response
                 .headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("close"));

@@ -212,7 +212,7 @@ impl HttpResponse {
     pub fn kind(&self) -> String {
         let kind = self.json()["kind"].as_str().unwrap_or("").to_owned();
         assert!(
-            kind.is_empty() || fleetlock::domain::error::Error::KINDS.contains(&kind.as_str()),
+            kind.is_empty() || fleetlock::http::every_kind().any(|known| known == kind),
             "kind {kind:?} is not in the closed set"
         );
         kind

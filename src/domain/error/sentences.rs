@@ -8,14 +8,6 @@ impl Error {
     /// A sentence for the operator reading Zincati's journal.
     pub(crate) fn value(&self) -> String {
         match self {
-            Error::NotFound(path) => format!(
-                "no FleetLock endpoint at {path}; expected v1/pre-reboot or \
-                 v1/steady-state{}",
-                not_found_hint(path)
-            ),
-            Error::MethodNotAllowed(method) => {
-                format!("method {method} is not allowed; FleetLock endpoints take POST")
-            }
             Error::Unauthorized(Credentials::Missing) => {
                 "valid client credentials are required: put them in Zincati's base_url as \
                  https://NAME:SECRET@host/"
@@ -25,15 +17,6 @@ impl Error {
                 "the credentials in base_url were not accepted: check the name and the secret \
                  against the client's FLEETLOCK_CLIENTS entry ('fleetlock credential' makes one)"
                     .into()
-            }
-            Error::MissingProtocolHeader => {
-                "the header 'fleet-lock-protocol: true' is required".into()
-            }
-            Error::BodyTooLarge { limit } => {
-                format!("the request body is larger than {limit} bytes")
-            }
-            Error::RequestTimeout { seconds } => {
-                format!("the request body did not arrive within {seconds} s; nothing was decided")
             }
             Error::InvalidBody(why) | Error::InvalidId(why) | Error::InvalidGroup(why) => {
                 why.clone()
@@ -231,21 +214,6 @@ impl Error {
                  was granted; an operator must repair the group, try again later"
                 .into(),
         }
-    }
-}
-
-/// The hint of a 404, for the mistake its path shows: base_url carried a
-/// path in front of `v1/...` that this server does not serve. Nothing when
-/// the path shows no such mistake.
-fn not_found_hint(path: &str) -> &'static str {
-    let under_a_prefix = ["/v1/pre-reboot", "/v1/steady-state"]
-        .iter()
-        .any(|endpoint| path.len() > endpoint.len() && path.ends_with(endpoint));
-    if under_a_prefix {
-        " (base_url has a path this server does not serve: it should be the URL the \
-         deployment printed, ending with '/')"
-    } else {
-        ""
     }
 }
 
