@@ -16,7 +16,6 @@ use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
 use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules};
 use fleetlock::domain::service::FleetLock;
-use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::domain::windows::Schedule;
 use fleetlock::http::Api;
@@ -31,6 +30,7 @@ const HTTP_CALLS: usize = 5_000;
 
 mod support;
 
+use fleetlock::domain::store::Decisions;
 use support::{call, connect, memory_kib, process_cpu_of, spawn_serve, zincati_body};
 
 fn body(id: &str) -> Vec<u8> {

@@ -85,6 +85,7 @@ mod fault_proxy;
 
 use fault_proxy::{Fault, FaultProxy};
 
+use fleetlock::domain::store::Decisions;
 use support::{call, connect, memory_kib, process_cpu_of, spawn_serve};
 
 const GROUPS: &[(&str, u32)] = &[

@@ -24,6 +24,7 @@ use crate::domain::lock::GroupRecord;
 use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
 
+use crate::domain::store::Decisions;
 use cluster::Cluster;
 use plan::{NodeView, Slot, Step, next_step};
 

@@ -376,6 +376,7 @@ pub(crate) async fn written_now(store: &DynamoStore) -> Result<Timestamp, Failur
 mod tests {
     use super::*;
     use crate::cli::testing::{config, group, node, rules};
+    use crate::domain::store::Decisions;
     use crate::domain::time::Timestamp;
     use crate::store::memory::MemoryStore;
 

@@ -12,6 +12,7 @@ use crate::domain::store::{Changed, Excluding, LockStore};
 
 use super::Failure;
 use super::context::{Act, known_group, written_now};
+use crate::domain::store::Decisions;
 
 /// Keep one node out of the rollout: it takes no new slot (a slot it holds
 /// stays its own) while the rest of the group goes on; at most 10 nodes a group

@@ -186,6 +186,7 @@ pub(crate) async fn forget<S: LockStore>(
 mod tests {
     use super::*;
     use crate::cli::testing::{config, group, node, printed, rules};
+    use crate::domain::store::Decisions;
     use crate::domain::time::Timestamp;
     use crate::store::memory::MemoryStore;
 

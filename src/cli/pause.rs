@@ -16,6 +16,7 @@ use super::Failure;
 use super::context::{
     Act, Known, command_aws, deployed_config, dynamo_store, group_named, written_now,
 };
+use crate::domain::store::Decisions;
 
 /// Stop new reboots in these groups at once (holders keep their slots; --by
 /// defaults to $USER); a group neither stored nor configured is refused as a

@@ -16,6 +16,7 @@ use super::Failure;
 use super::context::{
     Act, Known, command_aws, deployed_config, dynamo_store, group_named, written_now,
 };
+use crate::domain::store::Decisions;
 
 /// Begin a new rollout of a group with a canary: its next node to take a
 /// slot is a canary, once every node out is back and the bake is over

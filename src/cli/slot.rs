@@ -17,6 +17,7 @@ use crate::domain::time::Timestamp;
 use super::Failure;
 use super::config_check::shell_word;
 use super::context::{stored_node, written_now};
+use crate::domain::store::Decisions;
 
 /// Release a slot by hand (ID as status shows it)
 #[derive(Args, Debug, PartialEq, Eq)]

@@ -12,6 +12,7 @@ use crate::domain::groups::GroupSlots;
 use crate::domain::input::ClientParams;
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRules;
+use crate::domain::store::Decisions;
 use crate::domain::store::StoreError;
 use crate::domain::store::{Decided, LockStore};
 use crate::domain::time::{Clock, SystemClock};

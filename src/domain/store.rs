@@ -7,10 +7,7 @@ use std::future::Future;
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRecord, GroupRules, Release, Returned, StopCause, Stopping,
-};
-use crate::domain::time::Timestamp;
+use crate::domain::lock::GroupRecord;
 
 /// An outcome and the group as it stands right after it was decided.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,127 +121,21 @@ impl From<&StoreError> for Error {
     }
 }
 
-/// Each call is one atomic decision: it is durable before the call returns.
+/// What a store is asked: one decision on one group (an [`Operation`],
+/// made in one conditional write), and the reads and upkeep around them.
+/// Each call is durable before it returns. The typed calls every caller
+/// makes (`acquire`, `pause`, ...) are [`Decisions`], over [`Self::decide`].
 pub trait LockStore: Send + Sync + 'static {
-    /// Takes a slot for `id` as [`crate::domain::lock::GroupRecord::decide_acquire`] says: a
-    /// node that already holds one keeps it; otherwise only in a group that is
-    /// neither paused, nor settling, nor full.
-    fn acquire(
+    /// Decides `operation` on `group`, as the rules of
+    /// [`crate::domain::lock::GroupRecord`] say, in one conditional write
+    /// (a take-over past a lease, a grant on a drain timeout, and a release
+    /// landing after a later one, take a second). The decision is the
+    /// operation's own variant of [`Decision`].
+    fn decide(
         &self,
         group: &GroupName,
-        id: &NodeId,
-        rules: GroupRules,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Decided<Acquire>, StoreError>> + Send;
-
-    /// Gives back the slot of `id`, if it holds one; a release at `now`
-    /// starts the group's settle period. With `returns` (a node's
-    /// steady-state in a group with a return gate) the slot counts as
-    /// returning instead, as [`crate::domain::lock::GroupRecord::release`] says.
-    fn release(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        returns: bool,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Decided<Release>, StoreError>> + Send;
-
-    /// A hook or a person confirms that `id` is back in service: its
-    /// returning slot (the return begun at `since`, when given) is freed,
-    /// in one conditional write, as
-    /// [`crate::domain::lock::GroupRecord::decide_returned`] says.
-    fn returned(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Decided<Returned>, StoreError>> + Send;
-
-    /// The return of `id` begun at `since` passed its timeout (`cause`
-    /// [`StopCause::Return`]), or, in a canary's wave, `id` granted at
-    /// `since` is not back in time ([`StopCause::Wave`]): the group stops,
-    /// once per slot (one conditional write), as
-    /// [`crate::domain::lock::GroupRecord::stop_rollout`] says.
-    fn stop_rollout(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Timestamp,
-        cause: StopCause,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Decided<Stopping>, StoreError>> + Send;
-
-    /// A hook or a person confirms that `id` was drained: its reservation
-    /// (the one made at `since`, when given) becomes its slot, in one
-    /// conditional write, as [`crate::domain::lock::GroupRecord::decide_drained`]
-    /// says.
-    fn drained(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Decided<Drained>, StoreError>> + Send;
-
-    /// A person begins a new rollout of a group with a canary: the
-    /// rollout's count is 0 and its start `now` (one write), only on a
-    /// stored group, and never over a begin recorded at or after `now`.
-    fn begin_rollout(
-        &self,
-        group: &GroupName,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Decided<Beginning>, StoreError>> + Send;
-
-    /// A person's pause; a group never used gets its item. A group already
-    /// paused by a person keeps that pause, which is returned unchanged. It
-    /// applies only to the group as this call read it: it never undoes a
-    /// resume that landed in between (`Overtaken`).
-    fn pause(
-        &self,
-        group: &GroupName,
-        pause: ByPerson,
-    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
-
-    /// Clears a person's pause and the server's stop (a person looked);
-    /// alarms' pauses stay. Like `pause`, it never undoes a pause or a stop
-    /// that landed after this call read the group.
-    fn resume(
-        &self,
-        group: &GroupName,
-    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
-
-    /// Keeps `id` out of the group's rollout: it takes no new slot, a slot it
-    /// holds stays its own. Like `pause`, one write on the group as read,
-    /// which never undoes an `include` that landed in between; refused at
-    /// [`crate::domain::lock::MAX_EXCLUSIONS`].
-    fn exclude(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        exclusion: ByPerson,
-    ) -> impl Future<Output = Result<Decided<Excluding>, StoreError>> + Send;
-
-    /// Lets `id` take slots again; as `exclude`, one write on the group as read.
-    fn include(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
-
-    /// An alarm in ALARM pauses the group (one write); idempotent.
-    fn pause_for_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
-
-    /// The alarm left ALARM: its pause is cleared (one write); idempotent.
-    fn clear_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send;
+        operation: Operation<'_>,
+    ) -> impl Future<Output = Result<Decided<Decision>, StoreError>> + Send;
 
     /// Removes a group's item, and its place among the groups only `*`
     /// covers, unless it holds a slot, is paused or excludes a node (one
@@ -278,6 +169,10 @@ pub trait LockStore: Send + Sync + 'static {
     /// next refresh.
     fn forget_region(&self, region: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
+
+mod decisions;
+
+pub use decisions::{Decision, Decisions, Operation};
 
 #[cfg(test)]
 mod tests {

@@ -19,6 +19,7 @@ use crate::domain::alarms::{
     AlarmGates, AlarmState, AlarmStates, Change, own_pauses, reconcile, stored_name,
 };
 use crate::domain::input::GroupName;
+use crate::domain::store::Decisions;
 use crate::domain::store::LockStore;
 use crate::store::dynamodb::Regional;
 

@@ -29,6 +29,7 @@ use crate::domain::groups::GroupSlots;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{StopCause, Stopping};
 use crate::domain::service::returns;
+use crate::domain::store::Decisions;
 use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
 use crate::domain::time::{Clock, SystemClock};

@@ -15,6 +15,7 @@ use crate::domain::lock::{
 use crate::domain::store::{
     Beginning, Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
 };
+use crate::domain::store::{Decision, Operation};
 use crate::domain::time::Timestamp;
 
 #[derive(Default)]
@@ -116,8 +117,10 @@ fn changed(yes: bool) -> Changed {
     }
 }
 
-impl LockStore for MemoryStore {
-    async fn acquire(
+// Each decision the store makes, one per operation: what `decide` sends
+// each `Operation` to.
+impl MemoryStore {
+    async fn decide_acquire(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -140,7 +143,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn release(
+    async fn decide_release(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -154,7 +157,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn returned(
+    async fn decide_returned(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -170,7 +173,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn stop_rollout(
+    async fn decide_stop_rollout(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -184,7 +187,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn drained(
+    async fn decide_drained(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -197,7 +200,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn pause(
+    async fn decide_pause(
         &self,
         group: &GroupName,
         pause: ByPerson,
@@ -209,7 +212,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn begin_rollout(
+    async fn decide_begin_rollout(
         &self,
         group: &GroupName,
         now: Timestamp,
@@ -226,7 +229,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
+    async fn decide_resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
         self.change(group, |record| {
             let person = record.pause.person.take().is_some();
             let stop = record.pause.stop.take().is_some();
@@ -234,7 +237,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn exclude(
+    async fn decide_exclude(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -248,7 +251,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn include(
+    async fn decide_include(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -258,7 +261,7 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn pause_for_alarm(
+    async fn decide_pause_for_alarm(
         &self,
         group: &GroupName,
         alarm: &str,
@@ -268,12 +271,72 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn clear_alarm(
+    async fn decide_clear_alarm(
         &self,
         group: &GroupName,
         alarm: &str,
     ) -> Result<Decided<Changed>, StoreError> {
         self.change(group, |record| changed(record.pause.alarms.remove(alarm)))
+    }
+}
+
+impl LockStore for MemoryStore {
+    async fn decide(
+        &self,
+        group: &GroupName,
+        operation: Operation<'_>,
+    ) -> Result<Decided<Decision>, StoreError> {
+        Ok(match operation {
+            Operation::Acquire { id, rules, now } => self
+                .decide_acquire(group, id, rules, now)
+                .await?
+                .map(Decision::Acquire),
+            Operation::Release { id, returns, now } => self
+                .decide_release(group, id, returns, now)
+                .await?
+                .map(Decision::Release),
+            Operation::Returned { id, since, now } => self
+                .decide_returned(group, id, since, now)
+                .await?
+                .map(Decision::Returned),
+            Operation::StopRollout {
+                id,
+                since,
+                cause,
+                now,
+            } => self
+                .decide_stop_rollout(group, id, since, cause, now)
+                .await?
+                .map(Decision::Stopping),
+            Operation::Drained { id, since, now } => self
+                .decide_drained(group, id, since, now)
+                .await?
+                .map(Decision::Drained),
+            Operation::BeginRollout { now } => self
+                .decide_begin_rollout(group, now)
+                .await?
+                .map(Decision::Beginning),
+            Operation::Pause(pause) => self
+                .decide_pause(group, pause)
+                .await?
+                .map(Decision::Changed),
+            Operation::Resume => self.decide_resume(group).await?.map(Decision::Changed),
+            Operation::Exclude { id, exclusion } => self
+                .decide_exclude(group, id, exclusion)
+                .await?
+                .map(Decision::Excluding),
+            Operation::Include { id } => {
+                self.decide_include(group, id).await?.map(Decision::Changed)
+            }
+            Operation::PauseForAlarm { alarm } => self
+                .decide_pause_for_alarm(group, alarm)
+                .await?
+                .map(Decision::Changed),
+            Operation::ClearAlarm { alarm } => self
+                .decide_clear_alarm(group, alarm)
+                .await?
+                .map(Decision::Changed),
+        })
     }
 
     async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {

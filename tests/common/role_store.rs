@@ -4,14 +4,9 @@
 use aws_sdk_dynamodb::config::Credentials;
 use fleetlock::aws::load_config;
 use fleetlock::domain::agreement::{Digests, Recorded};
-use fleetlock::domain::input::{GroupName, NodeId};
-use fleetlock::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRecord, GroupRules, Release, Returned, StopCause, Stopping,
-};
-use fleetlock::domain::store::{
-    Beginning, Changed, Decided, Excluding, Forgot, LockStore, StoreError,
-};
-use fleetlock::domain::time::Timestamp;
+use fleetlock::domain::input::GroupName;
+use fleetlock::domain::lock::GroupRecord;
+use fleetlock::domain::store::{Decided, Decision, Forgot, LockStore, Operation, StoreError};
 use fleetlock::store::dynamodb::DynamoStore;
 use fleetlock::test_support::RequestCounter;
 
@@ -116,110 +111,25 @@ impl RoleStore {
 }
 
 impl LockStore for RoleStore {
-    async fn acquire(
+    /// Each operation signed as the role that makes it in production.
+    async fn decide(
         &self,
         group: &GroupName,
-        id: &NodeId,
-        rules: GroupRules,
-        now: Timestamp,
-    ) -> Result<Decided<Acquire>, StoreError> {
-        self.function.acquire(group, id, rules, now).await
-    }
-
-    async fn release(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        returns: bool,
-        now: Timestamp,
-    ) -> Result<Decided<Release>, StoreError> {
-        self.function.release(group, id, returns, now).await
-    }
-
-    async fn returned(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Decided<Returned>, StoreError> {
-        self.drained.returned(group, id, since, now).await
-    }
-
-    async fn stop_rollout(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Timestamp,
-        cause: StopCause,
-        now: Timestamp,
-    ) -> Result<Decided<Stopping>, StoreError> {
-        self.drained
-            .stop_rollout(group, id, since, cause, now)
-            .await
-    }
-
-    async fn drained(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Decided<Drained>, StoreError> {
-        self.drained.drained(group, id, since, now).await
-    }
-
-    async fn begin_rollout(
-        &self,
-        group: &GroupName,
-        now: Timestamp,
-    ) -> Result<Decided<Beginning>, StoreError> {
-        self.operator.begin_rollout(group, now).await
-    }
-
-    async fn pause(
-        &self,
-        group: &GroupName,
-        pause: ByPerson,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.operator.pause(group, pause).await
-    }
-
-    async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
-        self.operator.resume(group).await
-    }
-
-    async fn exclude(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        exclusion: ByPerson,
-    ) -> Result<Decided<Excluding>, StoreError> {
-        self.operator.exclude(group, id, exclusion).await
-    }
-
-    async fn include(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.operator.include(group, id).await
-    }
-
-    async fn pause_for_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.alarms.pause_for_alarm(group, alarm).await
-    }
-
-    async fn clear_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.alarms.clear_alarm(group, alarm).await
+        operation: Operation<'_>,
+    ) -> Result<Decided<Decision>, StoreError> {
+        let role = match operation {
+            Operation::Acquire { .. } | Operation::Release { .. } => &self.function,
+            Operation::Returned { .. }
+            | Operation::Drained { .. }
+            | Operation::StopRollout { .. } => &self.drained,
+            Operation::PauseForAlarm { .. } | Operation::ClearAlarm { .. } => &self.alarms,
+            Operation::BeginRollout { .. }
+            | Operation::Pause(_)
+            | Operation::Resume
+            | Operation::Exclude { .. }
+            | Operation::Include { .. } => &self.operator,
+        };
+        role.decide(group, operation).await
     }
 
     async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {

@@ -15,6 +15,7 @@ use fleetlock::domain::lock::{
     ByPerson, Drained, GroupRecord, OnDrainTimeout, Pause, Returned, RolloutStop, Semaphore,
 };
 use fleetlock::domain::service::{Answer, FleetLock, Grant, Outcome};
+use fleetlock::domain::store::Decisions;
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::domain::windows::{Schedule, WindowState};

@@ -24,6 +24,7 @@ use crate::helpers::{
     aws_actions, json_lines, local_dynamodb_endpoint, stand_in, unique_table_name,
 };
 use crate::lambda_runtime::{RuntimeApi, lambda_command, runtime_api};
+use fleetlock::domain::store::Decisions;
 
 /// CloudWatch's alarms as DescribeAlarms reports them: name to (composite?, state).
 #[derive(Clone, Default)]

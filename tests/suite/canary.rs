@@ -17,6 +17,7 @@ use fleetlock::http::Api;
 use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{dynamo_store, group, id, rules, spawn_server, stored, take, zincati};
+use fleetlock::domain::store::Decisions;
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 

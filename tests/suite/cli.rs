@@ -11,6 +11,7 @@ use fleetlock::domain::store::LockStore;
 use tokio::process::{Child, Command};
 
 use crate::helpers::{local_dynamodb_endpoint, served_address, unique_table_name, zincati};
+use fleetlock::domain::store::Decisions;
 
 fn fleetlock() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fleetlock"));
@@ -781,7 +782,7 @@ async fn operators_pause_and_resume_groups_live() {
         &table,
     );
     let db = fleetlock::domain::input::GroupName::parse("db").unwrap();
-    fleetlock::domain::store::LockStore::pause_for_alarm(&store, &db, "api-5xx")
+    fleetlock::domain::store::Decisions::pause_for_alarm(&store, &db, "api-5xx")
         .await
         .unwrap();
     assert!(

@@ -27,6 +27,7 @@ use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{RoleStore, dynamo_store, raw_item, rules as rules_of};
 use crate::item_layout::{Json, as_written, item_of};
+use fleetlock::domain::store::Decisions;
 
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
 const MINUTE: u64 = 60_000;

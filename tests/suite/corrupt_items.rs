@@ -15,6 +15,7 @@ use fleetlock::domain::time::Timestamp;
 use fleetlock::test_support::counted_client;
 
 use crate::helpers::{RoleStore, api, dynamo_store, raw_item, rules, spawn_server, zincati};
+use fleetlock::domain::store::Decisions;
 
 type Item = HashMap<String, AttributeValue>;
 

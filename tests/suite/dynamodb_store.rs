@@ -17,6 +17,7 @@ use fleetlock::store::dynamodb::{DynamoStore, Regional, TableProblem};
 use fleetlock::test_support::{RequestCounter, counted_client};
 
 use crate::helpers::{RoleStore, dynamo_store, group, id, raw_item, rules, unique_table_name};
+use fleetlock::domain::store::Decisions;
 
 /// A group with `count` slots and no settle time.
 fn slots(count: u32) -> GroupRules {

@@ -23,6 +23,7 @@ use tokio::sync::oneshot;
 
 use crate::fault_proxy::FaultProxy;
 pub use crate::role_store::RoleStore;
+use fleetlock::domain::store::Decisions;
 
 /// A node id the test knows to be valid.
 pub fn id(s: &str) -> NodeId {

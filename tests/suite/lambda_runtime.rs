@@ -21,6 +21,7 @@ use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 
 use crate::helpers::{basic_auth, table_made_by_the_binary, zincati_body};
+use fleetlock::domain::store::Decisions;
 
 const HTTP_API: &str = include_str!("../fixtures/http_api_v2_default_stage.json");
 

@@ -14,6 +14,7 @@ use fleetlock::store::memory::MemoryStore;
 
 use crate::fault_proxy::Fault;
 use crate::helpers::{id, proxied_store, rules};
+use fleetlock::domain::store::Decisions;
 
 const SETTLE: Duration = Duration::from_secs(10);
 

@@ -17,6 +17,7 @@ use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{dynamo_store, group, id, raw_item, stored, take};
+use fleetlock::domain::store::Decisions;
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const TIMEOUT: Duration = Duration::from_secs(20 * 60);

@@ -17,6 +17,7 @@ use fleetlock::store::memory::MemoryStore;
 use fleetlock::test_support::ManualClock;
 
 use crate::helpers::{dynamo_store, group, id, rules, spawn_server, take, zincati};
+use fleetlock::domain::store::Decisions;
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const SETTLE: Duration = Duration::from_secs(600);

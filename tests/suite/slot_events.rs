@@ -12,7 +12,6 @@ use fleetlock::aws::load_config;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
 use fleetlock::domain::lock::ByPerson;
-use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::DynamoStore;
 use http_body_util::{BodyExt, Full};
@@ -27,6 +26,7 @@ use crate::helpers::{
     unique_table_name, zincati,
 };
 use crate::lambda_runtime::{lambda_command, runtime_api};
+use fleetlock::domain::store::Decisions;
 
 /// One call of DynamoDB's JSON API, as the stream's own reader (Lambda) sees
 /// the answers. DynamoDB Local checks no signature.

@@ -10,6 +10,7 @@ use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
 
 use crate::helpers::{dynamo_store, group, id, memory_api, spawn_server, zincati};
+use fleetlock::domain::store::Decisions;
 
 /// A group only `*` covers, with room for `limit` such groups.
 fn wildcard(limit: u32) -> GroupRules {

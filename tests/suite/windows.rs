@@ -17,6 +17,7 @@ use fleetlock::domain::windows::Schedule;
 use fleetlock::http::Api;
 
 use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
+use fleetlock::domain::store::Decisions;
 
 fn at(text: &str) -> Timestamp {
     let ts: jiff::Timestamp = text.parse().unwrap();

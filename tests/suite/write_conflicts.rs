@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout};
-use fleetlock::domain::store::{Decided, LockStore, StoreError};
+use fleetlock::domain::store::{Decided, StoreError};
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::DynamoStore;
 
@@ -18,6 +18,7 @@ use fleetlock::domain::auth::Auth;
 
 use crate::fault_proxy::Fault;
 use crate::helpers::{api, group, id, proxied_store, spawn_server, store_through, stored, zincati};
+use fleetlock::domain::store::Decisions;
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 const LEASE: Duration = Duration::from_secs(1800);

@@ -22,6 +22,7 @@ use crate::helpers::{
     basic_auth, dynamo_store, group, id, raw_item, rules, send, spawn_server, stored, take,
     zincati, zincati_body,
 };
+use fleetlock::domain::store::Decisions;
 
 const T0: Timestamp = Timestamp(1_764_480_000_000);
 

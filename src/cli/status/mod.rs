@@ -178,6 +178,7 @@ pub(crate) async fn status<S: LockStore>(
 mod tests {
     use super::*;
     use crate::cli::testing::{config, group, node, printed, rules};
+    use crate::domain::store::Decisions;
     use crate::store::memory::MemoryStore;
 
     #[tokio::test]

@@ -5,20 +5,16 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
-use super::codec::{VERSION_AS_READ, excluded_attribute, number, person_pause_value, record_of};
+use super::codec::record_of;
 use super::writes::{Written, decided, granted};
-use super::{
-    ALARMS_ATTRIBUTE, DynamoStore, EXCLUDED_COUNT_ATTRIBUTE, KEY_ATTRIBUTE, PAUSED_ATTRIBUTE,
-    ROLLOUT_BEGAN_ATTRIBUTE, STOPPED_ATTRIBUTE, WAVE_GRANTS_ATTRIBUTE, unavailable, write_units,
-};
+use super::{DynamoStore, KEY_ATTRIBUTE, unavailable, write_units};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRules, Release, Returned, RolloutStop, StopCause, Stopping,
+    Acquire, Drained, GroupRules, Release, Returned, RolloutStop, StopCause, Stopping,
 };
-use crate::domain::store::{
-    Beginning, Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
-};
+use crate::domain::store::{Decided, Forgot, LockStore, StoreError};
+use crate::domain::store::{Decision, Operation};
 use crate::domain::time::Timestamp;
 
 impl DynamoStore {
@@ -51,40 +47,12 @@ impl DynamoStore {
             Err(err) => Err(unavailable(err)),
         }
     }
-
-    /// A pause or resume: `Yes` when the write went through.
-    pub(super) async fn change(
-        &self,
-        group: &GroupName,
-        request: UpdateItemFluentBuilder,
-    ) -> Result<Decided<Changed>, StoreError> {
-        let written = self.update(group, request).await?;
-        written.decided(Changed::Yes, Changed::AlreadySo)
-    }
-
-    /// One write to the set of alarms pausing the group; refused (nothing
-    /// changes) when the alarm is already in, or already out of, the set.
-    pub(super) async fn change_alarms(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-        update: &str,
-        condition: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        let request = self
-            .client
-            .update_item()
-            .update_expression(update)
-            .condition_expression(condition)
-            .expression_attribute_names("#alarms", ALARMS_ATTRIBUTE)
-            .expression_attribute_values(":alarm", AttributeValue::Ss(vec![alarm.to_owned()]))
-            .expression_attribute_values(":name", AttributeValue::S(alarm.to_owned()));
-        self.change(group, request).await
-    }
 }
 
-impl LockStore for DynamoStore {
-    async fn acquire(
+// Each decision the store makes, one per operation: what `decide` sends
+// each `Operation` to.
+impl DynamoStore {
+    async fn decide_acquire(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -163,7 +131,7 @@ impl LockStore for DynamoStore {
         }
     }
 
-    async fn release(
+    async fn decide_release(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -207,7 +175,7 @@ impl LockStore for DynamoStore {
         written.decided(Release::Released, Release::NotHeld)
     }
 
-    async fn returned(
+    async fn decide_returned(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -244,7 +212,7 @@ impl LockStore for DynamoStore {
         }
     }
 
-    async fn stop_rollout(
+    async fn decide_stop_rollout(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -271,7 +239,7 @@ impl LockStore for DynamoStore {
         }
     }
 
-    async fn drained(
+    async fn decide_drained(
         &self,
         group: &GroupName,
         id: &NodeId,
@@ -297,158 +265,65 @@ impl LockStore for DynamoStore {
             }
         }
     }
+}
 
-    async fn pause(
+impl LockStore for DynamoStore {
+    async fn decide(
         &self,
         group: &GroupName,
-        pause: ByPerson,
-    ) -> Result<Decided<Changed>, StoreError> {
-        let (current, seen) = self.read_pause_version(group).await?;
-        if current.pause.person.is_some() {
-            return Ok(decided(Changed::AlreadySo, current));
-        }
-        let request = self
-            .client
-            .update_item()
-            .update_expression("SET #paused = :pause, #version = :next")
-            .condition_expression(format!(
-                "attribute_not_exists(#paused) AND {VERSION_AS_READ}"
-            ))
-            .expression_attribute_names("#paused", PAUSED_ATTRIBUTE)
-            .expression_attribute_values(":pause", person_pause_value(&pause));
-        self.person_pause_write(group, request, seen, |now| now.pause.person.is_some())
-            .await
-    }
-
-    async fn begin_rollout(
-        &self,
-        group: &GroupName,
-        now: Timestamp,
-    ) -> Result<Decided<Beginning>, StoreError> {
-        let request = self
-            .client
-            .update_item()
-            .update_expression("SET #wave_grants = :zero, #began = :now")
-            .condition_expression(
-                "attribute_exists(#key) AND (attribute_not_exists(#began) OR #began < :now)",
-            )
-            .expression_attribute_names("#key", KEY_ATTRIBUTE)
-            .expression_attribute_names("#wave_grants", WAVE_GRANTS_ATTRIBUTE)
-            .expression_attribute_names("#began", ROLLOUT_BEGAN_ATTRIBUTE)
-            .expression_attribute_values(":zero", number(0))
-            .expression_attribute_values(":now", number(now.0));
-        match self.update(group, request).await? {
-            Written::Refused(None) => Ok(decided(Beginning::NotStored, GroupRecord::default())),
-            written => written.decided(Beginning::Begun, Beginning::AlreadyBegun),
-        }
-    }
-
-    async fn resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
-        let (current, seen) = self.read_pause_version(group).await?;
-        let resumed =
-            |group: &GroupRecord| group.pause.person.is_none() && group.pause.stop.is_none();
-        if resumed(&current) {
-            return Ok(decided(Changed::AlreadySo, current));
-        }
-        // Only what this call read: a stop the sweep writes after the read
-        // (it moves no pause version) stays, for a person to see.
-        let mut cleared = Vec::new();
-        if current.pause.person.is_some() {
-            cleared.push(("#paused", PAUSED_ATTRIBUTE));
-        }
-        if current.pause.stop.is_some() {
-            cleared.push(("#stopped", STOPPED_ATTRIBUTE));
-        }
-        let names: Vec<&str> = cleared.iter().map(|(name, _)| *name).collect();
-        let mut request = self
-            .client
-            .update_item()
-            .update_expression(format!("REMOVE {} SET #version = :next", names.join(", ")))
-            .condition_expression(format!(
-                "attribute_exists({}) AND {VERSION_AS_READ}",
-                names.join(") AND attribute_exists(")
-            ));
-        for (name, attribute) in cleared {
-            request = request.expression_attribute_names(name, attribute);
-        }
-        self.person_pause_write(group, request, seen, resumed).await
-    }
-
-    async fn exclude(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        exclusion: ByPerson,
-    ) -> Result<Decided<Excluding>, StoreError> {
-        let (current, seen) = self.read_pause_version(group).await?;
-        if let Some(refused) = exclusion_refused(&current, id) {
-            return Ok(decided(refused, current));
-        }
-        let request = self
-            .client
-            .update_item()
-            .update_expression("SET #excluded = :exclusion, #version = :next ADD #xcount :one")
-            .condition_expression(format!(
-                "attribute_not_exists(#excluded) AND {VERSION_AS_READ}"
-            ))
-            .expression_attribute_names("#excluded", excluded_attribute(id))
-            .expression_attribute_names("#xcount", EXCLUDED_COUNT_ATTRIBUTE)
-            .expression_attribute_values(":exclusion", person_pause_value(&exclusion))
-            .expression_attribute_values(":one", number(1));
-        let decided = self
-            .person_pause_write(group, request, seen, |now| now.excluded.contains_key(id))
-            .await?;
-        Ok(decided.map(Excluding::Changed))
-    }
-
-    async fn include(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-    ) -> Result<Decided<Changed>, StoreError> {
-        let (current, seen) = self.read_pause_version(group).await?;
-        if !current.excluded.contains_key(id) {
-            return Ok(decided(Changed::AlreadySo, current));
-        }
-        let request = self
-            .client
-            .update_item()
-            .update_expression("REMOVE #excluded SET #version = :next ADD #xcount :minus_one")
-            .condition_expression(format!("attribute_exists(#excluded) AND {VERSION_AS_READ}"))
-            .expression_attribute_names("#excluded", excluded_attribute(id))
-            .expression_attribute_names("#xcount", EXCLUDED_COUNT_ATTRIBUTE)
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()));
-        self.person_pause_write(group, request, seen, |now| !now.excluded.contains_key(id))
-            .await
-    }
-
-    async fn pause_for_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.change_alarms(
-            group,
-            alarm,
-            "ADD #alarms :alarm",
-            "NOT contains(#alarms, :name)",
-        )
-        .await
-    }
-
-    async fn clear_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        // DELETE of the last name removes the attribute: the group is free.
-        self.change_alarms(
-            group,
-            alarm,
-            "DELETE #alarms :alarm",
-            "contains(#alarms, :name)",
-        )
-        .await
+        operation: Operation<'_>,
+    ) -> Result<Decided<Decision>, StoreError> {
+        Ok(match operation {
+            Operation::Acquire { id, rules, now } => self
+                .decide_acquire(group, id, rules, now)
+                .await?
+                .map(Decision::Acquire),
+            Operation::Release { id, returns, now } => self
+                .decide_release(group, id, returns, now)
+                .await?
+                .map(Decision::Release),
+            Operation::Returned { id, since, now } => self
+                .decide_returned(group, id, since, now)
+                .await?
+                .map(Decision::Returned),
+            Operation::StopRollout {
+                id,
+                since,
+                cause,
+                now,
+            } => self
+                .decide_stop_rollout(group, id, since, cause, now)
+                .await?
+                .map(Decision::Stopping),
+            Operation::Drained { id, since, now } => self
+                .decide_drained(group, id, since, now)
+                .await?
+                .map(Decision::Drained),
+            Operation::BeginRollout { now } => self
+                .decide_begin_rollout(group, now)
+                .await?
+                .map(Decision::Beginning),
+            Operation::Pause(pause) => self
+                .decide_pause(group, pause)
+                .await?
+                .map(Decision::Changed),
+            Operation::Resume => self.decide_resume(group).await?.map(Decision::Changed),
+            Operation::Exclude { id, exclusion } => self
+                .decide_exclude(group, id, exclusion)
+                .await?
+                .map(Decision::Excluding),
+            Operation::Include { id } => {
+                self.decide_include(group, id).await?.map(Decision::Changed)
+            }
+            Operation::PauseForAlarm { alarm } => self
+                .decide_pause_for_alarm(group, alarm)
+                .await?
+                .map(Decision::Changed),
+            Operation::ClearAlarm { alarm } => self
+                .decide_clear_alarm(group, alarm)
+                .await?
+                .map(Decision::Changed),
+        })
     }
 
     async fn forget(&self, group: &GroupName) -> Result<Forgot, StoreError> {

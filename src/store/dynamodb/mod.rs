@@ -75,6 +75,7 @@ mod codec;
 mod conditions;
 mod lease_writes;
 mod lock_store;
+mod person_writes;
 mod records;
 mod return_writes;
 mod stream_image;
