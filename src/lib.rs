@@ -36,6 +36,7 @@ pub mod aws;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub(crate) mod deploy;
 pub mod domain;
 pub mod entry;
 pub mod http;

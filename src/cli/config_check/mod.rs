@@ -1,10 +1,8 @@
 //! `config check`: the FLEETLOCK_* settings in this shell, or those a
-//! samconfig.toml or a tfvars file would deploy ([`deploy_inputs`]), read by
+//! samconfig.toml or a tfvars file would deploy ([`crate::deploy`]), read by
 //! the very code the function reads them with at start; every error at once,
 //! or what each group gets ([`summary`]). Nothing is asked of AWS.
 
-pub(crate) mod deploy_inputs;
-mod root_module;
 pub(crate) mod summary;
 
 use std::io::Write;
@@ -18,7 +16,7 @@ use crate::domain::time::Timestamp;
 
 use super::Failure;
 use super::usage::instant;
-use deploy_inputs::DeployInputs;
+use crate::deploy::{self, DeployInputs};
 
 /// The commands of `config`.
 #[derive(Subcommand, Debug, PartialEq, Eq)]
@@ -72,14 +70,13 @@ impl ConfigCheck {
             (Some(file), _) => {
                 let name = file.display().to_string();
                 let config_env = &self.config_env;
-                let inputs = deploy_inputs::from_samconfig(&read(&file)?, config_env, &name)
+                let inputs = deploy::from_samconfig(&read(&file)?, config_env, &name)
                     .map_err(Failure::Input)?;
                 (format!("{name} [{config_env}]"), inputs)
             }
             (None, Some(file)) => {
                 let name = file.display().to_string();
-                let inputs =
-                    deploy_inputs::from_tfvars(&read(&file)?, &name).map_err(Failure::Input)?;
+                let inputs = deploy::from_tfvars(&read(&file)?, &name).map_err(Failure::Input)?;
                 match &inputs.module {
                     Some(label) => (format!("{name} (module \"{label}\")"), inputs),
                     None => (name, inputs),
@@ -378,7 +375,7 @@ mod tests {
 
     #[test]
     fn config_check_of_a_deploy_file_names_its_inputs_and_prints_its_variables() {
-        let inputs = deploy_inputs::from_tfvars(
+        let inputs = deploy::from_tfvars(
             "groups = { db = 1 }\nsettle = { db = \"soon\" }\n",
             "prod.tfvars",
         )
@@ -408,7 +405,7 @@ mod tests {
             ),
             "{err}"
         );
-        let inputs = deploy_inputs::from_tfvars(
+        let inputs = deploy::from_tfvars(
             "groups = { db = 1 }\nallow_anonymous = true\n",
             "lab.tfvars",
         )

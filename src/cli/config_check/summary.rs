@@ -1,7 +1,7 @@
 //! What `config check` prints of a valid configuration.
 
-use super::deploy_inputs::DeployInputs;
 use crate::config::Config;
+use crate::deploy::DeployInputs;
 use crate::domain::alarms::AlarmGates;
 use crate::domain::auth::Auth;
 use crate::domain::groups::MAX_SLOTS;

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::root_module;
+use super::root_module::ModuleInputs;
 use super::{DeployInputs, MODULE_VARIABLES, TF_VARIABLES};
-use crate::cli::config_check::root_module;
-use crate::cli::config_check::root_module::ModuleInputs;
 use crate::domain::names::did_you_mean;
 
 /// The module's variables and their defaults (JSON, `null` where none),

@@ -1,6 +1,8 @@
-//! `config check --samconfig` and `--tfvars`: a deploy's inputs turned into
-//! the environment the function would be given, so they are checked by the
-//! very code that reads them at start, before anything is deployed.
+//! A deploy's inputs (a samconfig.toml's parameters, a tfvars file's
+//! variables, a root module's `module` block) turned into the environment
+//! the function would be given, so that `config check --samconfig` and
+//! `--tfvars` check them by the very code that reads them at start, before
+//! anything is deployed.
 //!
 //! What a deploy leaves out takes the default of this version's template or
 //! module, read from their text (embedded at build time), so the defaults
@@ -9,14 +11,15 @@
 use std::collections::BTreeMap;
 
 // A samconfig.toml's parameters, and a tfvars file's variables.
+mod root_module;
 mod samconfig;
 mod tfvars;
 pub(crate) use samconfig::from_samconfig;
 pub(crate) use tfvars::from_tfvars;
 
 /// The template and the module of this version.
-const TEMPLATE: &str = include_str!("../../../template.yaml");
-const MODULE_VARIABLES: &str = include_str!("../../../infra/variables.tf");
+const TEMPLATE: &str = include_str!("../template.yaml");
+const MODULE_VARIABLES: &str = include_str!("../infra/variables.tf");
 
 /// Each SAM parameter the function's settings come from, and its variable
 /// (`AllowAnonymous` becomes `FLEETLOCK_AUTH`, see [`from_samconfig`]).

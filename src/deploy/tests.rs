@@ -234,7 +234,7 @@ fn a_tfvars_typo_or_wrong_shape_is_refused() {
 /// its groups literally, its credentials named as Terraform's to read.
 #[test]
 fn the_readmes_module_block_is_checked_as_written() {
-    let readme = include_str!("../../../../README.md");
+    let readme = include_str!("../../README.md");
     let start = readme.find("```hcl\n").expect("the README's module block") + 8;
     let block = &readme[start..start + readme[start..].find("```").unwrap()];
     assert!(block.contains("module \"fleetlock\""), "{block}");
@@ -262,11 +262,11 @@ fn the_readmes_module_block_is_checked_as_written() {
 #[test]
 fn every_terraform_examples_settings_start() {
     let examples = [
-        include_str!("../../../../infra/examples/basic/main.tf"),
-        include_str!("../../../../infra/examples/complete/main.tf"),
-        include_str!("../../../../infra/examples/function-url/main.tf"),
-        include_str!("../../../../infra/examples/private/main.tf"),
-        include_str!("../../../../infra/examples/three-regions/main.tf"),
+        include_str!("../../infra/examples/basic/main.tf"),
+        include_str!("../../infra/examples/complete/main.tf"),
+        include_str!("../../infra/examples/function-url/main.tf"),
+        include_str!("../../infra/examples/private/main.tf"),
+        include_str!("../../infra/examples/three-regions/main.tf"),
     ];
     let listed = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/examples"))
         .unwrap()
@@ -314,7 +314,7 @@ fn every_terraform_examples_settings_start() {
 #[test]
 fn every_documented_samconfig_is_valid_and_no_doc_overrides_it() {
     let docs = crate::config::docs_text();
-    let mut samconfigs = vec![include_str!("../../../../samconfig.toml").to_owned()];
+    let mut samconfigs = vec![include_str!("../../samconfig.toml").to_owned()];
     for block in docs.split("```toml\n").skip(1) {
         let block = block.split("```").next().unwrap();
         if block.contains("parameter_overrides") {
