@@ -172,6 +172,7 @@ pub trait LockStore: Send + Sync + 'static {
 
 mod decisions;
 
+pub(crate) use decisions::apply;
 pub use decisions::{Decision, Decisions, Operation};
 
 #[cfg(test)]

@@ -7,16 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use crate::domain::agreement::{Digests, Recorded};
-use crate::domain::input::{GroupName, NodeId};
+use crate::domain::input::GroupName;
+use crate::domain::lock::Acquire;
 use crate::domain::lock::GroupRecord;
-use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRules, Release, Returned, StopCause, Stopping,
-};
-use crate::domain::store::{
-    Beginning, Changed, Decided, Excluding, Forgot, LockStore, StoreError, exclusion_refused,
-};
-use crate::domain::store::{Decision, Operation};
-use crate::domain::time::Timestamp;
+use crate::domain::store::{Decided, Forgot, LockStore, StoreError};
+use crate::domain::store::{Decision, Operation, apply};
 
 #[derive(Default)]
 pub struct MemoryStore {
@@ -72,16 +67,6 @@ impl MemoryStore {
             .map_err(|_| StoreError::Corrupt("memory store lock poisoned".into()))?;
         Ok(f(&mut state))
     }
-
-    /// Applies `change` to the group (created if missing) and returns its
-    /// outcome with the group as it stands after.
-    fn change<T>(
-        &self,
-        group: &GroupName,
-        change: impl FnOnce(&mut GroupRecord) -> T,
-    ) -> Result<Decided<T>, StoreError> {
-        self.with_state(|state| on_record(&mut state.groups, group, change))
-    }
 }
 
 /// `change` applied to the record of `group`. A change that leaves a group
@@ -109,233 +94,30 @@ fn decided<T>(outcome: T, group: &GroupRecord) -> Decided<T> {
     }
 }
 
-fn changed(yes: bool) -> Changed {
-    if yes {
-        Changed::Yes
-    } else {
-        Changed::AlreadySo
-    }
-}
-
-// Each decision the store makes, one per operation: what `decide` sends
-// each `Operation` to.
-impl MemoryStore {
-    async fn decide_acquire(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        rules: GroupRules,
-        now: Timestamp,
-    ) -> Result<Decided<Acquire>, StoreError> {
-        self.with_state(|state| {
-            if let Some(limit) = rules.wildcard_limit
-                && !state.groups.contains_key(group)
-                && !state.wildcard.contains(group)
-            {
-                if state.wildcard.len() >= limit as usize {
-                    return decided(Acquire::TooManyGroups { limit }, &GroupRecord::default());
-                }
-                state.wildcard.insert(group.clone());
-            }
-            on_record(&mut state.groups, group, |record| {
-                record.acquire(id, rules, now)
-            })
-        })
-    }
-
-    async fn decide_release(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        returns: bool,
-        now: Timestamp,
-    ) -> Result<Decided<Release>, StoreError> {
-        // Like a refused conditional write, a release of nothing stores nothing.
-        self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => decided(record.release(id, returns, now), record),
-            None => decided(Release::NotHeld, &GroupRecord::default()),
-        })
-    }
-
-    async fn decide_returned(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Decided<Returned>, StoreError> {
-        self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => decided(record.returned(id, since, now), record),
-            None => decided(
-                Returned::NotReturning { holds: false },
-                &GroupRecord::default(),
-            ),
-        })
-    }
-
-    async fn decide_stop_rollout(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Timestamp,
-        cause: StopCause,
-        now: Timestamp,
-    ) -> Result<Decided<Stopping>, StoreError> {
-        self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => decided(record.stop_rollout(id, since, cause, now), record),
-            None => decided(Stopping::NotReturning, &GroupRecord::default()),
-        })
-    }
-
-    async fn decide_drained(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        since: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Decided<Drained>, StoreError> {
-        self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => decided(record.drained(id, since, now), record),
-            None => decided(Drained::NoReservation, &GroupRecord::default()),
-        })
-    }
-
-    async fn decide_pause(
-        &self,
-        group: &GroupName,
-        pause: ByPerson,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.change(group, |record| {
-            let was_free = record.pause.person.is_none();
-            record.pause.person.get_or_insert(pause);
-            changed(was_free)
-        })
-    }
-
-    async fn decide_begin_rollout(
-        &self,
-        group: &GroupName,
-        now: Timestamp,
-    ) -> Result<Decided<Beginning>, StoreError> {
-        self.with_state(|state| match state.groups.get_mut(group) {
-            Some(record) => {
-                let outcome = match record.begin_rollout(now) {
-                    true => Beginning::Begun,
-                    false => Beginning::AlreadyBegun,
-                };
-                decided(outcome, record)
-            }
-            None => decided(Beginning::NotStored, &GroupRecord::default()),
-        })
-    }
-
-    async fn decide_resume(&self, group: &GroupName) -> Result<Decided<Changed>, StoreError> {
-        self.change(group, |record| {
-            let person = record.pause.person.take().is_some();
-            let stop = record.pause.stop.take().is_some();
-            changed(person || stop)
-        })
-    }
-
-    async fn decide_exclude(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-        exclusion: ByPerson,
-    ) -> Result<Decided<Excluding>, StoreError> {
-        self.change(group, |record| {
-            exclusion_refused(record, id).unwrap_or_else(|| {
-                record.excluded.insert(id.clone(), exclusion);
-                Excluding::Changed(Changed::Yes)
-            })
-        })
-    }
-
-    async fn decide_include(
-        &self,
-        group: &GroupName,
-        id: &NodeId,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.change(group, |record| {
-            changed(record.excluded.remove(id).is_some())
-        })
-    }
-
-    async fn decide_pause_for_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.change(group, |record| {
-            changed(record.pause.alarms.insert(alarm.to_owned()))
-        })
-    }
-
-    async fn decide_clear_alarm(
-        &self,
-        group: &GroupName,
-        alarm: &str,
-    ) -> Result<Decided<Changed>, StoreError> {
-        self.change(group, |record| changed(record.pause.alarms.remove(alarm)))
-    }
-}
-
 impl LockStore for MemoryStore {
     async fn decide(
         &self,
         group: &GroupName,
         operation: Operation<'_>,
     ) -> Result<Decided<Decision>, StoreError> {
-        Ok(match operation {
-            Operation::Acquire { id, rules, now } => self
-                .decide_acquire(group, id, rules, now)
-                .await?
-                .map(Decision::Acquire),
-            Operation::Release { id, returns, now } => self
-                .decide_release(group, id, returns, now)
-                .await?
-                .map(Decision::Release),
-            Operation::Returned { id, since, now } => self
-                .decide_returned(group, id, since, now)
-                .await?
-                .map(Decision::Returned),
-            Operation::StopRollout {
-                id,
-                since,
-                cause,
-                now,
-            } => self
-                .decide_stop_rollout(group, id, since, cause, now)
-                .await?
-                .map(Decision::Stopping),
-            Operation::Drained { id, since, now } => self
-                .decide_drained(group, id, since, now)
-                .await?
-                .map(Decision::Drained),
-            Operation::BeginRollout { now } => self
-                .decide_begin_rollout(group, now)
-                .await?
-                .map(Decision::Beginning),
-            Operation::Pause(pause) => self
-                .decide_pause(group, pause)
-                .await?
-                .map(Decision::Changed),
-            Operation::Resume => self.decide_resume(group).await?.map(Decision::Changed),
-            Operation::Exclude { id, exclusion } => self
-                .decide_exclude(group, id, exclusion)
-                .await?
-                .map(Decision::Excluding),
-            Operation::Include { id } => {
-                self.decide_include(group, id).await?.map(Decision::Changed)
+        self.with_state(|state| {
+            // A group only `*` covers is counted before its first record,
+            // as the DynamoDB store counts it.
+            if let Operation::Acquire { rules, .. } = &operation
+                && let Some(limit) = rules.wildcard_limit
+                && !state.groups.contains_key(group)
+                && !state.wildcard.contains(group)
+            {
+                if state.wildcard.len() >= limit as usize {
+                    let refused = Decision::Acquire(Acquire::TooManyGroups { limit });
+                    return decided(refused, &GroupRecord::default());
+                }
+                state.wildcard.insert(group.clone());
             }
-            Operation::PauseForAlarm { alarm } => self
-                .decide_pause_for_alarm(group, alarm)
-                .await?
-                .map(Decision::Changed),
-            Operation::ClearAlarm { alarm } => self
-                .decide_clear_alarm(group, alarm)
-                .await?
-                .map(Decision::Changed),
+            let stored = state.groups.contains_key(group);
+            on_record(&mut state.groups, group, |record| {
+                apply(record, operation, stored)
+            })
         })
     }
 

@@ -6,10 +6,10 @@
 
 use std::future::Future;
 
-use super::{Beginning, Changed, Decided, Excluding, LockStore, StoreError};
+use super::{Beginning, Changed, Decided, Excluding, LockStore, StoreError, exclusion_refused};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{
-    Acquire, ByPerson, Drained, GroupRules, Release, Returned, StopCause, Stopping,
+    Acquire, ByPerson, Drained, GroupRecord, GroupRules, Release, Returned, StopCause, Stopping,
 };
 use crate::domain::time::Timestamp;
 
@@ -331,5 +331,81 @@ fn changed(decision: Decision) -> Result<Changed, Decision> {
     match decision {
         Decision::Changed(outcome) => Ok(outcome),
         other => Err(other),
+    }
+}
+
+/// The rules' decision of `operation` on a group's `record`, changing it
+/// as the decision says: what the embedded store does under its lock, and
+/// what DynamoDB's conditional writes are held to (the conformance test).
+/// `stored` says whether the group had a record: on a group never stored,
+/// the confirmations, the stop and `begin-rollout` change nothing. A
+/// group only `*` covers is counted by the store before it is asked.
+pub(crate) fn apply(record: &mut GroupRecord, operation: Operation<'_>, stored: bool) -> Decision {
+    let changed = |yes: bool| {
+        Decision::Changed(if yes {
+            Changed::Yes
+        } else {
+            Changed::AlreadySo
+        })
+    };
+    match operation {
+        Operation::Acquire { id, rules, now } => Decision::Acquire(record.acquire(id, rules, now)),
+        Operation::Release { .. } | Operation::Returned { .. } | Operation::Drained { .. }
+            if !stored =>
+        {
+            // Like a refused conditional write, on a group never stored.
+            Decision::from_nothing_stored(&operation)
+        }
+        Operation::Release { id, returns, now } => {
+            Decision::Release(record.release(id, returns, now))
+        }
+        Operation::Returned { id, since, now } => {
+            Decision::Returned(record.returned(id, since, now))
+        }
+        Operation::Drained { id, since, now } => Decision::Drained(record.drained(id, since, now)),
+        Operation::StopRollout { .. } if !stored => Decision::Stopping(Stopping::NotReturning),
+        Operation::StopRollout {
+            id,
+            since,
+            cause,
+            now,
+        } => Decision::Stopping(record.stop_rollout(id, since, cause, now)),
+        Operation::BeginRollout { .. } if !stored => Decision::Beginning(Beginning::NotStored),
+        Operation::BeginRollout { now } => Decision::Beginning(match record.begin_rollout(now) {
+            true => Beginning::Begun,
+            false => Beginning::AlreadyBegun,
+        }),
+        Operation::Pause(pause) => {
+            let was_free = record.pause.person.is_none();
+            record.pause.person.get_or_insert(pause);
+            changed(was_free)
+        }
+        Operation::Resume => {
+            let person = record.pause.person.take().is_some();
+            let stop = record.pause.stop.take().is_some();
+            changed(person || stop)
+        }
+        Operation::Exclude { id, exclusion } => {
+            Decision::Excluding(exclusion_refused(record, id).unwrap_or_else(|| {
+                record.excluded.insert(id.clone(), exclusion);
+                Excluding::Changed(Changed::Yes)
+            }))
+        }
+        Operation::Include { id } => changed(record.excluded.remove(id).is_some()),
+        Operation::PauseForAlarm { alarm } => changed(record.pause.alarms.insert(alarm.to_owned())),
+        Operation::ClearAlarm { alarm } => changed(record.pause.alarms.remove(alarm)),
+    }
+}
+
+impl Decision {
+    /// What a release or a confirmation decides on a group never stored.
+    fn from_nothing_stored(operation: &Operation<'_>) -> Self {
+        match operation {
+            Operation::Returned { .. } => {
+                Decision::Returned(Returned::NotReturning { holds: false })
+            }
+            Operation::Drained { .. } => Decision::Drained(Drained::NoReservation),
+            _ => Decision::Release(Release::NotHeld),
+        }
     }
 }
