@@ -3,7 +3,9 @@
 //! Zincati-shaped requests: `POST {base_url}v1/pre-reboot` (or
 //! `v1/steady-state`) with the `fleet-lock-protocol: true` header, a
 //! pretty-printed `{"client_params": {"id", "group"}}` body, no Content-Type,
-//! and HTTP Basic credentials taken from the URL's user info.
+//! and HTTP Basic credentials taken from the URL's user info. The cases
+//! `fleetlock check` holds a server to, sent through it, are in
+//! `conformance`.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), fleetlock::client::ClientError> {
@@ -28,6 +30,7 @@ use tokio::net::TcpStream;
 use crate::domain::input::printable;
 
 // The ids: Zincati's for a machine, and a job's of its own.
+pub(crate) mod conformance;
 mod ids;
 use crate::http::PROTOCOL_HEADER;
 pub use ids::{ZINCATI_APP_ID, app_specific_id, job_id, parse_machine_id, zincati_id};

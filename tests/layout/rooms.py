@@ -2,7 +2,8 @@
 """The rooms of src/, measured as issue 65 counts them.
 
 Lines are a file's non-test lines: a `tests.rs` file, a file under a `tests/`
-folder and a `#[cfg(test)]` module written inline do not count. Prints the
+folder, a module declared `#[cfg(test)] mod name;` and a `#[cfg(test)]`
+module written inline do not count. Prints the
 measures and every place a rule is broken; with --check RULE,..., exits 1
 when one of those rules is broken:
 - `size`: no non-test file over 500 lines;
@@ -57,10 +58,25 @@ def module_of(root: Path, path: Path) -> str:
     return "::".join(parts)
 
 
+TEST_MODULE = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z_0-9]+)\s*;")
+
+
+def test_only_modules(src: Path):
+    """The files of every module declared `#[cfg(test)] mod name;`."""
+    found = set()
+    for path in src.rglob("*.rs"):
+        # A module's children live beside mod.rs, or in the folder named after it.
+        folder = path.parent if path.name in ("mod.rs", "lib.rs", "main.rs") else path.with_suffix("")
+        for name in TEST_MODULE.findall(path.read_text()):
+            found |= {folder / f"{name}.rs", folder / name / "mod.rs"}
+    return found
+
+
 def measure(src: Path):
     files = {}
+    test_only = test_only_modules(src)
     for path in sorted(src.rglob("*.rs")):
-        if is_test_file(path.relative_to(src)):
+        if is_test_file(path.relative_to(src)) or path in test_only:
             continue
         files[path] = without_test_modules(path.read_text())
     lines = {p: len(t.rstrip().splitlines()) for p, t in files.items()}

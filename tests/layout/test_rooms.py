@@ -10,8 +10,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOMS = HERE / "rooms.py"
 SRC = HERE.parents[1] / "src"
-# The rules src/ holds now; issue 65 names the rest (cli).
-HELD = "size,glob,circle"
+# Every rule issue 65 names for the rooms.
+HELD = "size,glob,circle,cli"
 
 
 def run(src, rules):
@@ -42,6 +42,7 @@ class RoomsTest(unittest.TestCase):
         result = run(SRC, HELD)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertIn(" 0 over 500; 0 glob imports; 0 circles in src/domain", result.stdout)
+        self.assertNotIn("src/cli:", result.stdout)
 
     def test_a_stand_in_that_holds_every_rule_passes(self):
         tree = StandIn()
@@ -76,6 +77,16 @@ class RoomsTest(unittest.TestCase):
         result = run(tree.src, "circle")
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("broken: a circle in src/domain: error -> input -> error", result.stdout)
+
+    def test_a_module_declared_for_tests_only_does_not_count(self):
+        tree = StandIn()
+        tree.write("cli/helpers.rs", "// a line\n" * 501)
+        tree.write("cli/mod.rs", "pub fn main() {}\n#[cfg(test)]\nmod helpers;\n")
+        self.assertEqual(run(tree.src, "size").returncode, 0)
+        tree.write("cli/mod.rs", "pub fn main() {}\nmod helpers;\n")
+        result = run(tree.src, "size")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("broken: src/cli/helpers.rs: 501 non-test lines, over 500", result.stdout)
 
     def test_a_long_cli_is_refused(self):
         tree = StandIn()

@@ -2,16 +2,14 @@
 //! sent exactly as Zincati sends (no Content-Type, pretty JSON, the protocol
 //! header, Basic credentials from the URL), with deliberate variations for
 //! the rest. Each case passes, warns or fails, and says which rule of the
-//! protocol or of Zincati's client it checks ([`cases`]); [`report`] says
-//! how the run ended.
+//! protocol or of Zincati's client it checks ([`crate::client::conformance`],
+//! with the client, as they are no command's own); its report says how the
+//! run ended. This is the command: its arguments, the run, the exit codes.
 //!
 //! Safe against production: it works in one group kept for it, stops at once
 //! when its first probe is refused for a reason that is not its own test,
 //! names its ids after itself, and gives back every slot it took, whatever
 //! ends it; what it cannot give back, it names.
-
-pub(crate) mod cases;
-pub(crate) mod report;
 
 use std::process::ExitCode;
 
@@ -21,8 +19,8 @@ use crate::config::{LockSettings, process_env};
 
 use super::USAGE_EXIT;
 use super::lock::{UrlSource, stop_signal, url_given};
-pub(crate) use cases::{Check, nonce};
-pub(crate) use report::{Report, Stop};
+use crate::client::conformance::report::{Report, Stop};
+use crate::client::conformance::{Check, nonce};
 
 /// The group the check works in unless told otherwise.
 pub(crate) const DEFAULT_GROUP: &str = crate::domain::coverage::CHECK_GROUP;

@@ -1,12 +1,16 @@
-//! The cases of `check`, each sent as Zincati sends, and the clean-up that gives back every slot taken.
+//! The conformance cases any FleetLock server is held to (`fleetlock
+//! check` runs them), each sent as Zincati sends, and the clean-up that
+//! gives back every slot taken; [`report`]: each case's verdict and how the
+//! run ended.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use crate::client::{Call, ClientError, Lock, Probe};
 
-use super::report::{Case, Stop, Verdict};
+use report::{Case, Stop, Verdict};
 
+pub(crate) mod report;
 // The requests Zincati never sends, and what a careful server answers.
 mod variations;
 

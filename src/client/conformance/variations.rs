@@ -3,8 +3,8 @@
 
 use crate::client::{Call, ClientError, Probe};
 
-use super::super::report::Verdict;
 use super::Check;
+use super::report::Verdict;
 
 impl Check {
     /// Requests Zincati never sends: a careful server refuses each with a
