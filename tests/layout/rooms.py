@@ -9,7 +9,9 @@ when one of those rules is broken:
 - `size`: no non-test file over 500 lines;
 - `glob`: no glob import (`use ...::*;`) outside a test module;
 - `circle`: no circle among the modules of src/domain/ (`use crate::domain::x`);
-- `cli`: src/cli under 5,000 non-test lines.
+- `cli`: src/cli under 5,000 non-test lines;
+- `style`: one module style, a module's file beside its folder (`cli.rs`
+  and `cli/`), never a `mod.rs`.
 """
 import argparse
 import re
@@ -58,6 +60,11 @@ def module_of(root: Path, path: Path) -> str:
     return "::".join(parts)
 
 
+def top_module(src: Path, path: Path) -> str:
+    """The first module under src/ a file belongs to: `cli` for src/cli.rs and src/cli/x.rs."""
+    return path.relative_to(src).parts[0].removesuffix(".rs")
+
+
 TEST_MODULE = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z_0-9]+)\s*;")
 
 
@@ -65,7 +72,8 @@ def test_only_modules(src: Path):
     """The files of every module declared `#[cfg(test)] mod name;`."""
     found = set()
     for path in src.rglob("*.rs"):
-        # A module's children live beside mod.rs, or in the folder named after it.
+        # A module's children live beside mod.rs, or in the folder named after it
+        # (the style src/ keeps: `cli.rs` beside `cli/`).
         folder = path.parent if path.name in ("mod.rs", "lib.rs", "main.rs") else path.with_suffix("")
         for name in TEST_MODULE.findall(path.read_text()):
             found |= {folder / f"{name}.rs", folder / name / "mod.rs"}
@@ -94,7 +102,7 @@ def measure(src: Path):
         uses = set(re.findall(r"crate::domain::([a-z_]+)", code))
         uses |= {u for u in re.findall(r"super::([a-z_]+)", code) if len(rel.parts) == 2}
         domain.setdefault(name, set()).update(u for u in uses if u != name)
-    cli = sum(n for p, n in lines.items() if p.relative_to(src).parts[0] == "cli")
+    cli = sum(n for p, n in lines.items() if top_module(src, p) == "cli")
     return lines, globs, domain, cli
 
 
@@ -120,7 +128,7 @@ def circles(graph):
     return list(unique.values())
 
 
-RULES = ("size", "glob", "circle", "cli")
+RULES = ("size", "glob", "circle", "cli", "style")
 
 
 def report(src: Path):
@@ -136,6 +144,8 @@ def report(src: Path):
         broken.append(("circle", "a circle in src/domain: " + " -> ".join(c)))
     if cli >= MAX_CLI_LINES:
         broken.append(("cli", f"src/cli: {cli} non-test lines, not under {MAX_CLI_LINES}"))
+    for path in sorted(src.rglob("mod.rs")):
+        broken.append(("style", f"{path.relative_to(src.parent)}: a mod.rs; name the module's file after it"))
     strings = sum(len(re.findall(r"Result<[^;{]*,\s*String>", t)) for t in
                   (without_test_modules(p.read_text()) for p in lines))
     summary = (f"{len(lines)} non-test files, {sum(lines.values())} lines; src/cli {cli}; "

@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 ROOMS = HERE / "rooms.py"
 SRC = HERE.parents[1] / "src"
 # Every rule issue 65 names for the rooms.
-HELD = "size,glob,circle,cli"
+HELD = "size,glob,circle,cli,style"
 
 
 def run(src, rules):
@@ -26,10 +26,10 @@ class StandIn:
         self.dir = tempfile.TemporaryDirectory()
         self.src = Path(self.dir.name) / "src"
         self.write("lib.rs", "pub mod domain;\npub mod cli;\n")
-        self.write("domain/mod.rs", "pub mod error;\npub mod input;\n")
+        self.write("domain.rs", "pub mod error;\npub mod input;\n")
         self.write("domain/error.rs", "pub struct Error;\n")
         self.write("domain/input.rs", "use crate::domain::error::Error;\npub fn parse() -> Error { Error }\n")
-        self.write("cli/mod.rs", "pub fn main() {}\n")
+        self.write("cli.rs", "pub fn main() {}\n")
 
     def write(self, name, text):
         path = self.src / name
@@ -46,7 +46,7 @@ class RoomsTest(unittest.TestCase):
 
     def test_a_stand_in_that_holds_every_rule_passes(self):
         tree = StandIn()
-        result = run(tree.src, "size,glob,circle,cli")
+        result = run(tree.src, "size,glob,circle,cli,style")
         self.assertEqual(result.returncode, 0, result.stdout)
 
     def test_a_long_file_is_refused_and_its_test_module_does_not_count(self):
@@ -81,9 +81,9 @@ class RoomsTest(unittest.TestCase):
     def test_a_module_declared_for_tests_only_does_not_count(self):
         tree = StandIn()
         tree.write("cli/helpers.rs", "// a line\n" * 501)
-        tree.write("cli/mod.rs", "pub fn main() {}\n#[cfg(test)]\nmod helpers;\n")
+        tree.write("cli.rs", "pub fn main() {}\n#[cfg(test)]\nmod helpers;\n")
         self.assertEqual(run(tree.src, "size").returncode, 0)
-        tree.write("cli/mod.rs", "pub fn main() {}\nmod helpers;\n")
+        tree.write("cli.rs", "pub fn main() {}\nmod helpers;\n")
         result = run(tree.src, "size")
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("broken: src/cli/helpers.rs: 501 non-test lines, over 500", result.stdout)
@@ -98,6 +98,13 @@ class RoomsTest(unittest.TestCase):
         result = run(tree.src, "cli")
         self.assertEqual(result.returncode, 1, result.stdout)
         self.assertIn("broken: src/cli: 5000 non-test lines, not under 5000", result.stdout)
+
+    def test_a_mod_rs_is_refused(self):
+        tree = StandIn()
+        tree.write("store/mod.rs", "pub mod memory;\n")
+        result = run(tree.src, "style")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("broken: src/store/mod.rs: a mod.rs", result.stdout)
 
     def test_an_unknown_rule_is_refused(self):
         result = run(SRC, "globs")
