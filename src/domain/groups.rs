@@ -15,8 +15,9 @@ use crate::domain::input::GroupName;
 use crate::domain::lock::drain::{drain_rule, parse_drain};
 use crate::domain::lock::lease::parse_lease;
 use crate::domain::lock::returns::parse_return;
+// Read by every setting and command that takes a duration up to a day.
+pub use crate::domain::lock::settle::parse_duration;
 use crate::domain::lock::{GroupRules, OnDrainTimeout};
-use crate::domain::time::parse_span;
 use crate::domain::zones;
 
 /// Why a group setting was refused, named by its variable.
@@ -50,9 +51,6 @@ impl fmt::Display for GroupsError {
 }
 
 impl std::error::Error for GroupsError {}
-
-/// The longest settle time: past a day, pausing the group says it better.
-pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
 
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub(crate) const DEFAULT_GROUPS: &str = "default=1";
@@ -465,16 +463,4 @@ impl Default for GroupSlots {
     fn default() -> Self {
         Self::parse(DEFAULT_GROUPS).expect("the built-in default parses")
     }
-}
-
-/// `90s`, `10m`, `1h`, `1h30m`, `0s`: whole numbers with units h, m, s, in
-/// that order, up to [`MAX_SETTLE`].
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let duration = parse_span(text)?;
-    if duration > MAX_SETTLE {
-        return Err(format!(
-            "'{text}' is longer than 24h; pause the group instead"
-        ));
-    }
-    Ok(duration)
 }

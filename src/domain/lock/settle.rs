@@ -1,13 +1,31 @@
 //! The settle gate: after a release freed a slot, no new slot until the
 //! group's settle time (`FLEETLOCK_SETTLE`) has passed, one period for the
-//! whole group.
+//! whole group. Its setting's parse, its rule over the group's record, its
+//! refusal, and its words in `config check` and the regions' digest.
 
-use super::GroupRecord;
-use super::GroupRules;
-use super::gates::Gate;
-use crate::domain::time::Timestamp;
-use crate::domain::time::format_duration;
 use std::time::Duration;
+
+use super::gates::Gate;
+use super::{GroupRecord, GroupRules};
+use crate::domain::error::Error;
+use crate::domain::input::ClientParams;
+use crate::domain::time::{Timestamp, format_duration, parse_span};
+
+/// The longest settle time: past a day, pausing the group says it better.
+pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
+
+/// `90s`, `10m`, `1h`, `1h30m`, `0s`: whole numbers with units h, m, s, in
+/// that order, up to [`MAX_SETTLE`]. A settle time, and every other
+/// duration of up to a day a setting or a command takes.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_span(text)?;
+    if duration > MAX_SETTLE {
+        return Err(format!(
+            "'{text}' is longer than 24h; pause the group instead"
+        ));
+    }
+    Ok(duration)
+}
 
 impl GroupRecord {
     /// When the group's settle period ends, if it has not yet at `now`. It
@@ -34,5 +52,72 @@ impl Gate for SettleGate {
 
     fn digest(&self, rules: &GroupRules) -> Option<String> {
         Some(format!("settle={}", format_duration(rules.settle)))
+    }
+}
+
+/// What a node hears while its group settles: until when, and the settle
+/// time.
+pub(crate) fn refusal(params: &ClientParams, rules: GroupRules, until: Timestamp) -> Error {
+    Error::Settling {
+        group: params.group.to_string(),
+        until: until.to_rfc3339(),
+        settle: format_duration(rules.settle),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::input::{GroupName, NodeId};
+
+    #[test]
+    fn a_settle_time_is_at_most_a_day() {
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("24h"), Ok(MAX_SETTLE));
+        assert_eq!(
+            parse_duration("24h1s"),
+            Err("'24h1s' is longer than 24h; pause the group instead".into())
+        );
+    }
+
+    #[test]
+    fn the_period_runs_from_the_latest_release_and_holds_an_earlier_request_back() {
+        let mut record = GroupRecord::default();
+        let minute = Duration::from_secs(60);
+        assert_eq!(record.settling_until(minute, Timestamp(1_000)), None);
+        record.last_release = Some(Timestamp(1_000));
+        assert_eq!(
+            record.settling_until(minute, Timestamp(1_000)),
+            Some(Timestamp(61_000))
+        );
+        assert_eq!(record.settling_until(minute, Timestamp(61_000)), None);
+        // A request that arrived before the release (its write landed
+        // late) is inside the period even with no settle time at all.
+        assert_eq!(
+            record.settling_until(Duration::ZERO, Timestamp(999)),
+            Some(Timestamp(1_000))
+        );
+    }
+
+    #[test]
+    fn the_refusal_says_until_when_and_the_settle_time() {
+        let params = ClientParams {
+            id: NodeId::parse("n1").unwrap(),
+            group: GroupName::parse("workers").unwrap(),
+        };
+        let rules = GroupRules {
+            settle: Duration::from_secs(600),
+            ..GroupRules::default()
+        };
+        let refused = refusal(&params, rules, Timestamp(61_000));
+        assert_eq!(refused.kind(), "settling");
+        assert_eq!(
+            refused,
+            Error::Settling {
+                group: "workers".into(),
+                until: Timestamp(61_000).to_rfc3339(),
+                settle: "10m".into(),
+            }
+        );
     }
 }

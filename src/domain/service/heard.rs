@@ -10,6 +10,7 @@ use crate::domain::canary::{Wave, wave_phrase};
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::lock::GroupRecord;
+use crate::domain::lock::settle;
 use crate::domain::lock::{Acquire, GroupRules, Pause, Release};
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
@@ -247,7 +248,7 @@ pub(super) fn to_pre_reboot(
         ),
         Acquire::Settling { until } => (
             Outcome::Refused(Refused::Settling),
-            Some(settling(params, rules, until)),
+            Some(settle::refusal(params, rules, until)),
         ),
         Acquire::WaveOut { wave } => (
             Outcome::Refused(Refused::WaveOut),
@@ -304,14 +305,6 @@ fn paused(params: &ClientParams, group: &GroupRecord) -> Error {
 }
 
 /// The refusal of a group that settles after its last release.
-fn settling(params: &ClientParams, rules: GroupRules, until: Timestamp) -> Error {
-    Error::Settling {
-        group: params.group.to_string(),
-        until: until.to_rfc3339(),
-        settle: format_duration(rules.settle),
-    }
-}
-
 /// The refusal of an excluded node, with who excluded it and why.
 fn excluded(params: &ClientParams, group: &GroupRecord) -> Error {
     Error::NodeExcluded {
