@@ -100,26 +100,57 @@ pub enum Decision {
     Excluding(Excluding),
 }
 
-/// Turns a decision into the answer its operation expects; a store that
-/// answered another kind is a fault of the store, never a panic.
-fn expect<T>(
-    decided: Result<Decided<Decision>, StoreError>,
-    operation: &'static str,
-    pick: impl FnOnce(Decision) -> Result<T, Decision>,
+/// An answer of one kind of operation: the variant of [`Decision`] it is.
+trait Answer: Sized {
+    fn of(decision: Decision) -> Result<Self, Decision>;
+}
+
+macro_rules! answer {
+    ($($variant:ident($answer:ty)),* $(,)?) => {$(
+        impl Answer for $answer {
+            fn of(decision: Decision) -> Result<Self, Decision> {
+                match decision {
+                    Decision::$variant(answer) => Ok(answer),
+                    other => Err(other),
+                }
+            }
+        }
+    )*};
+}
+
+answer!(
+    Acquire(Acquire),
+    Release(Release),
+    Returned(Returned),
+    Drained(Drained),
+    Stopping(Stopping),
+    Beginning(Beginning),
+    Changed(Changed),
+    Excluding(Excluding),
+);
+
+/// The store's decision of `operation` on `group`, as the answer the
+/// operation expects; a store that answered another kind is a fault of the
+/// store, never a panic.
+async fn answer<S: LockStore + ?Sized, T: Answer>(
+    store: &S,
+    group: &GroupName,
+    operation: Operation<'_>,
 ) -> Result<Decided<T>, StoreError> {
+    let named = operation.as_str();
     let Decided {
         outcome,
         group,
         write_units,
-    } = decided?;
-    match pick(outcome) {
+    } = store.decide(group, operation).await?;
+    match T::of(outcome) {
         Ok(outcome) => Ok(Decided {
             outcome,
             group,
             write_units,
         }),
         Err(other) => Err(StoreError::Corrupt(format!(
-            "the store answered {other:?} to {operation}"
+            "the store answered {other:?} to {named}"
         ))),
     }
 }
@@ -137,13 +168,7 @@ pub trait Decisions: LockStore {
         rules: GroupRules,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Acquire>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Acquire { id, rules, now });
-        async move {
-            expect(decided.await, "acquire", |d| match d {
-                Decision::Acquire(outcome) => Ok(outcome),
-                other => Err(other),
-            })
-        }
+        answer(self, group, Operation::Acquire { id, rules, now })
     }
 
     /// Gives back the slot of `id`, if it holds one; a release at `now`
@@ -157,13 +182,7 @@ pub trait Decisions: LockStore {
         returns: bool,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Release>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Release { id, returns, now });
-        async move {
-            expect(decided.await, "release", |d| match d {
-                Decision::Release(outcome) => Ok(outcome),
-                other => Err(other),
-            })
-        }
+        answer(self, group, Operation::Release { id, returns, now })
     }
 
     /// A hook or a person confirms that `id` is back in service: its
@@ -177,13 +196,7 @@ pub trait Decisions: LockStore {
         since: Option<Timestamp>,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Returned>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Returned { id, since, now });
-        async move {
-            expect(decided.await, "returned", |d| match d {
-                Decision::Returned(outcome) => Ok(outcome),
-                other => Err(other),
-            })
-        }
+        answer(self, group, Operation::Returned { id, since, now })
     }
 
     /// The return of `id` begun at `since` passed its timeout (`cause`
@@ -205,13 +218,7 @@ pub trait Decisions: LockStore {
             cause,
             now,
         };
-        let decided = self.decide(group, operation);
-        async move {
-            expect(decided.await, "stop_rollout", |d| match d {
-                Decision::Stopping(outcome) => Ok(outcome),
-                other => Err(other),
-            })
-        }
+        answer(self, group, operation)
     }
 
     /// A hook or a person confirms that `id` was drained: its reservation
@@ -225,13 +232,7 @@ pub trait Decisions: LockStore {
         since: Option<Timestamp>,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Drained>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Drained { id, since, now });
-        async move {
-            expect(decided.await, "drained", |d| match d {
-                Decision::Drained(outcome) => Ok(outcome),
-                other => Err(other),
-            })
-        }
+        answer(self, group, Operation::Drained { id, since, now })
     }
 
     /// A person begins a new rollout of a group with a canary: the
@@ -242,13 +243,7 @@ pub trait Decisions: LockStore {
         group: &GroupName,
         now: Timestamp,
     ) -> impl Future<Output = Result<Decided<Beginning>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::BeginRollout { now });
-        async move {
-            expect(decided.await, "begin_rollout", |d| match d {
-                Decision::Beginning(outcome) => Ok(outcome),
-                other => Err(other),
-            })
-        }
+        answer(self, group, Operation::BeginRollout { now })
     }
 
     /// A person's pause; a group never used gets its item. A group already
@@ -260,8 +255,7 @@ pub trait Decisions: LockStore {
         group: &GroupName,
         pause: ByPerson,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Pause(pause));
-        async move { expect(decided.await, "pause", changed) }
+        answer(self, group, Operation::Pause(pause))
     }
 
     /// Clears a person's pause and the server's stop (a person looked);
@@ -271,8 +265,7 @@ pub trait Decisions: LockStore {
         &self,
         group: &GroupName,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Resume);
-        async move { expect(decided.await, "resume", changed) }
+        answer(self, group, Operation::Resume)
     }
 
     /// Keeps `id` out of the group's rollout: it takes no new slot, a slot it
@@ -285,13 +278,7 @@ pub trait Decisions: LockStore {
         id: &NodeId,
         exclusion: ByPerson,
     ) -> impl Future<Output = Result<Decided<Excluding>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Exclude { id, exclusion });
-        async move {
-            expect(decided.await, "exclude", |d| match d {
-                Decision::Excluding(outcome) => Ok(outcome),
-                other => Err(other),
-            })
-        }
+        answer(self, group, Operation::Exclude { id, exclusion })
     }
 
     /// Lets `id` take slots again; as `exclude`, one write on the group as read.
@@ -300,8 +287,7 @@ pub trait Decisions: LockStore {
         group: &GroupName,
         id: &NodeId,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::Include { id });
-        async move { expect(decided.await, "include", changed) }
+        answer(self, group, Operation::Include { id })
     }
 
     /// An alarm in ALARM pauses the group (one write); idempotent.
@@ -310,8 +296,7 @@ pub trait Decisions: LockStore {
         group: &GroupName,
         alarm: &str,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::PauseForAlarm { alarm });
-        async move { expect(decided.await, "pause_for_alarm", changed) }
+        answer(self, group, Operation::PauseForAlarm { alarm })
     }
 
     /// The alarm left ALARM: its pause is cleared (one write); idempotent.
@@ -320,19 +305,11 @@ pub trait Decisions: LockStore {
         group: &GroupName,
         alarm: &str,
     ) -> impl Future<Output = Result<Decided<Changed>, StoreError>> + Send {
-        let decided = self.decide(group, Operation::ClearAlarm { alarm });
-        async move { expect(decided.await, "clear_alarm", changed) }
+        answer(self, group, Operation::ClearAlarm { alarm })
     }
 }
 
 impl<S: LockStore + ?Sized> Decisions for S {}
-
-fn changed(decision: Decision) -> Result<Changed, Decision> {
-    match decision {
-        Decision::Changed(outcome) => Ok(outcome),
-        other => Err(other),
-    }
-}
 
 /// The rules' decision of `operation` on a group's `record`, changing it
 /// as the decision says: what the embedded store does under its lock, and
@@ -407,5 +384,67 @@ impl Decision {
             Operation::Drained { .. } => Decision::Drained(Drained::NoReservation),
             _ => Decision::Release(Release::NotHeld),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::agreement::{Digests, Recorded};
+    use crate::domain::store::Forgot;
+
+    /// A broken store: every decision it makes is a pause's.
+    struct AnswersChanged;
+
+    impl LockStore for AnswersChanged {
+        async fn decide(
+            &self,
+            _: &GroupName,
+            _: Operation<'_>,
+        ) -> Result<Decided<Decision>, StoreError> {
+            Ok(Decided {
+                outcome: Decision::Changed(Changed::Yes),
+                group: GroupRecord::default(),
+                write_units: None,
+            })
+        }
+        async fn forget(&self, _: &GroupName) -> Result<Forgot, StoreError> {
+            Ok(Forgot::NothingStored)
+        }
+        async fn groups(
+            &self,
+            _: Option<&GroupName>,
+        ) -> Result<Vec<(GroupName, GroupRecord)>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn wildcard_groups(&self) -> Result<Vec<GroupName>, StoreError> {
+            Ok(Vec::new())
+        }
+        async fn record_settings(&self, _: &str, _: &Digests) -> Result<Recorded, StoreError> {
+            Ok(Recorded::new())
+        }
+        async fn recorded_settings(&self) -> Result<Recorded, StoreError> {
+            Ok(Recorded::new())
+        }
+        async fn forget_region(&self, _: &str) -> Result<bool, StoreError> {
+            Ok(false)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_decision_of_another_kind_is_a_store_fault_never_a_panic() {
+        let group = GroupName::parse("workers").unwrap();
+        let id = NodeId::parse("n1").unwrap();
+        let refused = AnswersChanged
+            .acquire(&group, &id, GroupRules::default(), Timestamp(1))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            StoreError::Corrupt("the store answered Changed(Yes) to acquire".into())
+        );
+        // Its own kind is answered as it came.
+        let paused = AnswersChanged.resume(&group).await.unwrap();
+        assert_eq!(paused.outcome, Changed::Yes);
     }
 }
