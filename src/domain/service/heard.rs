@@ -304,7 +304,6 @@ fn paused(params: &ClientParams, group: &GroupRecord) -> Error {
     }
 }
 
-/// The refusal of a group that settles after its last release.
 /// The refusal of an excluded node, with who excluded it and why.
 fn excluded(params: &ClientParams, group: &GroupRecord) -> Error {
     Error::NodeExcluded {
