@@ -16,7 +16,6 @@ use crate::domain::groups::GroupSlots;
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRules;
 use crate::domain::windows::{Calendar, Schedule};
-use crate::domain::zones::ZoneGroup;
 
 /// The key of every group only `*` covers, in a region's record.
 pub(crate) const OTHERS: &str = "*";
@@ -62,9 +61,7 @@ impl SettingsDigests {
     pub(crate) fn of(groups: &GroupSlots, windows: &Schedule) -> Self {
         let mut digests = Digests::new();
         for (name, _) in groups.listed() {
-            if let Ok(mut rules) = groups.rules_for(name) {
-                // Split by zone: the zones gate's part.
-                rules.zone = groups.is_zoned(name).then(|| ZoneGroup::of(name));
+            if let Ok(rules) = groups.rules_as_set(name) {
                 digests.insert(
                     name.to_string(),
                     digest(rules, windows.calendar_for(name), windows),

@@ -228,14 +228,16 @@ impl GroupSlots {
     }
 
     /// Adds the leases of `FLEETLOCK_LEASE` (`workers=6h`): from
-    /// [`MIN_LEASE`] to [`MAX_LEASE`], for groups these slots configure.
+    /// [`MIN_LEASE`](crate::domain::lock::lease::MIN_LEASE) to
+    /// [`MAX_LEASE`](crate::domain::lock::lease::MAX_LEASE), for groups these slots configure.
     pub fn with_lease(self, spec: &str) -> Result<Self, GroupsError> {
         self.with_setting(spec, "a lease", "workers=6h", parse_lease, |s| &mut s.lease)
             .map_err(GroupsError::Lease)
     }
 
     /// Adds the drain gates of `FLEETLOCK_DRAIN` (`workers=15m,db=30m:grant`):
-    /// a timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`], then `hold` (the
+    /// a timeout from [`MIN_DRAIN`](crate::domain::lock::drain::MIN_DRAIN) to
+    /// [`MAX_DRAIN`](crate::domain::lock::drain::MAX_DRAIN), then `hold` (the
     /// default) or `grant`, for groups these slots configure.
     pub fn with_drain(self, spec: &str) -> Result<Self, GroupsError> {
         let example = "workers=15m,db=30m:grant";
@@ -256,7 +258,8 @@ impl GroupSlots {
     }
 
     /// Adds the return gates of `FLEETLOCK_RETURN` (`workers=20m`): a
-    /// return timeout from [`MIN_RETURN`] to [`MAX_RETURN`], for groups
+    /// return timeout from [`MIN_RETURN`](crate::domain::lock::returns::MIN_RETURN) to
+    /// [`MAX_RETURN`](crate::domain::lock::returns::MAX_RETURN), for groups
     /// these slots configure.
     pub fn with_return(self, spec: &str) -> Result<Self, GroupsError> {
         let what = "a return timeout";
@@ -398,6 +401,15 @@ impl GroupSlots {
     pub fn rules_for(&self, group: &GroupName) -> Result<GroupRules, Error> {
         self.slots_for(group)?;
         Ok(self.rules_of(group))
+    }
+
+    /// The rules the settings give `group` itself, as a person reads them
+    /// and the regions compare them: a group split by zone names its own
+    /// zone group, so that the zones gate has its say.
+    pub(crate) fn rules_as_set(&self, group: &GroupName) -> Result<GroupRules, Error> {
+        let mut rules = self.rules_for(group)?;
+        rules.zone = self.is_zoned(group).then(|| zones::ZoneGroup::of(group));
+        Ok(rules)
     }
 
     /// The rules of a group the names' reading gave ([`Self::meaning`]'s

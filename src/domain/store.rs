@@ -63,7 +63,7 @@ impl<T> Decided<T> {
     }
 }
 
-/// What [`LockStore::begin_rollout`] did.
+/// What [`Decisions::begin_rollout`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Beginning {
     /// The group's rollout begins again: its count is 0, so its next grant

@@ -6,7 +6,7 @@ use crate::domain::alarms::AlarmGates;
 use crate::domain::auth::Auth;
 use crate::domain::groups::MAX_SLOTS;
 use crate::domain::input::{GroupName, MAX_GROUP_CHARS, MAX_ID_BYTES, STORED_ID_BYTES};
-use crate::domain::lock::GroupRules;
+use crate::domain::lock::gates;
 use crate::domain::time::{Timestamp, format_duration};
 use crate::domain::windows::Schedule;
 
@@ -43,15 +43,11 @@ fn groups_section(config: &Config, gates: &AlarmGates, from: Timestamp) -> Strin
         }
     };
     for (name, _) in config.groups.listed() {
-        if let Ok(mut rules) = config.groups.rules_for(name) {
-            // Split by zone: every zone's group shares these rules.
-            rules.zone = config
-                .groups
-                .is_zoned(name)
-                .then(|| crate::domain::zones::ZoneGroup::of(name));
+        // Split by zone: every zone's group shares these rules.
+        if let Ok(rules) = config.groups.rules_as_set(name) {
             out.push_str(&format!(
                 "  {name}: {}, {}{}\n",
-                rules_text(rules),
+                gates::summary(&rules),
                 windows_text(&config.windows, Some(name), from),
                 alarms_of(Some(name))
             ));
@@ -61,7 +57,7 @@ fn groups_section(config: &Config, gates: &AlarmGates, from: Timestamp) -> Strin
         Some(rules) => out.push_str(&format!(
             "  * (every other valid group): {}, {}{}; at most {} such groups come into \
              existence (FLEETLOCK_MAX_WILDCARD_GROUPS)\n",
-            rules_text(rules),
+            gates::summary(&rules),
             windows_text(&config.windows, None, from),
             alarms_of(None),
             config.groups.wildcard_limit()
@@ -75,11 +71,6 @@ fn groups_section(config: &Config, gates: &AlarmGates, from: Timestamp) -> Strin
         );
     }
     out
-}
-
-/// A group's slots, settle time and gates, each as its gate says it.
-fn rules_text(rules: GroupRules) -> String {
-    crate::domain::lock::gates::summary(&rules)
 }
 
 /// A group's windows (or '*''s, for `None`) and when they next open or

@@ -57,7 +57,7 @@ impl GroupRecord {
         })
     }
 
-    /// A person begins a new rollout at `now` ([`crate::domain::store::LockStore::begin_rollout`]):
+    /// A person begins a new rollout at `now` ([`crate::domain::store::Decisions::begin_rollout`]):
     /// none of its grants made yet, so the next is a canary.
     pub(crate) fn begin_rollout(&mut self, now: Timestamp) -> bool {
         if self.rollout_began.is_some_and(|began| began >= now) {

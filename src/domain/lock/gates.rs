@@ -96,12 +96,7 @@ mod tests {
             Config::from_vars(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
                 .unwrap();
         let workers = GroupName::parse("workers").unwrap();
-        let mut rules = config.groups.rules_for(&workers).unwrap();
-        rules.zone = config
-            .groups
-            .is_zoned(&workers)
-            .then(|| crate::domain::zones::ZoneGroup::of(&workers));
-        rules
+        config.groups.rules_as_set(&workers).unwrap()
     }
 
     #[test]
