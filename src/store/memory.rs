@@ -101,11 +101,12 @@ impl LockStore for MemoryStore {
         operation: Operation<'_>,
     ) -> Result<Decided<Decision>, StoreError> {
         self.with_state(|state| {
+            let stored = state.groups.contains_key(group);
             // A group only `*` covers is counted before its first record,
             // as the DynamoDB store counts it.
             if let Operation::Acquire { rules, .. } = &operation
                 && let Some(limit) = rules.wildcard_limit
-                && !state.groups.contains_key(group)
+                && !stored
                 && !state.wildcard.contains(group)
             {
                 if state.wildcard.len() >= limit as usize {
@@ -114,7 +115,6 @@ impl LockStore for MemoryStore {
                 }
                 state.wildcard.insert(group.clone());
             }
-            let stored = state.groups.contains_key(group);
             on_record(&mut state.groups, group, |record| {
                 apply(record, operation, stored)
             })

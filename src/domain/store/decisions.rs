@@ -327,12 +327,12 @@ pub(crate) fn apply(record: &mut GroupRecord, operation: Operation<'_>, stored: 
     };
     match operation {
         Operation::Acquire { id, rules, now } => Decision::Acquire(record.acquire(id, rules, now)),
-        Operation::Release { .. } | Operation::Returned { .. } | Operation::Drained { .. }
-            if !stored =>
-        {
-            // Like a refused conditional write, on a group never stored.
-            Decision::from_nothing_stored(&operation)
+        // Like a refused conditional write, nothing on a group never stored.
+        Operation::Release { .. } if !stored => Decision::Release(Release::NotHeld),
+        Operation::Returned { .. } if !stored => {
+            Decision::Returned(Returned::NotReturning { holds: false })
         }
+        Operation::Drained { .. } if !stored => Decision::Drained(Drained::NoReservation),
         Operation::Release { id, returns, now } => {
             Decision::Release(record.release(id, returns, now))
         }
@@ -371,19 +371,6 @@ pub(crate) fn apply(record: &mut GroupRecord, operation: Operation<'_>, stored: 
         Operation::Include { id } => changed(record.excluded.remove(id).is_some()),
         Operation::PauseForAlarm { alarm } => changed(record.pause.alarms.insert(alarm.to_owned())),
         Operation::ClearAlarm { alarm } => changed(record.pause.alarms.remove(alarm)),
-    }
-}
-
-impl Decision {
-    /// What a release or a confirmation decides on a group never stored.
-    fn from_nothing_stored(operation: &Operation<'_>) -> Self {
-        match operation {
-            Operation::Returned { .. } => {
-                Decision::Returned(Returned::NotReturning { holds: false })
-            }
-            Operation::Drained { .. } => Decision::Drained(Drained::NoReservation),
-            _ => Decision::Release(Release::NotHeld),
-        }
     }
 }
 

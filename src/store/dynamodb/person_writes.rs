@@ -19,7 +19,7 @@ use crate::domain::time::Timestamp;
 
 impl DynamoStore {
     /// A pause or resume: `Yes` when the write went through.
-    pub(super) async fn change(
+    async fn change(
         &self,
         group: &GroupName,
         request: UpdateItemFluentBuilder,
@@ -30,7 +30,7 @@ impl DynamoStore {
 
     /// One write to the set of alarms pausing the group; refused (nothing
     /// changes) when the alarm is already in, or already out of, the set.
-    pub(super) async fn change_alarms(
+    async fn change_alarms(
         &self,
         group: &GroupName,
         alarm: &str,
