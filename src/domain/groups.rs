@@ -1,8 +1,9 @@
 //! The groups and their rules as the settings write them: slots per group
-//! (`FLEETLOCK_GROUPS`), settle times (`FLEETLOCK_SETTLE`), the bound on
-//! the groups only `*` covers, and each gate's setting kept per group
-//! (one `Settings` per group and one for `*`; each gate's own value is read
-//! by its module: `lock::lease`, `lock::drain`, `lock::returns`, `canary`).
+//! (`FLEETLOCK_GROUPS`), the groups split by zone (`FLEETLOCK_ZONES`), the
+//! bound on the groups only `*` covers, and each gate's setting kept per
+//! group (one `Settings` per group and one for `*`; each gate's own value is
+//! read by its module: `lock::settle`, `lock::lease`, `lock::drain`,
+//! `lock::returns`, `canary`).
 //! Parsed here, pure; [`crate::config`] reads the variables.
 
 use std::collections::{BTreeMap, BTreeSet};

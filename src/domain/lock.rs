@@ -15,8 +15,9 @@ pub use crate::domain::semaphore::Semaphore;
 use crate::domain::time::Timestamp;
 use crate::domain::zones::ZoneGroup;
 
-// The return gate's rules: a returning slot confirmed, or stopping its
-// group past the timeout; the same stop for a canary's wave past its time.
+// One file per gate: its rules over the record (and its setting's parse
+// where it has one), listed in `gates`; the return gate's also hold the stop
+// of a rollout, for a return or a canary's wave past its time.
 
 pub(crate) mod canary;
 pub(crate) mod drain;
