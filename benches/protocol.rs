@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
-use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules};
+use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Refusal};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::domain::windows::Schedule;
@@ -707,7 +707,10 @@ async fn return_write_units() {
             .acquire(&group, &id, rules, Timestamp::now())
             .await
             .expect("own");
-        assert!(matches!(own.outcome, Acquire::Returning { .. }));
+        assert!(matches!(
+            own.outcome,
+            Acquire::Refused(Refusal::Returning { .. })
+        ));
         measured(counter.get() - before, own.write_units);
         let before = counter.get();
         let newcomer = NodeId::parse("new").unwrap();
@@ -715,7 +718,7 @@ async fn return_write_units() {
             .acquire(&group, &newcomer, rules, Timestamp::now())
             .await
             .expect("new");
-        assert_eq!(refused.outcome, Acquire::Full);
+        assert_eq!(refused.outcome, Acquire::Refused(Refusal::Full));
         measured(counter.get() - before, refused.write_units);
         let before = counter.get();
         let stop = store
@@ -798,9 +801,9 @@ async fn zones_and_waves_write_units() {
             .expect("pre-reboot");
         let outcome = match decided.outcome {
             Acquire::Granted => "granted",
-            Acquire::OtherZone { .. } => "another_zone_out",
-            Acquire::WaveOut { .. } => "waiting_for_wave (wave_out)",
-            Acquire::Baking { .. } => "waiting_for_wave (baking)",
+            Acquire::Refused(Refusal::OtherZone { .. }) => "another_zone_out",
+            Acquire::Refused(Refusal::WaveOut { .. }) => "waiting_for_wave (wave_out)",
+            Acquire::Refused(Refusal::Baking { .. }) => "waiting_for_wave (baking)",
             _ => "unexpected",
         };
         row(

@@ -141,7 +141,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::domain::service::{Outcome, Refused};
+    use crate::domain::lock::Refusal;
+    use crate::domain::service::Outcome;
 
     /// An answer with nothing beside its holders: no refusal, expiry, drain,
     /// lease or return.
@@ -179,7 +180,7 @@ mod tests {
     #[test]
     fn a_line_is_valid_emf_with_the_oldest_holder_age() {
         let answer = quiet_answer(
-            Outcome::Refused(Refused::Full),
+            Outcome::Refused(Refusal::Full),
             2,
             2,
             Some(Duration::from_millis(7_200_900)),

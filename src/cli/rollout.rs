@@ -125,7 +125,7 @@ mod tests {
     use super::*;
     use crate::cli::testing::{group, node, printed};
     use crate::domain::canary::parse_canary;
-    use crate::domain::lock::{Acquire, GroupRules};
+    use crate::domain::lock::{Acquire, GroupRules, Refusal};
     use crate::store::memory::MemoryStore;
     use std::time::Duration;
 
@@ -176,7 +176,10 @@ mod tests {
             .acquire(&workers, &node("d"), rules, t(43))
             .await
             .unwrap();
-        assert!(matches!(next.outcome, Acquire::WaveOut { .. }), "{next:?}");
+        assert!(
+            matches!(next.outcome, Acquire::Refused(Refusal::WaveOut { .. })),
+            "{next:?}"
+        );
         for n in ["a", "b"] {
             store
                 .release(&workers, &node(n), false, t(50))
@@ -194,7 +197,7 @@ mod tests {
             .await
             .unwrap();
         assert!(
-            matches!(after.outcome, Acquire::WaveOut { .. }),
+            matches!(after.outcome, Acquire::Refused(Refusal::WaveOut { .. })),
             "the canary goes alone"
         );
         // A retry of the begin that lands late changes nothing.

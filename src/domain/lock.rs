@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::domain::canary::{CanaryRule, Wave};
 use crate::domain::input::{NodeId, PauseReason};
-pub use crate::domain::outcomes::{Acquire, Drained, Release, Returned};
+pub use crate::domain::outcomes::{Acquire, Drained, Refusal, Release, Returned};
 pub use crate::domain::semaphore::Semaphore;
 use crate::domain::time::Timestamp;
 use crate::domain::zones::ZoneGroup;
@@ -26,6 +26,7 @@ pub(crate) mod lease;
 pub(crate) mod returns;
 pub(crate) mod settle;
 pub(crate) mod zones;
+use drain::window_refusal;
 pub use returns::Stopping;
 
 /// What a person did, as it is recorded: a pause (`fleetlock pause`) or a
@@ -260,63 +261,53 @@ impl GroupRecord {
     /// reserved rather than granted, and only while the maintenance window
     /// stays open for the drain timeout.
     pub(crate) fn decide_acquire(&self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
-        if let (Some(&since), Some(timeout)) = (self.returning.get(id), rules.return_timeout) {
-            let until = since.plus(timeout);
-            Acquire::Returning {
-                since,
-                until,
-                overdue: now >= until,
-            }
-        } else if let Some(&since) = self.draining.get(id) {
-            self.decide_reserved(id, since, rules, now)
-        } else if self.holders.holds(id) {
-            Acquire::AlreadyHeld
-        } else if self.excluded.contains_key(id) {
-            Acquire::Excluded
-        } else if self.pause.is_paused() {
-            Acquire::Paused
-        } else if let Some(until) = self.settling_until(rules.settle, now) {
-            Acquire::Settling { until }
-        } else {
-            let outcome = match self.holders.decide_acquire(id, rules.slots) {
-                Acquire::Full => rules
-                    .lease
-                    .and_then(|lease| self.expired(lease, rules.slots, now))
-                    .map_or(Acquire::Full, |(holder, since)| Acquire::TakesExpired {
+        if let Some(refusal) = self.return_refusal(id, rules.return_timeout, now) {
+            return Acquire::Refused(refusal);
+        }
+        if let Some(&since) = self.draining.get(id) {
+            return self.decide_reserved(id, since, rules, now);
+        }
+        if self.holders.holds(id) {
+            return Acquire::AlreadyHeld;
+        }
+        let held_back = (self.exclusion_refusal(id))
+            .or_else(|| self.pause_refusal())
+            .or_else(|| self.settle_refusal(rules.settle, now));
+        if let Some(refusal) = held_back {
+            return Acquire::Refused(refusal);
+        }
+        // A slot the count allows: a free one, or one held past its lease.
+        let outcome = match self.holders.decide_acquire(id, rules.slots) {
+            Acquire::Refused(Refusal::Full) => rules
+                .lease
+                .and_then(|lease| self.expired(lease, rules.slots, now))
+                .map_or(Acquire::Refused(Refusal::Full), |(holder, since)| {
+                    Acquire::TakesExpired {
                         holder: holder.clone(),
                         since,
-                    }),
-                outcome => outcome,
-            };
-            let outcome = match (outcome, rules.zone) {
-                (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(zone)) => {
-                    let replaced = match &outcome {
-                        Acquire::TakesExpired { holder, .. } => Some(holder),
-                        _ => None,
-                    };
-                    match self.other_zone_out(zone, replaced) {
-                        Some(out) => Acquire::OtherZone { zone: out },
-                        None => outcome,
                     }
-                }
-                (outcome, _) => outcome,
-            };
-            let outcome = match (outcome, rules.canary) {
-                (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(canary)) => {
-                    self.wave_refusal(canary, now).unwrap_or(outcome)
-                }
-                (outcome, _) => outcome,
-            };
-            match (outcome, rules.drain) {
-                (outcome @ (Acquire::Granted | Acquire::TakesExpired { .. }), Some(drain)) => {
-                    match drain.window_closes {
-                        Some(closes) => Acquire::WindowTooShort { closes },
-                        None if outcome == Acquire::Granted => Acquire::Reserves,
-                        None => outcome,
-                    }
-                }
-                (outcome, _) => outcome,
-            }
+                }),
+            outcome => outcome,
+        };
+        let replaced = match &outcome {
+            Acquire::Granted => None,
+            Acquire::TakesExpired { holder, .. } => Some(holder),
+            _ => return outcome,
+        };
+        // The gates on a slot the count allows, in the order of answers.
+        let gated = (rules
+            .zone
+            .and_then(|zone| self.zone_refusal(zone, replaced)))
+        .or_else(|| {
+            rules
+                .canary
+                .and_then(|canary| self.wave_refusal(canary, now))
+        })
+        .or_else(|| rules.drain.and_then(window_refusal));
+        match (gated, rules.drain) {
+            (Some(refusal), _) => Acquire::Refused(refusal),
+            (None, Some(_)) if outcome == Acquire::Granted => Acquire::Reserves,
+            (None, _) => outcome,
         }
     }
 
@@ -377,6 +368,16 @@ impl GroupRecord {
         }
         self.slots = Some(rules.slots);
         outcome
+    }
+
+    /// A person keeps the node out of the rollout.
+    fn exclusion_refusal(&self, id: &NodeId) -> Option<Refusal> {
+        self.excluded.contains_key(id).then_some(Refusal::Excluded)
+    }
+
+    /// A person, an alarm or the server's stop paused the group.
+    fn pause_refusal(&self) -> Option<Refusal> {
+        self.pause.is_paused().then_some(Refusal::Paused)
     }
 
     /// A node that takes a slot starts afresh: no renewal of an earlier

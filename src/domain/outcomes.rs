@@ -5,7 +5,8 @@ use crate::domain::canary::Wave;
 use crate::domain::input::NodeId;
 use crate::domain::time::Timestamp;
 
-/// The answer to a request for a slot.
+/// The answer to a request for a slot: what happened to it, or the one
+/// refusal of the gate that held the node back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Acquire {
     /// The node took a free slot.
@@ -16,6 +17,23 @@ pub enum Acquire {
     TakesExpired { holder: NodeId, since: Timestamp },
     /// The node already held a slot; it keeps that one.
     AlreadyHeld,
+    /// A free slot, in a group with a drain gate: the node reserved it and
+    /// waits for its drain to be confirmed.
+    Reserves,
+    /// The node's reservation, since `since`, passed its drain timeout in a
+    /// group that grants on timeout (or whose drain gate was removed): the
+    /// node takes its slot undrained.
+    DrainTimedOut { since: Timestamp },
+    /// The node took no slot: the gate's refusal.
+    Refused(Refusal),
+}
+
+/// Why a node took no slot: the one type every gate refuses with, from its
+/// rule over the record to the outcome word the log line and the metric
+/// carry ([`Refusal::word`]). The sentence the node hears is built from it
+/// at the service's edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
     /// Every slot is taken by other nodes.
     Full,
     /// A person keeps this node out of the rollout.
@@ -24,9 +42,6 @@ pub enum Acquire {
     Paused,
     /// A slot was given back less than the settle time ago.
     Settling { until: Timestamp },
-    /// A free slot, in a group with a drain gate: the node reserved it and
-    /// waits for its drain to be confirmed.
-    Reserves,
     /// The node's slot is reserved since `since` and waits for its drain,
     /// until `until`; `overdue` past it, when the group holds on timeout.
     Draining {
@@ -34,10 +49,6 @@ pub enum Acquire {
         until: Timestamp,
         overdue: bool,
     },
-    /// The node's reservation, since `since`, passed its drain timeout in a
-    /// group that grants on timeout (or whose drain gate was removed): the
-    /// node takes its slot undrained.
-    DrainTimedOut { since: Timestamp },
     /// A slot is free (or expired), but the group's maintenance window
     /// closes at `closes`, before a drain begun now would time out.
     WindowTooShort { closes: Timestamp },
@@ -62,6 +73,28 @@ pub enum Acquire {
     /// The group has no item yet, only `*` covers it, and as many such
     /// groups as allowed exist already: nothing was stored.
     TooManyGroups { limit: u32 },
+}
+
+impl Refusal {
+    /// The outcome word of the refusal, as the log line and the `Outcome`
+    /// metric carry it (a reservation past its drain timeout, in a group
+    /// that holds on timeout, is counted apart for the alarm).
+    pub fn word(&self) -> &'static str {
+        match self {
+            Refusal::Full => "full",
+            Refusal::Paused => "paused",
+            Refusal::Excluded => "excluded",
+            Refusal::Settling { .. } => "settling",
+            Refusal::OtherZone { .. } => "other_zone",
+            Refusal::WaveOut { .. } => "wave_out",
+            Refusal::Baking { .. } => "baking",
+            Refusal::TooManyGroups { .. } => "too_many_groups",
+            Refusal::Draining { overdue: false, .. } => "waiting_for_drain",
+            Refusal::Draining { overdue: true, .. } => "drain_overdue",
+            Refusal::WindowTooShort { .. } => "window_closing",
+            Refusal::Returning { .. } => "waiting_for_return",
+        }
+    }
 }
 
 /// The answer to a confirmation that a node was drained.

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::domain::input::NodeId;
-use crate::domain::outcomes::{Acquire, Release};
+use crate::domain::outcomes::{Acquire, Refusal, Release};
 use crate::domain::time::Timestamp;
 
 /// One group's holders and when each took its slot. Kept sorted by id so that
@@ -29,7 +29,7 @@ impl Semaphore {
         } else if self.holders.len() < slots as usize {
             Acquire::Granted
         } else {
-            Acquire::Full
+            Acquire::Refused(Refusal::Full)
         }
     }
 

@@ -21,8 +21,8 @@ use crate::domain::windows::{Schedule, WindowState};
 mod heard;
 
 pub use heard::{
-    Answer, ExpiredSlot, Grant, Outcome, Refused, Returns, drains_overdue, excluded_because,
-    paused_because, returns,
+    Answer, ExpiredSlot, Grant, Outcome, Returns, drains_overdue, excluded_because, paused_because,
+    returns,
 };
 
 pub struct FleetLock<S> {

@@ -295,7 +295,7 @@ mod tests {
     use super::*;
     use crate::domain::groups::GroupSlots;
     use crate::domain::input::{GroupName, NodeId};
-    use crate::domain::lock::Acquire;
+    use crate::domain::lock::{Acquire, Refusal};
     use crate::domain::time::Timestamp;
     use crate::store::memory::MemoryStore;
 
@@ -552,7 +552,7 @@ mod tests {
         let asked = confirmer.store.acquire(&group, &other, rules, week_later);
         assert_eq!(
             asked.await.unwrap().outcome,
-            Acquire::Full,
+            Acquire::Refused(Refusal::Full),
             "full, not stopped"
         );
     }

@@ -8,8 +8,8 @@ use std::sync::Mutex;
 
 use crate::domain::agreement::{Digests, Recorded};
 use crate::domain::input::GroupName;
-use crate::domain::lock::Acquire;
 use crate::domain::lock::GroupRecord;
+use crate::domain::lock::{Acquire, Refusal};
 use crate::domain::store::{Decided, Forgot, LockStore, StoreError};
 use crate::domain::store::{Decision, Operation, apply};
 
@@ -110,7 +110,8 @@ impl LockStore for MemoryStore {
                 && !state.wildcard.contains(group)
             {
                 if state.wildcard.len() >= limit as usize {
-                    let refused = Decision::Acquire(Acquire::TooManyGroups { limit });
+                    let refused =
+                        Decision::Acquire(Acquire::Refused(Refusal::TooManyGroups { limit }));
                     return decided(refused, &GroupRecord::default());
                 }
                 state.wildcard.insert(group.clone());

@@ -211,7 +211,7 @@ fn check_step(
                     ));
                 }
             }
-            if takes_a_slot(answer.outcome) {
+            if takes_a_slot(&answer.outcome) {
                 let why = if before.record.pause.is_paused() {
                     Some("paused or stopped")
                 } else if before.record.excluded.contains_key(id) {
@@ -229,7 +229,7 @@ fn check_step(
                 }
             }
             if let (true, Some(canary)) =
-                (takes_a_slot(answer.outcome), world.canary(before.settings))
+                (takes_a_slot(&answer.outcome), world.canary(before.settings))
             {
                 // Every wave before the rest is one node (world::CANARY):
                 // such a grant finds no other node out; and a wave after

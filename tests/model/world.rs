@@ -751,7 +751,7 @@ fn retime(record: &GroupRecord, f: &mut impl FnMut(Timestamp) -> Timestamp) -> G
 
 /// The outcomes that give a node a slot it did not hold: what no pause,
 /// exclusion or closed window may let through.
-pub fn takes_a_slot(outcome: Outcome) -> bool {
+pub fn takes_a_slot(outcome: &Outcome) -> bool {
     matches!(
         outcome,
         Outcome::Granted(Grant::Free)

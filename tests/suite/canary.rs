@@ -9,7 +9,7 @@ use std::time::Duration;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::canary::parse_canary;
 use fleetlock::domain::groups::GroupSlots;
-use fleetlock::domain::lock::{Acquire, GroupRules, Release, StopCause, Stopping};
+use fleetlock::domain::lock::{Acquire, GroupRules, Refusal, Release, StopCause, Stopping};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
@@ -48,27 +48,27 @@ async fn a_canary_then_a_wave_then_the_rest<S: LockStore>(store: &S) {
     assert_eq!(take(store, &g, "c", rules, at(0)).await, Acquire::Granted);
     assert!(matches!(
         take(store, &g, "a", rules, at(1)).await,
-        Acquire::WaveOut { wave } if wave.index == Some(0)
+        Acquire::Refused(Refusal::WaveOut { wave }) if wave.index == Some(0)
     ));
     release(store, "c", 10).await;
     assert_eq!(
         take(store, &g, "a", rules, at(20)).await,
-        Acquire::Baking {
+        Acquire::Refused(Refusal::Baking {
             wave: rules.canary.unwrap().wave_of(1),
             until: at(40)
-        }
+        })
     );
     assert_eq!(take(store, &g, "a", rules, at(40)).await, Acquire::Granted);
     assert_eq!(take(store, &g, "b", rules, at(41)).await, Acquire::Granted);
     assert!(matches!(
         take(store, &g, "d", rules, at(42)).await,
-        Acquire::WaveOut { wave } if wave.index == Some(1)
+        Acquire::Refused(Refusal::WaveOut { wave }) if wave.index == Some(1)
     ));
     release(store, "a", 50).await;
     release(store, "b", 55).await;
     assert!(matches!(
         take(store, &g, "d", rules, at(60)).await,
-        Acquire::Baking { until, .. } if until == at(85)
+        Acquire::Refused(Refusal::Baking { until, .. }) if until == at(85)
     ));
     for (n, node) in ["d", "e", "f"].into_iter().enumerate() {
         assert_eq!(
@@ -77,7 +77,10 @@ async fn a_canary_then_a_wave_then_the_rest<S: LockStore>(store: &S) {
             "{node}: the rest go at the slots"
         );
     }
-    assert_eq!(take(store, &g, "g", rules, at(90)).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "g", rules, at(90)).await,
+        Acquire::Refused(Refusal::Full)
+    );
     let record = stored(store, &g).await;
     assert_eq!(record.wave_grants, Some(6));
     assert_eq!(record.rollout_began, Some(at(0)));
@@ -117,7 +120,7 @@ async fn a_quiet_group_begins_again_with_a_canary<S: LockStore>(store: &S) {
     );
     assert!(matches!(
         take(store, &g, "z", rules, at(next + 1)).await,
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     let record = stored(store, &g).await;
     assert_eq!(record.wave_grants, Some(1));
@@ -157,7 +160,10 @@ async fn a_canary_that_does_not_come_back_stops_the_group<S: LockStore>(store: &
         (StopCause::Wave, at(0))
     );
     assert_eq!(stop(66).await.unwrap().outcome, Stopping::AlreadyCounted);
-    assert_eq!(take(store, &g, "a", rules, at(67)).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &g, "a", rules, at(67)).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     assert_eq!(
         store.resume(&g).await.unwrap().outcome,
         fleetlock::domain::store::Changed::Yes
@@ -170,7 +176,7 @@ async fn a_canary_that_does_not_come_back_stops_the_group<S: LockStore>(store: &
     );
     assert!(matches!(
         take(store, &g, "a", rules, at(71)).await,
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     // Once the canary gave its slot back, a stop for it changes nothing.
     release(store, "c", 80).await;
@@ -258,7 +264,7 @@ async fn nodes_racing_on_a_quiet_group_on_dynamodb_let_one_canary_go() {
     for node in nodes {
         match node.await.unwrap() {
             Acquire::Granted => granted += 1,
-            Acquire::WaveOut { .. } | Acquire::Full => {}
+            Acquire::Refused(Refusal::WaveOut { .. }) | Acquire::Refused(Refusal::Full) => {}
             other => panic!("{other:?}"),
         }
     }
@@ -284,7 +290,7 @@ async fn a_forgotten_group_begins_a_rollout_at_its_next_grant<S: LockStore>(stor
     assert_eq!(take(store, &g, "b", rules, at(51)).await, Acquire::Granted);
     assert!(matches!(
         take(store, &g, "d", rules, at(52)).await,
-        Acquire::WaveOut { wave } if wave.index == Some(0)
+        Acquire::Refused(Refusal::WaveOut { wave }) if wave.index == Some(0)
     ));
     assert_eq!(stored(store, &g).await.rollout_began, Some(at(51)));
 }

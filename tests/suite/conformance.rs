@@ -516,7 +516,7 @@ async fn a_zone_recorded_before_the_split_was_switched_off_lets_no_zone_beside_i
         (Op::Acquire(0, 6), 3),
     ];
     let (last, group) = both_agree_on("split-off", &sequence).await;
-    assert_eq!(last, "OtherZone { zone: \"\" }");
+    assert_eq!(last, "Refused(OtherZone { zone: \"\" })");
     assert_eq!((group.holders.len(), group.zone), (1, None));
 }
 
@@ -534,7 +534,7 @@ async fn the_rest_of_a_rollout_goes_at_the_slots_and_no_further() {
         (Op::Acquire(2, 8), 14),
     ];
     let (last, group) = both_agree_on("rest", &sequence).await;
-    assert_eq!((last.as_str(), group.holders.len()), ("Full", 2));
+    assert_eq!((last.as_str(), group.holders.len()), ("Refused(Full)", 2));
 }
 
 /// Sequences run at once in each case, each in a group of its own:

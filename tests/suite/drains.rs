@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
-    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Release,
+    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Refusal, Release,
 };
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
@@ -57,11 +57,11 @@ async fn drained<S: LockStore>(
 }
 
 fn waiting(since: Timestamp, overdue: bool) -> Acquire {
-    Acquire::Draining {
+    Acquire::Refused(Refusal::Draining {
         since,
         until: since.plus(TIMEOUT),
         overdue,
-    }
+    })
 }
 
 /// A reservation counts against the slots, waits, and becomes the slot at
@@ -74,7 +74,10 @@ async fn a_reservation_waits_for_its_confirmation<S: LockStore>(store: &S) {
     let record = stored(store, &g).await;
     assert_eq!(record.holders.len(), 1, "the reservation counts");
     assert_eq!(record.draining.get(&id("a")), Some(&T0));
-    assert_eq!(take(store, &g, "b", one, T0).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "b", one, T0).await,
+        Acquire::Refused(Refusal::Full)
+    );
     let later = T0.plus(Duration::from_secs(300));
     assert_eq!(take(store, &g, "a", one, later).await, waiting(T0, false));
 
@@ -142,7 +145,7 @@ async fn a_timeout_holds_or_grants_and_a_pause_wins<S: LockStore>(store: &S) {
     store.pause_for_alarm(&g, "db-errors").await.unwrap();
     assert_eq!(
         take(store, &g, "a", gated(2, GRANT), due).await,
-        Acquire::Paused
+        Acquire::Refused(Refusal::Paused)
     );
     assert_eq!(drained(store, &g, "a", None, due).await, Drained::Paused);
     store.clear_alarm(&g, "db-errors").await.unwrap();
@@ -155,7 +158,7 @@ async fn a_timeout_holds_or_grants_and_a_pause_wins<S: LockStore>(store: &S) {
     store.exclude(&g, &id("a"), exclusion).await.unwrap();
     assert_eq!(
         take(store, &g, "a", gated(2, GRANT), due).await,
-        Acquire::Excluded
+        Acquire::Refused(Refusal::Excluded)
     );
     assert_eq!(drained(store, &g, "a", None, due).await, Drained::Excluded);
     store.include(&g, &id("a")).await.unwrap();
@@ -189,7 +192,7 @@ async fn settle_windows_and_leases_meet_the_gate<S: LockStore>(store: &S) {
     store.release(&g, &id("a"), false, back).await.unwrap();
     assert!(matches!(
         take(store, &g, "b", settle, back.plus(Duration::from_secs(1))).await,
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
 
     let closes = back.plus(Duration::from_secs(3600));
@@ -199,7 +202,7 @@ async fn settle_windows_and_leases_meet_the_gate<S: LockStore>(store: &S) {
     }
     assert_eq!(
         take(store, &g, "b", closing, back.plus(Duration::from_secs(600))).await,
-        Acquire::WindowTooShort { closes }
+        Acquire::Refused(Refusal::WindowTooShort { closes })
     );
     assert!(
         stored(store, &g).await.holders.is_empty(),
@@ -233,7 +236,10 @@ async fn settle_windows_and_leases_meet_the_gate<S: LockStore>(store: &S) {
         record.draining.contains_key(&id("waits")),
         "never taken over"
     );
-    assert_eq!(take(store, &g, "other", leased, late).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "other", leased, late).await,
+        Acquire::Refused(Refusal::Full)
+    );
 }
 
 #[tokio::test]
@@ -302,7 +308,7 @@ async fn every_drain_answer_is_one_request_and_a_grant_on_timeout_two() {
     let before = requests.get();
     assert_eq!(
         take(&store, &g, "c", gated(2, GRANT), soon).await,
-        Acquire::Full
+        Acquire::Refused(Refusal::Full)
     );
     assert_eq!(
         drained(&store, &g, "c", None, soon).await,
@@ -380,7 +386,7 @@ async fn askers_and_confirmations_racing_never_over_reserve() {
     for task in tasks {
         match task.await.unwrap() {
             (node, Ok(Acquire::Reserves)) => reserved.push(node),
-            (_, Ok(Acquire::Full)) => {}
+            (_, Ok(Acquire::Refused(Refusal::Full))) => {}
             (node, Err(Drained::Granted)) => confirmed.push(node),
             (_, Err(Drained::NoReservation)) => {}
             (node, other) => panic!("{node}: {other:?}"),

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType,
 };
 use fleetlock::domain::input::GroupName;
-use fleetlock::domain::lock::{Acquire, GroupRules, Release};
+use fleetlock::domain::lock::{Acquire, GroupRules, Refusal, Release};
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::dynamodb::{DynamoStore, Regional, TableProblem};
@@ -154,7 +154,7 @@ async fn a_full_group_refuses_and_keeps_its_holders() {
         .acquire(&g, &id("c"), slots(2), Timestamp(2))
         .await
         .unwrap();
-    assert_eq!(refused.outcome, Acquire::Full);
+    assert_eq!(refused.outcome, Acquire::Refused(Refusal::Full));
     assert_eq!(refused.group.holders.len(), 2);
     let ids: Vec<_> = holders(&store, "workers")
         .await
@@ -172,12 +172,18 @@ async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
         .acquire(&g, &id("a"), slots(1), Timestamp(1))
         .await
         .unwrap();
-    assert_eq!(take(&store, &g, "b", 1, 2).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "b", 1, 2).await,
+        Acquire::Refused(Refusal::Full)
+    );
     // Raised to 3: two more fit.
     assert_eq!(take(&store, &g, "b", 3, 3).await, Acquire::Granted);
     assert_eq!(take(&store, &g, "c", 3, 4).await, Acquire::Granted);
     // Lowered to 1: nobody is evicted, nobody new enters, holders still hear yes.
-    assert_eq!(take(&store, &g, "d", 1, 5).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "d", 1, 5).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(take(&store, &g, "c", 1, 5).await, Acquire::AlreadyHeld);
     assert_eq!(holders(&store, "default").await.len(), 3);
     store
@@ -188,7 +194,10 @@ async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
         .release(&g, &id("b"), false, Timestamp(5))
         .await
         .unwrap();
-    assert_eq!(take(&store, &g, "d", 1, 6).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "d", 1, 6).await,
+        Acquire::Refused(Refusal::Full)
+    );
     store
         .release(&g, &id("c"), false, Timestamp(6))
         .await
@@ -200,14 +209,20 @@ async fn slot_count_raised_and_lowered_applies_at_once_without_eviction() {
 async fn zero_slots_freeze_a_group_even_on_first_use() {
     let (store, _) = dynamo_store("frozen").await;
     let g = group("frozen");
-    assert_eq!(take(&store, &g, "a", 0, 1).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "a", 0, 1).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert!(holders(&store, "frozen").await.is_empty());
     store
         .acquire(&g, &id("b"), slots(1), Timestamp(2))
         .await
         .unwrap();
     assert_eq!(take(&store, &g, "b", 0, 3).await, Acquire::AlreadyHeld);
-    assert_eq!(take(&store, &g, "c", 0, 3).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "c", 0, 3).await,
+        Acquire::Refused(Refusal::Full)
+    );
 }
 
 /// What `call` decided, and the HTTP requests the client sent to DynamoDB
@@ -258,12 +273,12 @@ async fn every_protocol_decision_is_exactly_one_request() {
         (
             "full",
             requests_for(&requests, acquire(&g, &b, slots(1), 3)).await,
-            "Full",
+            "Refused(Full)",
         ),
         (
             "paused",
             requests_for(&requests, acquire(&frozen, &b, slots(1), 3)).await,
-            "Paused",
+            "Refused(Paused)",
         ),
         (
             "release by a non-holder",
@@ -278,7 +293,7 @@ async fn every_protocol_decision_is_exactly_one_request() {
         (
             "settling",
             requests_for(&requests, acquire(&g, &b, settle_1h, 6)).await,
-            "Settling { until: Timestamp(3600005) }",
+            "Refused(Settling { until: Timestamp(3600005) })",
         ),
     ];
     for (label, (outcome, sent), expected) in cases {
@@ -315,7 +330,7 @@ async fn a_race_of_many_nodes_never_over_grants() {
             let (node, outcome) = task.await.unwrap();
             match outcome {
                 Acquire::Granted => assert!(granted.insert(node.to_string())),
-                Acquire::Full => {}
+                Acquire::Refused(Refusal::Full) => {}
                 other => panic!("{node} never asked before and nothing pauses: {other:?}"),
             }
         }
@@ -526,14 +541,17 @@ async fn pauses_and_settle_times_racing_grants_never_over_grant() {
     // The race ran through every state, not around them.
     assert!(grants.len() >= 5, "{} grants", grants.len());
     assert!(
-        count(|o| *o == Acquire::Paused) > 0,
+        count(|o| *o == Acquire::Refused(Refusal::Paused)) > 0,
         "no refusal while paused"
     );
     assert!(
-        count(|o| matches!(o, Acquire::Settling { .. })) > 0,
+        count(|o| matches!(o, Acquire::Refused(Refusal::Settling { .. }))) > 0,
         "no refusal while settling"
     );
-    assert!(count(|o| *o == Acquire::Full) > 0, "no refusal while full");
+    assert!(
+        count(|o| *o == Acquire::Refused(Refusal::Full)) > 0,
+        "no refusal while full"
+    );
     assert!(holders(&store, "default").await.is_empty());
 }
 
@@ -590,7 +608,10 @@ async fn a_holder_stored_by_version_0_1_keeps_its_slot_and_never_gets_a_second()
         take(&store, &g, "new-node", 2, 6_000).await,
         Acquire::Granted
     );
-    assert_eq!(take(&store, &g, "third", 2, 7_000).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "third", 2, 7_000).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(
         take(&store, &g, "old-node", 2, 8_000).await,
         Acquire::AlreadyHeld
@@ -654,7 +675,10 @@ async fn write_units_grow_with_the_holders_of_a_group() {
         .acquire(&g, &id("late"), slots(60), Timestamp(9))
         .await
         .unwrap();
-    assert_eq!((full.outcome, full.write_units), (Acquire::Full, None));
+    assert_eq!(
+        (full.outcome, full.write_units),
+        (Acquire::Refused(Refusal::Full), None)
+    );
 }
 
 #[tokio::test]

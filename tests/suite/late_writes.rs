@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fleetlock::domain::input::GroupName;
 use fleetlock::domain::lock::GroupRecord;
-use fleetlock::domain::lock::{Acquire, Release};
+use fleetlock::domain::lock::{Acquire, Refusal, Release};
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
@@ -53,7 +53,7 @@ async fn after_the_late_writes<S: LockStore>(store: &S) {
     // Inside the later release's settle period: refused.
     assert_eq!(
         take(store, "newcomer", SETTLE, 11_500).await,
-        Acquire::Settling { until }
+        Acquire::Refused(Refusal::Settling { until })
     );
     assert_eq!(
         take(store, "newcomer", SETTLE, 12_000).await,
@@ -86,7 +86,7 @@ async fn late_steady_state_and_late_pre_reboot<S: LockStore>(store: &S) {
     assert_eq!(give_back(store, "c", 45_000).await, Release::Released);
     assert!(matches!(
         take(store, "c", Duration::ZERO, 40_000).await,
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     assert!(!stored(store).await.holders.holds(&id("c")));
 }

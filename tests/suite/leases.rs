@@ -9,7 +9,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::PauseReason;
 use fleetlock::domain::lock::GroupRecord;
-use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Release};
+use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Refusal, Release};
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
@@ -59,13 +59,16 @@ async fn a_slot_past_its_lease_goes_to_the_next_asker<S: LockStore>(store: &S) {
 
     // A millisecond short of the lease: full, like any full group.
     let almost = T0.plus(LEASE).minus(Duration::from_millis(1));
-    assert_eq!(take(store, &g, "asker", two, almost).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "asker", two, almost).await,
+        Acquire::Refused(Refusal::Full)
+    );
     // Without a lease, held until given back, however old.
     let much_later = T0.plus(LEASE * 3);
     let no_lease = GroupRules { lease: None, ..two };
     assert_eq!(
         take(store, &g, "asker", no_lease, much_later).await,
-        Acquire::Full
+        Acquire::Refused(Refusal::Full)
     );
 
     let at = T0.plus(LEASE);
@@ -90,7 +93,10 @@ async fn a_slot_past_its_lease_goes_to_the_next_asker<S: LockStore>(store: &S) {
     );
     let released = store.release(&g, &id("gone"), false, at).await.unwrap();
     assert_eq!(released.outcome, Release::NotHeld);
-    assert_eq!(take(store, &g, "gone", two, at).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "gone", two, at).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(held_by(&stored(store, &g).await).len(), 2);
 }
 
@@ -103,7 +109,10 @@ async fn other_refusals_win_over_an_expired_slot<S: LockStore>(store: &S) {
     let at = T0.plus(LEASE * 2);
 
     store.pause_for_alarm(&g, "db-errors").await.unwrap();
-    assert_eq!(take(store, &g, "asker", one, at).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &g, "asker", one, at).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     store.clear_alarm(&g, "db-errors").await.unwrap();
 
     let exclusion = ByPerson {
@@ -112,7 +121,10 @@ async fn other_refusals_win_over_an_expired_slot<S: LockStore>(store: &S) {
         by: "ana".into(),
     };
     store.exclude(&g, &id("sick"), exclusion).await.unwrap();
-    assert_eq!(take(store, &g, "sick", one, at).await, Acquire::Excluded);
+    assert_eq!(
+        take(store, &g, "sick", one, at).await,
+        Acquire::Refused(Refusal::Excluded)
+    );
 
     // Settling: a release of another group member (slots were raised, then
     // lowered again) started the settle period.
@@ -136,7 +148,7 @@ async fn other_refusals_win_over_an_expired_slot<S: LockStore>(store: &S) {
             at.plus(Duration::from_secs(1))
         )
         .await,
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     assert_eq!(held_by(&stored(store, &g).await), [("stuck".into(), T0.0)]);
     // Once it settled, the expired slot changes hands.
@@ -155,7 +167,10 @@ async fn a_lowered_count_is_never_taken_over<S: LockStore>(store: &S) {
         assert_eq!(take(store, &g, node, leased(3), T0).await, Acquire::Granted);
     }
     let at = T0.plus(LEASE * 2);
-    assert_eq!(take(store, &g, "d", leased(2), at).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "d", leased(2), at).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(held_by(&stored(store, &g).await).len(), 3);
     store.release(&g, &id("c"), false, T0).await.unwrap();
     // Two of two: one expired slot changes hands, two holders stay.
@@ -173,7 +188,10 @@ async fn a_holder_that_asks_again_keeps_its_slot<S: LockStore>(store: &S) {
     let past = T0.plus(LEASE + Duration::from_secs(60));
     assert_eq!(take(store, &g, "a", one, past).await, Acquire::AlreadyHeld);
     let next = past.plus(Duration::from_secs(1));
-    assert_eq!(take(store, &g, "b", one, next).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "b", one, next).await,
+        Acquire::Refused(Refusal::Full)
+    );
     let record = stored(store, &g).await;
     assert_eq!(
         held_by(&record),
@@ -194,7 +212,10 @@ async fn a_holder_that_asks_again_keeps_its_slot<S: LockStore>(store: &S) {
     assert_eq!(record.taken.get(&id("a")), Some(&expiry));
     assert!(record.renewed.is_empty(), "no renewal of a slot lost");
     // The loser's pre-reboot is refused, never a 200, and renews nothing.
-    assert_eq!(take(store, &g, "a", one, expiry).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "a", one, expiry).await,
+        Acquire::Refused(Refusal::Full)
+    );
     // Its steady-state frees nothing; b's release frees the slot, and a
     // takes it afresh: its mark goes.
     assert_eq!(
@@ -248,7 +269,10 @@ async fn a_take_over_is_two_requests_and_every_other_answer_one() {
     assert_eq!(count(before), 1, "a grant");
     let before = requests.get();
     let young = T0.plus(LEASE / 2);
-    assert_eq!(take(&store, &g, "asker", one, young).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "asker", one, young).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(
         count(before),
         1,
@@ -273,7 +297,10 @@ async fn a_take_over_is_two_requests_and_every_other_answer_one() {
         "the new holder asking again: the refused grant, then its renewal"
     );
     let before = requests.get();
-    assert_eq!(take(&store, &g, "gone", one, at).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "gone", one, at).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(
         count(before),
         1,
@@ -410,8 +437,8 @@ async fn askers_racing_for_expired_slots_with_exclusions_never_over_grant() {
                 taken.push(holder.as_str().to_owned());
                 winners.push(node);
             }
-            Acquire::Excluded => assert!(number.is_multiple_of(4), "{node}"),
-            Acquire::Full => {}
+            Acquire::Refused(Refusal::Excluded) => assert!(number.is_multiple_of(4), "{node}"),
+            Acquire::Refused(Refusal::Full) => {}
             other => panic!("{node}: {other:?}"),
         }
     }
@@ -460,18 +487,21 @@ async fn a_renewal_racing_a_take_over_has_exactly_one_winner() {
                 tokio::spawn(async move { (node, take(&*store, &g, node, one, at).await) })
             })
             .collect();
-        let mut outcomes = [Acquire::Full, Acquire::Full];
+        let mut outcomes = [
+            Acquire::Refused(Refusal::Full),
+            Acquire::Refused(Refusal::Full),
+        ];
         for racer in racers {
             let (node, outcome) = racer.await.unwrap();
             outcomes[usize::from(node == "asker")] = outcome;
         }
         let record = stored(&*store, &g).await;
         match (&outcomes[0], &outcomes[1]) {
-            (Acquire::AlreadyHeld, Acquire::Full) => {
+            (Acquire::AlreadyHeld, Acquire::Refused(Refusal::Full)) => {
                 seen.0 += 1;
                 assert_eq!(held_by(&record), [("holder".into(), T0.0)], "round {round}");
             }
-            (Acquire::Full, Acquire::TakesExpired { .. }) => {
+            (Acquire::Refused(Refusal::Full), Acquire::TakesExpired { .. }) => {
                 seen.1 += 1;
                 assert_eq!(held_by(&record), [("asker".into(), at.0)], "round {round}");
                 assert!(record.taken.contains_key(&id("holder")), "round {round}");
@@ -529,7 +559,10 @@ async fn a_late_take_over_never_undoes_a_newer_write() {
     proxy.release();
     let outcome = late.await.unwrap();
     assert!(
-        matches!(outcome, Acquire::Settling { .. } | Acquire::Full),
+        matches!(
+            outcome,
+            Acquire::Refused(Refusal::Settling { .. }) | Acquire::Refused(Refusal::Full)
+        ),
         "{outcome:?}"
     );
     assert_eq!(

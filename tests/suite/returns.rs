@@ -10,7 +10,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use fleetlock::domain::input::{GroupName, PauseReason};
 use fleetlock::domain::lock::{
-    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Release, Returned, Stopping,
+    Acquire, ByPerson, DrainRule, Drained, GroupRules, OnDrainTimeout, Refusal, Release, Returned,
+    Stopping,
 };
 use fleetlock::domain::store::{Changed, LockStore};
 use fleetlock::domain::time::Timestamp;
@@ -82,7 +83,10 @@ async fn a_return_counts_until_it_is_confirmed<S: LockStore>(store: &S) {
     let record = stored(store, &g).await;
     assert_eq!(record.holders.len(), 1, "the returning slot counts");
     assert_eq!(record.returning.get(&id("a")), Some(&at(2)));
-    assert_eq!(take(store, &g, "b", one, at(3)).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "b", one, at(3)).await,
+        Acquire::Refused(Refusal::Full)
+    );
     // Zincati's steady-state at its next start, and one that arrived
     // before the first (landing late): the return stays as it was.
     assert_eq!(steady(store, &g, "a", at(4)).await, Release::StillReturning);
@@ -93,11 +97,11 @@ async fn a_return_counts_until_it_is_confirmed<S: LockStore>(store: &S) {
     );
     assert_eq!(
         take(store, &g, "a", one, at(5)).await,
-        Acquire::Returning {
+        Acquire::Refused(Refusal::Returning {
             since: at(2),
             until: at(2).plus(TIMEOUT),
             overdue: false
-        },
+        }),
         "a new update right after waits for the return"
     );
     assert_eq!(
@@ -122,7 +126,7 @@ async fn a_return_counts_until_it_is_confirmed<S: LockStore>(store: &S) {
     );
     assert_eq!(
         take(store, &g, "b", one, at(8)).await,
-        Acquire::Settling { until: at(12) }
+        Acquire::Refused(Refusal::Settling { until: at(12) })
     );
     assert_eq!(take(store, &g, "b", one, at(12)).await, Acquire::Granted);
 }
@@ -142,7 +146,7 @@ async fn the_gate_meets_the_other_levers<S: LockStore>(store: &S) {
     assert_eq!(steady(store, &g, "a", at(1)).await, Release::Returning);
     assert_eq!(
         take(store, &g, "b", leased, at(300)).await,
-        Acquire::Full,
+        Acquire::Refused(Refusal::Full),
         "five hours on, a returning slot is not taken over"
     );
     store.pause_for_alarm(&g, "db-errors").await.unwrap();
@@ -203,7 +207,10 @@ async fn the_gate_meets_the_other_levers<S: LockStore>(store: &S) {
     let drained = store.drained(&w, &id("a"), None, at(1)).await.unwrap();
     assert_eq!(drained.outcome, Drained::Granted);
     assert_eq!(steady(store, &w, "a", at(5)).await, Release::Returning);
-    assert_eq!(take(store, &w, "b", both, at(6)).await, Acquire::Full);
+    assert_eq!(
+        take(store, &w, "b", both, at(6)).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(returned(store, &w, "a", None, at(9)).await, Returned::Freed);
     assert_eq!(take(store, &w, "b", both, at(10)).await, Acquire::Reserves);
     // Zincati restarted before the drain was confirmed: the node may have
@@ -220,7 +227,10 @@ async fn the_gate_meets_the_other_levers<S: LockStore>(store: &S) {
         Drained::Returning { since: at(11) },
         "a drain confirmation of a returning node grants nothing"
     );
-    assert_eq!(take(store, &w, "c", both, at(12)).await, Acquire::Full);
+    assert_eq!(
+        take(store, &w, "c", both, at(12)).await,
+        Acquire::Refused(Refusal::Full)
+    );
 }
 
 /// An overdue return stops its group once; the slot stays returning;
@@ -269,10 +279,13 @@ async fn an_overdue_return_stops_the_group_until_a_person_resumes<S: LockStore>(
         (id("a"), at(1), late)
     );
     assert_eq!(record.returns_failed.get(&id("a")), Some(&at(1)));
-    assert_eq!(take(store, &g, "b", two, late).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &g, "b", two, late).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     assert!(matches!(
         take(store, &g, "a", two, late).await,
-        Acquire::Returning { overdue: true, .. }
+        Acquire::Refused(Refusal::Returning { overdue: true, .. })
     ));
     let resumed = store.resume(&g).await.unwrap();
     assert_eq!(resumed.outcome, Changed::Yes);
@@ -343,9 +356,12 @@ async fn every_return_answer_is_one_request_on_the_documented_item() {
     let before = requests.get();
     assert!(matches!(
         take(&store, &g, "a", one, at(2)).await,
-        Acquire::Returning { .. }
+        Acquire::Refused(Refusal::Returning { .. })
     ));
-    assert_eq!(take(&store, &g, "b", one, at(2)).await, Acquire::Full);
+    assert_eq!(
+        take(&store, &g, "b", one, at(2)).await,
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(count(before), 2, "a returning node and a newcomer asking");
 
     let before = requests.get();
@@ -427,8 +443,8 @@ async fn askers_steady_states_and_confirmations_racing_never_over_grant() {
                 );
                 match answer.outcome {
                     Acquire::Granted => return (true, asks),
-                    Acquire::Full if all_back => return (false, asks),
-                    Acquire::Full => tokio::task::yield_now().await,
+                    Acquire::Refused(Refusal::Full) if all_back => return (false, asks),
+                    Acquire::Refused(Refusal::Full) => tokio::task::yield_now().await,
                     other => panic!("{node}: {other:?}"),
                 }
             }
@@ -519,7 +535,7 @@ async fn a_return_confirmed_racing_the_next_reservation_never_reserves_past_the_
         assert_eq!(confirmed, Returned::Freed, "round {round}");
         let record = stored(&*store, &g).await;
         match reserved {
-            Acquire::Full => {
+            Acquire::Refused(Refusal::Full) => {
                 seen.0 += 1;
                 assert!(record.holders.is_empty(), "round {round}: {record:?}");
                 // b asks again, as Zincati does: the freed slot is its.
@@ -633,6 +649,6 @@ async fn a_resume_never_clears_a_stop_written_after_it_read_the_group() {
     assert!(record.pause.stop.is_some(), "the stop it never saw stays");
     assert_eq!(
         take(&direct, &g, "b", returning(2), late).await,
-        Acquire::Paused
+        Acquire::Refused(Refusal::Paused)
     );
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::groups::GroupSlots;
 use fleetlock::domain::input::PauseReason;
-use fleetlock::domain::lock::{Acquire, ByPerson, MAX_EXCLUSIONS, Release};
+use fleetlock::domain::lock::{Acquire, ByPerson, MAX_EXCLUSIONS, Refusal, Release};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::{Changed, Excluding, LockStore};
 use fleetlock::domain::time::{Clock, Timestamp};
@@ -42,7 +42,10 @@ async fn pauses_keep_holders_and_stop_newcomers<S: LockStore>(store: &S) {
         .await
         .unwrap();
     assert_eq!(paused.outcome, Changed::Yes);
-    assert_eq!(take(store, &g, "newcomer", open, T0).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &g, "newcomer", open, T0).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     assert_eq!(
         take(store, &g, "holder", open, T0).await,
         Acquire::AlreadyHeld
@@ -84,7 +87,10 @@ async fn pauses_keep_holders_and_stop_newcomers<S: LockStore>(store: &S) {
     assert_eq!(resumed.outcome, Changed::Yes);
     assert!(resumed.group.pause.person.is_none());
     assert_eq!(resumed.group.pause.alarms.len(), 2);
-    assert_eq!(take(store, &g, "newcomer", open, T0).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &g, "newcomer", open, T0).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     assert_eq!(store.resume(&g).await.unwrap().outcome, Changed::AlreadySo);
 
     // Steady-state releases while paused; nobody is evicted.
@@ -101,7 +107,10 @@ async fn pauses_keep_holders_and_stop_newcomers<S: LockStore>(store: &S) {
         store.clear_alarm(&g, "etcd-quorum").await.unwrap().outcome,
         Changed::AlreadySo
     );
-    assert_eq!(take(store, &g, "newcomer", open, T0).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &g, "newcomer", open, T0).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     let cleared = store.clear_alarm(&g, "api-5xx").await.unwrap();
     assert!(!cleared.group.pause.is_paused());
     assert_eq!(
@@ -112,7 +121,10 @@ async fn pauses_keep_holders_and_stop_newcomers<S: LockStore>(store: &S) {
     // Pausing a group never used creates it, paused.
     let fresh = group("never-used");
     store.pause(&fresh, person("freeze", T0)).await.unwrap();
-    assert_eq!(take(store, &fresh, "n", open, T0).await, Acquire::Paused);
+    assert_eq!(
+        take(store, &fresh, "n", open, T0).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     let listed = store.groups(Some(&fresh)).await.unwrap();
     assert!(listed[0].1.pause.person.is_some() && listed[0].1.holders.is_empty());
 }
@@ -128,7 +140,7 @@ async fn the_group_settles_after_every_release<S: LockStore>(store: &S) {
     let until = at.plus(SETTLE);
     assert_eq!(
         take(store, &g, "c", settling, at).await,
-        Acquire::Settling { until }
+        Acquire::Refused(Refusal::Settling { until })
     );
     assert_eq!(
         take(store, &g, "b", settling, at).await,
@@ -137,7 +149,7 @@ async fn the_group_settles_after_every_release<S: LockStore>(store: &S) {
     let just_before = until.minus(Duration::from_millis(1));
     assert_eq!(
         take(store, &g, "c", settling, just_before).await,
-        Acquire::Settling { until }
+        Acquire::Refused(Refusal::Settling { until })
     );
     assert_eq!(
         take(store, &g, "c", settling, until).await,
@@ -147,7 +159,7 @@ async fn the_group_settles_after_every_release<S: LockStore>(store: &S) {
     store.release(&g, &id("b"), false, until).await.unwrap();
     assert!(matches!(
         take(store, &g, "d", settling, until.plus(Duration::from_secs(1))).await,
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     // The same group with no settle time configured grants at once.
     assert_eq!(
@@ -199,7 +211,10 @@ async fn an_excluded_node_sits_out_while_the_group_goes_on<S: LockStore>(store: 
         Excluding::Changed(Changed::AlreadySo),
         "a second exclusion keeps the first"
     );
-    assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Excluded);
+    assert_eq!(
+        take(store, &g, "sick", open, T0).await,
+        Acquire::Refused(Refusal::Excluded)
+    );
     // The rest of the group goes on: a free slot goes to another node.
     assert_eq!(take(store, &g, "well", open, T0).await, Acquire::Granted);
     // A holder excluded keeps its slot, hears yes, and gives it back.
@@ -219,10 +234,16 @@ async fn an_excluded_node_sits_out_while_the_group_goes_on<S: LockStore>(store: 
             .outcome,
         Release::Released
     );
-    assert_eq!(take(store, &g, "holder", open, T0).await, Acquire::Excluded);
+    assert_eq!(
+        take(store, &g, "holder", open, T0).await,
+        Acquire::Refused(Refusal::Excluded)
+    );
     // An excluded node of a full group hears that it is excluded.
     assert_eq!(take(store, &g, "other", open, T0).await, Acquire::Granted);
-    assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Excluded);
+    assert_eq!(
+        take(store, &g, "sick", open, T0).await,
+        Acquire::Refused(Refusal::Excluded)
+    );
     // Included again: it may take a slot once one is free.
     assert_eq!(
         store.include(&g, &id("sick")).await.unwrap().outcome,
@@ -232,7 +253,10 @@ async fn an_excluded_node_sits_out_while_the_group_goes_on<S: LockStore>(store: 
         store.include(&g, &id("sick")).await.unwrap().outcome,
         Changed::AlreadySo
     );
-    assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Full);
+    assert_eq!(
+        take(store, &g, "sick", open, T0).await,
+        Acquire::Refused(Refusal::Full)
+    );
     store.release(&g, &id("well"), false, T0).await.unwrap();
     assert_eq!(take(store, &g, "sick", open, T0).await, Acquire::Granted);
     // The limit: at most MAX_EXCLUSIONS a group, the first refused changes nothing.
@@ -288,7 +312,10 @@ async fn an_excluded_nodes_refusal_is_one_request_and_its_exclusion_one_write() 
         "an exclusion reads the group, then writes once on what it read"
     );
     let before = requests.get();
-    assert_eq!(take(&store, &g, "b", open, T0).await, Acquire::Excluded);
+    assert_eq!(
+        take(&store, &g, "b", open, T0).await,
+        Acquire::Refused(Refusal::Excluded)
+    );
     assert_eq!(requests.get() - before, 1, "an excluded node's refusal");
     let before = requests.get();
     assert_eq!(take(&store, &g, "c", open, T0).await, Acquire::Granted);
@@ -342,7 +369,7 @@ async fn a_race_with_exclusions_never_over_grants_nor_grants_the_excluded() {
                     == Excluding::Changed(Changed::Overtaken)
                 {}
                 while store.include(&g, &id(&node)).await.unwrap().outcome == Changed::Overtaken {}
-                (node, Acquire::Full)
+                (node, Acquire::Refused(Refusal::Full))
             }));
         }
     }
@@ -375,7 +402,7 @@ async fn paused_and_settling_refusals_are_still_one_request() {
     let before = requests.get();
     assert!(matches!(
         take(&store, &g, "c", settling, T0).await,
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     assert_eq!(count(before), 1, "settling");
     let before = requests.get();
@@ -386,7 +413,10 @@ async fn paused_and_settling_refusals_are_still_one_request() {
     assert_eq!(count(before), 1, "a holder while settling");
     store.pause_for_alarm(&g, "x").await.unwrap();
     let before = requests.get();
-    assert_eq!(take(&store, &g, "c", settling, T0).await, Acquire::Paused);
+    assert_eq!(
+        take(&store, &g, "c", settling, T0).await,
+        Acquire::Refused(Refusal::Paused)
+    );
     assert_eq!(count(before), 1, "paused");
     let before = requests.get();
     assert_eq!(

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules};
+use fleetlock::domain::lock::{Acquire, ByPerson, GroupRules, Refusal};
 use fleetlock::domain::store::{Forgot, LockStore};
 use fleetlock::domain::time::Timestamp;
 use fleetlock::store::memory::MemoryStore;
@@ -61,11 +61,14 @@ async fn the_limit_refuses_only_new_wildcard_groups_until_one_is_forgotten<S: Lo
         .acquire(&group("d"), &id("n1"), wildcard(3), at)
         .await
         .unwrap();
-    assert_eq!(refused.outcome, Acquire::TooManyGroups { limit: 3 });
+    assert_eq!(
+        refused.outcome,
+        Acquire::Refused(Refusal::TooManyGroups { limit: 3 })
+    );
     assert_eq!(names(&store).await, ["a", "b", "c"], "nothing stored for d");
     // Groups that exist go on as before, and named groups are never counted.
     let again = store.acquire(&group("a"), &id("n2"), wildcard(3), at).await;
-    assert_eq!(again.unwrap().outcome, Acquire::Full);
+    assert_eq!(again.unwrap().outcome, Acquire::Refused(Refusal::Full));
     let listed = store.acquire(&group("named"), &id("n1"), LISTED, at).await;
     assert_eq!(listed.unwrap().outcome, Acquire::Granted);
 
@@ -187,12 +190,12 @@ async fn a_new_wildcard_group_costs_three_requests_once_then_one() {
         sent,
         [
             ("first grant of a new group", Acquire::Granted, 3),
-            ("second node, full", Acquire::Full, 1),
+            ("second node, full", Acquire::Refused(Refusal::Full), 1),
             ("the holder again", Acquire::AlreadyHeld, 1),
             ("a second new group", Acquire::Granted, 3),
             (
                 "a new group past the limit",
-                Acquire::TooManyGroups { limit: 2 },
+                Acquire::Refused(Refusal::TooManyGroups { limit: 2 }),
                 2
             ),
         ]
@@ -241,7 +244,7 @@ async fn a_race_for_the_last_place_admits_exactly_one_group() {
     let granted = outcomes.iter().filter(|o| **o == Acquire::Granted).count();
     let refused = outcomes
         .iter()
-        .filter(|o| **o == Acquire::TooManyGroups { limit: 5 })
+        .filter(|o| **o == Acquire::Refused(Refusal::TooManyGroups { limit: 5 }))
         .count();
     assert_eq!((granted, refused), (1, 11), "{outcomes:?}");
     assert_eq!(names(&*store).await.len(), 5);
@@ -326,7 +329,10 @@ async fn a_full_list_is_not_written_again_for_a_minute_after_a_refusal() {
                 .acquire(&group(name), &id("n1"), wildcard(2), at)
                 .await
                 .unwrap();
-            assert_eq!(refused.outcome, Acquire::TooManyGroups { limit: 2 });
+            assert_eq!(
+                refused.outcome,
+                Acquire::Refused(Refusal::TooManyGroups { limit: 2 })
+            );
             requests.get() - before
         }
     };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fleetlock::domain::auth::{Auth, Clients, new_credential};
 use fleetlock::domain::groups::GroupSlots;
-use fleetlock::domain::lock::{Acquire, GroupRules, Release};
+use fleetlock::domain::lock::{Acquire, GroupRules, Refusal, Release};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;
@@ -41,9 +41,9 @@ async fn one_zone_out_at_a_time<S: LockStore>(store: &S) {
     assert_eq!(take(store, &g, "a2", a, T0).await, Acquire::Granted);
     assert_eq!(
         take(store, &g, "b1", b, T0).await,
-        Acquire::OtherZone {
+        Acquire::Refused(Refusal::OtherZone {
             zone: "workers.a".into()
-        }
+        })
     );
     let record = stored(store, &g).await;
     assert_eq!(record.holders.len(), 2, "the refusal took nothing");
@@ -57,9 +57,9 @@ async fn one_zone_out_at_a_time<S: LockStore>(store: &S) {
     assert_eq!(stored(store, &g).await.zone.as_deref(), Some("workers.b"));
     assert_eq!(
         take(store, &g, "a1", a, later).await,
-        Acquire::OtherZone {
+        Acquire::Refused(Refusal::OtherZone {
             zone: "workers.b".into()
-        }
+        })
     );
 }
 
@@ -109,9 +109,9 @@ async fn a_take_over_never_brings_a_second_zone_out<S: LockStore>(store: &S) {
     // hears so (taking over one of two would leave zone a out beside it).
     assert_eq!(
         take(store, &g, "b1", leased("workers.b"), late).await,
-        Acquire::OtherZone {
+        Acquire::Refused(Refusal::OtherZone {
             zone: "workers.a".into()
-        }
+        })
     );
     // A node of zone a takes an expired slot of its own zone.
     assert!(matches!(
@@ -261,7 +261,9 @@ async fn three_zones_racing_on_dynamodb_never_have_two_zones_out() {
                         let released = store.release(&g, &id(&node), false, tick()).await.unwrap();
                         assert_eq!(released.outcome, Release::Released);
                     }
-                    Acquire::OtherZone { .. } | Acquire::Full | Acquire::Settling { .. } => {}
+                    Acquire::Refused(Refusal::OtherZone { .. })
+                    | Acquire::Refused(Refusal::Full)
+                    | Acquire::Refused(Refusal::Settling { .. }) => {}
                     other => panic!("{other:?}"),
                 }
             }

@@ -4,7 +4,7 @@
 
 use super::GroupRules;
 use super::gates::Gate;
-use super::{Acquire, GroupRecord, RolloutState, WaveWait};
+use super::{GroupRecord, Refusal, RolloutState, WaveWait};
 use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
@@ -73,10 +73,10 @@ impl GroupRecord {
     /// (reserved, holding or returning) or the bake since the last slot
     /// came back has not passed. The same as the grant's condition on
     /// DynamoDB.
-    pub(super) fn wave_refusal(&self, canary: CanaryRule, now: Timestamp) -> Option<Acquire> {
+    pub(super) fn wave_refusal(&self, canary: CanaryRule, now: Timestamp) -> Option<Refusal> {
         match self.rollout_state(canary, now)?.waits {
-            WaveWait::Out(wave) => Some(Acquire::WaveOut { wave }),
-            WaveWait::Baking(wave, until) => Some(Acquire::Baking { wave, until }),
+            WaveWait::Out(wave) => Some(Refusal::WaveOut { wave }),
+            WaveWait::Baking(wave, until) => Some(Refusal::Baking { wave, until }),
             WaveWait::InWave(_) | WaveWait::NextMayGo(_) => None,
         }
     }

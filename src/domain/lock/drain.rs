@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::gates::Gate;
-use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout};
+use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout, Refusal};
 use crate::domain::input::NodeId;
 use crate::domain::time::format_duration;
 use crate::domain::time::{Timestamp, parse_span};
@@ -56,6 +56,13 @@ pub(crate) fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), Stri
     Ok((timeout, on_timeout))
 }
 
+/// The drain gate's refusal of a new drain: the maintenance window closes
+/// before a drain begun now would time out.
+pub(super) fn window_refusal(drain: DrainRule) -> Option<Refusal> {
+    let closes = drain.window_closes?;
+    Some(Refusal::WindowTooShort { closes })
+}
+
 impl GroupRecord {
     /// The answer to a node whose slot is reserved since `since`. A
     /// reservation left over from a drain gate since removed is granted at
@@ -68,26 +75,26 @@ impl GroupRecord {
         now: Timestamp,
     ) -> Acquire {
         if self.excluded.contains_key(id) {
-            return Acquire::Excluded;
+            return Acquire::Refused(Refusal::Excluded);
         }
         if self.pause.is_paused() {
-            return Acquire::Paused;
+            return Acquire::Refused(Refusal::Paused);
         }
         let Some(drain) = rules.drain else {
             return Acquire::DrainTimedOut { since };
         };
         let until = since.plus(drain.timeout);
         match (now < until, drain.on_timeout) {
-            (true, _) => Acquire::Draining {
+            (true, _) => Acquire::Refused(Refusal::Draining {
                 since,
                 until,
                 overdue: false,
-            },
-            (false, OnDrainTimeout::Hold) => Acquire::Draining {
+            }),
+            (false, OnDrainTimeout::Hold) => Acquire::Refused(Refusal::Draining {
                 since,
                 until,
                 overdue: true,
-            },
+            }),
             (false, OnDrainTimeout::Grant) => Acquire::DrainTimedOut { since },
         }
     }

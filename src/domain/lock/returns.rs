@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::GroupRules;
 use super::gates::Gate;
-use super::{GroupRecord, RolloutStop, StopCause};
+use super::{GroupRecord, Refusal, RolloutStop, StopCause};
 use crate::domain::canary::CanaryRule;
 use crate::domain::input::NodeId;
 use crate::domain::outcomes::Returned;
@@ -45,6 +45,23 @@ pub(crate) fn parse_return(text: &str) -> Result<Duration, String> {
 }
 
 impl GroupRecord {
+    /// The return gate's refusal of a node whose slot is returning: it is
+    /// out of service already, and goes down again only once it was back.
+    pub(super) fn return_refusal(
+        &self,
+        id: &NodeId,
+        timeout: Option<Duration>,
+        now: Timestamp,
+    ) -> Option<Refusal> {
+        let (&since, timeout) = (self.returning.get(id)?, timeout?);
+        let until = since.plus(timeout);
+        Some(Refusal::Returning {
+            since,
+            until,
+            overdue: now >= until,
+        })
+    }
+
     /// What a confirmation that `id` is back in service gets, without
     /// changing anything: freed unless the node is not returning, or is
     /// returning since another time than the one confirmed (`since`, when

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::gates::Gate;
-use super::{GroupRecord, GroupRules};
+use super::{GroupRecord, GroupRules, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::ClientParams;
 use crate::domain::time::{Timestamp, format_duration, parse_span};
@@ -35,6 +35,12 @@ impl GroupRecord {
     pub(crate) fn settling_until(&self, settle: Duration, now: Timestamp) -> Option<Timestamp> {
         let until = self.last_release?.plus(settle);
         (until > now).then_some(until)
+    }
+
+    /// The settle gate's refusal, while the period runs.
+    pub(super) fn settle_refusal(&self, settle: Duration, now: Timestamp) -> Option<Refusal> {
+        let until = self.settling_until(settle, now)?;
+        Some(Refusal::Settling { until })
     }
 }
 

@@ -21,7 +21,10 @@ fn an_excluded_node_is_refused_unless_it_holds_a_slot() {
     };
     group.excluded.insert(sick.clone(), exclusion.clone());
     group.excluded.insert(holder.clone(), exclusion);
-    assert_eq!(group.acquire(&sick, open, Timestamp(3)), Acquire::Excluded);
+    assert_eq!(
+        group.acquire(&sick, open, Timestamp(3)),
+        Acquire::Refused(Refusal::Excluded)
+    );
     assert!(!group.holders.holds(&sick), "nothing was taken");
     // A holder keeps its slot: yes, and its release frees it.
     assert_eq!(
@@ -34,18 +37,18 @@ fn an_excluded_node_is_refused_unless_it_holds_a_slot() {
     );
     assert_eq!(
         group.decide_acquire(&holder, open, Timestamp(5)),
-        Acquire::Excluded
+        Acquire::Refused(Refusal::Excluded)
     );
     // The exclusion wins over a pause and a full group, for that node.
     group.pause.alarms.insert("x".into());
     assert_eq!(
         group.decide_acquire(&sick, open, Timestamp(5)),
-        Acquire::Excluded
+        Acquire::Refused(Refusal::Excluded)
     );
     let other = NodeId::parse("other").unwrap();
     assert_eq!(
         group.decide_acquire(&other, open, Timestamp(5)),
-        Acquire::Paused
+        Acquire::Refused(Refusal::Paused)
     );
 }
 
@@ -54,7 +57,10 @@ fn grants_up_to_slots_then_refuses() {
     let mut sem = Semaphore::default();
     assert_eq!(sem.acquire(&id("a"), 2, Timestamp(1)), Acquire::Granted);
     assert_eq!(sem.acquire(&id("b"), 2, Timestamp(2)), Acquire::Granted);
-    assert_eq!(sem.acquire(&id("c"), 2, Timestamp(3)), Acquire::Full);
+    assert_eq!(
+        sem.acquire(&id("c"), 2, Timestamp(3)),
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(sem.len(), 2);
 }
 
@@ -99,12 +105,18 @@ fn lowered_count_blocks_new_holders_but_evicts_nobody() {
             Acquire::Granted
         );
     }
-    assert_eq!(sem.acquire(&id("d"), 1, Timestamp(9)), Acquire::Full);
+    assert_eq!(
+        sem.acquire(&id("d"), 1, Timestamp(9)),
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(sem.acquire(&id("b"), 1, Timestamp(9)), Acquire::AlreadyHeld);
     assert_eq!(sem.len(), 3);
     sem.release(&id("a"));
     sem.release(&id("b"));
-    assert_eq!(sem.acquire(&id("d"), 1, Timestamp(9)), Acquire::Full);
+    assert_eq!(
+        sem.acquire(&id("d"), 1, Timestamp(9)),
+        Acquire::Refused(Refusal::Full)
+    );
     sem.release(&id("c"));
     assert_eq!(sem.acquire(&id("d"), 1, Timestamp(9)), Acquire::Granted);
 }
@@ -113,14 +125,20 @@ fn lowered_count_blocks_new_holders_but_evicts_nobody() {
 fn raised_count_applies_at_once() {
     let mut sem = Semaphore::default();
     sem.acquire(&id("a"), 1, Timestamp(1));
-    assert_eq!(sem.acquire(&id("b"), 1, Timestamp(2)), Acquire::Full);
+    assert_eq!(
+        sem.acquire(&id("b"), 1, Timestamp(2)),
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(sem.acquire(&id("b"), 2, Timestamp(2)), Acquire::Granted);
 }
 
 #[test]
 fn zero_slots_freezes_a_group_but_a_holder_still_hears_yes() {
     let mut sem = Semaphore::default();
-    assert_eq!(sem.acquire(&id("a"), 0, Timestamp(1)), Acquire::Full);
+    assert_eq!(
+        sem.acquire(&id("a"), 0, Timestamp(1)),
+        Acquire::Refused(Refusal::Full)
+    );
     sem.acquire(&id("b"), 1, Timestamp(1));
     assert_eq!(sem.acquire(&id("b"), 0, Timestamp(2)), Acquire::AlreadyHeld);
 }
@@ -161,7 +179,10 @@ fn a_full_group_gives_the_slot_of_a_holder_past_its_lease_to_the_next_asker() {
     group.acquire(&id("young"), r, Timestamp(1_800_000));
     // Not yet: the oldest has held 59m59.999s.
     let almost = Timestamp(0).plus(HOUR).minus(Duration::from_millis(1));
-    assert_eq!(group.acquire(&id("new"), r, almost), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("new"), r, almost),
+        Acquire::Refused(Refusal::Full)
+    );
     let at = Timestamp(0).plus(HOUR);
     assert_eq!(
         group.acquire(&id("new"), r, at),
@@ -176,7 +197,10 @@ fn a_full_group_gives_the_slot_of_a_holder_past_its_lease_to_the_next_asker() {
     // The evicted node's steady-state is a plain "held nothing", its
     // next pre-reboot a newcomer's request.
     assert_eq!(group.release(&id("old"), false, at), Release::NotHeld);
-    assert_eq!(group.decide_acquire(&id("old"), r, at), Acquire::Full);
+    assert_eq!(
+        group.decide_acquire(&id("old"), r, at),
+        Acquire::Refused(Refusal::Full)
+    );
 }
 
 #[test]
@@ -204,7 +228,10 @@ fn a_holder_that_asks_again_keeps_its_slot_past_the_lease_from_its_grant() {
     assert_eq!(group.acquire(&id("a"), r, past), Acquire::AlreadyHeld);
     // A second later, the next node finds the slot held, not expired.
     let next = past.plus(Duration::from_secs(1));
-    assert_eq!(group.acquire(&id("b"), r, next), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("b"), r, next),
+        Acquire::Refused(Refusal::Full)
+    );
     assert!(group.holders.holds(&id("a")));
     // The age still counts from the grant (what the alarm reads).
     assert_eq!(group.holders.oldest(), Some((&id("a"), Timestamp(0))));
@@ -249,11 +276,14 @@ fn a_holder_renews_in_a_paused_group_and_when_excluded_and_nobody_else_gets_in()
     assert_eq!(group.renewed.get(&id("a")), Some(&past));
     // The pause still keeps every other node out; once it clears, the
     // renewed lease keeps the slot its holder's.
-    assert_eq!(group.acquire(&id("b"), r, past), Acquire::Paused);
+    assert_eq!(
+        group.acquire(&id("b"), r, past),
+        Acquire::Refused(Refusal::Paused)
+    );
     group.pause.alarms.clear();
     assert_eq!(
         group.acquire(&id("b"), r, past.plus(HOUR / 2)),
-        Acquire::Full
+        Acquire::Refused(Refusal::Full)
     );
     assert_eq!(group.holders.len(), 1);
 }
@@ -269,7 +299,10 @@ fn a_node_whose_slot_was_taken_is_marked_until_it_takes_or_gives_back_one() {
         Acquire::TakesExpired { .. }
     ));
     // a asks again: the group is full, and a's mark says why.
-    assert_eq!(group.acquire(&id("a"), r, late), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("a"), r, late),
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(group.taken.get(&id("a")), Some(&late));
     // b gives back; a takes the free slot afresh: its mark goes.
     assert_eq!(group.release(&id("b"), false, late), Release::Released);
@@ -333,7 +366,10 @@ fn every_other_refusal_wins_over_an_expired_slot() {
 
     let mut paused = group.clone();
     paused.pause.alarms.insert("x".into());
-    assert_eq!(paused.decide_acquire(&id("b"), r, now), Acquire::Paused);
+    assert_eq!(
+        paused.decide_acquire(&id("b"), r, now),
+        Acquire::Refused(Refusal::Paused)
+    );
 
     let mut excluded = group.clone();
     excluded.excluded.insert(
@@ -344,7 +380,10 @@ fn every_other_refusal_wins_over_an_expired_slot() {
             by: "ana".into(),
         },
     );
-    assert_eq!(excluded.decide_acquire(&id("b"), r, now), Acquire::Excluded);
+    assert_eq!(
+        excluded.decide_acquire(&id("b"), r, now),
+        Acquire::Refused(Refusal::Excluded)
+    );
 
     let mut settling = group.clone();
     settling.last_release = Some(now.minus(Duration::from_secs(60)));
@@ -354,12 +393,12 @@ fn every_other_refusal_wins_over_an_expired_slot() {
     };
     assert!(matches!(
         settling.decide_acquire(&id("b"), settle, now),
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     // No lease: FleetLock's rule, held until given back.
     assert_eq!(
         group.decide_acquire(&id("b"), rules(1, Duration::ZERO), now),
-        Acquire::Full
+        Acquire::Refused(Refusal::Full)
     );
 }
 
@@ -372,7 +411,10 @@ fn after_slots_were_lowered_an_expired_slot_is_never_taken_over() {
     }
     let now = Timestamp(0).plus(HOUR * 5);
     // Three holders of two slots: a swap would keep three.
-    assert_eq!(group.acquire(&id("d"), leased(2, HOUR), now), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("d"), leased(2, HOUR), now),
+        Acquire::Refused(Refusal::Full)
+    );
     group.release(&id("c"), false, Timestamp(1));
     // Two of two: one expired slot changes hands, the count stays two.
     assert!(matches!(
@@ -395,7 +437,10 @@ fn a_paused_group_refuses_newcomers_but_keeps_its_holders() {
         by: "alice".into(),
     });
     let open = rules(3, Duration::ZERO);
-    assert_eq!(group.acquire(&id("b"), open, Timestamp(3)), Acquire::Paused);
+    assert_eq!(
+        group.acquire(&id("b"), open, Timestamp(3)),
+        Acquire::Refused(Refusal::Paused)
+    );
     assert_eq!(
         group.acquire(&id("a"), open, Timestamp(3)),
         Acquire::AlreadyHeld
@@ -406,7 +451,10 @@ fn a_paused_group_refuses_newcomers_but_keeps_its_holders() {
     );
     group.pause.person = None;
     group.pause.alarms.insert("etcd-quorum".into());
-    assert_eq!(group.acquire(&id("b"), open, Timestamp(5)), Acquire::Paused);
+    assert_eq!(
+        group.acquire(&id("b"), open, Timestamp(5)),
+        Acquire::Refused(Refusal::Paused)
+    );
     group.pause.alarms.clear();
     assert_eq!(
         group.acquire(&id("b"), open, Timestamp(6)),
@@ -430,7 +478,7 @@ fn one_settle_period_for_the_whole_group_after_any_release() {
     // A free slot, but the group settles: for everyone, holders excepted.
     assert_eq!(
         group.acquire(&id("c"), settle, t0.plus(Duration::from_secs(120))),
-        Acquire::Settling { until }
+        Acquire::Refused(Refusal::Settling { until })
     );
     assert_eq!(
         group.acquire(&id("b"), settle, t0.plus(Duration::from_secs(120))),
@@ -438,7 +486,7 @@ fn one_settle_period_for_the_whole_group_after_any_release() {
     );
     assert_eq!(
         group.acquire(&id("c"), settle, until.minus(Duration::from_millis(1))),
-        Acquire::Settling { until }
+        Acquire::Refused(Refusal::Settling { until })
     );
     assert_eq!(group.acquire(&id("c"), settle, until), Acquire::Granted);
     // A zero settle time never holds anyone back.
@@ -458,14 +506,20 @@ fn held_wins_then_paused_then_settling_then_full() {
     group.pause.alarms.insert("x".into());
     let now = Timestamp(20);
     assert_eq!(group.decide_acquire(&id("a"), r, now), Acquire::AlreadyHeld);
-    assert_eq!(group.decide_acquire(&id("b"), r, now), Acquire::Paused);
+    assert_eq!(
+        group.decide_acquire(&id("b"), r, now),
+        Acquire::Refused(Refusal::Paused)
+    );
     group.pause.alarms.clear();
     assert!(matches!(
         group.decide_acquire(&id("b"), r, now),
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     group.last_release = None;
-    assert_eq!(group.decide_acquire(&id("b"), r, now), Acquire::Full);
+    assert_eq!(
+        group.decide_acquire(&id("b"), r, now),
+        Acquire::Refused(Refusal::Full)
+    );
 }
 
 #[test]
@@ -488,7 +542,7 @@ fn a_late_release_never_moves_the_settle_period_back_nor_frees_a_newer_grant() {
     let until = Timestamp(200).plus(TEN_MIN);
     assert_eq!(
         group.decide_acquire(&id("c"), r, until.minus(Duration::from_millis(1))),
-        Acquire::Settling { until }
+        Acquire::Refused(Refusal::Settling { until })
     );
     // a is granted again later; a release of a's that arrived a second
     // before that grant, landing now, frees nothing.
@@ -512,9 +566,9 @@ fn a_request_that_arrived_before_the_latest_release_is_refused_even_without_sett
     // holder nobody knows about.
     assert_eq!(
         group.acquire(&id("a"), open, Timestamp(40)),
-        Acquire::Settling {
+        Acquire::Refused(Refusal::Settling {
             until: Timestamp(50)
-        }
+        })
     );
     assert!(group.holders.is_empty());
     assert_eq!(
@@ -582,13 +636,16 @@ fn a_drain_gate_reserves_a_free_slot_and_grants_it_only_when_confirmed() {
     let t0 = Timestamp(1_000_000);
     assert_eq!(group.acquire(&id("a"), r, t0), Acquire::Reserves);
     assert_eq!(group.holders.len(), 1, "the reservation counts");
-    assert_eq!(group.acquire(&id("b"), r, t0), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("b"), r, t0),
+        Acquire::Refused(Refusal::Full)
+    );
     let later = t0.plus(Duration::from_secs(60));
-    let waiting = Acquire::Draining {
+    let waiting = Acquire::Refused(Refusal::Draining {
         since: t0,
         until: t0.plus(QUARTER),
         overdue: false,
-    };
+    });
     assert_eq!(group.acquire(&id("a"), r, later), waiting);
     // A confirmation of another reservation grants nothing.
     assert_eq!(
@@ -619,15 +676,15 @@ fn past_the_drain_timeout_a_reservation_holds_or_is_granted_as_configured() {
     let before = due.minus(Duration::from_millis(1));
     assert!(matches!(
         group.decide_acquire(&id("a"), gated(1, OnDrainTimeout::Grant), before),
-        Acquire::Draining { overdue: false, .. }
+        Acquire::Refused(Refusal::Draining { overdue: false, .. })
     ));
     assert_eq!(
         group.decide_acquire(&id("a"), gated(1, OnDrainTimeout::Hold), due),
-        Acquire::Draining {
+        Acquire::Refused(Refusal::Draining {
             since: t0,
             until: due,
             overdue: true
-        }
+        })
     );
     assert_eq!(
         group.acquire(&id("a"), gated(1, OnDrainTimeout::Grant), due),
@@ -654,7 +711,10 @@ fn a_reserved_node_never_reboots_while_paused_or_excluded() {
     let overdue = Timestamp(0).plus(QUARTER * 2);
     let mut paused = group.clone();
     paused.pause.alarms.insert("errors".into());
-    assert_eq!(paused.acquire(&id("a"), r, overdue), Acquire::Paused);
+    assert_eq!(
+        paused.acquire(&id("a"), r, overdue),
+        Acquire::Refused(Refusal::Paused)
+    );
     assert_eq!(paused.drained(&id("a"), None, overdue), Drained::Paused);
     assert!(
         paused.draining.contains_key(&id("a")),
@@ -669,7 +729,10 @@ fn a_reserved_node_never_reboots_while_paused_or_excluded() {
             by: "ana".into(),
         },
     );
-    assert_eq!(excluded.acquire(&id("a"), r, overdue), Acquire::Excluded);
+    assert_eq!(
+        excluded.acquire(&id("a"), r, overdue),
+        Acquire::Refused(Refusal::Excluded)
+    );
     assert_eq!(excluded.drained(&id("a"), None, overdue), Drained::Excluded);
     // Its steady-state (Zincati restarted) ends the reservation.
     assert_eq!(
@@ -689,7 +752,7 @@ fn a_settle_time_gates_new_reservations_and_a_short_window_begins_no_drain() {
     group.last_release = Some(Timestamp(100));
     assert!(matches!(
         group.decide_acquire(&id("a"), settle, Timestamp(200)),
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     let mut closing = gated(2, OnDrainTimeout::Hold);
     if let Some(drain) = closing.drain.as_mut() {
@@ -697,9 +760,9 @@ fn a_settle_time_gates_new_reservations_and_a_short_window_begins_no_drain() {
     }
     assert_eq!(
         group.acquire(&id("a"), closing, Timestamp(1_000_000)),
-        Acquire::WindowTooShort {
+        Acquire::Refused(Refusal::WindowTooShort {
             closes: Timestamp(9_000)
-        }
+        })
     );
     assert!(group.holders.is_empty(), "nothing reserved");
 }
@@ -730,7 +793,7 @@ fn a_lease_never_takes_a_reservation_and_a_take_over_behind_a_gate_is_a_reservat
     // Only reservations are left: nothing is taken over.
     assert_eq!(
         group.acquire(&id("other"), leased_gate, late.plus(HOUR * 3)),
-        Acquire::Full
+        Acquire::Refused(Refusal::Full)
     );
 }
 
@@ -757,9 +820,9 @@ fn no_take_over_begins_a_drain_the_window_would_cut_short() {
     let late = Timestamp(0).plus(HOUR * 2);
     assert_eq!(
         group.acquire(&id("new"), closing, late),
-        Acquire::WindowTooShort {
+        Acquire::Refused(Refusal::WindowTooShort {
             closes: Timestamp(10)
-        },
+        }),
         "an expired slot behind a gate, the window closing: no drain begins"
     );
     assert!(group.holders.holds(&id("held")), "nothing was taken");
@@ -781,12 +844,12 @@ fn a_reserved_node_excluded_in_a_paused_group_hears_that_it_is_excluded() {
     );
     assert_eq!(
         group.decide_acquire(&id("a"), gate, Timestamp(2)),
-        Acquire::Excluded
+        Acquire::Refused(Refusal::Excluded)
     );
     group.excluded.clear();
     assert_eq!(
         group.decide_acquire(&id("a"), gate, Timestamp(2)),
-        Acquire::Paused
+        Acquire::Refused(Refusal::Paused)
     );
 }
 
@@ -811,7 +874,10 @@ fn a_return_gate_keeps_a_released_slot_counted_until_the_return_is_confirmed() {
     );
     assert_eq!(group.holders.len(), 1, "the returning slot still counts");
     assert_eq!(group.last_release, None, "no settle period yet");
-    assert_eq!(group.acquire(&id("b"), r, Timestamp(200)), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("b"), r, Timestamp(200)),
+        Acquire::Refused(Refusal::Full)
+    );
     // Zincati's steady-state at its next start, or one landing late,
     // neither resets nor ends the return.
     assert_eq!(
@@ -832,11 +898,11 @@ fn a_return_gate_keeps_a_released_slot_counted_until_the_return_is_confirmed() {
     let due = Timestamp(100).plus(TWENTY_MIN);
     assert_eq!(
         group.acquire(&id("a"), r, Timestamp(400)),
-        Acquire::Returning {
+        Acquire::Refused(Refusal::Returning {
             since: Timestamp(100),
             until: due,
             overdue: false
-        }
+        })
     );
     // A confirmation of another return, of a holder, of nobody: refused.
     assert_eq!(
@@ -894,9 +960,9 @@ fn a_settle_time_runs_from_the_return_and_a_pause_never_keeps_a_slot_from_coming
     group.pause.alarms.clear();
     assert_eq!(
         group.acquire(&id("c"), r, Timestamp(4_000)),
-        Acquire::Settling {
+        Acquire::Refused(Refusal::Settling {
             until: Timestamp(3_000).plus(TEN_MIN)
-        }
+        })
     );
 }
 
@@ -917,11 +983,14 @@ fn a_returning_slot_is_never_taken_over_nor_renewed_and_a_reservation_released_r
     );
     assert!(group.draining.is_empty());
     let late = Timestamp(0).plus(HOUR * 5);
-    assert_eq!(group.acquire(&id("b"), r, late), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("b"), r, late),
+        Acquire::Refused(Refusal::Full)
+    );
     assert!(!group.renews(&id("a"), r));
     assert!(matches!(
         group.acquire(&id("a"), r, late),
-        Acquire::Returning { overdue: true, .. }
+        Acquire::Refused(Refusal::Returning { overdue: true, .. })
     ));
 }
 
@@ -941,7 +1010,7 @@ fn a_person_or_a_removed_gate_frees_a_returning_slot_and_an_exclusion_changes_no
     );
     assert!(matches!(
         group.decide_acquire(&id("a"), r, Timestamp(12)),
-        Acquire::Returning { .. }
+        Acquire::Refused(Refusal::Returning { .. })
     ));
     let mut confirmed = group.clone();
     assert_eq!(
@@ -1008,7 +1077,7 @@ fn an_overdue_return_stops_its_group_once_and_keeps_its_slot() {
     );
     assert_eq!(
         group.acquire(&id("c"), r, later.plus(HOUR)),
-        Acquire::Full,
+        Acquire::Refused(Refusal::Full),
         "nobody goes down while both are out"
     );
     // A node that comes back after its timeout frees its slot; the stop
@@ -1042,7 +1111,7 @@ fn a_group_split_by_zone_has_one_zone_out_at_a_time() {
     assert_eq!(group.zone.as_deref(), Some("w.a"));
     assert_eq!(
         group.acquire(&id("b1"), b, Timestamp(2)),
-        Acquire::OtherZone { zone: "w.a".into() },
+        Acquire::Refused(Refusal::OtherZone { zone: "w.a".into() }),
         "a free slot, but zone a is out"
     );
     assert!(!group.holders.holds(&id("b1")), "nothing was taken");
@@ -1050,12 +1119,12 @@ fn a_group_split_by_zone_has_one_zone_out_at_a_time() {
     assert_eq!(group.acquire(&id("a3"), a, Timestamp(3)), Acquire::Granted);
     assert_eq!(
         group.decide_acquire(&id("a4"), a, Timestamp(4)),
-        Acquire::Full,
+        Acquire::Refused(Refusal::Full),
         "the group's slots still cap its own zone"
     );
     assert_eq!(
         group.decide_acquire(&id("b1"), b, Timestamp(4)),
-        Acquire::Full,
+        Acquire::Refused(Refusal::Full),
         "full is the answer where no zone could go"
     );
     for node in ["a1", "a2"] {
@@ -1063,7 +1132,7 @@ fn a_group_split_by_zone_has_one_zone_out_at_a_time() {
     }
     assert_eq!(
         group.decide_acquire(&id("b1"), b, Timestamp(6)),
-        Acquire::OtherZone { zone: "w.a".into() },
+        Acquire::Refused(Refusal::OtherZone { zone: "w.a".into() }),
         "one node of zone a is still out"
     );
     group.release(&id("a3"), false, Timestamp(6));
@@ -1077,7 +1146,7 @@ fn a_group_split_by_zone_has_one_zone_out_at_a_time() {
     );
     assert_eq!(
         group.decide_acquire(&id("n1"), zoned(3, "w"), Timestamp(8)),
-        Acquire::OtherZone { zone: "w.b".into() }
+        Acquire::Refused(Refusal::OtherZone { zone: "w.b".into() })
     );
 }
 
@@ -1098,7 +1167,7 @@ fn a_returning_or_reserved_slot_keeps_its_zone_out() {
     );
     assert_eq!(
         group.decide_acquire(&id("b1"), gate("w.b"), Timestamp(3)),
-        Acquire::OtherZone { zone: "w.a".into() },
+        Acquire::Refused(Refusal::OtherZone { zone: "w.a".into() }),
         "back only once its return is confirmed"
     );
     let drained = GroupRules {
@@ -1128,7 +1197,7 @@ fn a_returning_or_reserved_slot_keeps_its_zone_out() {
             },
             Timestamp(2)
         ),
-        Acquire::OtherZone { zone: "w.c".into() }
+        Acquire::Refused(Refusal::OtherZone { zone: "w.c".into() })
     );
 }
 
@@ -1164,7 +1233,7 @@ fn a_lease_taken_over_across_zones_only_from_the_last_holder() {
     let much_later = later.plus(lease * 3);
     assert_eq!(
         group.decide_acquire(&id("a2"), two("w.a"), much_later),
-        Acquire::OtherZone { zone: "w.b".into() }
+        Acquire::Refused(Refusal::OtherZone { zone: "w.b".into() })
     );
     assert!(matches!(
         group.decide_acquire(&id("b3"), two("w.b"), much_later),
@@ -1186,9 +1255,9 @@ fn slots_held_from_before_the_split_keep_every_zone_waiting() {
     assert_eq!(group.zone, None);
     assert_eq!(
         group.decide_acquire(&id("a1"), zoned(2, "w.a"), Timestamp(2)),
-        Acquire::OtherZone {
+        Acquire::Refused(Refusal::OtherZone {
             zone: String::new()
-        }
+        })
     );
 }
 
@@ -1214,9 +1283,9 @@ fn a_grant_while_the_split_is_off_forgets_the_zone_recorded_before() {
     );
     assert_eq!(
         group.decide_acquire(&id("a1"), zoned(2, "w.a"), Timestamp(4)),
-        Acquire::OtherZone {
+        Acquire::Refused(Refusal::OtherZone {
             zone: String::new()
-        }
+        })
     );
 }
 
@@ -1237,12 +1306,12 @@ fn a_zones_answer_comes_after_exclusion_pause_and_settle_and_before_full() {
     };
     assert_eq!(
         group.decide_acquire(&id("b1"), b, Timestamp(1)),
-        Acquire::OtherZone { zone: "w.a".into() }
+        Acquire::Refused(Refusal::OtherZone { zone: "w.a".into() })
     );
     group.pause.alarms.insert("x".into());
     assert_eq!(
         group.decide_acquire(&id("b1"), b, Timestamp(1)),
-        Acquire::Paused
+        Acquire::Refused(Refusal::Paused)
     );
     group.excluded.insert(
         id("b1"),
@@ -1254,7 +1323,7 @@ fn a_zones_answer_comes_after_exclusion_pause_and_settle_and_before_full() {
     );
     assert_eq!(
         group.decide_acquire(&id("b1"), b, Timestamp(1)),
-        Acquire::Excluded
+        Acquire::Refused(Refusal::Excluded)
     );
     group.pause.alarms.clear();
     group.excluded.clear();
@@ -1266,7 +1335,7 @@ fn a_zones_answer_comes_after_exclusion_pause_and_settle_and_before_full() {
     group.release(&id("a2"), false, Timestamp(3));
     assert!(matches!(
         group.decide_acquire(&id("b1"), b, Timestamp(4)),
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
 }
 
@@ -1290,36 +1359,36 @@ fn the_canary_goes_alone_then_a_wave_after_the_bake_then_the_rest() {
     assert_eq!(group.wave_grants, Some(1));
     assert_eq!(group.rollout_began, Some(t(0)));
     let canary = crate::domain::canary::parse_canary("30m:1+2").unwrap();
-    let out = Acquire::WaveOut {
+    let out = Acquire::Refused(Refusal::WaveOut {
         wave: canary.wave_of(1),
-    };
+    });
     assert_eq!(group.acquire(&id("a"), rules, t(1)), out, "a slot is free");
     assert_eq!(group.release(&id("c"), false, t(10)), Release::Released);
     assert_eq!(
         group.acquire(&id("a"), rules, t(20)),
-        Acquire::Baking {
+        Acquire::Refused(Refusal::Baking {
             wave: canary.wave_of(1),
             until: t(40)
-        }
+        })
     );
     // Wave 2: two nodes at once, the third waits for both and the bake.
     assert_eq!(group.acquire(&id("a"), rules, t(40)), Acquire::Granted);
     assert_eq!(group.acquire(&id("b"), rules, t(41)), Acquire::Granted);
     assert_eq!(
         group.acquire(&id("d"), rules, t(42)),
-        Acquire::WaveOut {
+        Acquire::Refused(Refusal::WaveOut {
             wave: canary.wave_of(3)
-        }
+        })
     );
     group.release(&id("a"), false, t(50));
     assert!(matches!(
         group.acquire(&id("d"), rules, t(51)),
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     group.release(&id("b"), false, t(55));
     assert!(matches!(
         group.acquire(&id("d"), rules, t(60)),
-        Acquire::Baking { until, .. } if until == t(85)
+        Acquire::Refused(Refusal::Baking { until, .. }) if until == t(85)
     ));
     // The rest: the group's slots, no wave waits.
     for (n, node) in ["d", "e", "f"].iter().enumerate() {
@@ -1328,7 +1397,10 @@ fn the_canary_goes_alone_then_a_wave_after_the_bake_then_the_rest() {
             Acquire::Granted
         );
     }
-    assert_eq!(group.acquire(&id("g"), rules, t(90)), Acquire::Full);
+    assert_eq!(
+        group.acquire(&id("g"), rules, t(90)),
+        Acquire::Refused(Refusal::Full)
+    );
     assert_eq!(group.wave_grants, Some(6));
 }
 
@@ -1361,7 +1433,7 @@ fn a_quiet_group_begins_a_new_rollout_with_a_canary() {
     assert_eq!(group.rollout_began, Some(t(next)));
     assert!(matches!(
         group.acquire(&id("z"), rules, t(next + 1)),
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
 }
 
@@ -1390,7 +1462,7 @@ fn a_canary_that_does_not_come_back_stops_the_group_once() {
     assert!(group.waves_overdue(canary, t(80)).is_empty());
     assert!(matches!(
         group.acquire(&id("a"), rules, t(81)),
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     // In the rest, a slow node is the lease's or the return gate's matter.
     group.release(&id("c"), false, t(90));
@@ -1409,7 +1481,7 @@ fn a_lease_never_hands_the_canarys_slot_to_the_next_node() {
     group.acquire(&id("c"), rules, t(0));
     assert!(matches!(
         group.acquire(&id("a"), rules, t(120)),
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     assert!(group.holders.holds(&id("c")));
 }
@@ -1432,18 +1504,18 @@ fn a_returning_or_reserved_wave_node_is_still_out() {
     assert_eq!(group.acquire(&id("c"), rules, t(0)), Acquire::Reserves);
     assert!(matches!(
         group.acquire(&id("a"), rules, t(1)),
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     group.drained(&id("c"), None, t(2));
     assert_eq!(group.release(&id("c"), true, t(5)), Release::Returning);
     assert!(matches!(
         group.acquire(&id("a"), rules, t(6)),
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     group.returned(&id("c"), None, t(8));
     assert!(matches!(
         group.acquire(&id("a"), rules, t(9)),
-        Acquire::Baking { until, .. } if until == t(18)
+        Acquire::Refused(Refusal::Baking { until, .. }) if until == t(18)
     ));
     assert_eq!(group.acquire(&id("a"), rules, t(18)), Acquire::Reserves);
 }
@@ -1458,22 +1530,28 @@ fn the_waves_answer_after_pause_settle_and_zone_and_before_a_free_slot() {
     let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
     group.acquire(&id("c"), rules, t(0));
     group.pause.alarms.insert("5xx".into());
-    assert_eq!(group.decide_acquire(&id("a"), rules, t(1)), Acquire::Paused);
+    assert_eq!(
+        group.decide_acquire(&id("a"), rules, t(1)),
+        Acquire::Refused(Refusal::Paused)
+    );
     group.pause.alarms.clear();
     group.release(&id("c"), false, t(10));
     assert!(matches!(
         group.decide_acquire(&id("a"), rules, t(20)),
-        Acquire::Settling { .. }
+        Acquire::Refused(Refusal::Settling { .. })
     ));
     assert!(matches!(
         group.decide_acquire(&id("a"), rules, t(35)),
-        Acquire::Baking { .. }
+        Acquire::Refused(Refusal::Baking { .. })
     ));
     // A full group answers full: no wave would let the node in either.
     let full = with_canary(1, "30m");
     let mut held = GroupRecord::default();
     held.acquire(&id("c"), full, t(0));
-    assert_eq!(held.decide_acquire(&id("a"), full, t(1)), Acquire::Full);
+    assert_eq!(
+        held.decide_acquire(&id("a"), full, t(1)),
+        Acquire::Refused(Refusal::Full)
+    );
 }
 
 #[test]
@@ -1496,13 +1574,13 @@ fn an_excluded_node_hears_so_before_the_wave_and_another_zone_before_the_wave() 
     // node of zone a the wave, an excluded node its exclusion.
     assert_eq!(
         group.decide_acquire(&id("b"), in_zone("workers.b"), t(1)),
-        Acquire::OtherZone {
+        Acquire::Refused(Refusal::OtherZone {
             zone: "workers.a".into()
-        }
+        })
     );
     assert!(matches!(
         group.decide_acquire(&id("a"), in_zone("workers.a"), t(1)),
-        Acquire::WaveOut { .. }
+        Acquire::Refused(Refusal::WaveOut { .. })
     ));
     group.excluded.insert(
         id("x"),
@@ -1514,7 +1592,7 @@ fn an_excluded_node_hears_so_before_the_wave_and_another_zone_before_the_wave() 
     );
     assert_eq!(
         group.decide_acquire(&id("x"), in_zone("workers.a"), t(2)),
-        Acquire::Excluded
+        Acquire::Refused(Refusal::Excluded)
     );
 }
 

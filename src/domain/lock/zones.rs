@@ -1,9 +1,9 @@
 //! The zones gate over a group's record: the zone whose nodes hold its
 //! slots, and a zone other than the asking one still out.
 
-use super::GroupRecord;
 use super::GroupRules;
 use super::gates::Gate;
+use super::{GroupRecord, Refusal};
 use crate::domain::input::NodeId;
 use crate::domain::zones::ZoneGroup;
 
@@ -20,11 +20,7 @@ impl GroupRecord {
     /// "" where no grant recorded one (slots held from before the split).
     /// The same as the grant's condition on DynamoDB: none held, or the
     /// recorded zone group is the node's.
-    pub(super) fn other_zone_out(
-        &self,
-        zone: ZoneGroup,
-        replaced: Option<&NodeId>,
-    ) -> Option<String> {
+    fn other_zone_out(&self, zone: ZoneGroup, replaced: Option<&NodeId>) -> Option<String> {
         let others_hold = self
             .holders
             .holders()
@@ -34,6 +30,16 @@ impl GroupRecord {
             Some(out) if out == zone.as_str() => None,
             out => Some(out.clone().unwrap_or_default()),
         }
+    }
+
+    /// The zones gate's refusal: another zone group is out.
+    pub(super) fn zone_refusal(
+        &self,
+        zone: ZoneGroup,
+        replaced: Option<&NodeId>,
+    ) -> Option<Refusal> {
+        let zone = self.other_zone_out(zone, replaced)?;
+        Some(Refusal::OtherZone { zone })
     }
 }
 

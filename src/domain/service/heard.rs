@@ -11,7 +11,7 @@ use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::settle;
-use crate::domain::lock::{Acquire, GroupRules, Pause, Release};
+use crate::domain::lock::{Acquire, GroupRules, Pause, Refusal, Release};
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
 
@@ -25,8 +25,9 @@ pub use returns::{Returns, returns};
 
 /// What happened to the node's slot: the word the log line and the metric
 /// carry (`Outcome`). A decision that grants nothing is [`Outcome::Refused`],
-/// with the refusal the node hears in [`Answer::refusal`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// with the gate's refusal; the sentence the node hears of it is in
+/// [`Answer::refusal`].
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// The node took a slot.
     Granted(Grant),
@@ -44,7 +45,7 @@ pub enum Outcome {
     /// where it was returning before, and nothing changed.
     Returning { already: bool },
     /// The node took no slot, for the gate's reason: refused at the edge.
-    Refused(Refused),
+    Refused(Refusal),
 }
 
 /// How a node took its slot.
@@ -57,40 +58,8 @@ pub enum Grant {
     DrainTimedOut,
 }
 
-/// Why a node took no slot: the gate that held it back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// Every slot is taken.
-    Full,
-    /// A person or an alarm paused the group.
-    Paused,
-    /// A person keeps the node out of the rollout.
-    Excluded,
-    /// The group settles after a release.
-    Settling,
-    /// In a group split by zone, nodes of another zone are out.
-    OtherZone,
-    /// In a group with a canary, the wave before is not back yet.
-    WaveOut,
-    /// In a group with a canary, the wave before is back and bakes.
-    Baking,
-    /// A new group only `*` covers, past the limit.
-    TooManyGroups,
-    /// The node's reserved slot still waits for its drain.
-    WaitingForDrain,
-    /// The node's reserved slot waited past its drain timeout, and the
-    /// group holds on timeout: counted for the alarm.
-    DrainOverdue,
-    /// The maintenance window closes before a drain begun now would end: no
-    /// drain begins.
-    WindowClosing,
-    /// The node's slot is returning (its steady-state came, its return is
-    /// not confirmed).
-    WaitingForReturn,
-}
-
 impl Outcome {
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             Outcome::Granted(Grant::Free) => "granted",
             Outcome::Granted(Grant::DrainTimedOut) => "granted_drain_timeout",
@@ -101,26 +70,7 @@ impl Outcome {
             Outcome::Released { held: false } => "not_held",
             Outcome::Returning { already: false } => "returning",
             Outcome::Returning { already: true } => "still_returning",
-            Outcome::Refused(refused) => refused.as_str(),
-        }
-    }
-}
-
-impl Refused {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Refused::Full => "full",
-            Refused::Paused => "paused",
-            Refused::Excluded => "excluded",
-            Refused::Settling => "settling",
-            Refused::OtherZone => "other_zone",
-            Refused::WaveOut => "wave_out",
-            Refused::Baking => "baking",
-            Refused::TooManyGroups => "too_many_groups",
-            Refused::WaitingForDrain => "waiting_for_drain",
-            Refused::DrainOverdue => "drain_overdue",
-            Refused::WindowClosing => "window_closing",
-            Refused::WaitingForReturn => "waiting_for_return",
+            Outcome::Refused(refusal) => refusal.word(),
         }
     }
 }
@@ -180,7 +130,6 @@ pub(super) fn to_pre_reboot(
     outcome: Acquire,
     group: GroupRecord,
 ) -> Answer {
-    let name = params.group.to_string();
     let mut expired = None;
     let (outcome, refusal) = match outcome {
         Acquire::Granted => (Outcome::Granted(Grant::Free), None),
@@ -199,73 +148,15 @@ pub(super) fn to_pre_reboot(
             rules,
             group.draining.get(&params.id).copied().unwrap_or(now),
         ),
-        Acquire::Draining { since, overdue, .. } => (
-            if overdue {
-                Outcome::Refused(Refused::DrainOverdue)
-            } else {
-                Outcome::Refused(Refused::WaitingForDrain)
-            },
-            Some(waiting_for_drain(params, rules, since, false, overdue)),
-        ),
         Acquire::DrainTimedOut { since } => {
             log_drain_timed_out(params, since.age_at(now));
             (Outcome::Granted(Grant::DrainTimedOut), None)
         }
-        Acquire::WindowTooShort { closes } => {
-            let timeout = rules.drain.map(|drain| format_duration(drain.timeout));
-            let closes = closes.to_rfc3339();
-            let refusal = Error::WindowClosesBeforeDrain {
-                group: name,
-                closes,
-                timeout: timeout.unwrap_or_default(),
-            };
-            (Outcome::Refused(Refused::WindowClosing), Some(refusal))
-        }
-        Acquire::Returning {
-            since,
-            until,
-            overdue,
-        } => (
-            Outcome::Refused(Refused::WaitingForReturn),
-            Some(waiting_for_return(params, since, until, overdue)),
-        ),
         Acquire::AlreadyHeld => (Outcome::Held, None),
-        Acquire::Full => (
-            Outcome::Refused(Refused::Full),
-            Some(full(params, rules, &group)),
-        ),
-        Acquire::Paused => (
-            Outcome::Refused(Refused::Paused),
-            Some(paused(params, &group)),
-        ),
-        Acquire::Excluded => (
-            Outcome::Refused(Refused::Excluded),
-            Some(excluded(params, &group)),
-        ),
-        Acquire::TooManyGroups { limit } => (
-            Outcome::Refused(Refused::TooManyGroups),
-            Some(Error::TooManyGroups { group: name, limit }),
-        ),
-        Acquire::Settling { until } => (
-            Outcome::Refused(Refused::Settling),
-            Some(settle::refusal(params, rules, until)),
-        ),
-        Acquire::WaveOut { wave } => (
-            Outcome::Refused(Refused::WaveOut),
-            Some(waiting_for_wave(params, rules, wave, None)),
-        ),
-        Acquire::Baking { wave, until } => (
-            Outcome::Refused(Refused::Baking),
-            Some(waiting_for_wave(params, rules, wave, Some(until))),
-        ),
-        Acquire::OtherZone { zone } => (
-            Outcome::Refused(Refused::OtherZone),
-            Some(Error::OtherZoneOut {
-                group: params.group.to_string(),
-                out: zone,
-                asked: rules.zone.map_or_else(String::new, |z| z.to_string()),
-            }),
-        ),
+        Acquire::Refused(refusal) => {
+            let heard = refusal_heard(params, rules, &group, &refusal);
+            (Outcome::Refused(refusal), Some(heard))
+        }
     };
     Answer {
         expired,
@@ -273,6 +164,49 @@ pub(super) fn to_pre_reboot(
         returns: returns(&group, rules, now),
         lease: rules.lease,
         ..answer(outcome, &group, rules.slots, now, refusal)
+    }
+}
+
+/// The sentence a node hears of a gate's refusal, with the group as the
+/// decision left it (who holds the slots, who paused it and why).
+fn refusal_heard(
+    params: &ClientParams,
+    rules: GroupRules,
+    group: &GroupRecord,
+    refusal: &Refusal,
+) -> Error {
+    let name = params.group.to_string();
+    match refusal {
+        Refusal::Full => full(params, rules, group),
+        Refusal::Paused => paused(params, group),
+        Refusal::Excluded => excluded(params, group),
+        Refusal::Settling { until } => settle::refusal(params, rules, *until),
+        Refusal::Draining { since, overdue, .. } => {
+            waiting_for_drain(params, rules, *since, false, *overdue)
+        }
+        Refusal::WindowTooShort { closes } => Error::WindowClosesBeforeDrain {
+            group: name,
+            closes: closes.to_rfc3339(),
+            timeout: (rules.drain)
+                .map(|drain| format_duration(drain.timeout))
+                .unwrap_or_default(),
+        },
+        Refusal::Returning {
+            since,
+            until,
+            overdue,
+        } => waiting_for_return(params, *since, *until, *overdue),
+        Refusal::OtherZone { zone } => Error::OtherZoneOut {
+            group: name,
+            out: zone.clone(),
+            asked: rules.zone.map_or_else(String::new, |z| z.to_string()),
+        },
+        Refusal::WaveOut { wave } => waiting_for_wave(params, rules, *wave, None),
+        Refusal::Baking { wave, until } => waiting_for_wave(params, rules, *wave, Some(*until)),
+        Refusal::TooManyGroups { limit } => Error::TooManyGroups {
+            group: name,
+            limit: *limit,
+        },
     }
 }
 

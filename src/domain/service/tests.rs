@@ -1,6 +1,6 @@
 use super::*;
 use crate::domain::input::NodeId;
-use crate::domain::lock::GroupRules;
+use crate::domain::lock::{GroupRules, Refusal};
 use crate::domain::time::Timestamp;
 use crate::store::memory::MemoryStore;
 
@@ -91,7 +91,7 @@ async fn a_full_group_is_a_decision_like_the_others() {
     let full = svc.pre_reboot(&params("b", "default")).await.unwrap();
     assert_eq!(
         (full.outcome, full.holders),
-        (Outcome::Refused(Refused::Full), 1)
+        (Outcome::Refused(Refusal::Full), 1)
     );
     assert!(
         full.oldest_holder_age.is_some(),
@@ -159,7 +159,7 @@ async fn a_take_over_names_whose_slot_it_was_and_a_full_refusal_when_the_lease_e
     svc.pre_reboot(&params("gone", "workers")).await.unwrap();
     at(t0.plus(Duration::from_secs(3600)));
     let full = svc.pre_reboot(&params("new", "workers")).await.unwrap();
-    assert_eq!(full.outcome, Outcome::Refused(Refused::Full));
+    assert_eq!(full.outcome, Outcome::Refused(Refusal::Full));
     let value = full.refusal.unwrap().value();
     assert!(
         value.contains("6h lease runs out at 2025-11-30T11:20:00Z"),
@@ -214,7 +214,14 @@ async fn every_call_of_a_gated_group_counts_its_drains_overdue() {
     let waiting = svc.pre_reboot(&params("a", "workers")).await.unwrap();
     assert_eq!(
         (waiting.outcome, waiting.drains_overdue),
-        (Outcome::Refused(Refused::DrainOverdue), Some(1))
+        (
+            Outcome::Refused(Refusal::Draining {
+                since: t0,
+                until: t0.plus(Duration::from_secs(15 * 60)),
+                overdue: true
+            }),
+            Some(1)
+        )
     );
     // Any node's steady-state counts them too, a node holding nothing
     // included.
@@ -304,7 +311,7 @@ async fn a_take_over_behind_a_drain_gate_is_a_reservation_and_promises_nothing()
     assert_eq!(taken.expired.unwrap().holder.as_str(), "gone");
     // The one slot is a reservation now: full, with no lease to promise.
     let full = svc.pre_reboot(&params("third", "workers")).await.unwrap();
-    assert_eq!(full.outcome, Outcome::Refused(Refused::Full));
+    assert_eq!(full.outcome, Outcome::Refused(Refusal::Full));
     let value = full.refusal.unwrap().value();
     assert!(!value.contains("lease"), "{value}");
 }
@@ -343,7 +350,14 @@ async fn a_drain_begins_only_where_the_window_holds_its_whole_timeout() {
         .with_clock(at(t0.plus(Duration::from_millis(1))))
         .with_windows(windows);
     let short = svc.pre_reboot(&params("a", "workers")).await.unwrap();
-    assert_eq!(short.outcome, Outcome::Refused(Refused::WindowClosing));
+    assert!(
+        matches!(
+            short.outcome,
+            Outcome::Refused(Refusal::WindowTooShort { .. })
+        ),
+        "{:?}",
+        short.outcome
+    );
     assert!(
         svc.store()
             .groups(None)
@@ -369,7 +383,8 @@ async fn wildcard_groups_are_independent_semaphores() {
 /// outcomes were grouped by what happened to the slot.
 #[test]
 fn every_outcome_says_the_word_the_logs_and_metrics_carry() {
-    use Refused::*;
+    let t = Timestamp(1_000);
+    let wave = crate::domain::canary::Wave::BEFORE;
     let said: Vec<&str> = [
         Outcome::Granted(Grant::Free),
         Outcome::Granted(Grant::DrainTimedOut),
@@ -384,22 +399,34 @@ fn every_outcome_says_the_word_the_logs_and_metrics_carry() {
     .into_iter()
     .chain(
         [
-            Full,
-            Paused,
-            Excluded,
-            Settling,
-            OtherZone,
-            WaveOut,
-            Baking,
-            TooManyGroups,
-            WaitingForDrain,
-            DrainOverdue,
-            WindowClosing,
-            WaitingForReturn,
+            Refusal::Full,
+            Refusal::Paused,
+            Refusal::Excluded,
+            Refusal::Settling { until: t },
+            Refusal::OtherZone { zone: "a".into() },
+            Refusal::WaveOut { wave },
+            Refusal::Baking { wave, until: t },
+            Refusal::TooManyGroups { limit: 1 },
+            Refusal::Draining {
+                since: t,
+                until: t,
+                overdue: false,
+            },
+            Refusal::Draining {
+                since: t,
+                until: t,
+                overdue: true,
+            },
+            Refusal::WindowTooShort { closes: t },
+            Refusal::Returning {
+                since: t,
+                until: t,
+                overdue: false,
+            },
         ]
         .map(Outcome::Refused),
     )
-    .map(Outcome::as_str)
+    .map(|outcome| outcome.as_str())
     .collect();
     assert_eq!(
         said,

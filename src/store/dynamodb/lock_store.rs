@@ -11,7 +11,7 @@ use super::{DynamoStore, KEY_ATTRIBUTE, unavailable, write_units};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{
-    Acquire, Drained, GroupRules, Release, Returned, RolloutStop, StopCause, Stopping,
+    Acquire, Drained, GroupRules, Refusal, Release, Returned, RolloutStop, StopCause, Stopping,
 };
 use crate::domain::store::{Decided, Forgot, LockStore, StoreError};
 use crate::domain::store::{Decision, Operation};
@@ -95,7 +95,7 @@ impl DynamoStore {
                     || !self.count_wildcard_group(group, limit, now).await?
                 {
                     return Ok(decided(
-                        Acquire::TooManyGroups { limit },
+                        Acquire::Refused(Refusal::TooManyGroups { limit }),
                         GroupRecord::default(),
                     ));
                 }

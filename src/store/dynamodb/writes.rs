@@ -27,7 +27,7 @@ use super::{
 };
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::GroupRecord;
-use crate::domain::lock::{Acquire, GroupRules};
+use crate::domain::lock::{Acquire, GroupRules, Refusal};
 use crate::domain::store::{Changed, Decided, StoreError};
 use crate::domain::time::Timestamp;
 
@@ -76,7 +76,7 @@ pub(super) fn refused_again(
         Acquire::Granted
         | Acquire::Reserves
         | Acquire::TakesExpired { .. }
-        | Acquire::DrainTimedOut { .. } => Acquire::Full,
+        | Acquire::DrainTimedOut { .. } => Acquire::Refused(Refusal::Full),
         outcome => outcome,
     };
     decided(outcome, current)
