@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 
 use crate::config::{self, Config, process_env};
 use crate::domain::coverage;
+use crate::domain::names::shell_word;
 use crate::domain::time::Timestamp;
 
 use super::Failure;
@@ -183,18 +184,6 @@ pub(crate) fn config_check(
         );
     }
     Ok(())
-}
-
-/// `text` as one shell word: as it is when plain, else in single quotes.
-pub(crate) fn shell_word(text: &str) -> String {
-    let plain = text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '@'));
-    if plain {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
 }
 
 #[cfg(test)]
@@ -433,12 +422,5 @@ mod tests {
             text.lines().any(|l| l == "FLEETLOCK_TIME_ZONE=UTC"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn ids_are_quoted_only_when_a_shell_needs_it() {
-        assert_eq!(shell_word("node-1.example:a@b"), "node-1.example:a@b");
-        assert_eq!(shell_word("a b"), "'a b'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
     }
 }

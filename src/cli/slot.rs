@@ -15,8 +15,8 @@ use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
 
 use super::Failure;
-use super::config_check::shell_word;
 use super::context::{stored_node, written_now};
+use crate::domain::names::shell_word;
 use crate::domain::store::Decisions;
 
 /// Release a slot by hand (ID as status shows it)

@@ -116,9 +116,28 @@ pub(crate) fn one_typo_apart(a: &str, b: &str) -> bool {
     }
 }
 
+/// `text` as one shell word: as it is when plain, else in single quotes.
+pub(crate) fn shell_word(text: &str) -> String {
+    let plain = text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '@'));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_are_quoted_only_when_a_shell_needs_it() {
+        assert_eq!(shell_word("node-1.example:a@b"), "node-1.example:a@b");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
 
     #[test]
     fn a_typo_within_two_edits_names_the_closest_and_nothing_else_guesses() {

@@ -3,12 +3,11 @@
 use crate::config::Config;
 use crate::domain::hosts::HostMap;
 use crate::domain::input::{GroupName, NodeId};
-use crate::domain::lock::{GroupRecord, GroupRules};
+use crate::domain::lock::GroupRecord;
+use crate::domain::lock::gates::{self, Shown};
 use crate::domain::time::Timestamp;
 
-use super::view::{
-    Wildcard, is_idle, rfc3339, rules_of, settles_until, slots_text, state, window_line,
-};
+use super::view::{Wildcard, is_idle, rfc3339, rules_of, slots_text, state, window_line};
 use crate::domain::time::human_duration;
 
 /// Holders per group, then a line for each paused, settling or windowed
@@ -172,46 +171,6 @@ fn holder_rows(
     rows
 }
 
-/// Where a canary rollout stands, as a sentence.
-fn rollout_phrase(
-    record: &GroupRecord,
-    canary: crate::domain::canary::CanaryRule,
-    now: Timestamp,
-) -> String {
-    use crate::domain::canary::wave_phrase;
-    use crate::domain::lock::WaveWait;
-    let Some(state) = record.rollout_state(canary, now) else {
-        return "no rollout runs; the next node to take a slot is a new rollout's canary".into();
-    };
-    let began = state.began.map_or("-".into(), rfc3339);
-    let where_ = match state.waits {
-        WaveWait::InWave(wave) => match wave.size {
-            Some(size) => format!(
-                "{} goes, {} of {size} granted",
-                wave_phrase(wave),
-                wave.granted
-            ),
-            None => "the rest go at the group's slots".to_owned(),
-        },
-        WaveWait::Out(wave) => format!(
-            "{} is out; the next wave waits until it is back and the bake is over",
-            wave_phrase(wave)
-        ),
-        WaveWait::Baking(wave, until) => format!(
-            "{} is back; the next wave begins at {}",
-            wave_phrase(wave),
-            rfc3339(until)
-        ),
-        WaveWait::NextMayGo(wave) => {
-            format!("the next node to ask begins {}", wave_phrase(wave))
-        }
-    };
-    format!(
-        "rollout since {began}, {}; {where_}",
-        crate::domain::error::counted(u64::from(state.grants), "grant", "grants")
-    )
-}
-
 /// The rows in columns as wide as their widest cell.
 fn aligned(rows: &[Vec<String>]) -> String {
     let columns = rows[0].len();
@@ -264,33 +223,17 @@ fn group_notes(
             crate::domain::service::excluded_because(exclusion)
         ));
     }
-    if let Some(zone) = record.zone_out() {
-        out.push_str(&format!(
-            "{name} has nodes out in {} (group '{zone}'): the other zones wait until \
-             they are back\n",
-            crate::domain::names::zone_phrase(zone)
-        ));
-    }
-    let rules = rules_of(name, deployed);
-    if let Some(canary) = rules.and_then(|rules| rules.canary) {
-        out.push_str(&format!(
-            "{name} rolls out in waves ({}, each back {} before the next): {}\n",
-            canary.plan_phrase(),
-            crate::domain::time::format_duration(canary.bake),
-            rollout_phrase(record, canary, now)
-        ));
-    }
-    drain_notes(out, name, record, rules, now, hosts);
-    return_notes(out, name, record, rules, deployed.is_some(), now, hosts);
-    if let Some(lease) = rules.and_then(|rules| rules.lease) {
-        lease_notes(out, name, record, lease, now);
-    }
-    if let Some(until) = settles_until(name, record, deployed, now) {
-        out.push_str(&format!(
-            "{name} settles until {} (last release {})\n",
-            rfc3339(until),
-            record.last_release.map_or("-".into(), rfc3339)
-        ));
+    let shown = Shown {
+        name,
+        record,
+        rules: rules_of(name, deployed),
+        deployed: deployed.is_some(),
+        now,
+        host_of: &|id| host_of(hosts, id),
+    };
+    for line in gates::status_lines(&shown) {
+        out.push_str(&line);
+        out.push('\n');
     }
     if let Some(line) = window_line(name, deployed, now) {
         out.push_str(&line);
@@ -303,103 +246,6 @@ fn host_of(hosts: Option<&HostMap>, id: &NodeId) -> String {
     hosts
         .and_then(|hosts| hosts.get(id.as_str()))
         .map_or(String::new(), |host| format!(" ({host})"))
-}
-
-/// A line for each reservation waiting for its drain, with how to confirm it.
-fn drain_notes(
-    out: &mut String,
-    name: &GroupName,
-    record: &GroupRecord,
-    rules: Option<GroupRules>,
-    now: Timestamp,
-    hosts: Option<&HostMap>,
-) {
-    let drain = rules.and_then(|rules| rules.drain);
-    for (id, since) in &record.draining {
-        let until = drain.map_or(String::new(), |drain| {
-            let until = since.plus(drain.timeout);
-            if until <= now {
-                format!(
-                    ", past its timeout since {} ({})",
-                    rfc3339(until),
-                    drain.on_timeout.as_str()
-                )
-            } else {
-                format!(", until {}", rfc3339(until))
-            }
-        });
-        out.push_str(&format!(
-            "{name}: '{}'{} waits for its drain since {}{until}: confirm with \
-             'fleetlock drained --group {name} --id {} --reserved-at {}'\n",
-            id.shown(),
-            host_of(hosts, id),
-            rfc3339(*since),
-            crate::cli::config_check::shell_word(&id.shown()),
-            since.to_rfc3339_millis()
-        ));
-    }
-}
-
-/// A line for each slot returning, with how to confirm its node is back.
-fn return_notes(
-    out: &mut String,
-    name: &GroupName,
-    record: &GroupRecord,
-    rules: Option<GroupRules>,
-    deployed: bool,
-    now: Timestamp,
-    hosts: Option<&HostMap>,
-) {
-    let return_timeout = rules.and_then(|rules| rules.return_timeout);
-    for (id, since) in &record.returning {
-        let until = match return_timeout {
-            Some(timeout) if since.plus(timeout) <= now => format!(
-                ", past its return timeout since {}",
-                rfc3339(since.plus(timeout))
-            ),
-            Some(timeout) => format!(", due by {}", rfc3339(since.plus(timeout))),
-            None if deployed => {
-                ", and the group has no return gate now: nobody confirms it by itself".into()
-            }
-            None => String::new(),
-        };
-        out.push_str(&format!(
-            "{name}: '{}'{} is returning since {} ({}){until}: confirm with \
-             'fleetlock returned --group {name} --id {} --released-at {}'\n",
-            id.shown(),
-            host_of(hosts, id),
-            rfc3339(*since),
-            human_duration(since.age_at(now)),
-            crate::cli::config_check::shell_word(&id.shown()),
-            since.to_rfc3339_millis()
-        ));
-    }
-}
-
-/// A line for each holder past its lease (not one waiting for a drain or
-/// returning: the lease does not run for those).
-fn lease_notes(
-    out: &mut String,
-    name: &GroupName,
-    record: &GroupRecord,
-    lease: std::time::Duration,
-    now: Timestamp,
-) {
-    for (id, at) in record.holders.holders() {
-        if record.draining.contains_key(id) || record.returning.contains_key(id) {
-            continue;
-        }
-        let ends = at.plus(lease);
-        if ends <= now {
-            out.push_str(&format!(
-                "{name}: '{}' is past its {} lease since {}: the next node to ask \
-                 while the group is full takes its slot\n",
-                id.shown(),
-                crate::domain::time::format_duration(lease),
-                rfc3339(ends)
-            ));
-        }
-    }
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 //! must wait ([`crate::domain::canary`] holds the setting).
 
 use super::GroupRules;
-use super::gates::Gate;
+use super::gates::{Gate, Shown};
 use super::{GroupRecord, Refusal, RolloutState, WaveWait};
+use crate::domain::canary::wave_phrase;
 use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
+use crate::domain::error::counted;
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
 
@@ -107,4 +109,54 @@ impl Gate for CanaryGate {
             .canary
             .map(|canary| format!("canary={}", canary.setting()))
     }
+
+    /// Where the group's rollout stands: which wave goes, is out or bakes.
+    fn status(&self, group: &Shown) -> Vec<String> {
+        (group.rules.and_then(|rules| rules.canary))
+            .map(|canary| {
+                format!(
+                    "{} rolls out in waves ({}, each back {} before the next): {}",
+                    group.name,
+                    canary.plan_phrase(),
+                    format_duration(canary.bake),
+                    rollout_phrase(group.record, canary, group.now)
+                )
+            })
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Where a canary rollout stands, as a sentence.
+fn rollout_phrase(record: &GroupRecord, canary: CanaryRule, now: Timestamp) -> String {
+    let Some(state) = record.rollout_state(canary, now) else {
+        return "no rollout runs; the next node to take a slot is a new rollout's canary".into();
+    };
+    let began = state.began.map_or("-".into(), Timestamp::to_rfc3339);
+    let where_ = match state.waits {
+        WaveWait::InWave(wave) => match wave.size {
+            Some(size) => format!(
+                "{} goes, {} of {size} granted",
+                wave_phrase(wave),
+                wave.granted
+            ),
+            None => "the rest go at the group's slots".to_owned(),
+        },
+        WaveWait::Out(wave) => format!(
+            "{} is out; the next wave waits until it is back and the bake is over",
+            wave_phrase(wave)
+        ),
+        WaveWait::Baking(wave, until) => format!(
+            "{} is back; the next wave begins at {}",
+            wave_phrase(wave),
+            until.to_rfc3339()
+        ),
+        WaveWait::NextMayGo(wave) => {
+            format!("the next node to ask begins {}", wave_phrase(wave))
+        }
+    };
+    format!(
+        "rollout since {began}, {}; {where_}",
+        counted(u64::from(state.grants), "grant", "grants")
+    )
 }

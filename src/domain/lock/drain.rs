@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use super::gates::Gate;
+use super::gates::{Gate, Shown};
 use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout, Refusal};
 use crate::domain::input::NodeId;
+use crate::domain::names::shell_word;
 use crate::domain::time::format_duration;
 use crate::domain::time::{Timestamp, parse_span};
 
@@ -171,5 +172,36 @@ impl Gate for DrainGate {
                 drain.on_timeout.as_str()
             ))
         ))
+    }
+
+    /// Each reservation waiting for its drain, with how to confirm it.
+    fn status(&self, group: &Shown) -> Vec<String> {
+        let name = group.name;
+        let drain = group.rules.and_then(|rules| rules.drain);
+        (group.record.draining.iter())
+            .map(|(id, since)| {
+                let until = drain.map_or(String::new(), |drain| {
+                    let until = since.plus(drain.timeout);
+                    if until <= group.now {
+                        format!(
+                            ", past its timeout since {} ({})",
+                            until.to_rfc3339(),
+                            drain.on_timeout.as_str()
+                        )
+                    } else {
+                        format!(", until {}", until.to_rfc3339())
+                    }
+                });
+                format!(
+                    "{name}: '{}'{} waits for its drain since {}{until}: confirm with \
+                     'fleetlock drained --group {name} --id {} --reserved-at {}'",
+                    id.shown(),
+                    (group.host_of)(id),
+                    since.to_rfc3339(),
+                    shell_word(&id.shown()),
+                    since.to_rfc3339_millis()
+                )
+            })
+            .collect()
     }
 }

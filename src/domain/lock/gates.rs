@@ -1,19 +1,22 @@
 //! The gates of a group's rules, in one list. A gate is one module beside
 //! this one (its setting's parse, its rule over the group's record, its
 //! words) and one entry of [`GATES`]; the layers that speak of every gate
-//! iterate the list: `config check` prints each phrase and the regions'
-//! digest takes each part. The configuration reads each variable in its
+//! iterate the list: `config check` prints each phrase, the regions'
+//! digest takes each part and `fleetlock status` writes each gate's lines
+//! under a group's table. The configuration reads each variable in its
 //! own order (`Config::checked`: FLEETLOCK_ZONES first, as the others name
 //! a group only through it). `every_gate_is_read_summed_up_and_digested`
 //! fails for a gate one of them misses.
 
-use super::GroupRules;
 use super::canary::CanaryGate;
 use super::drain::DrainGate;
 use super::lease::LeaseGate;
 use super::returns::ReturnGate;
 use super::settle::SettleGate;
 use super::zones::ZonesGate;
+use super::{GroupRecord, GroupRules};
+use crate::domain::input::{GroupName, NodeId};
+use crate::domain::time::Timestamp;
 
 /// A setting of a group's rules, and what each layer says of it.
 pub(crate) trait Gate: Sync {
@@ -29,6 +32,25 @@ pub(crate) trait Gate: Sync {
     /// always (`lease=-`), the later ones only where set, so that a group's
     /// digest is the one that version recorded.
     fn digest(&self, rules: &GroupRules) -> Option<String>;
+
+    /// Its lines in `fleetlock status` under the group's table: what of the
+    /// group's record it holds back or waits for, and how to end it.
+    fn status(&self, group: &Shown) -> Vec<String>;
+}
+
+/// A group as `fleetlock status` shows it, for the gates' lines.
+pub(crate) struct Shown<'a> {
+    pub name: &'a GroupName,
+    pub record: &'a GroupRecord,
+    /// The group's rules as deployed, where the configuration is known
+    /// (`--function`, or the same variables in the shell).
+    pub rules: Option<GroupRules>,
+    /// Whether that configuration is known (a group it does not configure
+    /// has no rules, but a known configuration says what it lacks).
+    pub deployed: bool,
+    pub now: Timestamp,
+    /// ` (HOST)` where the host map knows the node's host, else nothing.
+    pub host_of: &'a dyn Fn(&NodeId) -> String,
 }
 
 /// Every gate a group's rules have, in the order the summary and the
@@ -41,6 +63,12 @@ pub(crate) static GATES: &[&dyn Gate] = &[
     &ZonesGate,
     &CanaryGate,
 ];
+
+/// `fleetlock status`'s lines of the gates under a group's table, each
+/// gate's in the list's order.
+pub(crate) fn status_lines(group: &Shown) -> Vec<String> {
+    GATES.iter().flat_map(|gate| gate.status(group)).collect()
+}
 
 /// `config check`'s words for a group's rules: its slots, then each gate's
 /// phrase.
@@ -71,7 +99,6 @@ pub(crate) fn digest_text(rules: &GroupRules) -> String {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::domain::input::GroupName;
 
     /// A value of each gate's variable for `workers`.
     fn example(variable: &str) -> &'static str {
@@ -123,6 +150,67 @@ mod tests {
                 "{variable} is a rule in the one list of settings"
             );
         }
+    }
+
+    /// A group every gate has something to say of: a holder past a 6h
+    /// lease, a node waiting for its drain, one returning, a zone out, a
+    /// release a minute ago; the lines of the gates the rules set.
+    fn status_of(rules: Option<GroupRules>) -> Vec<String> {
+        let now = Timestamp(1_764_504_000_000);
+        let ago = |minutes: u64| Timestamp(now.0 - minutes * 60_000);
+        let id = |name: &str| NodeId::parse(name).unwrap();
+        let record = GroupRecord {
+            holders: crate::domain::lock::Semaphore::from_holders([
+                (id("a"), ago(7 * 60)),
+                (id("b"), ago(2)),
+                (id("c"), ago(3)),
+            ]),
+            draining: [(id("b"), ago(2))].into(),
+            returning: [(id("c"), ago(1))].into(),
+            last_release: Some(ago(1)),
+            zone: Some("workers.zone-a".into()),
+            ..GroupRecord::default()
+        };
+        let shown = Shown {
+            name: &GroupName::parse("workers").unwrap(),
+            record: &record,
+            rules,
+            deployed: rules.is_some(),
+            now,
+            host_of: &|_| String::new(),
+        };
+        status_lines(&shown)
+    }
+
+    #[test]
+    fn every_gate_writes_its_lines_in_status_in_the_lists_order() {
+        let all = workers_rules(
+            &GATES
+                .iter()
+                .map(|g| (g.variable(), example(g.variable())))
+                .collect::<Vec<_>>(),
+        );
+        let lines = status_of(Some(all));
+        let starts = [
+            "workers settles until ",
+            "workers: 'a' is past its 6h lease since ",
+            "workers: 'b' waits for its drain since ",
+            "workers: 'c' is returning since ",
+            "workers has nodes out in zone 'zone-a' (group 'workers.zone-a')",
+            "workers rolls out in waves (the canary, then 3, then the rest, each back 30m ",
+        ];
+        assert_eq!(lines.len(), GATES.len(), "{lines:#?}");
+        for ((gate, line), start) in GATES.iter().zip(&lines).zip(starts) {
+            assert!(line.starts_with(start), "{}: {line}", gate.variable());
+        }
+        // Not configured, a gate still shows what the record holds for it
+        // (a drain, a return, a zone out); what the rules decide (the
+        // settle period, a lease's end, a rollout) needs them.
+        let unknown = status_of(None);
+        assert_eq!(unknown.len(), 3, "{unknown:#?}");
+        assert!(unknown[0].contains("waits for its drain since"));
+        assert!(unknown[1].contains("is returning since"));
+        assert!(unknown[2].contains("has nodes out in zone"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::gates::Gate;
+use super::gates::{Gate, Shown};
 use super::{GroupRecord, GroupRules, MAX_TAKEN, TAKEN_KEPT};
 use crate::domain::input::NodeId;
 use crate::domain::time::format_duration;
@@ -125,5 +125,30 @@ impl Gate for LeaseGate {
             "lease={}",
             rules.lease.map_or("-".into(), format_duration)
         ))
+    }
+
+    /// Each holder past its lease (not one waiting for a drain or
+    /// returning: the lease does not run for those).
+    fn status(&self, group: &Shown) -> Vec<String> {
+        let (name, record) = (group.name, group.record);
+        let Some(lease) = group.rules.and_then(|rules| rules.lease) else {
+            return Vec::new();
+        };
+        (record.holders.holders())
+            .filter(|(id, _)| {
+                !record.draining.contains_key(id) && !record.returning.contains_key(id)
+            })
+            .map(|(id, at)| (id, at.plus(lease)))
+            .filter(|&(_, ends)| ends <= group.now)
+            .map(|(id, ends)| {
+                format!(
+                    "{name}: '{}' is past its {} lease since {}: the next node to ask \
+                     while the group is full takes its slot",
+                    id.shown(),
+                    format_duration(lease),
+                    ends.to_rfc3339()
+                )
+            })
+            .collect()
     }
 }

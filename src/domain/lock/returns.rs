@@ -8,12 +8,14 @@
 use std::time::Duration;
 
 use super::GroupRules;
-use super::gates::Gate;
+use super::gates::{Gate, Shown};
 use super::{GroupRecord, Refusal, RolloutStop, StopCause};
 use crate::domain::canary::CanaryRule;
 use crate::domain::input::NodeId;
+use crate::domain::names::shell_word;
 use crate::domain::outcomes::Returned;
 use crate::domain::time::format_duration;
+use crate::domain::time::human_duration;
 use crate::domain::time::{Timestamp, parse_span};
 
 /// The shortest return timeout: a target group's health checks need this
@@ -217,5 +219,37 @@ impl Gate for ReturnGate {
             "return={}",
             rules.return_timeout.map_or("-".into(), format_duration)
         ))
+    }
+
+    /// Each slot returning, with how to confirm its node is back.
+    fn status(&self, group: &Shown) -> Vec<String> {
+        let name = group.name;
+        let timeout = group.rules.and_then(|rules| rules.return_timeout);
+        (group.record.returning.iter())
+            .map(|(id, since)| {
+                let until = match timeout {
+                    Some(timeout) if since.plus(timeout) <= group.now => format!(
+                        ", past its return timeout since {}",
+                        since.plus(timeout).to_rfc3339()
+                    ),
+                    Some(timeout) => format!(", due by {}", since.plus(timeout).to_rfc3339()),
+                    None if group.deployed => {
+                        ", and the group has no return gate now: nobody confirms it by itself"
+                            .into()
+                    }
+                    None => String::new(),
+                };
+                format!(
+                    "{name}: '{}'{} is returning since {} ({}){until}: confirm with \
+                     'fleetlock returned --group {name} --id {} --released-at {}'",
+                    id.shown(),
+                    (group.host_of)(id),
+                    since.to_rfc3339(),
+                    human_duration(since.age_at(group.now)),
+                    shell_word(&id.shown()),
+                    since.to_rfc3339_millis()
+                )
+            })
+            .collect()
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::gates::Gate;
+use super::gates::{Gate, Shown};
 use super::{GroupRecord, GroupRules, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::ClientParams;
@@ -58,6 +58,27 @@ impl Gate for SettleGate {
 
     fn digest(&self, rules: &GroupRules) -> Option<String> {
         Some(format!("settle={}", format_duration(rules.settle)))
+    }
+
+    /// While the group settles, until when (once the configuration is
+    /// known: the settle time is the deployed one).
+    fn status(&self, group: &Shown) -> Vec<String> {
+        let until =
+            (group.rules).and_then(|rules| group.record.settling_until(rules.settle, group.now));
+        until
+            .map(|until| {
+                format!(
+                    "{} settles until {} (last release {})",
+                    group.name,
+                    until.to_rfc3339(),
+                    group
+                        .record
+                        .last_release
+                        .map_or("-".into(), Timestamp::to_rfc3339)
+                )
+            })
+            .into_iter()
+            .collect()
     }
 }
 

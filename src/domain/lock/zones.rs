@@ -2,9 +2,10 @@
 //! slots, and a zone other than the asking one still out.
 
 use super::GroupRules;
-use super::gates::Gate;
+use super::gates::{Gate, Shown};
 use super::{GroupRecord, Refusal};
 use crate::domain::input::NodeId;
+use crate::domain::names::zone_phrase;
 use crate::domain::zones::ZoneGroup;
 
 impl GroupRecord {
@@ -63,5 +64,21 @@ impl Gate for ZonesGate {
 
     fn digest(&self, rules: &GroupRules) -> Option<String> {
         rules.zone.map(|_| "one_zone_at_a_time".to_owned())
+    }
+
+    /// The zone group out while any node holds a slot (whatever the
+    /// configuration: the record says which).
+    fn status(&self, group: &Shown) -> Vec<String> {
+        (group.record.zone_out())
+            .map(|zone| {
+                format!(
+                    "{} has nodes out in {} (group '{zone}'): the other zones wait until \
+                     they are back",
+                    group.name,
+                    zone_phrase(zone)
+                )
+            })
+            .into_iter()
+            .collect()
     }
 }
