@@ -42,7 +42,7 @@ struct Args {
 }
 
 fn interval(text: &str) -> Result<Duration, String> {
-    let every = parse_duration(text)?;
+    let every = parse_duration(text).map_err(|why| why.to_string())?;
     if !(Duration::from_secs(5)..=Duration::from_secs(300)).contains(&every) {
         return Err(format!("'{text}' is not from 5s to 5m"));
     }

@@ -120,7 +120,7 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
 
 /// A timeout of `serve`: from 1 s to 10 min.
 fn serve_timeout(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text)?;
+    let duration = parse_duration(text).map_err(|why| why.to_string())?;
     if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&duration) {
         return Err(format!("'{text}' is not from 1s to 10m"));
     }

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::domain::time::{format_duration, parse_span};
+use crate::domain::time::{NotADuration, format_duration, parse_span};
 
 /// How long a group is quiet, after its last wave's bake, before its next
 /// grant begins a new rollout with a canary. Inside one rollout Zincati's
@@ -174,18 +174,46 @@ pub fn wave_phrase(wave: Wave) -> String {
     }
 }
 
+/// Why a canary was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CanaryError {
+    #[error(transparent)]
+    NotADuration(#[from] NotADuration),
+    #[error(
+        "bake '{0}' is not from 1m to 24h: how long a wave stays back in service before the \
+         next one goes"
+    )]
+    Bake(String),
+    #[error(
+        "waves '{0}' are more than {MAX_WAVES}; after the last one the rest go at the group's \
+         slots"
+    )]
+    TooManyWaves(String),
+    #[error("wave '{size}' of '{written}' is not a whole number from 1 to 500")]
+    WaveSize { size: String, written: String },
+    #[error(
+        "waves '{written}' begin with {size}: the first wave is the canary, one node alone \
+         (write '1+{size}' for a wave of {size} after it)"
+    )]
+    FirstWave { written: String, size: u16 },
+    #[error(
+        "'{0}' is not from 15m to 24h: how long a wave's node may be out of service before the \
+         rollout stops"
+    )]
+    BackWithin(String),
+    #[error("'{0}' is one part too many; expected BAKE[:WAVES[:BACK]], e.g. '30m:1+3:1h'")]
+    TooManyParts(String),
+}
+
 /// `BAKE[:WAVES[:BACK]]`: `30m` (the canary, then the rest), `30m:1+3`
 /// (then 3, then the rest), `30m:1+3:2h` (a wave's node not back within 2h
 /// stops the group).
-pub fn parse_canary(text: &str) -> Result<CanaryRule, String> {
+pub fn parse_canary(text: &str) -> Result<CanaryRule, CanaryError> {
     let mut parts = text.split(':').map(str::trim);
     let bake_text = parts.next().unwrap_or_default();
     let bake = parse_span(bake_text)?;
     if bake < MIN_BAKE || bake > MAX_BAKE {
-        return Err(format!(
-            "bake '{bake_text}' is not from 1m to 24h: how long a wave stays back in service \
-             before the next one goes"
-        ));
+        return Err(CanaryError::Bake(bake_text.to_owned()));
     }
     let mut sizes = [0u16; MAX_WAVES];
     let mut waves = 1;
@@ -193,24 +221,22 @@ pub fn parse_canary(text: &str) -> Result<CanaryRule, String> {
     if let Some(written) = parts.next() {
         let listed: Vec<&str> = written.split('+').map(str::trim).collect();
         if listed.len() > MAX_WAVES {
-            return Err(format!(
-                "waves '{written}' are more than {MAX_WAVES}; after the last one the rest go \
-                 at the group's slots"
-            ));
+            return Err(CanaryError::TooManyWaves(written.to_owned()));
         }
         for (index, size) in listed.iter().enumerate() {
             let size: u16 = size
                 .parse()
                 .ok()
                 .filter(|n| (1..=500).contains(n))
-                .ok_or_else(|| {
-                    format!("wave '{size}' of '{written}' is not a whole number from 1 to 500")
+                .ok_or_else(|| CanaryError::WaveSize {
+                    size: (*size).to_owned(),
+                    written: written.to_owned(),
                 })?;
             if index == 0 && size != 1 {
-                return Err(format!(
-                    "waves '{written}' begin with {size}: the first wave is the canary, one \
-                     node alone (write '1+{size}' for a wave of {size} after it)"
-                ));
+                return Err(CanaryError::FirstWave {
+                    written: written.to_owned(),
+                    size,
+                });
             }
             sizes[index] = size;
         }
@@ -221,18 +247,13 @@ pub fn parse_canary(text: &str) -> Result<CanaryRule, String> {
         Some(back_text) => {
             let back = parse_span(back_text)?;
             if back < MIN_BACK_WITHIN || back > MAX_BACK_WITHIN {
-                return Err(format!(
-                    "'{back_text}' is not from 15m to 24h: how long a wave's node may be out \
-                     of service before the rollout stops"
-                ));
+                return Err(CanaryError::BackWithin(back_text.to_owned()));
             }
             back
         }
     };
     if let Some(extra) = parts.next() {
-        return Err(format!(
-            "'{extra}' is one part too many; expected BAKE[:WAVES[:BACK]], e.g. '30m:1+3:1h'"
-        ));
+        return Err(CanaryError::TooManyParts(extra.to_owned()));
     }
     Ok(CanaryRule {
         bake,
@@ -294,7 +315,7 @@ mod tests {
             ("30m:1:1h:x", "one part too many"),
             ("soon", ""),
         ] {
-            let why = parse_canary(text).expect_err(text);
+            let why = parse_canary(text).expect_err(text).to_string();
             assert!(why.contains(says), "{text}: {why}");
         }
     }

@@ -365,12 +365,12 @@ impl GroupSlots {
     /// Sets one gate's `field` of each group from its variable
     /// (`GROUP=DURATION,*=DURATION`), each value read by `parse`, for
     /// groups these slots configure only; what it said before is replaced.
-    fn with_setting<T>(
+    fn with_setting<T, E: fmt::Display>(
         mut self,
         spec: &str,
         what: &str,
         example: &str,
-        parse: fn(&str) -> Result<T, String>,
+        parse: fn(&str) -> Result<T, E>,
         field: Field<T>,
     ) -> Result<Self, String> {
         let (named, others) = per_group(

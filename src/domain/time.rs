@@ -64,9 +64,14 @@ impl Clock for SystemClock {
     }
 }
 
+/// A text that is not a duration in `h`, `m`, `s` units.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a duration like 90s, 10m, 1h or 1h30m")]
+pub struct NotADuration(pub String);
+
 /// A duration in `h`, `m`, `s` units, of any length.
-pub(crate) fn parse_span(text: &str) -> Result<Duration, String> {
-    let explain = || format!("'{text}' is not a duration like 90s, 10m, 1h or 1h30m");
+pub(crate) fn parse_span(text: &str) -> Result<Duration, NotADuration> {
+    let explain = || NotADuration(text.to_owned());
     let mut rest = text.trim();
     if rest.is_empty() {
         return Err(explain());

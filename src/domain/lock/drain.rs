@@ -9,7 +9,7 @@ use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout
 use crate::domain::input::NodeId;
 use crate::domain::names::shell_word;
 use crate::domain::time::format_duration;
-use crate::domain::time::{Timestamp, parse_span};
+use crate::domain::time::{NotADuration, Timestamp, parse_span};
 
 /// The shortest drain timeout: a load balancer needs this long at the least
 /// to stop sending a node new connections.
@@ -28,33 +28,40 @@ pub(crate) fn drain_rule((timeout, on_timeout): (Duration, OnDrainTimeout)) -> D
 
 /// A drain gate: `15m` (hold on timeout), `15m:hold` or `30m:grant`, the
 /// timeout from [`MIN_DRAIN`] to [`MAX_DRAIN`].
-pub(crate) fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), String> {
+pub(crate) fn parse_drain(text: &str) -> Result<(Duration, OnDrainTimeout), DrainError> {
     let (time, policy) = text.split_once(':').unwrap_or((text, "hold"));
     let on_timeout = match policy.trim() {
         "hold" => OnDrainTimeout::Hold,
         "grant" => OnDrainTimeout::Grant,
-        other => {
-            return Err(format!(
-                "'{other}' is not what happens at the drain timeout: 'hold' (keep refusing, \
-                 the default) or 'grant' (the node reboots undrained)"
-            ));
-        }
+        other => return Err(DrainError::OnTimeout(other.to_owned())),
     };
     let timeout = parse_span(time)?;
     if timeout < MIN_DRAIN {
-        return Err(format!(
-            "drain timeout '{}' is shorter than 1m: a load balancer needs longer to let \
-             a node's connections finish",
-            time.trim()
-        ));
+        return Err(DrainError::TooShort(time.trim().to_owned()));
     }
     if timeout > MAX_DRAIN {
-        return Err(format!(
-            "drain timeout '{}' is longer than 24h; pause the group instead",
-            time.trim()
-        ));
+        return Err(DrainError::TooLong(time.trim().to_owned()));
     }
     Ok((timeout, on_timeout))
+}
+
+/// Why a drain gate was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DrainError {
+    #[error(transparent)]
+    NotADuration(#[from] NotADuration),
+    #[error(
+        "'{0}' is not what happens at the drain timeout: 'hold' (keep refusing, the default) \
+         or 'grant' (the node reboots undrained)"
+    )]
+    OnTimeout(String),
+    #[error(
+        "drain timeout '{0}' is shorter than 1m: a load balancer needs longer to let a node's \
+         connections finish"
+    )]
+    TooShort(String),
+    #[error("drain timeout '{0}' is longer than 24h; pause the group instead")]
+    TooLong(String),
 }
 
 /// The drain gate's refusal of a new drain: the maintenance window closes

@@ -9,7 +9,7 @@ use super::gates::{Gate, Shown};
 use super::{GroupRecord, GroupRules, MAX_TAKEN, TAKEN_KEPT};
 use crate::domain::input::NodeId;
 use crate::domain::time::format_duration;
-use crate::domain::time::{Timestamp, parse_span};
+use crate::domain::time::{NotADuration, Timestamp, parse_span};
 
 /// The shortest lease. A node that took its slot may wait up to 10 minutes
 /// for logged-in users before it reboots, then boots and tells the server
@@ -22,21 +22,32 @@ pub(crate) const MAX_LEASE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A lease, written as [`parse_duration`] reads it, from [`MIN_LEASE`] to
 /// [`MAX_LEASE`].
-pub(crate) fn parse_lease(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_lease(text: &str) -> Result<Duration, LeaseError> {
     let lease = parse_span(text)?;
     if lease < MIN_LEASE {
-        return Err(format!(
-            "lease '{text}' is shorter than 30m: a node may still be rebooting then, and its \
-             slot would go to another node; leave the group out of FLEETLOCK_LEASE for no lease"
-        ));
+        return Err(LeaseError::TooShort(text.to_owned()));
     }
     if lease > MAX_LEASE {
-        return Err(format!(
-            "lease '{text}' is longer than a week (168h); release a stuck slot with \
-             'fleetlock release' instead"
-        ));
+        return Err(LeaseError::TooLong(text.to_owned()));
     }
     Ok(lease)
+}
+
+/// Why a lease was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LeaseError {
+    #[error(transparent)]
+    NotADuration(#[from] NotADuration),
+    #[error(
+        "lease '{0}' is shorter than 30m: a node may still be rebooting then, and its slot \
+         would go to another node; leave the group out of FLEETLOCK_LEASE for no lease"
+    )]
+    TooShort(String),
+    #[error(
+        "lease '{0}' is longer than a week (168h); release a stuck slot with 'fleetlock \
+         release' instead"
+    )]
+    TooLong(String),
 }
 
 impl GroupRecord {

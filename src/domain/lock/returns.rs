@@ -16,7 +16,7 @@ use crate::domain::names::shell_word;
 use crate::domain::outcomes::Returned;
 use crate::domain::time::format_duration;
 use crate::domain::time::human_duration;
-use crate::domain::time::{Timestamp, parse_span};
+use crate::domain::time::{NotADuration, Timestamp, parse_span};
 
 /// The shortest return timeout: a target group's health checks need this
 /// long at the least to see a node healthy again (two checks 30 s apart).
@@ -27,23 +27,32 @@ pub(crate) const MIN_RETURN: Duration = Duration::from_secs(60);
 pub(crate) const MAX_RETURN: Duration = Duration::from_secs(24 * 3600);
 
 /// A return timeout, from [`MIN_RETURN`] to [`MAX_RETURN`].
-pub(crate) fn parse_return(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_return(text: &str) -> Result<Duration, ReturnError> {
     let timeout = parse_span(text)?;
     if timeout < MIN_RETURN {
-        return Err(format!(
-            "return timeout '{}' is shorter than 1m: a load balancer's health checks need \
-             longer to see a node healthy again",
-            text.trim()
-        ));
+        return Err(ReturnError::TooShort(text.trim().to_owned()));
     }
     if timeout > MAX_RETURN {
-        return Err(format!(
-            "return timeout '{}' is longer than 24h; a node that has not come back by then \
-             will not by itself",
-            text.trim()
-        ));
+        return Err(ReturnError::TooLong(text.trim().to_owned()));
     }
     Ok(timeout)
+}
+
+/// Why a return timeout was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ReturnError {
+    #[error(transparent)]
+    NotADuration(#[from] NotADuration),
+    #[error(
+        "return timeout '{0}' is shorter than 1m: a load balancer's health checks need longer \
+         to see a node healthy again"
+    )]
+    TooShort(String),
+    #[error(
+        "return timeout '{0}' is longer than 24h; a node that has not come back by then will \
+         not by itself"
+    )]
+    TooLong(String),
 }
 
 impl GroupRecord {

@@ -9,7 +9,7 @@ use super::gates::{Gate, Shown};
 use super::{GroupRecord, GroupRules, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::ClientParams;
-use crate::domain::time::{Timestamp, format_duration, parse_span};
+use crate::domain::time::{NotADuration, Timestamp, format_duration, parse_span};
 
 /// The longest settle time: past a day, pausing the group says it better.
 pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
@@ -17,14 +17,21 @@ pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
 /// `90s`, `10m`, `1h`, `1h30m`, `0s`: whole numbers with units h, m, s, in
 /// that order, up to [`MAX_SETTLE`]. A settle time, and every other
 /// duration of up to a day a setting or a command takes.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let duration = parse_span(text)?;
     if duration > MAX_SETTLE {
-        return Err(format!(
-            "'{text}' is longer than 24h; pause the group instead"
-        ));
+        return Err(DurationError::LongerThanADay(text.to_owned()));
     }
     Ok(duration)
+}
+
+/// Why a duration of up to a day was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error(transparent)]
+    NotADuration(#[from] NotADuration),
+    #[error("'{0}' is longer than 24h; pause the group instead")]
+    LongerThanADay(String),
 }
 
 impl GroupRecord {
@@ -101,9 +108,15 @@ mod tests {
     fn a_settle_time_is_at_most_a_day() {
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("24h"), Ok(MAX_SETTLE));
+        let refused = parse_duration("24h1s").unwrap_err();
+        assert_eq!(refused, DurationError::LongerThanADay("24h1s".into()));
         assert_eq!(
-            parse_duration("24h1s"),
-            Err("'24h1s' is longer than 24h; pause the group instead".into())
+            refused.to_string(),
+            "'24h1s' is longer than 24h; pause the group instead"
+        );
+        assert_eq!(
+            parse_duration("1d").unwrap_err().to_string(),
+            "'1d' is not a duration like 90s, 10m, 1h or 1h30m"
         );
     }
 
