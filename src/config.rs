@@ -23,7 +23,6 @@ use crate::domain::coverage::{self, Mismatch};
 use crate::domain::groups::{GroupSlots, GroupsError};
 use crate::domain::lock::canary::CanaryGate;
 use crate::domain::lock::drain::DrainGate;
-use crate::domain::lock::gates::Gate;
 use crate::domain::lock::lease::LeaseGate;
 use crate::domain::lock::returns::ReturnGate;
 use crate::domain::lock::settle::SettleGate;
@@ -183,12 +182,12 @@ impl Config {
             // First: every later setting reads its group names through it
             // (a zone's group is refused there, naming its split group).
             // Then each gate of domain::lock::gates by its variable.
-            (ZonesGate.variable(), GroupSlots::with_zones),
-            (SettleGate.variable(), GroupSlots::with_settle),
-            (LeaseGate.variable(), GroupSlots::with_lease),
-            (DrainGate.variable(), GroupSlots::with_drain),
-            (ReturnGate.variable(), GroupSlots::with_return),
-            (CanaryGate.variable(), GroupSlots::with_canary),
+            (ZonesGate::VARIABLE, GroupSlots::with_zones),
+            (SettleGate::VARIABLE, GroupSlots::with_settle),
+            (LeaseGate::VARIABLE, GroupSlots::with_lease),
+            (DrainGate::VARIABLE, GroupSlots::with_drain),
+            (ReturnGate::VARIABLE, GroupSlots::with_return),
+            (CanaryGate::VARIABLE, GroupSlots::with_canary),
             (
                 "FLEETLOCK_MAX_WILDCARD_GROUPS",
                 GroupSlots::with_wildcard_limit,

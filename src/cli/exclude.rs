@@ -104,11 +104,10 @@ pub(crate) async fn exclude<S: LockStore>(
         Excluding::Changed(Changed::AlreadySo) => say!(
             out,
             "'{shown}' was already excluded from '{group}' {}; kept as it was",
-            decided
-                .group
-                .excluded
-                .get(id)
-                .map_or_else(String::new, crate::domain::service::excluded_because)
+            decided.group.excluded.get(id).map_or_else(
+                String::new,
+                crate::domain::lock::exclusion::excluded_because
+            )
         ),
         Excluding::Changed(Changed::Overtaken) => say!(
             out,

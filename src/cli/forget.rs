@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::config::{self, Config, process_env};
 use crate::domain::input::GroupName;
-use crate::domain::service::paused_because;
+use crate::domain::lock::pause::paused_because;
 use crate::domain::store::{Forgot, LockStore};
 
 use super::Failure;

@@ -8,7 +8,7 @@ use clap::Args;
 use crate::config::{self, process_env};
 use crate::domain::input::{GroupName, PauseReason};
 use crate::domain::lock::ByPerson;
-use crate::domain::service::paused_because;
+use crate::domain::lock::pause::paused_because;
 use crate::domain::store::{Changed, LockStore};
 use crate::domain::time::Timestamp;
 

@@ -5,7 +5,7 @@
 //! idempotent (a node that holds nothing may release, and nothing changes),
 //! because Zincati repeats both calls until it gets a 2xx.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::domain::canary::{CanaryRule, Wave};
@@ -21,12 +21,16 @@ use crate::domain::zones::ZoneGroup;
 
 pub(crate) mod canary;
 pub(crate) mod drain;
+pub(crate) mod exclusion;
 pub(crate) mod gates;
 pub(crate) mod lease;
+pub(crate) mod pause;
 pub(crate) mod returns;
 pub(crate) mod settle;
 pub(crate) mod zones;
 use drain::window_refusal;
+pub use exclusion::MAX_EXCLUSIONS;
+pub use pause::{Pause, RolloutStop, StopCause};
 pub use returns::Stopping;
 
 /// What a person did, as it is recorded: a pause (`fleetlock pause`) or a
@@ -38,73 +42,6 @@ pub struct ByPerson {
     pub since: Timestamp,
     /// Who, as they gave it (`--by`, or their login name).
     pub by: String,
-}
-
-/// How many nodes of one group may be excluded at once. Every call on the
-/// group is billed by its item's size: ten exclusions of a 32-hex id with a
-/// short reason add about 1 KB, one write unit, to each call (and at the
-/// longest, 128-byte ids and 200-character reasons, about 4 KB).
-pub const MAX_EXCLUSIONS: usize = 10;
-
-/// Who keeps a group from granting new slots. A person's pause, alarms'
-/// pauses and the server's own stop are kept apart, so that a person's
-/// `resume` leaves an alarm's pause in place and an alarm clearing leaves a
-/// person's.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Pause {
-    pub person: Option<ByPerson>,
-    /// CloudWatch alarms in ALARM that gate this group.
-    pub alarms: BTreeSet<String>,
-    /// The rollout stopped itself: a node did not come back within its
-    /// group's return timeout. Cleared by a person's `resume`.
-    pub stop: Option<RolloutStop>,
-}
-
-impl Pause {
-    pub fn is_paused(&self) -> bool {
-        self.person.is_some() || !self.alarms.is_empty() || self.stop.is_some()
-    }
-}
-
-/// A group stopped by the server: the first node whose return passed the
-/// group's return timeout (or, in a wave of a canary rollout, that was out
-/// of service past the canary's time), when its return began (its grant),
-/// and when the stop was written.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RolloutStop {
-    pub id: NodeId,
-    pub returning_since: Timestamp,
-    pub at: Timestamp,
-    pub cause: StopCause,
-}
-
-impl RolloutStop {
-    /// What the node did, by the stop's cause, as the journal and the
-    /// operator's tools say it: a wave's node never gave its slot back.
-    pub fn what_happened(&self) -> String {
-        let id = self.id.shown();
-        let at = self.returning_since.to_rfc3339();
-        match self.cause {
-            StopCause::Return => format!(
-                "node '{id}' gave its slot back at {at} and its return to service was not \
-                 confirmed within the return timeout"
-            ),
-            StopCause::Wave => format!(
-                "node '{id}', of a canary's wave, took its slot at {at} and was not back in \
-                 service within the time its wave allows (FLEETLOCK_CANARY)"
-            ),
-        }
-    }
-}
-
-/// Why the server stopped a rollout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum StopCause {
-    /// A return passed the return gate's timeout.
-    #[default]
-    Return,
-    /// A node of a canary's wave was not back in service in time.
-    Wave,
 }
 
 /// What happens to a reservation whose drain nobody confirmed in time.
@@ -368,16 +305,6 @@ impl GroupRecord {
         }
         self.slots = Some(rules.slots);
         outcome
-    }
-
-    /// A person keeps the node out of the rollout.
-    fn exclusion_refusal(&self, id: &NodeId) -> Option<Refusal> {
-        self.excluded.contains_key(id).then_some(Refusal::Excluded)
-    }
-
-    /// A person, an alarm or the server's stop paused the group.
-    fn pause_refusal(&self) -> Option<Refusal> {
-        self.pause.is_paused().then_some(Refusal::Paused)
     }
 
     /// A node that takes a slot starts afresh: no renewal of an earlier

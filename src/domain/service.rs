@@ -20,10 +20,7 @@ use crate::domain::windows::{Schedule, WindowState};
 
 mod heard;
 
-pub use heard::{
-    Answer, ExpiredSlot, Grant, Outcome, Returns, drains_overdue, excluded_because, paused_because,
-    returns,
-};
+pub use heard::{Answer, ExpiredSlot, Grant, Outcome, Returns, drains_overdue, returns};
 
 pub struct FleetLock<S> {
     groups: GroupSlots,

@@ -209,20 +209,6 @@ fn group_notes(
         out.push_str(&line);
         out.push('\n');
     }
-    if record.pause.is_paused() {
-        out.push_str(&format!(
-            "{name} is paused {}\n",
-            crate::domain::service::paused_because(&record.pause)
-        ));
-    }
-    for (id, exclusion) in &record.excluded {
-        out.push_str(&format!(
-            "{name} excludes '{}'{} {}\n",
-            id.shown(),
-            host_of(hosts, id),
-            crate::domain::service::excluded_because(exclusion)
-        ));
-    }
     let shown = Shown {
         name,
         record,

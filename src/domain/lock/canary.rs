@@ -87,9 +87,13 @@ impl GroupRecord {
 /// The canary gate in the list of gates.
 pub(crate) struct CanaryGate;
 
+impl CanaryGate {
+    pub(crate) const VARIABLE: &'static str = "FLEETLOCK_CANARY";
+}
+
 impl Gate for CanaryGate {
-    fn variable(&self) -> &'static str {
-        "FLEETLOCK_CANARY"
+    fn variable(&self) -> Option<&'static str> {
+        Some(Self::VARIABLE)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

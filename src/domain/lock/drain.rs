@@ -155,9 +155,13 @@ impl GroupRecord {
 /// The drain gate in the list of gates.
 pub(crate) struct DrainGate;
 
+impl DrainGate {
+    pub(crate) const VARIABLE: &'static str = "FLEETLOCK_DRAIN";
+}
+
 impl Gate for DrainGate {
-    fn variable(&self) -> &'static str {
-        "FLEETLOCK_DRAIN"
+    fn variable(&self) -> Option<&'static str> {
+        Some(Self::VARIABLE)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

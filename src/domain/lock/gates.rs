@@ -10,7 +10,9 @@
 
 use super::canary::CanaryGate;
 use super::drain::DrainGate;
+use super::exclusion::ExclusionGate;
 use super::lease::LeaseGate;
+use super::pause::PauseGate;
 use super::returns::ReturnGate;
 use super::settle::SettleGate;
 use super::zones::ZonesGate;
@@ -18,20 +20,31 @@ use super::{GroupRecord, GroupRules};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::time::Timestamp;
 
-/// A setting of a group's rules, and what each layer says of it.
+/// What holds a group's nodes back, and what each layer says of it.
 pub(crate) trait Gate: Sync {
-    /// The variable that sets it, per group (`FLEETLOCK_LEASE`).
-    fn variable(&self) -> &'static str;
+    /// The variable that sets it, per group (`FLEETLOCK_LEASE`); none for a
+    /// gate people and alarms set on the group's record (a pause, an
+    /// exclusion). The configuration reads each by its gate's `VARIABLE`,
+    /// in an order of its own; the list's test holds the two together.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "ties the list to the settings in its test")
+    )]
+    fn variable(&self) -> Option<&'static str>;
 
     /// Its phrase in `config check`'s line of a group with `rules` (", lease
     /// 6h (...)"), where the group has it.
-    fn summary(&self, rules: &GroupRules) -> Option<String>;
+    fn summary(&self, _rules: &GroupRules) -> Option<String> {
+        None
+    }
 
     /// Its part of the digest of the settings that decide a group's grants
     /// (`lease=6h`). The gates an earlier version digested give theirs
     /// always (`lease=-`), the later ones only where set, so that a group's
     /// digest is the one that version recorded.
-    fn digest(&self, rules: &GroupRules) -> Option<String>;
+    fn digest(&self, _rules: &GroupRules) -> Option<String> {
+        None
+    }
 
     /// Its lines in `fleetlock status` under the group's table: what of the
     /// group's record it holds back or waits for, and how to end it.
@@ -53,9 +66,11 @@ pub(crate) struct Shown<'a> {
     pub host_of: &'a dyn Fn(&NodeId) -> String,
 }
 
-/// Every gate a group's rules have, in the order the summary and the
-/// digest put them.
+/// Every gate of a group, in the order status, the summary and the digest
+/// put them: first those set on the record, then the rules'.
 pub(crate) static GATES: &[&dyn Gate] = &[
+    &PauseGate,
+    &ExclusionGate,
     &SettleGate,
     &LeaseGate,
     &DrainGate,
@@ -126,11 +141,19 @@ mod tests {
         config.groups.rules_as_set(&workers).unwrap()
     }
 
+    /// Each gate's variable, with an example value, for the gates the
+    /// rules have.
+    fn every_rule_set() -> Vec<(&'static str, &'static str)> {
+        (GATES.iter())
+            .filter_map(|gate| gate.variable())
+            .map(|variable| (variable, example(variable)))
+            .collect()
+    }
+
     #[test]
     fn every_gate_is_read_summed_up_and_digested() {
         let plain = workers_rules(&[]);
-        for gate in GATES {
-            let variable = gate.variable();
+        for variable in GATES.iter().filter_map(|gate| gate.variable()) {
             let gated = workers_rules(&[(variable, example(variable))]);
             assert_ne!(gated, plain, "{variable} is read into the rules");
             assert_ne!(
@@ -152,9 +175,10 @@ mod tests {
         }
     }
 
-    /// A group every gate has something to say of: a holder past a 6h
-    /// lease, a node waiting for its drain, one returning, a zone out, a
-    /// release a minute ago; the lines of the gates the rules set.
+    /// A group every gate has something to say of: a person's pause and an
+    /// alarm's, an exclusion, a holder past a 6h lease, a node waiting for
+    /// its drain, one returning, a zone out, a release a minute ago; the
+    /// lines of the gates the rules set.
     fn status_of(rules: Option<GroupRules>) -> Vec<String> {
         let now = Timestamp(1_764_504_000_000);
         let ago = |minutes: u64| Timestamp(now.0 - minutes * 60_000);
@@ -169,6 +193,12 @@ mod tests {
             returning: [(id("c"), ago(1))].into(),
             last_release: Some(ago(1)),
             zone: Some("workers.zone-a".into()),
+            pause: crate::domain::lock::Pause {
+                person: Some(by_person("kernel regression", ago(5))),
+                alarms: ["errors".to_owned()].into(),
+                stop: None,
+            },
+            excluded: [(id("d"), by_person("disk check", ago(9)))].into(),
             ..GroupRecord::default()
         };
         let shown = Shown {
@@ -182,16 +212,21 @@ mod tests {
         status_lines(&shown)
     }
 
+    fn by_person(reason: &str, since: Timestamp) -> crate::domain::lock::ByPerson {
+        crate::domain::lock::ByPerson {
+            reason: crate::domain::input::PauseReason::parse(reason).unwrap(),
+            since,
+            by: "alice".into(),
+        }
+    }
+
     #[test]
     fn every_gate_writes_its_lines_in_status_in_the_lists_order() {
-        let all = workers_rules(
-            &GATES
-                .iter()
-                .map(|g| (g.variable(), example(g.variable())))
-                .collect::<Vec<_>>(),
-        );
-        let lines = status_of(Some(all));
+        let lines = status_of(Some(workers_rules(&every_rule_set())));
         let starts = [
+            "workers is paused by alice since 2025-11-30T11:55:00Z: kernel regression, and \
+             while alarm(s) errors are in ALARM",
+            "workers excludes 'd' by alice since 2025-11-30T11:51:00Z: disk check",
             "workers settles until ",
             "workers: 'a' is past its 6h lease since ",
             "workers: 'b' waits for its drain since ",
@@ -200,17 +235,20 @@ mod tests {
             "workers rolls out in waves (the canary, then 3, then the rest, each back 30m ",
         ];
         assert_eq!(lines.len(), GATES.len(), "{lines:#?}");
-        for ((gate, line), start) in GATES.iter().zip(&lines).zip(starts) {
-            assert!(line.starts_with(start), "{}: {line}", gate.variable());
+        for (line, start) in lines.iter().zip(starts) {
+            assert!(line.starts_with(start), "{line}\nwanted {start}");
         }
         // Not configured, a gate still shows what the record holds for it
-        // (a drain, a return, a zone out); what the rules decide (the
-        // settle period, a lease's end, a rollout) needs them.
+        // (a pause, an exclusion, a drain, a return, a zone out); what the
+        // rules decide (the settle period, a lease's end, a rollout) needs
+        // them.
         let unknown = status_of(None);
-        assert_eq!(unknown.len(), 3, "{unknown:#?}");
-        assert!(unknown[0].contains("waits for its drain since"));
-        assert!(unknown[1].contains("is returning since"));
-        assert!(unknown[2].contains("has nodes out in zone"));
+        assert_eq!(unknown.len(), 5, "{unknown:#?}");
+        assert!(unknown[0].contains("is paused by alice"));
+        assert!(unknown[1].contains("excludes 'd'"));
+        assert!(unknown[2].contains("waits for its drain since"));
+        assert!(unknown[3].contains("is returning since"));
+        assert!(unknown[4].contains("has nodes out in zone"));
     }
 
     #[test]
@@ -219,12 +257,7 @@ mod tests {
             digest_text(&workers_rules(&[])),
             "slots=3;settle=0s;lease=-;drain=-;return=-"
         );
-        let all = workers_rules(
-            &GATES
-                .iter()
-                .map(|g| (g.variable(), example(g.variable())))
-                .collect::<Vec<_>>(),
-        );
+        let all = workers_rules(&every_rule_set());
         assert_eq!(
             digest_text(&all),
             "slots=3;settle=10m;lease=6h;drain=15m:hold;return=20m;one_zone_at_a_time;canary=30m:1+3:1h"

@@ -117,9 +117,13 @@ impl GroupRecord {
 /// The lease gate in the list of gates.
 pub(crate) struct LeaseGate;
 
+impl LeaseGate {
+    pub(crate) const VARIABLE: &'static str = "FLEETLOCK_LEASE";
+}
+
 impl Gate for LeaseGate {
-    fn variable(&self) -> &'static str {
-        "FLEETLOCK_LEASE"
+    fn variable(&self) -> Option<&'static str> {
+        Some(Self::VARIABLE)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

@@ -208,9 +208,13 @@ pub enum Stopping {
 /// The return gate in the list of gates.
 pub(crate) struct ReturnGate;
 
+impl ReturnGate {
+    pub(crate) const VARIABLE: &'static str = "FLEETLOCK_RETURN";
+}
+
 impl Gate for ReturnGate {
-    fn variable(&self) -> &'static str {
-        "FLEETLOCK_RETURN"
+    fn variable(&self) -> Option<&'static str> {
+        Some(Self::VARIABLE)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

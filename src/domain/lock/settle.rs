@@ -54,9 +54,13 @@ impl GroupRecord {
 /// The settle gate in the list of gates.
 pub(crate) struct SettleGate;
 
+impl SettleGate {
+    pub(crate) const VARIABLE: &'static str = "FLEETLOCK_SETTLE";
+}
+
 impl Gate for SettleGate {
-    fn variable(&self) -> &'static str {
-        "FLEETLOCK_SETTLE"
+    fn variable(&self) -> Option<&'static str> {
+        Some(Self::VARIABLE)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

@@ -1605,7 +1605,7 @@ fn a_stop_says_what_its_node_did_by_its_cause() {
         cause,
     };
     let paused = |cause| {
-        crate::domain::service::paused_because(&Pause {
+        crate::domain::lock::pause::paused_because(&Pause {
             stop: Some(stop(cause)),
             ..Pause::default()
         })

@@ -48,9 +48,13 @@ impl GroupRecord {
 /// group only where the group is split.
 pub(crate) struct ZonesGate;
 
+impl ZonesGate {
+    pub(crate) const VARIABLE: &'static str = "FLEETLOCK_ZONES";
+}
+
 impl Gate for ZonesGate {
-    fn variable(&self) -> &'static str {
-        "FLEETLOCK_ZONES"
+    fn variable(&self) -> Option<&'static str> {
+        Some(Self::VARIABLE)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

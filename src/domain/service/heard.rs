@@ -10,8 +10,8 @@ use crate::domain::canary::{Wave, wave_phrase};
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::lock::GroupRecord;
-use crate::domain::lock::settle;
-use crate::domain::lock::{Acquire, GroupRules, Pause, Refusal, Release};
+use crate::domain::lock::{Acquire, GroupRules, Refusal, Release};
+use crate::domain::lock::{exclusion, pause, settle};
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
 
@@ -178,8 +178,8 @@ fn refusal_heard(
     let name = params.group.to_string();
     match refusal {
         Refusal::Full => full(params, rules, group),
-        Refusal::Paused => paused(params, group),
-        Refusal::Excluded => excluded(params, group),
+        Refusal::Paused => pause::refusal(params, group),
+        Refusal::Excluded => exclusion::refusal(params, group),
         Refusal::Settling { until } => settle::refusal(params, rules, *until),
         Refusal::Draining { since, overdue, .. } => {
             waiting_for_drain(params, rules, *since, false, *overdue)
@@ -227,24 +227,6 @@ fn waiting_for_wave(
         plan,
         bake,
         until: until.map(Timestamp::to_rfc3339),
-    }
-}
-
-/// The refusal of a paused group, with who paused it and why.
-fn paused(params: &ClientParams, group: &GroupRecord) -> Error {
-    Error::GroupPaused {
-        group: params.group.to_string(),
-        why: paused_because(&group.pause),
-    }
-}
-
-/// The refusal of an excluded node, with who excluded it and why.
-fn excluded(params: &ClientParams, group: &GroupRecord) -> Error {
-    Error::NodeExcluded {
-        group: params.group.to_string(),
-        id: params.id.shown(),
-        why: (group.excluded.get(&params.id))
-            .map_or_else(|| "(no longer)".into(), excluded_because),
     }
 }
 
@@ -317,42 +299,6 @@ fn lease_ends(group: &GroupRecord, rules: GroupRules) -> Option<(String, String)
     let lease = rules.lease?;
     let (_, _, start) = group.longest_leased(rules.slots)?;
     Some((start.plus(lease).to_rfc3339(), format_duration(lease)))
-}
-
-/// "by alice since 2026-11-30T05:12:09Z: kernel regression", the alarms,
-/// and the server's own stop.
-pub fn paused_because(pause: &Pause) -> String {
-    let person = pause
-        .person
-        .as_ref()
-        .map(|p| format!("by {} since {}: {}", p.by, p.since.to_rfc3339(), p.reason));
-    let alarms = (!pause.alarms.is_empty()).then(|| {
-        let names: Vec<&str> = pause.alarms.iter().map(String::as_str).collect();
-        format!("while alarm(s) {} are in ALARM", names.join(", "))
-    });
-    let stop = pause.stop.as_ref().map(|stop| {
-        format!(
-            "by the server since {}: {}",
-            stop.at.to_rfc3339(),
-            stop.what_happened()
-        )
-    });
-    let causes: Vec<String> = [person, alarms, stop].into_iter().flatten().collect();
-    match causes.len() {
-        0 => "(no longer)".into(),
-        1 => causes[0].clone(),
-        n => format!("{}, and {}", causes[..n - 1].join(", "), causes[n - 1]),
-    }
-}
-
-/// Who excluded a node, when and why, as the refusal says it.
-pub fn excluded_because(exclusion: &crate::domain::lock::ByPerson) -> String {
-    format!(
-        "by {} since {}: {}",
-        exclusion.by,
-        exclusion.since.to_rfc3339(),
-        exclusion.reason
-    )
 }
 
 fn answer(
