@@ -27,6 +27,7 @@ pub(crate) mod lease;
 pub(crate) mod pause;
 pub(crate) mod returns;
 pub(crate) mod settle;
+pub(crate) mod window;
 pub(crate) mod zones;
 use drain::window_refusal;
 pub use exclusion::MAX_EXCLUSIONS;

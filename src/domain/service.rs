@@ -12,11 +12,12 @@ use crate::domain::groups::GroupSlots;
 use crate::domain::input::ClientParams;
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRules;
+use crate::domain::lock::window;
 use crate::domain::store::Decisions;
 use crate::domain::store::StoreError;
 use crate::domain::store::{Decided, LockStore};
 use crate::domain::time::{Clock, SystemClock};
-use crate::domain::windows::{Schedule, WindowState};
+use crate::domain::windows::Schedule;
 
 mod heard;
 
@@ -323,35 +324,13 @@ impl<S: LockStore> FleetLock<S> {
 
     /// `v1/pre-reboot`: take a slot, or confirm the one already held. Outside
     /// the group's maintenance windows every node is refused, holders too (they
-    /// keep their slot and reboot in the next window), without asking the store.
+    /// keep their slot and reboot in the next window), without asking the store
+    /// ([`window::admit`]).
     pub async fn pre_reboot(&self, params: &ClientParams) -> Result<Answer, Error> {
         let (params, mut rules) = self.resolve(params)?;
         let params = &params;
         let now = self.clock.now();
-        match self.windows.state(&params.group, now) {
-            WindowState::Closed { opens } => {
-                return Err(Error::OutsideMaintenanceWindow {
-                    group: params.group.to_string(),
-                    // In UTC the zone's clock says the same again: once is enough.
-                    opens: opens.map(|at| {
-                        let local = (!self.windows.is_utc()).then(|| self.windows.local_text(at));
-                        (at.to_rfc3339(), local)
-                    }),
-                });
-            }
-            // A drain begins only if the window stays open until it times
-            // out: a drained node is not left out of service to the next one.
-            WindowState::Open {
-                until: Some(closes),
-            } => {
-                if let Some(drain) = rules.drain.as_mut()
-                    && closes < now.plus(drain.timeout)
-                {
-                    drain.window_closes = Some(closes);
-                }
-            }
-            _ => {}
-        }
+        window::admit(&self.windows, &params.group, &mut rules, now)?;
         self.check_agreement(&params.group).await?;
         let Decided { outcome, group, .. } = self
             .store

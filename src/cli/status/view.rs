@@ -149,30 +149,6 @@ pub(crate) fn zone_out(record: &GroupRecord) -> Option<(Option<&str>, &str)> {
     Some((group.rsplit_once('.').map(|(_, zone)| zone), group))
 }
 
-/// A line on a group's windows, if it has any.
-pub(crate) fn window_line(
-    name: &GroupName,
-    deployed: Option<&Config>,
-    now: Timestamp,
-) -> Option<String> {
-    let config = deployed?;
-    let calendar = config.windows.calendar_for(name)?;
-    let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
-    let at = |t: Timestamp| format!("{} ({})", rfc3339(t), config.windows.local_text(t));
-    let state = match config.windows.state(name, now) {
-        WindowState::Open { until: Some(until) } => format!("open until {}", at(until)),
-        WindowState::Open { until: None } => "open all week".into(),
-        WindowState::Closed { opens: Some(opens) } => format!("closed; opens {}", at(opens)),
-        WindowState::Closed { opens: None } => "closed; no window can happen".into(),
-        WindowState::AlwaysOpen => return None,
-    };
-    Some(format!(
-        "{name} windows ({}): {}; {state}",
-        config.windows.zone_name(),
-        list.join("; ")
-    ))
-}
-
 /// Idle groups (no holder, no pause) listed before the rest are only
 /// counted: a table with thousands of groups nobody uses hides the few
 /// that matter.

@@ -15,16 +15,19 @@ use super::lease::LeaseGate;
 use super::pause::PauseGate;
 use super::returns::ReturnGate;
 use super::settle::SettleGate;
+use super::window::WindowGate;
 use super::zones::ZonesGate;
 use super::{GroupRecord, GroupRules};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::time::Timestamp;
+use crate::domain::windows::Schedule;
 
 /// What holds a group's nodes back, and what each layer says of it.
 pub(crate) trait Gate: Sync {
     /// The variable that sets it, per group (`FLEETLOCK_LEASE`); none for a
-    /// gate people and alarms set on the group's record (a pause, an
-    /// exclusion). The configuration reads each by its gate's `VARIABLE`,
+    /// gate that is no setting of a group's rules: set on the group's record
+    /// by people and alarms (a pause, an exclusion), or a calendar of its own
+    /// (the windows). The configuration reads each by its gate's `VARIABLE`,
     /// in an order of its own; the list's test holds the two together.
     #[cfg_attr(
         not(test),
@@ -61,13 +64,16 @@ pub(crate) struct Shown<'a> {
     /// Whether that configuration is known (a group it does not configure
     /// has no rules, but a known configuration says what it lacks).
     pub deployed: bool,
+    /// Its maintenance windows, where the configuration is known.
+    pub windows: Option<&'a Schedule>,
     pub now: Timestamp,
     /// ` (HOST)` where the host map knows the node's host, else nothing.
     pub host_of: &'a dyn Fn(&NodeId) -> String,
 }
 
 /// Every gate of a group, in the order status, the summary and the digest
-/// put them: first those set on the record, then the rules'.
+/// put them: first those set on the record, then the rules', then the
+/// windows.
 pub(crate) static GATES: &[&dyn Gate] = &[
     &PauseGate,
     &ExclusionGate,
@@ -77,6 +83,7 @@ pub(crate) static GATES: &[&dyn Gate] = &[
     &ReturnGate,
     &ZonesGate,
     &CanaryGate,
+    &WindowGate,
 ];
 
 /// `fleetlock status`'s lines of the gates under a group's table, each
@@ -128,17 +135,20 @@ mod tests {
         }
     }
 
-    fn workers_rules(vars: &[(&str, &str)]) -> GroupRules {
+    /// The configuration of `workers` with three slots and `vars`.
+    fn workers_with(vars: &[(&str, &str)]) -> Config {
         let vars: Vec<(String, String)> = [("FLEETLOCK_GROUPS", "workers=3")]
             .iter()
             .chain(vars)
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let config =
-            Config::from_vars(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
-                .unwrap();
+        Config::from_vars(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+            .unwrap()
+    }
+
+    fn workers_rules(vars: &[(&str, &str)]) -> GroupRules {
         let workers = GroupName::parse("workers").unwrap();
-        config.groups.rules_as_set(&workers).unwrap()
+        workers_with(vars).groups.rules_as_set(&workers).unwrap()
     }
 
     /// Each gate's variable, with an example value, for the gates the
@@ -178,8 +188,10 @@ mod tests {
     /// A group every gate has something to say of: a person's pause and an
     /// alarm's, an exclusion, a holder past a 6h lease, a node waiting for
     /// its drain, one returning, a zone out, a release a minute ago; the
-    /// lines of the gates the rules set.
-    fn status_of(rules: Option<GroupRules>) -> Vec<String> {
+    /// lines of the gates the configuration sets, where it is known.
+    fn status_of(config: Option<&Config>) -> Vec<String> {
+        let name = GroupName::parse("workers").unwrap();
+        let rules = config.map(|config| config.groups.rules_as_set(&name).unwrap());
         let now = Timestamp(1_764_504_000_000);
         let ago = |minutes: u64| Timestamp(now.0 - minutes * 60_000);
         let id = |name: &str| NodeId::parse(name).unwrap();
@@ -202,10 +214,11 @@ mod tests {
             ..GroupRecord::default()
         };
         let shown = Shown {
-            name: &GroupName::parse("workers").unwrap(),
+            name: &name,
             record: &record,
             rules,
-            deployed: rules.is_some(),
+            deployed: config.is_some(),
+            windows: config.map(|config| &config.windows),
             now,
             host_of: &|_| String::new(),
         };
@@ -222,7 +235,12 @@ mod tests {
 
     #[test]
     fn every_gate_writes_its_lines_in_status_in_the_lists_order() {
-        let lines = status_of(Some(workers_rules(&every_rule_set())));
+        let mut vars = every_rule_set();
+        vars.push((
+            "FLEETLOCK_WINDOWS",
+            "workers: days=Sun start_time=11:00 length_minutes=120",
+        ));
+        let lines = status_of(Some(&workers_with(&vars)));
         let starts = [
             "workers is paused by alice since 2025-11-30T11:55:00Z: kernel regression, and \
              while alarm(s) errors are in ALARM",
@@ -233,6 +251,8 @@ mod tests {
             "workers: 'c' is returning since ",
             "workers has nodes out in zone 'zone-a' (group 'workers.zone-a')",
             "workers rolls out in waves (the canary, then 3, then the rest, each back 30m ",
+            "workers windows (UTC): days=Sun start_time=11:00 length_minutes=120; open until \
+             2025-11-30T13:00:00Z (Sun 2025-11-30 13:00 UTC)",
         ];
         assert_eq!(lines.len(), GATES.len(), "{lines:#?}");
         for (line, start) in lines.iter().zip(starts) {

@@ -1,0 +1,86 @@
+//! The window gate: outside a group's maintenance windows
+//! (`FLEETLOCK_WINDOWS`) every node is refused, holders too (they keep their
+//! slot and reboot in the next window), without asking the store; inside,
+//! a drain begins only if the window stays open until it would time out.
+//! Its check before the store, its refusal and its status line. The
+//! calendar and its parse are `domain/windows.rs`'s; the windows are no
+//! setting of a group's rules, so nothing in the summary or the digest of
+//! its rules (the regions' digest takes the calendars apart).
+
+use super::GroupRules;
+use super::gates::{Gate, Shown};
+use crate::domain::error::Error;
+use crate::domain::input::GroupName;
+use crate::domain::time::Timestamp;
+use crate::domain::windows::{Schedule, WindowState};
+
+/// Whether `group` may ask the store at `now`: refused outside its windows;
+/// inside, `rules`' drain learns when the window closes, where it closes
+/// before a drain begun now would time out (a drained node is not left
+/// out of service to the next window).
+pub(crate) fn admit(
+    schedule: &Schedule,
+    group: &GroupName,
+    rules: &mut GroupRules,
+    now: Timestamp,
+) -> Result<(), Error> {
+    match schedule.state(group, now) {
+        WindowState::Closed { opens } => {
+            return Err(Error::OutsideMaintenanceWindow {
+                group: group.to_string(),
+                // In UTC the zone's clock says the same again: once is enough.
+                opens: opens.map(|at| {
+                    let local = (!schedule.is_utc()).then(|| schedule.local_text(at));
+                    (at.to_rfc3339(), local)
+                }),
+            });
+        }
+        // A drain begins only if the window stays open until it times
+        // out: a drained node is not left out of service to the next one.
+        WindowState::Open {
+            until: Some(closes),
+        } => {
+            if let Some(drain) = rules.drain.as_mut()
+                && closes < now.plus(drain.timeout)
+            {
+                drain.window_closes = Some(closes);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The window gate in the list of gates.
+pub(crate) struct WindowGate;
+
+impl Gate for WindowGate {
+    fn variable(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The group's windows and whether one is open, where it has any.
+    fn status(&self, group: &Shown) -> Vec<String> {
+        let Some(schedule) = group.windows else {
+            return Vec::new();
+        };
+        let Some(calendar) = schedule.calendar_for(group.name) else {
+            return Vec::new();
+        };
+        let list: Vec<String> = calendar.windows().iter().map(ToString::to_string).collect();
+        let at = |t: Timestamp| format!("{} ({})", t.to_rfc3339(), schedule.local_text(t));
+        let state = match schedule.state(group.name, group.now) {
+            WindowState::Open { until: Some(until) } => format!("open until {}", at(until)),
+            WindowState::Open { until: None } => "open all week".into(),
+            WindowState::Closed { opens: Some(opens) } => format!("closed; opens {}", at(opens)),
+            WindowState::Closed { opens: None } => "closed; no window can happen".into(),
+            WindowState::AlwaysOpen => return Vec::new(),
+        };
+        vec![format!(
+            "{} windows ({}): {}; {state}",
+            group.name,
+            schedule.zone_name(),
+            list.join("; ")
+        )]
+    }
+}
