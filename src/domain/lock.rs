@@ -251,21 +251,14 @@ impl GroupRecord {
 
     pub(crate) fn acquire(&mut self, id: &NodeId, rules: GroupRules, now: Timestamp) -> Acquire {
         let outcome = self.decide_acquire(id, rules, now);
+        // Each gate's update on a slot taken, in its own file.
         if matches!(
             outcome,
             Acquire::Granted | Acquire::Reserves | Acquire::TakesExpired { .. }
         ) {
-            // Not split now: this node's zone is not known, so none is
-            // recorded (the zones, switched on again, wait for every slot).
-            self.zone = rules.zone.map(|zone| zone.as_str().to_owned());
+            self.record_zone(rules.zone);
             if let Some(canary) = rules.canary {
-                // One more grant of the running rollout, or the first of a
-                // new one.
-                let grants = self.rollout_grants(canary, now);
-                if !self.rollout_runs(canary, now) {
-                    self.rollout_began = Some(now);
-                }
-                self.wave_grants = Some(grants.saturating_add(1));
+                self.count_wave_grant(canary, now);
             }
         }
         match &outcome {
@@ -276,18 +269,13 @@ impl GroupRecord {
             Acquire::Reserves => {
                 self.holders.acquire(id, rules.slots, now);
                 self.forget_marks(id);
-                self.draining.insert(id.clone(), now);
+                self.reserve(id, now);
             }
             Acquire::TakesExpired { holder, .. } => {
-                for stale in self.stale_taken(now) {
-                    self.taken.remove(&stale);
-                }
-                self.holders.hand_over(holder, id, now);
-                self.renewed.remove(holder);
-                self.taken.insert(holder.clone(), now);
+                self.take_over(holder, id, now);
                 self.forget_marks(id);
                 if rules.drain.is_some() {
-                    self.draining.insert(id.clone(), now);
+                    self.reserve(id, now);
                 }
             }
             // The reservation recorded the slots it was made under, as a
@@ -297,9 +285,7 @@ impl GroupRecord {
                 return outcome;
             }
             Acquire::AlreadyHeld if self.renews(id, rules) => {
-                // A late write of an older renewal never moves it back.
-                let renewed = self.renewed.entry(id.clone()).or_insert(now);
-                *renewed = (*renewed).max(now);
+                self.renew(id, now);
                 return outcome;
             }
             _ => return outcome,
@@ -329,14 +315,8 @@ impl GroupRecord {
     pub(crate) fn release(&mut self, id: &NodeId, returns: bool, now: Timestamp) -> Release {
         match self.holders.held_since(id) {
             Some(granted) if granted <= now => {
-                if returns && self.returning.contains_key(id) {
-                    return Release::StillReturning;
-                }
                 if returns {
-                    self.draining.remove(id);
-                    self.renewed.remove(id);
-                    self.returning.insert(id.clone(), now);
-                    return Release::Returning;
+                    return self.begin_return(id, now);
                 }
                 self.free(id, now);
                 Release::Released

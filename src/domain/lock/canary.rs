@@ -33,6 +33,16 @@ impl GroupRecord {
         }
     }
 
+    /// A slot taken at `now`: one more grant of the running rollout, or the
+    /// first of a new one.
+    pub(super) fn count_wave_grant(&mut self, canary: CanaryRule, now: Timestamp) {
+        let grants = self.rollout_grants(canary, now);
+        if !self.rollout_runs(canary, now) {
+            self.rollout_began = Some(now);
+        }
+        self.wave_grants = Some(grants.saturating_add(1));
+    }
+
     /// Where the group's rollout stands at `now`, for people (`status`) and
     /// for the grant ([`Self::wave_refusal`]): `None` when none runs (the
     /// next grant is a new rollout's canary, with no node out and the bake

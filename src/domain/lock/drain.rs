@@ -144,6 +144,11 @@ impl GroupRecord {
 
     /// The reservation of `id` becomes its slot, taken at `now` (a lease
     /// runs from here).
+    /// The slot `id` took at `now` waits for its drain.
+    pub(super) fn reserve(&mut self, id: &NodeId, now: Timestamp) {
+        self.draining.insert(id.clone(), now);
+    }
+
     pub(super) fn grant_reserved(&mut self, id: &NodeId, now: Timestamp) {
         if self.draining.remove(id).is_some() {
             self.holders.set_time(id, now);

@@ -103,6 +103,25 @@ impl GroupRecord {
             .collect()
     }
 
+    /// The slot of `holder`, past its lease, goes to `id` at `now`: the count
+    /// unchanged, and `holder` marked as the node whose slot was taken (the
+    /// oldest marks dropped).
+    pub(super) fn take_over(&mut self, holder: &NodeId, id: &NodeId, now: Timestamp) {
+        for stale in self.stale_taken(now) {
+            self.taken.remove(&stale);
+        }
+        self.holders.hand_over(holder, id, now);
+        self.renewed.remove(holder);
+        self.taken.insert(holder.clone(), now);
+    }
+
+    /// A holder's pre-reboot at `now` renews its lease; a late write of an
+    /// older renewal never moves it back.
+    pub(super) fn renew(&mut self, id: &NodeId, now: Timestamp) {
+        let renewed = self.renewed.entry(id.clone()).or_insert(now);
+        *renewed = (*renewed).max(now);
+    }
+
     /// Whether a pre-reboot of `id`, which holds its slot, renews its lease:
     /// in a group with a lease, for a granted slot (a reservation waits for
     /// its drain, and is never taken over anyway).

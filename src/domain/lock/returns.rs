@@ -13,7 +13,7 @@ use super::{GroupRecord, Refusal, RolloutStop, StopCause};
 use crate::domain::canary::CanaryRule;
 use crate::domain::input::NodeId;
 use crate::domain::names::shell_word;
-use crate::domain::outcomes::Returned;
+use crate::domain::outcomes::{Release, Returned};
 use crate::domain::time::format_duration;
 use crate::domain::time::human_duration;
 use crate::domain::time::{NotADuration, Timestamp, parse_span};
@@ -71,6 +71,20 @@ impl GroupRecord {
             until,
             overdue: now >= until,
         })
+    }
+
+    /// A steady-state of `id`, holding its slot, at `now` in a group with a
+    /// return gate: its slot counts as returning from now until its return
+    /// is confirmed; a steady-state of a node already returning changes
+    /// nothing (Zincati reports one at every start).
+    pub(super) fn begin_return(&mut self, id: &NodeId, now: Timestamp) -> Release {
+        if self.returning.contains_key(id) {
+            return Release::StillReturning;
+        }
+        self.draining.remove(id);
+        self.renewed.remove(id);
+        self.returning.insert(id.clone(), now);
+        Release::Returning
     }
 
     /// What a confirmation that `id` is back in service gets, without

@@ -9,6 +9,13 @@ use crate::domain::names::zone_phrase;
 use crate::domain::zones::ZoneGroup;
 
 impl GroupRecord {
+    /// A slot taken: the zone group it was taken with. Not split now, this
+    /// node's zone is not known, so none is recorded (the zones, switched on
+    /// again, wait for every slot).
+    pub(super) fn record_zone(&mut self, zone: Option<ZoneGroup>) {
+        self.zone = zone.map(|zone| zone.as_str().to_owned());
+    }
+
     /// In a group split by zone, the zone group whose nodes are out of
     /// service now: the one recorded, while any node holds a slot.
     pub(crate) fn zone_out(&self) -> Option<&str> {
