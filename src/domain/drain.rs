@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use crate::domain::error::Error;
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::lock::{Drained, GroupRecord, Returned};
 use crate::domain::time::Timestamp;
@@ -47,7 +48,7 @@ pub(crate) enum Action {
 
 impl Action {
     /// Reads an action; every mistake is named.
-    pub(crate) fn parse(action: &Value) -> Result<Self, String> {
+    pub(crate) fn parse(action: &Value) -> Result<Self, ActionError> {
         match action.get("action").and_then(Value::as_str) {
             Some("sweep") => Ok(Action::Sweep),
             Some("returned") => Confirmation::fields(action, "released_at").map(Action::Returned),
@@ -162,41 +163,32 @@ impl Confirmation {
     /// Reads `{"action": "drained", "group": G, "id": X, "reserved_at": T}`
     /// (`reserved_at` optional, RFC 3339 as the event writes it). Every
     /// mistake is named.
-    pub(crate) fn from_action(action: &Value) -> Result<Self, String> {
+    pub(crate) fn from_action(action: &Value) -> Result<Self, ActionError> {
         match action.get("action").and_then(Value::as_str) {
             Some("drained") => Self::fields(action, "reserved_at"),
-            Some(other) => Err(format!(
-                "unknown action {other:?}; this function takes: {}",
-                ACTIONS.join(", ")
-            )),
+            Some(other) => Err(ActionError::Unknown(other.to_owned())),
             None if !action.is_object() => Self::fields(action, "reserved_at"),
-            None => Err(format!(
-                "the event has no string field \"action\" (one of: {})",
-                ACTIONS.join(", ")
-            )),
+            None => Err(ActionError::NoAction),
         }
     }
 
     /// The group, the id and the time of an action (`time`: the field that
     /// names the reservation or the return confirmed).
-    fn fields(action: &Value, time: &str) -> Result<Self, String> {
+    fn fields(action: &Value, time: &'static str) -> Result<Self, ActionError> {
         let Value::Object(fields) = action else {
-            return Err("the event is not a JSON object like \
-                 {\"action\": \"drained\", \"group\": \"workers\", \"id\": \"...\"}"
-                .into());
+            return Err(ActionError::NotAnObject);
         };
-        let text = |name: &str| {
-            fields
-                .get(name)
+        let text = |name: &'static str| {
+            (fields.get(name))
                 .and_then(Value::as_str)
-                .ok_or_else(|| format!("the action has no string field {name:?}"))
+                .ok_or(ActionError::NoField(name))
         };
-        let group = GroupName::parse(text("group")?).map_err(|e| e.value())?;
-        let id = NodeId::stored(text("id")?).map_err(|e| e.value())?;
+        let group = GroupName::parse(text("group")?).map_err(ActionError::Refused)?;
+        let id = NodeId::stored(text("id")?).map_err(ActionError::Refused)?;
         let reserved_at = match fields.get(time) {
             None | Some(Value::Null) => None,
             Some(Value::String(at)) => Some(parse_time(at)?),
-            Some(_) => return Err(format!("{time:?} is not a string")),
+            Some(_) => return Err(ActionError::NotAString(time)),
         };
         Ok(Self {
             group,
@@ -206,14 +198,45 @@ impl Confirmation {
     }
 }
 
+/// Why a hook's action was refused; each sentence names the mistake.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ActionError {
+    #[error("unknown action {0:?}; this function takes: {actions}", actions = ACTIONS.join(", "))]
+    Unknown(String),
+    #[error("the event has no string field \"action\" (one of: {actions})", actions = ACTIONS.join(", "))]
+    NoAction,
+    #[error(
+        "the event is not a JSON object like {{\"action\": \"drained\", \"group\": \"workers\", \
+         \"id\": \"...\"}}"
+    )]
+    NotAnObject,
+    #[error("the action has no string field {0:?}")]
+    NoField(&'static str),
+    #[error("{0:?} is not a string")]
+    NotAString(&'static str),
+    /// The group or the id, refused as a node's request would be.
+    #[error("{}", .0.value())]
+    Refused(Error),
+    #[error(transparent)]
+    Time(#[from] TimeError),
+}
+
+/// Why a time was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TimeError {
+    #[error("'{0}' is not a time like 2026-11-30T05:12:09.042Z (RFC 3339, in UTC)")]
+    NotATime(String),
+    #[error("'{0}' is before 1970")]
+    Before1970(String),
+}
+
 /// `2026-11-30T05:12:09.042Z`, as events write times, to the millisecond.
-pub(crate) fn parse_time(text: &str) -> Result<Timestamp, String> {
-    let at: jiff::Timestamp = text.trim().parse().map_err(|_| {
-        format!("'{text}' is not a time like 2026-11-30T05:12:09.042Z (RFC 3339, in UTC)")
-    })?;
+pub(crate) fn parse_time(text: &str) -> Result<Timestamp, TimeError> {
+    let at: jiff::Timestamp =
+        (text.trim().parse()).map_err(|_| TimeError::NotATime(text.to_owned()))?;
     u64::try_from(at.as_millisecond())
         .map(Timestamp)
-        .map_err(|_| format!("'{text}' is before 1970"))
+        .map_err(|_| TimeError::Before1970(text.to_owned()))
 }
 
 /// What a confirmation came to: a stable name, whether the node may now
@@ -316,7 +339,33 @@ mod tests {
     use super::*;
 
     fn action(text: &str) -> Result<Confirmation, String> {
-        Confirmation::from_action(&serde_json::from_str(text).unwrap())
+        Confirmation::from_action(&serde_json::from_str(text).unwrap()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_sentences_with_braces_and_lists_read_whole() {
+        assert_eq!(
+            action("[]").unwrap_err(),
+            r#"the event is not a JSON object like {"action": "drained", "group": "workers", "id": "..."}"#
+        );
+        assert_eq!(
+            action(r#"{"action":"drain"}"#).unwrap_err(),
+            format!(
+                r#"unknown action "drain"; this function takes: {}"#,
+                ACTIONS.join(", ")
+            )
+        );
+        assert_eq!(
+            action(r#"{"group":"g"}"#).unwrap_err(),
+            format!(
+                r#"the event has no string field "action" (one of: {})"#,
+                ACTIONS.join(", ")
+            )
+        );
+        assert_eq!(
+            parse_time("1969-12-31T23:59:59Z").unwrap_err().to_string(),
+            "'1969-12-31T23:59:59Z' is before 1970"
+        );
     }
 
     #[test]
