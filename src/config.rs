@@ -213,8 +213,9 @@ impl Config {
             }),
             None => schedule,
         };
-        if let Err(why) = crate::domain::windows::windows_fit_drains(&groups, &windows) {
-            fault(ConfigError::Windows(why));
+        if let Err(why) = crate::domain::lock::window::drains_fit(&windows, groups.drain_timeouts())
+        {
+            fault(ConfigError::Windows(why.to_string()));
         }
         let table = table(&var).unwrap_or_else(|err| {
             fault(err);

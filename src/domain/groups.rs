@@ -248,9 +248,14 @@ impl GroupSlots {
         .map_err(GroupsError::Drain)
     }
 
-    /// The drain timeout of every group `*` covers, if it has one.
-    pub(crate) fn others_drain(&self) -> Option<Duration> {
-        self.others.drain.map(|(timeout, _)| timeout)
+    /// Each drain gate's timeout: of the groups listed (with their name),
+    /// then of every group `*` covers.
+    pub(crate) fn drain_timeouts(&self) -> impl Iterator<Item = (Option<&GroupName>, Duration)> {
+        let listed = self.listed().filter_map(|(group, _)| {
+            let drain = self.rules_for(group).ok()?.drain?;
+            Some((Some(group), drain.timeout))
+        });
+        listed.chain(self.others.drain.map(|(timeout, _)| (None, timeout)))
     }
 
     /// Whether any group has a drain gate.

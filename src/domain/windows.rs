@@ -440,40 +440,5 @@ impl Schedule {
     }
 }
 
-/// Refuses a group with a drain gate whose windows never stay open for its
-/// drain timeout: no drain would ever begin there (one begins only while
-/// the window stays open until it would time out), so none of its nodes
-/// would ever reboot.
-pub(crate) fn windows_fit_drains(
-    groups: &crate::domain::groups::GroupSlots,
-    windows: &Schedule,
-) -> Result<(), String> {
-    let listed = groups.listed().filter_map(|(group, _)| {
-        let drain = groups.rules_for(group).ok()?.drain?;
-        Some((
-            format!("group '{group}'"),
-            windows.calendar_for(group)?,
-            drain.timeout,
-        ))
-    });
-    let others = match (groups.others_drain(), windows.others_calendar()) {
-        (Some(timeout), Some(calendar)) => Some(("'*'".to_owned(), calendar, timeout)),
-        _ => None,
-    };
-    for (who, calendar, timeout) in listed.chain(others) {
-        let open = calendar.longest_open_minutes();
-        if u64::from(open) * 60 <= timeout.as_secs() {
-            return Err(format!(
-                "{who}: its longest window, {open} minutes, is not longer than its drain \
-                 timeout ({}): a drain begins only in a window that stays open until it \
-                 would time out, so none would begin and no node of it would reboot; \
-                 lengthen the window or shorten FLEETLOCK_DRAIN",
-                crate::domain::time::format_duration(timeout)
-            ));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests;

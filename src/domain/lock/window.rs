@@ -11,8 +11,9 @@ use super::GroupRules;
 use super::gates::{Gate, Shown};
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
-use crate::domain::time::Timestamp;
+use crate::domain::time::{Timestamp, format_duration};
 use crate::domain::windows::{Schedule, WindowState};
+use std::time::Duration;
 
 /// Whether `group` may ask the store at `now`: refused outside its windows;
 /// inside, `rules`' drain learns when the window closes, where it closes
@@ -49,6 +50,46 @@ pub(crate) fn admit(
         _ => {}
     }
     Ok(())
+}
+
+/// Refuses a group with a drain gate whose windows never stay open for its
+/// drain timeout (`drains`: each gate's timeout, by group, `None` for `*`):
+/// no drain would ever begin there (one begins only while the window stays
+/// open until it would time out), so none of its nodes would ever reboot.
+pub(crate) fn drains_fit<'a>(
+    schedule: &Schedule,
+    drains: impl Iterator<Item = (Option<&'a GroupName>, Duration)>,
+) -> Result<(), DrainNeverBegins> {
+    for (group, timeout) in drains {
+        let calendar = match group {
+            Some(group) => schedule.calendar_for(group),
+            None => schedule.others_calendar(),
+        };
+        let Some(calendar) = calendar else { continue };
+        let open = calendar.longest_open_minutes();
+        if u64::from(open) * 60 <= timeout.as_secs() {
+            return Err(DrainNeverBegins {
+                who: group.map_or_else(|| "'*'".to_owned(), |group| format!("group '{group}'")),
+                open,
+                timeout: format_duration(timeout),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A group whose windows are never open as long as its drain timeout.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{who}: its longest window, {open} minutes, is not longer than its drain timeout \
+     ({timeout}): a drain begins only in a window that stays open until it would time out, \
+     so none would begin and no node of it would reboot; lengthen the window or shorten \
+     FLEETLOCK_DRAIN"
+)]
+pub(crate) struct DrainNeverBegins {
+    who: String,
+    open: u32,
+    timeout: String,
 }
 
 /// The window gate in the list of gates.
