@@ -5,9 +5,11 @@
 use super::GroupRules;
 use super::gates::{Gate, Shown};
 use super::{GroupRecord, Refusal, RolloutState, WaveWait};
-use crate::domain::canary::wave_phrase;
 use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
+use crate::domain::canary::{Wave, wave_phrase};
+use crate::domain::error::Error;
 use crate::domain::error::counted;
+use crate::domain::input::ClientParams;
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
 
@@ -173,4 +175,24 @@ fn rollout_phrase(record: &GroupRecord, canary: CanaryRule, now: Timestamp) -> S
         "rollout since {began}, {}; {where_}",
         counted(u64::from(state.grants), "grant", "grants")
     )
+}
+
+/// The refusal of a grant that would begin the next wave of a canary
+/// rollout, while `wave` is out (no `until`) or bakes until `until`.
+pub(crate) fn refusal(
+    params: &ClientParams,
+    rules: GroupRules,
+    wave: Wave,
+    until: Option<Timestamp>,
+) -> Error {
+    let (plan, bake) = rules.canary.map_or_else(Default::default, |canary| {
+        (canary.plan_phrase(), format_duration(canary.bake))
+    });
+    Error::WaitingForWave {
+        group: params.group.to_string(),
+        wave: wave_phrase(wave),
+        plan,
+        bake,
+        until: until.map(Timestamp::to_rfc3339),
+    }
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::gates::{Gate, Shown};
 use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout, Refusal};
-use crate::domain::input::NodeId;
+use crate::domain::error::Error;
+use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::names::shell_word;
 use crate::domain::time::format_duration;
 use crate::domain::time::{NotADuration, Timestamp, parse_span};
@@ -219,5 +220,36 @@ impl Gate for DrainGate {
                 )
             })
             .collect()
+    }
+}
+
+/// The refusal of a node whose slot is reserved since `since`.
+pub(crate) fn refusal(
+    params: &ClientParams,
+    rules: GroupRules,
+    since: Timestamp,
+    reserved_now: bool,
+    overdue: bool,
+) -> Error {
+    let timeout = rules.drain.map_or(Duration::ZERO, |drain| drain.timeout);
+    Error::WaitingForDrain {
+        group: params.group.to_string(),
+        id: params.id.shown(),
+        since: since.to_rfc3339(),
+        until: since.plus(timeout).to_rfc3339(),
+        reserved_now,
+        overdue,
+    }
+}
+
+/// The refusal of a new drain: the maintenance window closes at `closes`,
+/// before a drain begun now would time out.
+pub(crate) fn window_closing(params: &ClientParams, rules: GroupRules, closes: Timestamp) -> Error {
+    Error::WindowClosesBeforeDrain {
+        group: params.group.to_string(),
+        closes: closes.to_rfc3339(),
+        timeout: (rules.drain)
+            .map(|drain| format_duration(drain.timeout))
+            .unwrap_or_default(),
     }
 }

@@ -11,7 +11,8 @@ use super::GroupRules;
 use super::gates::{Gate, Shown};
 use super::{GroupRecord, Refusal, RolloutStop, StopCause};
 use crate::domain::canary::CanaryRule;
-use crate::domain::input::NodeId;
+use crate::domain::error::Error;
+use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::names::shell_word;
 use crate::domain::outcomes::{Release, Returned};
 use crate::domain::time::format_duration;
@@ -278,5 +279,21 @@ impl Gate for ReturnGate {
                 )
             })
             .collect()
+    }
+}
+
+/// The refusal of a node whose slot is returning since `since`.
+pub(crate) fn refusal(
+    params: &ClientParams,
+    since: Timestamp,
+    until: Timestamp,
+    overdue: bool,
+) -> Error {
+    Error::WaitingForReturn {
+        group: params.group.to_string(),
+        id: params.id.shown(),
+        since: since.to_rfc3339(),
+        until: until.to_rfc3339(),
+        overdue,
     }
 }

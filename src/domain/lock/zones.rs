@@ -4,7 +4,8 @@
 use super::GroupRules;
 use super::gates::{Gate, Shown};
 use super::{GroupRecord, Refusal};
-use crate::domain::input::NodeId;
+use crate::domain::error::Error;
+use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::names::zone_phrase;
 use crate::domain::zones::ZoneGroup;
 
@@ -91,5 +92,15 @@ impl Gate for ZonesGate {
             })
             .into_iter()
             .collect()
+    }
+}
+
+/// The refusal of a node of zone group `rules.zone` while `out`'s nodes
+/// are out.
+pub(crate) fn refusal(params: &ClientParams, rules: GroupRules, out: &str) -> Error {
+    Error::OtherZoneOut {
+        group: params.group.to_string(),
+        out: out.to_owned(),
+        asked: rules.zone.map_or_else(String::new, |z| z.to_string()),
     }
 }

@@ -1,17 +1,17 @@
 //! What a node hears of a decision: the rules' outcome turned, in one
 //! place, into the outcome word the log line and the metric carry and, for a
 //! decision that grants nothing, the refusal (kind, status and the sentence
-//! Zincati writes in the node's journal; see [`Error`]). A new gate is its
-//! rule, the two stores, and an arm here.
+//! Zincati writes in the node's journal; see [`Error`]). Each gate words its
+//! own refusal in its file (`lock::<gate>::refusal`); `refusal_heard` is the
+//! one arm per refusal that asks it.
 
 use std::time::Duration;
 
-use crate::domain::canary::{Wave, wave_phrase};
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
+use crate::domain::lock;
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::{Acquire, GroupRules, Refusal, Release};
-use crate::domain::lock::{exclusion, pause, settle};
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
 
@@ -19,8 +19,7 @@ mod drain;
 mod returns;
 
 pub use drain::drains_overdue;
-use drain::{log_drain_timed_out, reserved, waiting_for_drain};
-use returns::waiting_for_return;
+use drain::{log_drain_timed_out, reserved};
 pub use returns::{Returns, returns};
 
 /// What happened to the node's slot: the word the log line and the metric
@@ -175,58 +174,30 @@ fn refusal_heard(
     group: &GroupRecord,
     refusal: &Refusal,
 ) -> Error {
-    let name = params.group.to_string();
     match refusal {
         Refusal::Full => full(params, rules, group),
-        Refusal::Paused => pause::refusal(params, group),
-        Refusal::Excluded => exclusion::refusal(params, group),
-        Refusal::Settling { until } => settle::refusal(params, rules, *until),
+        Refusal::Paused => lock::pause::refusal(params, group),
+        Refusal::Excluded => lock::exclusion::refusal(params, group),
+        Refusal::Settling { until } => lock::settle::refusal(params, rules, *until),
         Refusal::Draining { since, overdue, .. } => {
-            waiting_for_drain(params, rules, *since, false, *overdue)
+            lock::drain::refusal(params, rules, *since, false, *overdue)
         }
-        Refusal::WindowTooShort { closes } => Error::WindowClosesBeforeDrain {
-            group: name,
-            closes: closes.to_rfc3339(),
-            timeout: (rules.drain)
-                .map(|drain| format_duration(drain.timeout))
-                .unwrap_or_default(),
-        },
+        Refusal::WindowTooShort { closes } => lock::drain::window_closing(params, rules, *closes),
         Refusal::Returning {
             since,
             until,
             overdue,
-        } => waiting_for_return(params, *since, *until, *overdue),
-        Refusal::OtherZone { zone } => Error::OtherZoneOut {
-            group: name,
-            out: zone.clone(),
-            asked: rules.zone.map_or_else(String::new, |z| z.to_string()),
-        },
-        Refusal::WaveOut { wave } => waiting_for_wave(params, rules, *wave, None),
-        Refusal::Baking { wave, until } => waiting_for_wave(params, rules, *wave, Some(*until)),
+        } => lock::returns::refusal(params, *since, *until, *overdue),
+        Refusal::OtherZone { zone } => lock::zones::refusal(params, rules, zone),
+        Refusal::WaveOut { wave } => lock::canary::refusal(params, rules, *wave, None),
+        Refusal::Baking { wave, until } => {
+            lock::canary::refusal(params, rules, *wave, Some(*until))
+        }
+        // Not a gate's: the store's limit on groups only `*` covers.
         Refusal::TooManyGroups { limit } => Error::TooManyGroups {
-            group: name,
+            group: params.group.to_string(),
             limit: *limit,
         },
-    }
-}
-
-/// The refusal of a grant that would begin the next wave of a canary
-/// rollout, while `wave` is out (no `until`) or bakes until `until`.
-fn waiting_for_wave(
-    params: &ClientParams,
-    rules: GroupRules,
-    wave: Wave,
-    until: Option<Timestamp>,
-) -> Error {
-    let (plan, bake) = rules.canary.map_or_else(Default::default, |canary| {
-        (canary.plan_phrase(), format_duration(canary.bake))
-    });
-    Error::WaitingForWave {
-        group: params.group.to_string(),
-        wave: wave_phrase(wave),
-        plan,
-        bake,
-        until: until.map(Timestamp::to_rfc3339),
     }
 }
 

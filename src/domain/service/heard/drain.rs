@@ -23,27 +23,10 @@ pub(super) fn reserved(
     );
     (
         Outcome::Reserved,
-        Some(waiting_for_drain(params, rules, since, true, false)),
+        Some(crate::domain::lock::drain::refusal(
+            params, rules, since, true, false,
+        )),
     )
-}
-
-/// The refusal of a node whose slot is reserved since `since`.
-pub(super) fn waiting_for_drain(
-    params: &ClientParams,
-    rules: GroupRules,
-    since: Timestamp,
-    reserved_now: bool,
-    overdue: bool,
-) -> Error {
-    let timeout = rules.drain.map_or(Duration::ZERO, |drain| drain.timeout);
-    Error::WaitingForDrain {
-        group: params.group.to_string(),
-        id: params.id.shown(),
-        since: since.to_rfc3339(),
-        until: since.plus(timeout).to_rfc3339(),
-        reserved_now,
-        overdue,
-    }
 }
 
 /// A grant on a drain's timeout: the node reboots undrained, and the

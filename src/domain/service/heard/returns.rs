@@ -1,8 +1,6 @@
 //! What a node hears of the return gate: a slot returning, and the return
 //! it waits for.
 
-use crate::domain::error::Error;
-use crate::domain::input::ClientParams;
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::GroupRules;
 use crate::domain::time::Timestamp;
@@ -35,20 +33,4 @@ pub fn returns(group: &GroupRecord, rules: GroupRules, now: Timestamp) -> Option
             .filter(|since| since.plus(timeout) <= now)
             .count(),
     })
-}
-
-/// The refusal of a node whose slot is returning since `since`.
-pub(super) fn waiting_for_return(
-    params: &ClientParams,
-    since: Timestamp,
-    until: Timestamp,
-    overdue: bool,
-) -> Error {
-    Error::WaitingForReturn {
-        group: params.group.to_string(),
-        id: params.id.shown(),
-        since: since.to_rfc3339(),
-        until: until.to_rfc3339(),
-        overdue,
-    }
 }
