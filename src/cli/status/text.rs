@@ -217,6 +217,7 @@ fn group_notes(
         windows: deployed.map(|config| &config.windows),
         now,
         host_of: &|id| host_of(hosts, id),
+        host_json: None,
     };
     for line in gates::status_lines(&shown) {
         out.push_str(&line);

@@ -141,14 +141,6 @@ pub(crate) fn state(
     }
 }
 
-/// The zone a group's nodes out of service are in (`us-east-1a` for
-/// `workers.us-east-1a`; none where they asked with the group's own name),
-/// and their zone group.
-pub(crate) fn zone_out(record: &GroupRecord) -> Option<(Option<&str>, &str)> {
-    let group = record.zone_out()?;
-    Some((group.rsplit_once('.').map(|(_, zone)| zone), group))
-}
-
 /// Idle groups (no holder, no pause) listed before the rest are only
 /// counted: a table with thousands of groups nobody uses hides the few
 /// that matter.

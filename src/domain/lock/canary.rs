@@ -12,6 +12,7 @@ use crate::domain::error::counted;
 use crate::domain::input::ClientParams;
 use crate::domain::time::Timestamp;
 use crate::domain::time::format_duration;
+use serde_json::{Value, json};
 
 impl GroupRecord {
     /// Whether the group's rollout still runs at `now`: a node is out, or
@@ -141,6 +142,12 @@ impl Gate for CanaryGate {
             .into_iter()
             .collect()
     }
+
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let canary = group.rules.and_then(|rules| rules.canary);
+        let rollout = canary.map(|canary| rollout_json(group.record, canary, group.now));
+        vec![("rollout", json!(rollout))]
+    }
 }
 
 /// Where a canary rollout stands, as a sentence.
@@ -195,4 +202,35 @@ pub(crate) fn refusal(
         bake,
         until: until.map(Timestamp::to_rfc3339),
     }
+}
+
+/// Where a canary rollout stands: whether one runs, since when, its grants,
+/// the wave out or baking (and until when), the wave the next grant joins.
+fn rollout_json(record: &GroupRecord, canary: CanaryRule, now: Timestamp) -> Value {
+    let Some(state) = record.rollout_state(canary, now) else {
+        return json!({"runs": false, "canary": canary.setting()});
+    };
+    // A wave is out until it is back; then it bakes: never both.
+    let (wave_out, baking, bake_until, next) = match state.waits {
+        WaveWait::InWave(wave) | WaveWait::NextMayGo(wave) => {
+            (None, None, None, Some(wave_phrase(wave)))
+        }
+        WaveWait::Out(wave) => (Some(wave_phrase(wave)), None, None, None),
+        WaveWait::Baking(wave, until) => (
+            None,
+            Some(wave_phrase(wave)),
+            Some(until.to_rfc3339()),
+            None,
+        ),
+    };
+    json!({
+        "runs": true,
+        "canary": canary.setting(),
+        "began": state.began.map(Timestamp::to_rfc3339),
+        "grants": state.grants,
+        "wave_out": wave_out,
+        "wave_baking": baking,
+        "bake_until": bake_until,
+        "next_grant_in": next,
+    })
 }

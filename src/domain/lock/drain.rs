@@ -11,6 +11,7 @@ use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::names::shell_word;
 use crate::domain::time::format_duration;
 use crate::domain::time::{NotADuration, Timestamp, parse_span};
+use serde_json::{Value, json};
 
 /// The shortest drain timeout: a load balancer needs this long at the least
 /// to stop sending a node new connections.
@@ -220,6 +221,45 @@ impl Gate for DrainGate {
                 )
             })
             .collect()
+    }
+
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let drain = group.rules.and_then(|rules| rules.drain);
+        vec![
+            (
+                "drain_timeout_seconds",
+                json!(drain.map(|d| d.timeout.as_secs())),
+            ),
+            (
+                "drain_on_timeout",
+                json!(drain.map(|d| d.on_timeout.as_str())),
+            ),
+        ]
+    }
+
+    /// Whether the holder waits for its drain, since when and until when.
+    fn holder_fields(
+        &self,
+        group: &Shown,
+        id: &NodeId,
+        _at: Timestamp,
+    ) -> Vec<(&'static str, Value)> {
+        let reserved = group.record.draining.get(id).copied();
+        let until = reserved
+            .zip(group.rules.and_then(|rules| rules.drain))
+            .map(|(since, drain)| since.plus(drain.timeout));
+        vec![
+            ("waiting_for_drain", json!(reserved.is_some())),
+            (
+                "reserved_at",
+                json!(reserved.map(Timestamp::to_rfc3339_millis)),
+            ),
+            ("drain_until", json!(until.map(Timestamp::to_rfc3339))),
+            (
+                "drain_overdue",
+                json!(until.map(|until| until <= group.now)),
+            ),
+        ]
     }
 }
 

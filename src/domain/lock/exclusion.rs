@@ -7,6 +7,7 @@ use super::gates::{Gate, Shown};
 use super::{ByPerson, GroupRecord, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
+use serde_json::{Value, json};
 
 /// How many nodes of one group may be excluded at once. Every call on the
 /// group is billed by its item's size: ten exclusions of a 32-hex id with a
@@ -62,5 +63,26 @@ impl Gate for ExclusionGate {
                 )
             })
             .collect()
+    }
+
+    /// Each node excluded, by whom, since when, why (and its host).
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let excluded: Vec<Value> = (group.record.excluded.iter())
+            .map(|(id, e)| {
+                let mut exclusion = json!({
+                    "id": id.as_str(),
+                    "id_shown": id.shown(),
+                    "reason": e.reason.as_str(),
+                    "by": e.by,
+                    "since": e.since.to_rfc3339(),
+                    "since_ms": e.since.0,
+                });
+                if let Some(host_json) = group.host_json {
+                    exclusion["host"] = host_json(id);
+                }
+                exclusion
+            })
+            .collect();
+        vec![("excluded", json!(excluded))]
     }
 }

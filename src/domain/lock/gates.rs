@@ -21,6 +21,7 @@ use super::{GroupRecord, GroupRules};
 use crate::domain::input::{GroupName, NodeId};
 use crate::domain::time::Timestamp;
 use crate::domain::windows::Schedule;
+use serde_json::{Map, Value};
 
 /// What holds a group's nodes back, and what each layer says of it.
 pub(crate) trait Gate: Sync {
@@ -52,6 +53,22 @@ pub(crate) trait Gate: Sync {
     /// Its lines in `fleetlock status` under the group's table: what of the
     /// group's record it holds back or waits for, and how to end it.
     fn status(&self, group: &Shown) -> Vec<String>;
+
+    /// Its fields of the group in `fleetlock status --json`.
+    fn status_fields(&self, _group: &Shown) -> Vec<(&'static str, Value)> {
+        Vec::new()
+    }
+
+    /// Its fields of a holder, `id` holding since `at`, in `fleetlock
+    /// status --json`.
+    fn holder_fields(
+        &self,
+        _group: &Shown,
+        _id: &NodeId,
+        _at: Timestamp,
+    ) -> Vec<(&'static str, Value)> {
+        Vec::new()
+    }
 }
 
 /// A group as `fleetlock status` shows it, for the gates' lines.
@@ -69,6 +86,8 @@ pub(crate) struct Shown<'a> {
     pub now: Timestamp,
     /// ` (HOST)` where the host map knows the node's host, else nothing.
     pub host_of: &'a dyn Fn(&NodeId) -> String,
+    /// A node's host as JSON, where a host map was asked for.
+    pub host_json: Option<&'a dyn Fn(&NodeId) -> Value>,
 }
 
 /// Every gate of a group, in the order status, the summary and the digest
@@ -90,6 +109,28 @@ pub(crate) static GATES: &[&dyn Gate] = &[
 /// gate's in the list's order.
 pub(crate) fn status_lines(group: &Shown) -> Vec<String> {
     GATES.iter().flat_map(|gate| gate.status(group)).collect()
+}
+
+/// `fleetlock status --json`'s fields of the gates, in a group's object.
+pub(crate) fn status_fields(group: &Shown, object: &mut Map<String, Value>) {
+    for (key, value) in GATES.iter().flat_map(|gate| gate.status_fields(group)) {
+        object.insert(key.to_owned(), value);
+    }
+}
+
+/// `fleetlock status --json`'s fields of the gates, in a holder's object.
+pub(crate) fn holder_fields(
+    group: &Shown,
+    id: &NodeId,
+    at: Timestamp,
+    object: &mut Map<String, Value>,
+) {
+    for (key, value) in GATES
+        .iter()
+        .flat_map(|gate| gate.holder_fields(group, id, at))
+    {
+        object.insert(key.to_owned(), value);
+    }
 }
 
 /// `config check`'s words for a group's rules: its slots, then each gate's
@@ -221,6 +262,7 @@ mod tests {
             windows: config.map(|config| &config.windows),
             now,
             host_of: &|_| String::new(),
+            host_json: None,
         };
         status_lines(&shown)
     }
@@ -269,6 +311,84 @@ mod tests {
         assert!(unknown[2].contains("waits for its drain since"));
         assert!(unknown[3].contains("is returning since"));
         assert!(unknown[4].contains("has nodes out in zone"));
+    }
+
+    /// The gates' fields of `status --json`, group's and holder's: each
+    /// key written by one gate only (a second would overwrite the first),
+    /// the same keys as before the gates wrote them.
+    #[test]
+    fn every_gate_writes_its_own_json_fields() {
+        let config = workers_with(&every_rule_set());
+        let name = GroupName::parse("workers").unwrap();
+        let record = GroupRecord::default();
+        let shown = Shown {
+            name: &name,
+            record: &record,
+            rules: Some(config.groups.rules_as_set(&name).unwrap()),
+            deployed: true,
+            windows: Some(&config.windows),
+            now: Timestamp(0),
+            host_of: &|_| String::new(),
+            host_json: None,
+        };
+        let id = NodeId::parse("a").unwrap();
+        let unique = |mut keys: Vec<&'static str>, what: &str| {
+            let written = keys.len();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), written, "a {what} key written by two gates");
+            keys
+        };
+        let group_keys = unique(
+            (GATES.iter())
+                .flat_map(|gate| gate.status_fields(&shown))
+                .map(|(key, _)| key)
+                .collect(),
+            "group",
+        );
+        let holder_keys = unique(
+            (GATES.iter())
+                .flat_map(|gate| gate.holder_fields(&shown, &id, Timestamp(0)))
+                .map(|(key, _)| key)
+                .collect(),
+            "holder",
+        );
+        assert_eq!(
+            group_keys,
+            [
+                "drain_on_timeout",
+                "drain_timeout_seconds",
+                "excluded",
+                "last_release_at",
+                "lease_seconds",
+                "maintenance_windows",
+                "paused_by_alarms",
+                "paused_by_person",
+                "return_timeout_seconds",
+                "rollout",
+                "settle_seconds",
+                "settles_until",
+                "stopped",
+                "zone_group_out",
+                "zone_out",
+            ]
+        );
+        assert_eq!(
+            holder_keys,
+            [
+                "drain_overdue",
+                "drain_until",
+                "lease_ends_at",
+                "lease_expired",
+                "released_at",
+                "reserved_at",
+                "return_overdue",
+                "return_until",
+                "returning",
+                "returning_for_seconds",
+                "waiting_for_drain",
+            ]
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::{GroupRecord, GroupRules, MAX_TAKEN, TAKEN_KEPT};
 use crate::domain::input::NodeId;
 use crate::domain::time::format_duration;
 use crate::domain::time::{NotADuration, Timestamp, parse_span};
+use serde_json::{Value, json};
 
 /// The shortest lease. A node that took its slot may wait up to 10 minutes
 /// for logged-in users before it reboots, then boots and tells the server
@@ -184,5 +185,28 @@ impl Gate for LeaseGate {
                 )
             })
             .collect()
+    }
+
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let lease = group.rules.and_then(|r| r.lease);
+        vec![("lease_seconds", json!(lease.map(|l| l.as_secs())))]
+    }
+
+    /// When the holder's lease ends (not while it waits for its drain or
+    /// returns: the lease does not run then).
+    fn holder_fields(
+        &self,
+        group: &Shown,
+        id: &NodeId,
+        at: Timestamp,
+    ) -> Vec<(&'static str, Value)> {
+        let record = group.record;
+        let ends = (group.rules.and_then(|rules| rules.lease))
+            .filter(|_| !record.draining.contains_key(id) && !record.returning.contains_key(id))
+            .map(|lease| at.plus(lease));
+        vec![
+            ("lease_ends_at", json!(ends.map(Timestamp::to_rfc3339))),
+            ("lease_expired", json!(ends.map(|ends| ends <= group.now))),
+        ]
     }
 }

@@ -10,6 +10,7 @@ use super::{ByPerson, GroupRecord, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::time::Timestamp;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
 /// Who keeps a group from granting new slots. A person's pause, alarms'
@@ -129,5 +130,39 @@ impl Gate for PauseGate {
             .then(|| format!("{} is paused {}", group.name, paused_because(pause)))
             .into_iter()
             .collect()
+    }
+
+    /// Who paused the group: a person, alarms, the server's stop.
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let pause = &group.record.pause;
+        let person = pause.person.as_ref().map(|p| {
+            json!({
+                "reason": p.reason.as_str(),
+                "by": p.by,
+                "since": p.since.to_rfc3339(),
+                "since_ms": p.since.0,
+            })
+        });
+        let stopped = pause.stop.as_ref().map(|stop| {
+            json!({
+                "id": stop.id.as_str(),
+                "id_shown": stop.id.shown(),
+                "cause": match stop.cause {
+                    StopCause::Return => "return",
+                    StopCause::Wave => "wave",
+                },
+                "released_at": (stop.cause == StopCause::Return)
+                    .then(|| stop.returning_since.to_rfc3339_millis()),
+                "granted_at": (stop.cause == StopCause::Wave)
+                    .then(|| stop.returning_since.to_rfc3339_millis()),
+                "since": stop.at.to_rfc3339(),
+                "since_ms": stop.at.0,
+            })
+        });
+        vec![
+            ("paused_by_person", json!(person)),
+            ("paused_by_alarms", json!(pause.alarms)),
+            ("stopped", json!(stopped)),
+        ]
     }
 }

@@ -18,6 +18,7 @@ use crate::domain::outcomes::{Release, Returned};
 use crate::domain::time::format_duration;
 use crate::domain::time::human_duration;
 use crate::domain::time::{NotADuration, Timestamp, parse_span};
+use serde_json::{Value, json};
 
 /// The shortest return timeout: a target group's health checks need this
 /// long at the least to see a node healthy again (two checks 30 s apart).
@@ -279,6 +280,43 @@ impl Gate for ReturnGate {
                 )
             })
             .collect()
+    }
+
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let timeout = group.rules.and_then(|r| r.return_timeout);
+        vec![(
+            "return_timeout_seconds",
+            json!(timeout.map(|t| t.as_secs())),
+        )]
+    }
+
+    /// Whether the holder's slot is returning, since when and until when.
+    fn holder_fields(
+        &self,
+        group: &Shown,
+        id: &NodeId,
+        _at: Timestamp,
+    ) -> Vec<(&'static str, Value)> {
+        let returning = group.record.returning.get(id).copied();
+        let until = returning
+            .zip(group.rules.and_then(|rules| rules.return_timeout))
+            .map(|(since, timeout)| since.plus(timeout));
+        vec![
+            ("returning", json!(returning.is_some())),
+            (
+                "released_at",
+                json!(returning.map(Timestamp::to_rfc3339_millis)),
+            ),
+            (
+                "returning_for_seconds",
+                json!(returning.map(|since| since.age_at(group.now).as_secs())),
+            ),
+            ("return_until", json!(until.map(Timestamp::to_rfc3339))),
+            (
+                "return_overdue",
+                json!(until.map(|until| until <= group.now)),
+            ),
+        ]
     }
 }
 

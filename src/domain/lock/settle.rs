@@ -10,6 +10,7 @@ use super::{GroupRecord, GroupRules, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::ClientParams;
 use crate::domain::time::{NotADuration, Timestamp, format_duration, parse_span};
+use serde_json::{Value, json};
 
 /// The longest settle time: past a day, pausing the group says it better.
 pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(24 * 3600);
@@ -90,6 +91,23 @@ impl Gate for SettleGate {
             })
             .into_iter()
             .collect()
+    }
+
+    /// The settle time, the latest release, and the period's end.
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let record = group.record;
+        let until = (group.rules).and_then(|rules| record.settling_until(rules.settle, group.now));
+        vec![
+            (
+                "settle_seconds",
+                json!(group.rules.map(|r| r.settle.as_secs())),
+            ),
+            (
+                "last_release_at",
+                json!(record.last_release.map(Timestamp::to_rfc3339)),
+            ),
+            ("settles_until", json!(until.map(Timestamp::to_rfc3339))),
+        ]
     }
 }
 

@@ -352,6 +352,18 @@ fn marks_of_taken_slots_are_bounded_in_number_and_age() {
     assert_eq!(group.stale_taken(much_later).len(), 12);
 }
 
+/// What the docs promise a node whose slot was taken: it hears so for a
+/// day, counted in hours here, not from the constant.
+#[test]
+fn a_mark_of_a_slot_taken_is_kept_a_day_and_no_longer() {
+    let mut group = GroupRecord::default();
+    group.taken.insert(id("lost"), Timestamp(0));
+    let day = Duration::from_secs(24 * 3600);
+    let just_before = Timestamp(0).plus(day - Duration::from_millis(1));
+    assert!(group.stale_taken(just_before).is_empty());
+    assert_eq!(group.stale_taken(Timestamp(0).plus(day)), [id("lost")]);
+}
+
 #[test]
 fn every_other_refusal_wins_over_an_expired_slot() {
     let r = leased(1, HOUR);

@@ -13,6 +13,7 @@ use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 use crate::domain::time::{Timestamp, format_duration};
 use crate::domain::windows::{Schedule, WindowState};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Whether `group` may ask the store at `now`: refused outside its windows;
@@ -123,5 +124,26 @@ impl Gate for WindowGate {
             schedule.zone_name(),
             list.join("; ")
         )]
+    }
+
+    /// The group's windows, whether one is open, and when that changes;
+    /// `null` without a known configuration or windows of the group's own.
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let windows = group.windows.and_then(|schedule| {
+            let calendar = schedule.calendar_for(group.name)?;
+            let (state, at) = match schedule.state(group.name, group.now) {
+                WindowState::Open { until } => ("open", until),
+                WindowState::Closed { opens } => ("closed", opens),
+                WindowState::AlwaysOpen => ("always_open", None),
+            };
+            Some(json!({
+                "time_zone": schedule.zone_name(),
+                "windows": calendar.windows().iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "state": state,
+                "changes_at": at.map(Timestamp::to_rfc3339),
+                "changes_at_local": at.map(|t| schedule.local_text(t)),
+            }))
+        });
+        vec![("maintenance_windows", json!(windows))]
     }
 }

@@ -8,6 +8,7 @@ use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
 use crate::domain::names::zone_phrase;
 use crate::domain::zones::ZoneGroup;
+use serde_json::{Value, json};
 
 impl GroupRecord {
     /// A slot taken: the zone group it was taken with. Not split now, this
@@ -92,6 +93,13 @@ impl Gate for ZonesGate {
             })
             .into_iter()
             .collect()
+    }
+
+    /// The zone out and its zone group's name.
+    fn status_fields(&self, group: &Shown) -> Vec<(&'static str, Value)> {
+        let out = group.record.zone_out();
+        let zone = out.and_then(|group| group.rsplit_once('.').map(|(_, zone)| zone));
+        vec![("zone_out", json!(zone)), ("zone_group_out", json!(out))]
     }
 }
 
