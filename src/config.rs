@@ -27,7 +27,7 @@ use crate::domain::lock::lease::LeaseGate;
 use crate::domain::lock::returns::ReturnGate;
 use crate::domain::lock::settle::SettleGate;
 use crate::domain::lock::zones::ZonesGate;
-use crate::domain::windows::Schedule;
+use crate::domain::windows::{Schedule, ScheduleError};
 
 /// Whether `name` reads as an AWS region name (`eu-west-1`): lowercase
 /// letters, digits and dashes, at most 32.
@@ -203,12 +203,12 @@ impl Config {
         }
         let schedule =
             Schedule::in_zone(var("FLEETLOCK_TIME_ZONE").as_deref()).unwrap_or_else(|why| {
-                fault(ConfigError::TimeZone(why));
+                fault(ConfigError::TimeZone(why.to_string()));
                 Schedule::in_zone(None).expect("UTC")
             });
         let windows = match var("FLEETLOCK_WINDOWS").filter(|v| !v.trim().is_empty()) {
             Some(spec) => windows(&schedule, &spec, &groups, groups_known).unwrap_or_else(|why| {
-                fault(ConfigError::Windows(why));
+                fault(ConfigError::Windows(why.to_string()));
                 schedule
             }),
             None => schedule,
@@ -288,7 +288,7 @@ fn windows(
     spec: &str,
     groups: &GroupSlots,
     groups_known: bool,
-) -> Result<Schedule, String> {
+) -> Result<Schedule, ScheduleError> {
     schedule.clone().with_windows(
         spec,
         |g| match groups.setting_may_name(g) {

@@ -45,15 +45,35 @@ const DAY_NAMES: [(&str, &str); 7] = [
     ("Sun", "Sunday"),
 ];
 
+/// Why a window (`days=Sat,Sun start_time=22:30 length_minutes=60`) was
+/// refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WindowError {
+    #[error("'{0}' is not a day (Mon to Sun, or Monday to Sunday)")]
+    Day(String),
+    #[error("'{0}' is not KEY=VALUE")]
+    NotKeyValue(String),
+    #[error("unknown key '{0}' (days, start_time, length_minutes)")]
+    UnknownKey(String),
+    #[error("'{0}' is given twice")]
+    Twice(String),
+    #[error("{0}= is missing (e.g. {0}={1})")]
+    Missing(&'static str, &'static str),
+    #[error("start_time '{0}' is not HH:MM from 00:00 to 23:59")]
+    Start(String),
+    #[error("length_minutes '{0}' is not a whole number from 1 to {MINUTES_PER_WEEK} (a week)")]
+    Length(String),
+}
+
 impl Day {
-    fn parse(text: &str) -> Result<Self, String> {
+    fn parse(text: &str) -> Result<Self, WindowError> {
         DAY_NAMES
             .iter()
             .position(|(short, long)| {
                 text.eq_ignore_ascii_case(short) || text.eq_ignore_ascii_case(long)
             })
             .map(|i| Day(i as u8))
-            .ok_or_else(|| format!("'{text}' is not a day (Mon to Sun, or Monday to Sunday)"))
+            .ok_or_else(|| WindowError::Day(text.to_owned()))
     }
 
     fn name(self) -> &'static str {
@@ -63,41 +83,34 @@ impl Day {
 
 impl Window {
     /// `days=Sat,Sun start_time=22:30 length_minutes=60`, every key once.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, WindowError> {
         let (mut days, mut start, mut length) = (None, None, None);
         for pair in text.split_whitespace() {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("'{pair}' is not KEY=VALUE"))?;
+            let (key, value) =
+                (pair.split_once('=')).ok_or_else(|| WindowError::NotKeyValue(pair.to_owned()))?;
             let slot = match key {
                 "days" => &mut days,
                 "start_time" => &mut start,
                 "length_minutes" => &mut length,
-                other => {
-                    return Err(format!(
-                        "unknown key '{other}' (days, start_time, length_minutes)"
-                    ));
-                }
+                other => return Err(WindowError::UnknownKey(other.to_owned())),
             };
             if slot.replace(value).is_some() {
-                return Err(format!("'{key}' is given twice"));
+                return Err(WindowError::Twice(key.to_owned()));
             }
         }
-        let days = days.ok_or("days= is missing (e.g. days=Sat,Sun)")?;
+        let days = days.ok_or(WindowError::Missing("days", "Sat,Sun"))?;
         let days = days
             .split(',')
             .map(Day::parse)
             .collect::<Result<BTreeSet<_>, _>>()?;
         let (start_hour, start_minute) =
-            parse_start(start.ok_or("start_time= is missing (e.g. start_time=22:30)")?)?;
-        let length = length.ok_or("length_minutes= is missing (e.g. length_minutes=60)")?;
+            parse_start(start.ok_or(WindowError::Missing("start_time", "22:30"))?)?;
+        let length = length.ok_or(WindowError::Missing("length_minutes", "60"))?;
         let length_minutes: u32 = length
             .parse()
             .ok()
             .filter(|n| (1..=MINUTES_PER_WEEK).contains(n))
-            .ok_or_else(|| {
-                format!("length_minutes '{length}' is not a whole number from 1 to {MINUTES_PER_WEEK} (a week)")
-            })?;
+            .ok_or_else(|| WindowError::Length(length.to_owned()))?;
         Ok(Self {
             days,
             start_hour,
@@ -131,8 +144,8 @@ impl fmt::Display for Window {
 }
 
 /// `HH:MM`, 24 h, two digits each.
-fn parse_start(text: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("start_time '{text}' is not HH:MM from 00:00 to 23:59");
+fn parse_start(text: &str) -> Result<(u8, u8), WindowError> {
+    let bad = || WindowError::Start(text.to_owned());
     let (h, m) = text.split_once(':').ok_or_else(bad)?;
     if h.len() != 2 || m.len() != 2 || !(h.chars().chain(m.chars())).all(|c| c.is_ascii_digit()) {
         return Err(bad());
@@ -142,6 +155,35 @@ fn parse_start(text: &str) -> Result<(u8, u8), String> {
         return Err(bad());
     }
     Ok((h, m))
+}
+
+/// Why a time zone or `FLEETLOCK_WINDOWS` was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error(
+        "'localtime' is refused: a server has no meaningful local zone; use UTC or an IANA name \
+         such as Europe/Berlin"
+    )]
+    Localtime,
+    /// The name, and the closest known one as a sentence's end.
+    #[error("'{0}' is not a time zone of the IANA database{1}")]
+    Zone(String, String),
+    #[error(
+        "empty entry in '{0}'; expected e.g. 'workers: days=Sat,Sun start_time=22:30 \
+         length_minutes=60'"
+    )]
+    EmptyEntry(String),
+    #[error("'{0}' does not start with 'GROUP:'")]
+    NoGroup(String),
+    #[error("'{group}': {why}")]
+    Window { group: String, why: WindowError },
+    #[error("'*' has windows but FLEETLOCK_GROUPS has no '*'")]
+    NoWildcard,
+    #[error("group '{name}': {why}")]
+    GroupName { name: String, why: String },
+    /// A group the configuration does not give slots, as it says so.
+    #[error("{0}")]
+    NotConfigured(String),
 }
 
 /// A group's windows; possibly overlapping, possibly past the week's end.
@@ -234,17 +276,13 @@ impl Default for Schedule {
 impl Schedule {
     /// No windows yet, every group always open, in the zone of
     /// `FLEETLOCK_TIME_ZONE`: `UTC` (also when unset) or an IANA name.
-    pub(crate) fn in_zone(name: Option<&str>) -> Result<Self, String> {
+    pub(crate) fn in_zone(name: Option<&str>) -> Result<Self, ScheduleError> {
         let name = name
             .map(str::trim)
             .filter(|n| !n.is_empty())
             .unwrap_or("UTC");
         if name.eq_ignore_ascii_case("localtime") {
-            return Err(
-                "'localtime' is refused: a server has no meaningful local zone; use UTC or an \
-                 IANA name such as Europe/Berlin"
-                    .into(),
-            );
+            return Err(ScheduleError::Localtime);
         }
         let zone = TimeZone::get(name).map_err(|_| {
             let names: Vec<String> = jiff::tz::db()
@@ -252,7 +290,7 @@ impl Schedule {
                 .map(|zone| zone.to_string())
                 .collect();
             let closest = did_you_mean(name, names.iter().map(String::as_str));
-            format!("'{name}' is not a time zone of the IANA database{closest}")
+            ScheduleError::Zone(name.to_owned(), closest)
         })?;
         Ok(Schedule {
             zone,
@@ -267,7 +305,7 @@ impl Schedule {
         zone: Option<&str>,
         known: impl Fn(&GroupName) -> Result<(), String>,
         wildcard_known: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ScheduleError> {
         Self::in_zone(zone)?.with_windows(spec, known, wildcard_known)
     }
 
@@ -280,30 +318,32 @@ impl Schedule {
         spec: &str,
         known: impl Fn(&GroupName) -> Result<(), String>,
         wildcard_known: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ScheduleError> {
         for entry in spec.split(';').map(str::trim) {
             if entry.is_empty() {
-                return Err(format!(
-                    "empty entry in '{spec}'; expected e.g. 'workers: days=Sat,Sun \
-                     start_time=22:30 length_minutes=60'"
-                ));
+                return Err(ScheduleError::EmptyEntry(spec.to_owned()));
             }
             // The group is what comes before the first ':' (start_time has one too).
             let (name, window) = entry
                 .split_once(':')
                 .filter(|(name, _)| !name.contains(|c: char| c == '=' || c.is_whitespace()))
-                .ok_or_else(|| format!("'{entry}' does not start with 'GROUP:'"))?;
+                .ok_or_else(|| ScheduleError::NoGroup(entry.to_owned()))?;
             let name = name.trim();
-            let window = Window::parse(window).map_err(|why| format!("'{name}': {why}"))?;
+            let window = Window::parse(window).map_err(|why| ScheduleError::Window {
+                group: name.to_owned(),
+                why,
+            })?;
             let calendar = if name == "*" {
                 if !wildcard_known {
-                    return Err("'*' has windows but FLEETLOCK_GROUPS has no '*'".into());
+                    return Err(ScheduleError::NoWildcard);
                 }
                 self.others.get_or_insert_default()
             } else {
-                let group =
-                    GroupName::parse(name).map_err(|e| format!("group '{name}': {}", e.value()))?;
-                known(&group)?;
+                let group = GroupName::parse(name).map_err(|e| ScheduleError::GroupName {
+                    name: name.to_owned(),
+                    why: e.value(),
+                })?;
+                known(&group).map_err(ScheduleError::NotConfigured)?;
                 self.groups.entry(group).or_default()
             };
             calendar.windows.push(window);

@@ -333,7 +333,9 @@ fn every_bad_input_is_refused_with_its_reason() {
             "group 'bad_name'",
         ),
     ] {
-        let err = Schedule::parse(spec, None, known, false).unwrap_err();
+        let err = Schedule::parse(spec, None, known, false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(says), "{spec}: {err}");
     }
     let wildcard = Schedule::parse(
@@ -342,7 +344,7 @@ fn every_bad_input_is_refused_with_its_reason() {
         known,
         false,
     );
-    assert!(wildcard.unwrap_err().contains("has no '*'"));
+    assert_eq!(wildcard.unwrap_err(), ScheduleError::NoWildcard);
     for (zone, says) in [
         ("localtime", "'localtime' is refused"),
         ("Mars/Olympus", "not a time zone"),
@@ -357,7 +359,8 @@ fn every_bad_input_is_refused_with_its_reason() {
             known,
             false,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains(says), "{zone}: {err}");
     }
 }
