@@ -10,7 +10,7 @@ use crate::domain::lock::gates::{self, Shown};
 use crate::domain::time::Timestamp;
 use serde_json::{Value, json};
 
-use super::view::{Wildcard, rfc3339, rules_of, state};
+use super::view::{Wildcard, rfc3339, shown, state};
 
 pub(crate) fn render(
     groups: &[(GroupName, GroupRecord)],
@@ -45,14 +45,8 @@ fn group_json(
 ) -> Value {
     let host_json = |id: &NodeId| host_value(hosts.and_then(|hosts| hosts.get(id.as_str())));
     let shown = Shown {
-        name,
-        record,
-        rules: rules_of(name, deployed),
-        deployed: deployed.is_some(),
-        windows: deployed.map(|config| &config.windows),
-        now,
-        host_of: &|_| String::new(),
         host_json: hosts.map(|_| &host_json as &dyn Fn(&NodeId) -> Value),
+        ..shown(name, record, deployed, now)
     };
     let holders: Vec<_> = (record.holders.holders())
         .map(|(id, at)| holder_json(&shown, id, at))

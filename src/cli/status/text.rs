@@ -7,7 +7,7 @@ use crate::domain::lock::GroupRecord;
 use crate::domain::lock::gates::{self, Shown};
 use crate::domain::time::Timestamp;
 
-use super::view::{Wildcard, is_idle, rfc3339, rules_of, slots_text, state};
+use super::view::{Wildcard, is_idle, rfc3339, shown, slots_text, state};
 use crate::domain::time::human_duration;
 
 /// Holders per group, then a line for each paused, settling or windowed
@@ -210,14 +210,8 @@ fn group_notes(
         out.push('\n');
     }
     let shown = Shown {
-        name,
-        record,
-        rules: rules_of(name, deployed),
-        deployed: deployed.is_some(),
-        windows: deployed.map(|config| &config.windows),
-        now,
         host_of: &|id| host_of(hosts, id),
-        host_json: None,
+        ..shown(name, record, deployed, now)
     };
     for line in gates::status_lines(&shown) {
         out.push_str(&line);

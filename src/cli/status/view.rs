@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::domain::agreement::{Recorded, differing};
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRecord;
+use crate::domain::lock::gates::Shown;
 use crate::domain::lock::{GroupRules, WaveWait};
 use crate::domain::time::Timestamp;
 use crate::domain::windows::WindowState;
@@ -90,6 +91,26 @@ pub(crate) fn slots_text(record: &GroupRecord) -> String {
 /// The group's rules, if the configuration is known.
 pub(crate) fn rules_of(name: &GroupName, deployed: Option<&Config>) -> Option<GroupRules> {
     deployed?.groups.rules_for(name).ok()
+}
+
+/// A group as the gates show it in `status`: with the rules and windows of
+/// the configuration the function runs with, when known, and no hosts.
+pub(crate) fn shown<'a>(
+    name: &'a GroupName,
+    record: &'a GroupRecord,
+    deployed: Option<&'a Config>,
+    now: Timestamp,
+) -> Shown<'a> {
+    Shown {
+        name,
+        record,
+        rules: rules_of(name, deployed),
+        deployed: deployed.is_some(),
+        windows: deployed.map(|config| &config.windows),
+        now,
+        host_of: &|_| String::new(),
+        host_json: None,
+    }
 }
 
 /// When the group's settle period ends, if the configuration is known.
