@@ -220,19 +220,28 @@ impl fmt::Display for GroupName {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PauseReason(String);
 
+/// Why a person's reason was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReasonError {
+    #[error("the reason is empty; say why the group is paused")]
+    Empty,
+    #[error("the reason is longer than {MAX_REASON_CHARS} characters")]
+    TooLong,
+    #[error("the reason has a control character (a newline, a tab, ...)")]
+    ControlCharacter,
+}
+
 impl PauseReason {
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub fn parse(raw: &str) -> Result<Self, ReasonError> {
         let reason = raw.trim();
         if reason.is_empty() {
-            return Err("the reason is empty; say why the group is paused".into());
+            return Err(ReasonError::Empty);
         }
         if reason.chars().count() > MAX_REASON_CHARS {
-            return Err(format!(
-                "the reason is longer than {MAX_REASON_CHARS} characters"
-            ));
+            return Err(ReasonError::TooLong);
         }
         if reason.chars().any(char::is_control) {
-            return Err("the reason has a control character (a newline, a tab, ...)".into());
+            return Err(ReasonError::ControlCharacter);
         }
         Ok(Self(reason.to_owned()))
     }
