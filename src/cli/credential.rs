@@ -63,13 +63,13 @@ pub(crate) fn credential(
         say!(
             out,
             "{}",
-            auth::entry_for(name, groups, secret).map_err(Failure::Input)?
+            auth::entry_for(name, groups, secret).map_err(|why| Failure::Input(why.to_string()))?
         );
         return Ok(());
     }
     // Checked before a secret is made: nothing is shown for a bad URL.
     let base_url = base_url.map(deployment_url).transpose()?;
-    let new = auth::new_credential(name, groups).map_err(Failure::Input)?;
+    let new = auth::new_credential(name, groups).map_err(|why| Failure::Input(why.to_string()))?;
     say!(
         out,
         "FLEETLOCK_CLIENTS entry (it holds only a salted hash):"

@@ -101,7 +101,8 @@ impl SlotEventsSettings {
 /// name is most likely a typo of one that is called.
 pub(crate) fn alarm_gates(var: impl Fn(&str) -> Option<String>) -> Result<AlarmGates, ConfigError> {
     let spec = var("FLEETLOCK_ALARM_PAUSES").unwrap_or_default();
-    let gates = AlarmGates::parse(&spec).map_err(ConfigError::AlarmPauses)?;
+    let gates =
+        AlarmGates::parse(&spec).map_err(|why| ConfigError::AlarmPauses(why.to_string()))?;
     let groups = match var("FLEETLOCK_GROUPS") {
         // A wrong FLEETLOCK_GROUPS is its own error, said where it is read.
         Some(spec) => match GroupSlots::parse(&spec) {

@@ -31,38 +31,53 @@ pub(crate) struct AlarmGates {
 /// CloudWatch's alarm names: 1 to 255 characters, none a control character.
 const MAX_ALARM_NAME: usize = 255;
 
+/// Why `FLEETLOCK_ALARM_PAUSES` was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AlarmGatesError {
+    #[error("'{0}' is not ALARM=GROUPS (e.g. 'api-5xx=*' or 'db-latency=workers,db')")]
+    NotAlarmGroups(String),
+    #[error("'{0}' is not an alarm name (1 to {MAX_ALARM_NAME} printable characters)")]
+    AlarmName(String),
+    #[error("alarm '{0}' gates no group ('*' for all)")]
+    NoGroup(String),
+    /// A group name refused, as a node's request would be.
+    #[error("alarm '{alarm}': {why}")]
+    GroupName { alarm: String, why: String },
+    #[error("alarm '{0}' is listed twice")]
+    Twice(String),
+}
+
 impl AlarmGates {
     /// `ALARM=GROUP,GROUP;ALARM=*`: entries separated by `;`, each split at
     /// its last `=` (an alarm name may hold one).
-    pub(crate) fn parse(spec: &str) -> Result<Self, String> {
+    pub(crate) fn parse(spec: &str) -> Result<Self, AlarmGatesError> {
         let mut gates = BTreeMap::new();
         for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
             let Some((alarm, groups)) = entry.rsplit_once('=') else {
-                return Err(format!(
-                    "'{entry}' is not ALARM=GROUPS (e.g. 'api-5xx=*' or 'db-latency=workers,db')"
-                ));
+                return Err(AlarmGatesError::NotAlarmGroups(entry.to_owned()));
             };
             let alarm = alarm.trim();
             if alarm.is_empty()
                 || alarm.chars().count() > MAX_ALARM_NAME
                 || alarm.chars().any(char::is_control)
             {
-                return Err(format!(
-                    "'{alarm}' is not an alarm name (1 to {MAX_ALARM_NAME} printable characters)"
-                ));
+                return Err(AlarmGatesError::AlarmName(alarm.to_owned()));
             }
             let gated = match groups.trim() {
                 "*" => Gated::All,
-                "" => return Err(format!("alarm '{alarm}' gates no group ('*' for all)")),
+                "" => return Err(AlarmGatesError::NoGroup(alarm.to_owned())),
                 list => Gated::Groups(
                     list.split(',')
                         .map(|g| GroupName::parse(g.trim()).map_err(|e| e.value()))
                         .collect::<Result<_, _>>()
-                        .map_err(|why| format!("alarm '{alarm}': {why}"))?,
+                        .map_err(|why| AlarmGatesError::GroupName {
+                            alarm: alarm.to_owned(),
+                            why,
+                        })?,
                 ),
             };
             if gates.insert(alarm.to_owned(), gated).is_some() {
-                return Err(format!("alarm '{alarm}' is listed twice"));
+                return Err(AlarmGatesError::Twice(alarm.to_owned()));
             }
         }
         Ok(Self { gates })
@@ -356,7 +371,7 @@ mod tests {
             ("api-5xx=bad group!", "alarm 'api-5xx'"),
             ("a=*;a=workers", "listed twice"),
         ] {
-            let why = AlarmGates::parse(spec).unwrap_err();
+            let why = AlarmGates::parse(spec).unwrap_err().to_string();
             assert!(why.contains(says), "{spec}: {why}");
         }
         let long = format!("{}=*", "a".repeat(256));

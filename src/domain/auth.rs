@@ -264,30 +264,42 @@ fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
     Ok(bytes)
 }
 
+/// Why a credential was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialError {
+    #[error("'{0}' is not a client name (1 to 64 of a-z A-Z 0-9 . _ -)")]
+    Name(String),
+    #[error("a secret must be non-empty, without ':' or control characters")]
+    Secret,
+    #[error("no randomness: {0}")]
+    NoRandomness(#[from] std::io::Error),
+    /// The entry the server would not accept, as it says so.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// The `FLEETLOCK_CLIENTS` entry for `secret` (random salt).
-pub fn entry_for(name: &str, groups: &str, secret: &str) -> Result<String, String> {
+pub fn entry_for(name: &str, groups: &str, secret: &str) -> Result<String, CredentialError> {
     if !valid_name(name) {
-        return Err(format!(
-            "'{name}' is not a client name (1 to 64 of a-z A-Z 0-9 . _ -)"
-        ));
+        return Err(CredentialError::Name(name.to_owned()));
     }
     if secret.is_empty() || secret.contains(':') || secret.chars().any(char::is_control) {
-        return Err("a secret must be non-empty, without ':' or control characters".into());
+        return Err(CredentialError::Secret);
     }
-    let salt = random_bytes::<SALT_BYTES>().map_err(|e| format!("no randomness: {e}"))?;
+    let salt = random_bytes::<SALT_BYTES>()?;
     let entry = format!(
         "{name}:{groups}:{}:{}",
         hex(&salt),
         hex(&digest(&salt, secret.as_bytes()))
     );
     // Refuse to print an entry the server would not accept.
-    Clients::parse(&entry).map_err(|e| e.to_string())?;
+    Clients::parse(&entry).map_err(|e| CredentialError::Refused(e.to_string()))?;
     Ok(entry)
 }
 
 /// A random secret (hex, so it needs no escaping in a URL) and its entry.
-pub fn new_credential(name: &str, groups: &str) -> Result<NewCredential, String> {
-    let secret = hex(&random_bytes::<SECRET_BYTES>().map_err(|e| format!("no randomness: {e}"))?);
+pub fn new_credential(name: &str, groups: &str) -> Result<NewCredential, CredentialError> {
+    let secret = hex(&random_bytes::<SECRET_BYTES>()?);
     let entry = entry_for(name, groups, &secret)?;
     Ok(NewCredential { secret, entry })
 }
