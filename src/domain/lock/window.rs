@@ -147,3 +147,72 @@ impl Gate for WindowGate {
         vec![("maintenance_windows", json!(windows))]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::lock::OnDrainTimeout;
+    use crate::domain::lock::drain::drain_rule;
+
+    /// Sunday 2025-11-30, 12:00 UTC, and one window on Sundays 11:00 to
+    /// 13:00 in `zone`.
+    const NOON: Timestamp = Timestamp(1_764_504_000_000);
+
+    fn sundays(zone: &str) -> Schedule {
+        let spec = "workers: days=Sun start_time=11:00 length_minutes=120";
+        Schedule::parse(spec, Some(zone), |_| Ok(()), false).unwrap()
+    }
+
+    fn draining(minutes: u64) -> GroupRules {
+        GroupRules {
+            slots: 1,
+            drain: Some(drain_rule((
+                Duration::from_secs(minutes * 60),
+                OnDrainTimeout::Hold,
+            ))),
+            ..GroupRules::default()
+        }
+    }
+
+    #[test]
+    fn outside_its_window_a_group_is_refused_with_when_the_next_opens() {
+        let workers = GroupName::parse("workers").unwrap();
+        let two_pm = NOON.plus(Duration::from_secs(2 * 3600));
+        let mut rules = draining(15);
+        let refused = admit(&sundays("UTC"), &workers, &mut rules, two_pm).unwrap_err();
+        assert_eq!(
+            refused,
+            Error::OutsideMaintenanceWindow {
+                group: "workers".into(),
+                opens: Some(("2025-12-07T11:00:00Z".into(), None)),
+            },
+            "in UTC the zone's time is not said twice"
+        );
+        let berlin = admit(&sundays("Europe/Berlin"), &workers, &mut rules, two_pm).unwrap_err();
+        let Error::OutsideMaintenanceWindow { opens, .. } = berlin else {
+            panic!("{berlin:?}");
+        };
+        let (utc, local) = opens.unwrap();
+        assert_eq!(utc, "2025-12-07T10:00:00Z", "11:00 in Berlin");
+        assert!(local.is_some_and(|local| local.contains("11:00")));
+    }
+
+    #[test]
+    fn inside_it_a_drain_begins_only_if_the_window_stays_open_for_it() {
+        let workers = GroupName::parse("workers").unwrap();
+        let mut short = draining(15);
+        admit(&sundays("UTC"), &workers, &mut short, NOON).unwrap();
+        assert_eq!(
+            short.drain.unwrap().window_closes,
+            None,
+            "13:00 is past 12:15"
+        );
+        let mut long = draining(90);
+        admit(&sundays("UTC"), &workers, &mut long, NOON).unwrap();
+        assert_eq!(
+            long.drain.unwrap().window_closes,
+            Some(NOON.plus(Duration::from_secs(3600))),
+            "13:00 is before 13:30"
+        );
+    }
+}
