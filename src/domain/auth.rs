@@ -271,6 +271,10 @@ pub enum CredentialError {
     Name(String),
     #[error("a secret must be non-empty, without ':' or control characters")]
     Secret,
+    /// A group of the credential's scope refused, as a node's request
+    /// would be.
+    #[error("group '{group}': {why}")]
+    Group { group: String, why: String },
     #[error("no randomness: {0}")]
     NoRandomness(#[from] std::io::Error),
     /// The entry the server would not accept, as it says so.
@@ -285,6 +289,14 @@ pub fn entry_for(name: &str, groups: &str, secret: &str) -> Result<String, Crede
     }
     if secret.is_empty() || secret.contains(':') || secret.chars().any(char::is_control) {
         return Err(CredentialError::Secret);
+    }
+    // Each group by its own rule, before the entry is split where a space
+    // in a group would split it.
+    for group in groups.split(',').filter(|_| groups != "*") {
+        GroupName::parse(group).map_err(|e| CredentialError::Group {
+            group: group.to_owned(),
+            why: e.value(),
+        })?;
     }
     let salt = random_bytes::<SALT_BYTES>()?;
     let entry = format!(

@@ -238,3 +238,19 @@ fn entries_are_salted() {
     assert_ne!(one, two);
     assert!(entry_for("a", "*", "has:colon").is_err());
 }
+
+/// A group the credential may not name is refused for what it is, not for
+/// the entry its space would split.
+#[test]
+fn a_credential_names_the_group_it_refuses() {
+    let refused = entry_for("fleet", "workers,bad group!", "s3cret").unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "group 'bad group!': a group name may contain only ASCII letters, digits, '.' and '-'"
+    );
+    // A space would end the entry where the server reads it.
+    let spaced = entry_for("fleet", "workers, db", "s3cret").unwrap_err();
+    assert!(spaced.to_string().starts_with("group ' db': "), "{spaced}");
+    assert!(entry_for("fleet", "*", "s3cret").is_ok());
+    assert!(entry_for("fleet", "workers,db", "s3cret").is_ok());
+}
