@@ -1,6 +1,6 @@
-//! What a node hears of the drain gate: its slot reserved, the drain it
-//! waits for, the timeout that held or granted it, and how many reserved
-//! slots are overdue.
+//! What a node hears of the drain gate: its slot reserved (worded by the
+//! gate, `lock::drain::refusal`), the timeout that granted it, and how
+//! many reserved slots are overdue.
 
 use super::Outcome;
 use crate::domain::error::Error;

@@ -1,5 +1,6 @@
-//! What a node hears of the return gate: a slot returning, and the return
-//! it waits for.
+//! What an answer carries of the return gate: a group's returning slots
+//! after the decision (the refusal of a returning node is the gate's,
+//! `lock::returns::refusal`).
 
 use crate::domain::lock::GroupRecord;
 use crate::domain::lock::GroupRules;
