@@ -1,12 +1,15 @@
-//! The gates of a group's rules, in one list. A gate is one module beside
-//! this one (its setting's parse, its rule over the group's record, its
-//! words) and one entry of [`GATES`]; the layers that speak of every gate
-//! iterate the list: `config check` prints each phrase, the regions'
-//! digest takes each part and `fleetlock status` writes each gate's lines
-//! under a group's table. The configuration reads each variable in its
-//! own order (`Config::checked`: FLEETLOCK_ZONES first, as the others name
-//! a group only through it). `every_gate_is_read_summed_up_and_digested`
-//! fails for a gate one of them misses.
+//! The gates of a group, in one list: the pause and the exclusion (set on
+//! the group's record), the gates of its rules, and its windows. A gate is
+//! one module beside this one (its setting's parse where it has one, its
+//! rule over the group's record, its update of it, its refusal, its words)
+//! and one entry of [`GATES`]; the layers that speak of every gate iterate
+//! the list: `config check` prints each phrase, the regions' digest takes
+//! each part, and `fleetlock status` writes each gate's lines under a
+//! group's table and its fields in `--json`. The configuration reads each
+//! variable in its own order (`Config::checked`: FLEETLOCK_ZONES first, as
+//! the others name a group only through it).
+//! `every_gate_is_read_summed_up_and_digested` fails for a gate one of them
+//! misses.
 
 use super::canary::CanaryGate;
 use super::drain::DrainGate;
