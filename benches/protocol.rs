@@ -231,11 +231,11 @@ async fn requests_per_answer_kind() {
     );
     let groups = GroupSlots::parse(&spec)
         .unwrap()
-        .with_settle("settling=1h")
+        .with_setting("FLEETLOCK_SETTLE", "settling=1h")
         .unwrap()
-        .with_lease(&leases.join(","))
+        .with_setting("FLEETLOCK_LEASE", &leases.join(","))
         .unwrap()
-        .with_drain(&gates.join(","))
+        .with_setting("FLEETLOCK_DRAIN", &gates.join(","))
         .unwrap()
         .with_wildcard_limit("2000")
         .unwrap();

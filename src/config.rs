@@ -21,11 +21,7 @@ use std::fmt;
 use crate::domain::auth::{Auth, BadClients, Clients};
 use crate::domain::coverage::{self, Mismatch};
 use crate::domain::groups::{GroupSlots, GroupsError};
-use crate::domain::lock::canary::CanaryGate;
-use crate::domain::lock::drain::DrainGate;
-use crate::domain::lock::lease::LeaseGate;
-use crate::domain::lock::returns::ReturnGate;
-use crate::domain::lock::settle::SettleGate;
+use crate::domain::lock::gates;
 use crate::domain::lock::zones::ZonesGate;
 use crate::domain::windows::{Schedule, ScheduleError};
 
@@ -70,19 +66,14 @@ pub(crate) fn process_env(name: &str) -> Option<String> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ConfigError {
-    Groups(String),
-    Settle(String),
-    Lease(String),
-    Drain(String),
-    Return(String),
-    Zones(String),
-    Canary(String),
+    /// The groups' settings: `FLEETLOCK_GROUPS`, each gate's value per
+    /// group, `FLEETLOCK_ZONES`, `FLEETLOCK_MAX_WILDCARD_GROUPS`.
+    Groups(GroupsError),
     Windows(String),
     TimeZone(String),
     Table(String),
     Clients(String),
     Auth(String),
-    MaxWildcardGroups(String),
     AlarmPauses(String),
     Region(String),
     /// A setting this entry point or command needs is unset: the sentence
@@ -93,21 +84,12 @@ pub(crate) enum ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConfigError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
-            ConfigError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
-            ConfigError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
-            ConfigError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
-            ConfigError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
-            ConfigError::Zones(why) => write!(f, "FLEETLOCK_ZONES: {why}"),
-            ConfigError::Canary(why) => write!(f, "FLEETLOCK_CANARY: {why}"),
+            ConfigError::Groups(err) => err.fmt(f),
             ConfigError::Windows(why) => write!(f, "FLEETLOCK_WINDOWS: {why}"),
             ConfigError::TimeZone(why) => write!(f, "FLEETLOCK_TIME_ZONE: {why}"),
             ConfigError::Table(why) => write!(f, "FLEETLOCK_TABLE: {why}"),
             ConfigError::Clients(why) => write!(f, "FLEETLOCK_CLIENTS: {why}"),
             ConfigError::Auth(why) => write!(f, "FLEETLOCK_AUTH: {why}"),
-            ConfigError::MaxWildcardGroups(why) => {
-                write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
-            }
             ConfigError::AlarmPauses(why) => write!(f, "FLEETLOCK_ALARM_PAUSES: {why}"),
             ConfigError::Region(why) => write!(f, "FLEETLOCK_REGION: {why}"),
             ConfigError::Missing(sentence) => f.write_str(sentence),
@@ -119,16 +101,7 @@ impl std::error::Error for ConfigError {}
 
 impl From<GroupsError> for ConfigError {
     fn from(err: GroupsError) -> Self {
-        match err {
-            GroupsError::Groups(why) => ConfigError::Groups(why),
-            GroupsError::Settle(why) => ConfigError::Settle(why),
-            GroupsError::Lease(why) => ConfigError::Lease(why),
-            GroupsError::Drain(why) => ConfigError::Drain(why),
-            GroupsError::Return(why) => ConfigError::Return(why),
-            GroupsError::Zones(why) => ConfigError::Zones(why),
-            GroupsError::Canary(why) => ConfigError::Canary(why),
-            GroupsError::MaxWildcardGroups(why) => ConfigError::MaxWildcardGroups(why),
-        }
+        ConfigError::Groups(err)
     }
 }
 
@@ -176,26 +149,21 @@ impl Config {
                 }
             },
         };
-        // Each refines the groups in the order the function reads them.
-        type Refine = fn(GroupSlots, &str) -> Result<GroupSlots, GroupsError>;
-        let refinements: [(&str, Refine); 7] = [
-            // First: every later setting reads its group names through it
-            // (a zone's group is refused there, naming its split group).
-            // Then each gate of domain::lock::gates by its variable.
-            (ZonesGate::VARIABLE, GroupSlots::with_zones),
-            (SettleGate::VARIABLE, GroupSlots::with_settle),
-            (LeaseGate::VARIABLE, GroupSlots::with_lease),
-            (DrainGate::VARIABLE, GroupSlots::with_drain),
-            (ReturnGate::VARIABLE, GroupSlots::with_return),
-            (CanaryGate::VARIABLE, GroupSlots::with_canary),
-            (
-                "FLEETLOCK_MAX_WILDCARD_GROUPS",
-                GroupSlots::with_wildcard_limit,
-            ),
-        ];
-        for (name, refine) in refinements {
+        // Each refines the groups in this order. First the zones: every
+        // later setting reads its group names through them (a zone's group
+        // is refused there, naming its split group). Then each gate's value
+        // per group, in the order of domain::lock::gates' list.
+        type Refine = fn(GroupSlots, &str, &str) -> Result<GroupSlots, GroupsError>;
+        let zones: Refine = |groups, _, spec| groups.with_zones(spec);
+        let gate: Refine = GroupSlots::with_setting;
+        let limit: Refine = |groups, _, spec| groups.with_wildcard_limit(spec);
+        let order = [(ZonesGate::VARIABLE, zones)]
+            .into_iter()
+            .chain(gates::settings().map(|setting| (setting.variable, gate)))
+            .chain([("FLEETLOCK_MAX_WILDCARD_GROUPS", limit)]);
+        for (name, refine) in order {
             if let Some(spec) = var(name).filter(|v| !v.trim().is_empty()) {
-                match refine(groups.clone(), &spec) {
+                match refine(groups.clone(), name, &spec) {
                     Ok(refined) => groups = refined,
                     Err(err) => fault(err.into()),
                 }
@@ -592,7 +560,7 @@ mod tests {
     fn settle_times_per_group_with_a_wildcard() {
         let groups = GroupSlots::parse("default=1,workers=3,*=1")
             .unwrap()
-            .with_settle("workers=10m, *=90s")
+            .with_setting("FLEETLOCK_SETTLE", "workers=10m, *=90s")
             .unwrap();
         let settle = |g: &str| groups.rules_for(&group(g)).unwrap().settle;
         assert_eq!(settle("workers"), Duration::from_secs(600));
@@ -666,7 +634,10 @@ mod tests {
             ("bad_name=1m", "group 'bad_name'"),
             ("workers=48h", "longer than 24h"),
         ] {
-            let err = groups().with_settle(spec).unwrap_err().to_string();
+            let err = groups()
+                .with_setting("FLEETLOCK_SETTLE", spec)
+                .unwrap_err()
+                .to_string();
             assert!(
                 err.starts_with("FLEETLOCK_SETTLE: ") && err.contains(says),
                 "{spec}: {err}"
@@ -920,7 +891,10 @@ mod tests {
         assert_eq!(no_auth.unwrap_err(), ApiSettingsError::NoAuth);
         let bad = ApiSettings::from_vars(vars(&[("FLEETLOCK_SETTLE", "x")])).unwrap_err();
         assert!(
-            matches!(bad, ApiSettingsError::Invalid(ConfigError::Settle(_))),
+            matches!(
+                &bad,
+                ApiSettingsError::Invalid(ConfigError::Groups(err)) if err.variable == "FLEETLOCK_SETTLE"
+            ),
             "{bad:?}"
         );
         let ok = ApiSettings::from_vars(vars(&[

@@ -1,57 +1,38 @@
 //! The groups and their rules as the settings write them: slots per group
 //! (`FLEETLOCK_GROUPS`), the groups split by zone (`FLEETLOCK_ZONES`), the
-//! bound on the groups only `*` covers, and each gate's setting kept per
-//! group (one `Settings` per group and one for `*`; each gate's own value is
-//! read by its module: `lock::settle`, `lock::lease`, `lock::drain`,
-//! `lock::returns`, `canary`).
+//! bound on the groups only `*` covers, and the rules of each group (one
+//! [`GroupRules`] per group a setting names and one for `*`), which each
+//! gate's setting sets through its module's parse
+//! ([`crate::domain::lock::gates::GroupSetting`]).
 //! Parsed here, pure; [`crate::config`] reads the variables.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::time::Duration;
 
-use crate::domain::canary::{CanaryRule, parse_canary};
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
-use crate::domain::lock::drain::{drain_rule, parse_drain};
-use crate::domain::lock::lease::parse_lease;
-use crate::domain::lock::returns::parse_return;
+use crate::domain::lock::GroupRules;
+use crate::domain::lock::gates::{self, GroupSetting};
 // Read by every setting and command that takes a duration up to a day.
 pub use crate::domain::lock::settle::parse_duration;
-use crate::domain::lock::{GroupRules, OnDrainTimeout};
 use crate::domain::zones;
 
-/// Why a group setting was refused, named by its variable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupsError {
-    Groups(String),
-    Settle(String),
-    Lease(String),
-    Drain(String),
-    Return(String),
-    Zones(String),
-    Canary(String),
-    MaxWildcardGroups(String),
+/// Why a group setting was refused: its variable, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {why}")]
+pub struct GroupsError {
+    pub variable: String,
+    pub why: String,
 }
 
-impl fmt::Display for GroupsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GroupsError::Groups(why) => write!(f, "FLEETLOCK_GROUPS: {why}"),
-            GroupsError::Settle(why) => write!(f, "FLEETLOCK_SETTLE: {why}"),
-            GroupsError::Lease(why) => write!(f, "FLEETLOCK_LEASE: {why}"),
-            GroupsError::Drain(why) => write!(f, "FLEETLOCK_DRAIN: {why}"),
-            GroupsError::Return(why) => write!(f, "FLEETLOCK_RETURN: {why}"),
-            GroupsError::Zones(why) => write!(f, "FLEETLOCK_ZONES: {why}"),
-            GroupsError::Canary(why) => write!(f, "FLEETLOCK_CANARY: {why}"),
-            GroupsError::MaxWildcardGroups(why) => {
-                write!(f, "FLEETLOCK_MAX_WILDCARD_GROUPS: {why}")
-            }
+impl GroupsError {
+    fn of(variable: &str) -> impl Fn(String) -> Self {
+        move |why| GroupsError {
+            variable: variable.to_owned(),
+            why,
         }
     }
 }
-
-impl std::error::Error for GroupsError {}
 
 /// Used when `FLEETLOCK_GROUPS` is unset: Zincati's default group, one slot.
 pub(crate) const DEFAULT_GROUPS: &str = "default=1";
@@ -70,24 +51,16 @@ pub(crate) const DEFAULT_WILDCARD_GROUPS: u32 = 100;
 pub(crate) const MAX_WILDCARD_GROUPS: u32 = 2000;
 
 /// What the settings say of one group, or (as the `*` entry) of every
-/// group no setting names: each gate's setting, `None` where its variable
-/// does not name the group. A group's rules are its entry, each gate
-/// falling back to the `*` entry's ([`GroupSlots::rules_of`]).
+/// group no setting names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Settings {
     /// `FLEETLOCK_GROUPS`; `None` for a group only `*` gives slots (another
     /// setting names it), and for the `*` entry of a list without `*`.
     slots: Option<u32>,
-    /// `FLEETLOCK_SETTLE`; none settles for zero.
-    settle: Option<Duration>,
-    /// `FLEETLOCK_LEASE`; none holds until given back.
-    lease: Option<Duration>,
-    /// `FLEETLOCK_DRAIN`; none has no drain gate.
-    drain: Option<(Duration, OnDrainTimeout)>,
-    /// `FLEETLOCK_RETURN`; none has no return gate.
-    return_timeout: Option<Duration>,
-    /// `FLEETLOCK_CANARY` ([`crate::domain::canary`]); none has no canary.
-    canary: Option<CanaryRule>,
+    /// Its gates as their settings set them: a gate's variable's value for
+    /// the group, else its `*` value, else none. Its slots and what a
+    /// request sets are [`GroupSlots::rules_of`]'s.
+    rules: GroupRules,
 }
 
 /// The groups and their rules: slots per group from `FLEETLOCK_GROUPS`
@@ -103,9 +76,6 @@ pub struct GroupSlots {
     /// How many groups only `*` covers may have an item.
     wildcard_limit: u32,
 }
-
-/// A gate's field of a group's settings.
-type Field<T> = fn(&mut Settings) -> &mut Option<T>;
 
 /// A value per group, as `FLEETLOCK_GROUPS` and `FLEETLOCK_SETTLE` write it:
 /// `GROUP=VALUE` entries separated by commas, `*` for every group not listed,
@@ -173,7 +143,7 @@ impl GroupSlots {
             },
             |_| Ok(()),
         )
-        .map_err(GroupsError::Groups)?;
+        .map_err(GroupsError::of("FLEETLOCK_GROUPS"))?;
         let groups = listed
             .into_iter()
             .map(|(group, slots)| {
@@ -198,7 +168,7 @@ impl GroupSlots {
     /// Sets how many groups only `*` covers may have an item
     /// (`FLEETLOCK_MAX_WILDCARD_GROUPS`): 1 to [`MAX_WILDCARD_GROUPS`].
     pub fn with_wildcard_limit(mut self, text: &str) -> Result<Self, GroupsError> {
-        let bad = |why: String| Err(GroupsError::MaxWildcardGroups(why));
+        let bad = |why: String| Err(GroupsError::of("FLEETLOCK_MAX_WILDCARD_GROUPS")(why));
         let limit: u32 = match text.trim().parse() {
             Ok(limit) => limit,
             Err(_) => return bad(format!("'{text}' is not a whole number")),
@@ -215,39 +185,6 @@ impl GroupSlots {
         self.wildcard_limit
     }
 
-    /// Adds the settle times of `FLEETLOCK_SETTLE` (`workers=10m,*=2m`): every
-    /// group named must be one these slots configure.
-    pub fn with_settle(self, spec: &str) -> Result<Self, GroupsError> {
-        self.with_setting(
-            spec,
-            "a settle time",
-            "workers=10m,*=2m",
-            parse_duration,
-            |s| &mut s.settle,
-        )
-        .map_err(GroupsError::Settle)
-    }
-
-    /// Adds the leases of `FLEETLOCK_LEASE` (`workers=6h`): from
-    /// [`MIN_LEASE`](crate::domain::lock::lease::MIN_LEASE) to
-    /// [`MAX_LEASE`](crate::domain::lock::lease::MAX_LEASE), for groups these slots configure.
-    pub fn with_lease(self, spec: &str) -> Result<Self, GroupsError> {
-        self.with_setting(spec, "a lease", "workers=6h", parse_lease, |s| &mut s.lease)
-            .map_err(GroupsError::Lease)
-    }
-
-    /// Adds the drain gates of `FLEETLOCK_DRAIN` (`workers=15m,db=30m:grant`):
-    /// a timeout from [`MIN_DRAIN`](crate::domain::lock::drain::MIN_DRAIN) to
-    /// [`MAX_DRAIN`](crate::domain::lock::drain::MAX_DRAIN), then `hold` (the
-    /// default) or `grant`, for groups these slots configure.
-    pub fn with_drain(self, spec: &str) -> Result<Self, GroupsError> {
-        let example = "workers=15m,db=30m:grant";
-        self.with_setting(spec, "a drain timeout", example, parse_drain, |s| {
-            &mut s.drain
-        })
-        .map_err(GroupsError::Drain)
-    }
-
     /// Each drain gate's timeout: of the groups listed (with their name),
     /// then of every group `*` covers.
     pub(crate) fn drain_timeouts(&self) -> impl Iterator<Item = (Option<&GroupName>, Duration)> {
@@ -255,31 +192,19 @@ impl GroupSlots {
             let drain = self.rules_for(group).ok()?.drain?;
             Some((Some(group), drain.timeout))
         });
-        listed.chain(self.others.drain.map(|(timeout, _)| (None, timeout)))
+        listed.chain(self.others.rules.drain.map(|drain| (None, drain.timeout)))
     }
 
     /// Whether any group has a drain gate.
     pub(crate) fn drains(&self) -> bool {
-        self.any(|s| s.drain.is_some())
-    }
-
-    /// Adds the return gates of `FLEETLOCK_RETURN` (`workers=20m`): a
-    /// return timeout from [`MIN_RETURN`](crate::domain::lock::returns::MIN_RETURN) to
-    /// [`MAX_RETURN`](crate::domain::lock::returns::MAX_RETURN), for groups
-    /// these slots configure.
-    pub fn with_return(self, spec: &str) -> Result<Self, GroupsError> {
-        let what = "a return timeout";
-        self.with_setting(spec, what, "workers=20m", parse_return, |s| {
-            &mut s.return_timeout
-        })
-        .map_err(GroupsError::Return)
+        self.any(|rules| rules.drain.is_some())
     }
 
     /// Adds the groups of `FLEETLOCK_ZONES` (`workers,db`), split by zone:
     /// each named in FLEETLOCK_GROUPS (never `*`), none a zone of another,
     /// and no group FLEETLOCK_GROUPS lists one of their zones.
     pub fn with_zones(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let bad = |why: String| Err(GroupsError::Zones(why));
+        let bad = |why: String| Err(GroupsError::of("FLEETLOCK_ZONES")(why));
         let mut zoned = BTreeSet::new();
         for name in spec.split(',').map(str::trim) {
             if name == "*" {
@@ -316,25 +241,14 @@ impl GroupSlots {
         Ok(self)
     }
 
-    /// Adds the canaries of `FLEETLOCK_CANARY` (`workers=30m:1+3`): a bake,
-    /// waves and how long a wave's node may be out
-    /// ([`crate::domain::canary::parse_canary`]), for groups these slots
-    /// configure.
-    pub fn with_canary(self, spec: &str) -> Result<Self, GroupsError> {
-        self.with_setting(spec, "a canary", "workers=30m:1+3", parse_canary, |s| {
-            &mut s.canary
-        })
-        .map_err(GroupsError::Canary)
-    }
-
     /// Whether any group has a canary.
     pub(crate) fn canaries(&self) -> bool {
-        self.any(|s| s.canary.is_some())
+        self.any(|rules| rules.canary.is_some())
     }
 
-    /// Whether a group's settings, or the `*` entry, say `which`.
-    fn any(&self, which: impl Fn(&Settings) -> bool) -> bool {
-        self.groups.values().any(&which) || which(&self.others)
+    /// Whether a group's rules, or the `*` entry's, say `which`.
+    fn any(&self, which: impl Fn(&GroupRules) -> bool) -> bool {
+        self.groups.values().any(|s| which(&s.rules)) || which(&self.others.rules)
     }
 
     /// The groups split by zone.
@@ -364,25 +278,33 @@ impl GroupSlots {
 
     /// Whether any group has a return gate.
     pub(crate) fn returns(&self) -> bool {
-        self.any(|s| s.return_timeout.is_some())
+        self.any(|rules| rules.return_timeout.is_some())
     }
 
-    /// Sets one gate's `field` of each group from its variable
-    /// (`GROUP=DURATION,*=DURATION`), each value read by `parse`, for
+    /// Sets a gate's part of each group's rules from its variable
+    /// (`variable`, e.g. `FLEETLOCK_LEASE`, as `workers=6h,*=1h`), for
     /// groups these slots configure only; what it said before is replaced.
-    fn with_setting<T, E: fmt::Display>(
-        mut self,
-        spec: &str,
-        what: &str,
-        example: &str,
-        parse: fn(&str) -> Result<T, E>,
-        field: Field<T>,
-    ) -> Result<Self, String> {
+    /// The variable is one of [`gates::settings`]'.
+    pub fn with_setting(self, variable: &str, spec: &str) -> Result<Self, GroupsError> {
+        match gates::settings().find(|setting| setting.variable == variable) {
+            Some(setting) => self.set(setting, spec),
+            None => Err(GroupsError::of(variable)(
+                "no gate of a group is set by this variable".into(),
+            )),
+        }
+    }
+
+    fn set(mut self, setting: &GroupSetting, spec: &str) -> Result<Self, GroupsError> {
+        let what = setting.what;
         let (named, others) = per_group(
             spec,
             "GROUP=DURATION",
-            example,
-            |name, time| parse(time).map_err(|why| format!("'{name}': {why}")),
+            setting.example,
+            |name, text| {
+                let mut read = GroupRules::default();
+                (setting.read)(text, &mut read).map_err(|why| format!("'{name}': {why}"))?;
+                Ok(read)
+            },
             |group| match group {
                 None if self.others.slots.is_none() => Err(format!(
                     "'*' is given {what} but FLEETLOCK_GROUPS has no '*'"
@@ -390,16 +312,29 @@ impl GroupSlots {
                 Some(group) => self.setting_may_name(group),
                 None => Ok(()),
             },
-        )?;
-        for settings in self.groups.values_mut() {
-            *field(settings) = None;
+        )
+        .map_err(GroupsError::of(setting.variable))?;
+        // A group named gets an entry of its own, with what the other
+        // gates' `*` values gave it; then each group takes its value, else
+        // the `*` value (none without one).
+        for group in named.keys() {
+            let everyone = &self.others.rules;
+            self.groups
+                .entry(group.clone())
+                .or_insert_with(|| Settings {
+                    slots: None,
+                    rules: *everyone,
+                });
         }
+        let others = others.unwrap_or_default();
+        (setting.copy)(&others, &mut self.others.rules);
+        for (group, settings) in &mut self.groups {
+            (setting.copy)(named.get(group).unwrap_or(&others), &mut settings.rules);
+        }
+        // What says no more than the `*` entry is the same as no entry.
+        let everyone = &self.others.rules;
         self.groups
-            .retain(|_, settings| *settings != Settings::default());
-        for (group, value) in named {
-            *field(self.groups.entry(group).or_default()) = Some(value);
-        }
-        *field(&mut self.others) = others;
+            .retain(|_, settings| settings.slots.is_some() || settings.rules != *everyone);
         Ok(self)
     }
 
@@ -421,26 +356,18 @@ impl GroupSlots {
     /// The rules of a group the names' reading gave ([`Self::meaning`]'s
     /// `group`: listed, or only `*` covers it), read once per request.
     pub(crate) fn rules_of(&self, group: &GroupName) -> GroupRules {
-        let listed = self.is_listed(group);
-        self.rules_from(
-            self.groups.get(group).unwrap_or(&Settings::default()),
-            listed,
-        )
+        let own = self.groups.get(group).unwrap_or(&self.others);
+        self.rules_from(own, self.is_listed(group))
     }
 
-    /// The rules of a group whose settings are `own`: each gate's own
-    /// setting, else the `*` entry's.
+    /// The rules of a group whose settings are `own`: its gates, its slots
+    /// (else the `*` entry's), and the bound of a group only `*` covers.
     fn rules_from(&self, own: &Settings, listed: bool) -> GroupRules {
-        let others = &self.others;
         GroupRules {
-            slots: own.slots.or(others.slots).unwrap_or_default(),
-            settle: own.settle.or(others.settle).unwrap_or(Duration::ZERO),
+            slots: own.slots.or(self.others.slots).unwrap_or_default(),
             wildcard_limit: (!listed).then_some(self.wildcard_limit),
-            lease: own.lease.or(others.lease),
-            drain: own.drain.or(others.drain).map(drain_rule),
-            return_timeout: own.return_timeout.or(others.return_timeout),
             zone: None,
-            canary: own.canary.or(others.canary),
+            ..own.rules
         }
     }
 
@@ -473,12 +400,104 @@ impl GroupSlots {
     /// The rules of every group `*` covers, if there is a `*`.
     pub(crate) fn others_rules(&self) -> Option<GroupRules> {
         self.others.slots?;
-        Some(self.rules_from(&Settings::default(), false))
+        Some(self.rules_from(&self.others, false))
     }
 }
 
 impl Default for GroupSlots {
     fn default() -> Self {
         Self::parse(DEFAULT_GROUPS).expect("the built-in default parses")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(name: &str) -> GroupName {
+        GroupName::parse(name).unwrap()
+    }
+
+    /// The groups of `workers=3,*=2` with `settings` set in their order.
+    fn set(settings: &[(&str, &str)]) -> GroupSlots {
+        let mut groups = GroupSlots::parse("workers=3,*=2").unwrap();
+        for (variable, spec) in settings {
+            groups = groups.with_setting(variable, spec).unwrap();
+        }
+        groups
+    }
+
+    #[test]
+    fn each_gate_takes_a_groups_own_value_else_the_star_value_in_any_order() {
+        let settings = [
+            ("FLEETLOCK_SETTLE", "other=5m"),
+            ("FLEETLOCK_LEASE", "*=6h,workers=1h"),
+            ("FLEETLOCK_DRAIN", "other=15m:grant,*=30m"),
+            ("FLEETLOCK_RETURN", "workers=20m"),
+            ("FLEETLOCK_CANARY", "*=30m:1+3"),
+        ];
+        let forward = set(&settings);
+        let mut reversed = settings;
+        reversed.reverse();
+        assert_eq!(forward, set(&reversed));
+
+        let minutes = |m: u64| Duration::from_secs(m * 60);
+        // Named only by FLEETLOCK_SETTLE and FLEETLOCK_DRAIN, slots from `*`.
+        let other = forward.rules_for(&group("other")).unwrap();
+        assert_eq!(other.slots, 2);
+        assert_eq!(other.wildcard_limit, Some(DEFAULT_WILDCARD_GROUPS));
+        assert_eq!(other.settle, minutes(5));
+        assert_eq!(other.lease, Some(minutes(360)));
+        let drain = other.drain.unwrap();
+        assert_eq!(drain.timeout, minutes(15));
+        assert_eq!(drain.on_timeout, crate::domain::lock::OnDrainTimeout::Grant);
+        assert_eq!(other.return_timeout, None);
+        assert!(other.canary.is_some());
+
+        let workers = forward.rules_for(&group("workers")).unwrap();
+        assert_eq!(workers.slots, 3);
+        assert_eq!(workers.wildcard_limit, None);
+        assert_eq!(workers.settle, Duration::ZERO);
+        assert_eq!(workers.lease, Some(minutes(60)));
+        assert_eq!(workers.drain.unwrap().timeout, minutes(30));
+        assert_eq!(workers.return_timeout, Some(minutes(20)));
+
+        // A group no setting names has the `*` values.
+        let anyone = forward.rules_for(&group("anyone")).unwrap();
+        assert_eq!(Some(anyone), forward.others_rules());
+        assert_eq!(anyone.settle, Duration::ZERO);
+        assert_eq!(anyone.drain.unwrap().timeout, minutes(30));
+    }
+
+    #[test]
+    fn a_setting_set_again_replaces_what_it_said() {
+        let once = set(&[("FLEETLOCK_SETTLE", "other=5m,workers=1m")]);
+        let again = once.with_setting("FLEETLOCK_SETTLE", "*=2m").unwrap();
+        assert_eq!(again, set(&[("FLEETLOCK_SETTLE", "*=2m")]));
+        let minutes = |m: u64| Duration::from_secs(m * 60);
+        for name in ["other", "workers"] {
+            let rules = again.rules_for(&group(name)).unwrap();
+            assert_eq!(rules.settle, minutes(2), "{name}");
+        }
+        let cleared = again
+            .with_setting("FLEETLOCK_SETTLE", "workers=0s")
+            .unwrap();
+        assert_eq!(
+            cleared,
+            set(&[])
+                .with_setting("FLEETLOCK_SETTLE", "workers=0s")
+                .unwrap()
+        );
+    }
+
+    #[test]
+    fn a_variable_that_sets_no_gate_is_refused_by_its_name() {
+        let err = set(&[])
+            .with_setting("FLEETLOCK_TABLE", "workers=5m")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "FLEETLOCK_TABLE: no gate of a group is set by this variable"
+        );
     }
 }

@@ -305,7 +305,7 @@ mod tests {
         let group = GroupName::parse("workers").unwrap();
         let rules = GroupSlots::parse("workers=1")
             .unwrap()
-            .with_drain("workers=15m")
+            .with_setting("FLEETLOCK_DRAIN", "workers=15m")
             .unwrap()
             .rules_for(&group)
             .unwrap();
@@ -362,7 +362,7 @@ mod tests {
     async fn a_sweep_stops_a_group_whose_canary_is_not_back_once() {
         let groups = GroupSlots::parse("workers=3")
             .unwrap()
-            .with_canary("workers=30m:1:1h")
+            .with_setting("FLEETLOCK_CANARY", "workers=30m:1:1h")
             .unwrap();
         let t0 = Timestamp(1_764_480_000_000);
         let at = |m: u64| t0.plus(std::time::Duration::from_secs(m * 60));
@@ -401,7 +401,7 @@ mod tests {
         let configured = |drain: &str| {
             GroupSlots::parse("workers=2,db=1,*=1")
                 .unwrap()
-                .with_drain(drain)
+                .with_setting("FLEETLOCK_DRAIN", drain)
                 .unwrap()
         };
         let made = configured("workers=15m,*=1h");
@@ -455,7 +455,7 @@ mod tests {
         }
         let groups = GroupSlots::parse("workers=2")
             .unwrap()
-            .with_return("workers=20m")
+            .with_setting("FLEETLOCK_RETURN", "workers=20m")
             .unwrap();
         let group = GroupName::parse("workers").unwrap();
         let rules = groups.rules_for(&group).unwrap();
@@ -527,7 +527,7 @@ mod tests {
     async fn a_holder_that_never_reports_steady_state_never_stops_its_group() {
         let groups = GroupSlots::parse("workers=1")
             .unwrap()
-            .with_return("workers=20m")
+            .with_setting("FLEETLOCK_RETURN", "workers=20m")
             .unwrap();
         let group = GroupName::parse("workers").unwrap();
         let rules = groups.rules_for(&group).unwrap();

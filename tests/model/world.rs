@@ -231,20 +231,28 @@ impl<S: ModelStore> World<S> {
             };
             let mut groups = GroupSlots::parse(&spec).unwrap();
             if features.settle {
-                groups = groups.with_settle(&format!("workers={SETTLE}")).unwrap();
+                groups = groups
+                    .with_setting("FLEETLOCK_SETTLE", &format!("workers={SETTLE}"))
+                    .unwrap();
             }
             if features.lease {
-                groups = groups.with_lease(&format!("workers={TIMEOUT}")).unwrap();
+                groups = groups
+                    .with_setting("FLEETLOCK_LEASE", &format!("workers={TIMEOUT}"))
+                    .unwrap();
             }
             if let (true, Some(on_timeout)) = (gates, features.drain) {
                 let spec = format!("workers={TIMEOUT}:{}", on_timeout.as_str());
-                groups = groups.with_drain(&spec).unwrap();
+                groups = groups.with_setting("FLEETLOCK_DRAIN", &spec).unwrap();
             }
             if gates && features.returns {
-                groups = groups.with_return(&format!("workers={TIMEOUT}")).unwrap();
+                groups = groups
+                    .with_setting("FLEETLOCK_RETURN", &format!("workers={TIMEOUT}"))
+                    .unwrap();
             }
             if gates && features.canary {
-                groups = groups.with_canary(&format!("workers={CANARY}")).unwrap();
+                groups = groups
+                    .with_setting("FLEETLOCK_CANARY", &format!("workers={CANARY}"))
+                    .unwrap();
             }
             if gates && features.zones {
                 groups = groups.with_zones("workers").unwrap();

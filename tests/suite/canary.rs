@@ -199,7 +199,7 @@ async fn a_canary_that_does_not_come_back_stops_the_group_on_dynamodb() {
 async fn zincati_nodes_behind_a_canary<S: LockStore + 'static>(store: S) {
     let groups = GroupSlots::parse("workers=3")
         .unwrap()
-        .with_canary("workers=30m:1+3")
+        .with_setting("FLEETLOCK_CANARY", "workers=30m:1+3")
         .unwrap();
     let server = spawn_server(Arc::new(Api::new(
         FleetLock::new(groups, store),

@@ -51,9 +51,9 @@ async fn world(prefix: &str) -> World {
     let table = store.table().to_owned();
     let groups = GroupSlots::parse("workers=1")
         .unwrap()
-        .with_drain("workers=15m")
+        .with_setting("FLEETLOCK_DRAIN", "workers=15m")
         .unwrap()
-        .with_return("workers=20m")
+        .with_setting("FLEETLOCK_RETURN", "workers=20m")
         .unwrap();
     let api = Arc::new(Api::new(
         FleetLock::new(groups.clone(), store),
@@ -438,7 +438,7 @@ async fn past_a_grant_gates_timeout_the_agent_stops_evicting_and_uncordons_when_
     let clock = fleetlock::test_support::ManualClock::at(Timestamp::now());
     let groups = GroupSlots::parse("workers=1")
         .unwrap()
-        .with_drain("workers=1m:grant")
+        .with_setting("FLEETLOCK_DRAIN", "workers=1m:grant")
         .unwrap();
     let service = FleetLock::new(groups, table(&world).await).with_clock(clock.clone());
     world.server = spawn_server(Arc::new(Api::new(service, Auth::Disabled))).await;

@@ -561,7 +561,7 @@ async fn the_binary_reserves_a_slot_and_the_drained_function_grants_it() {
     let db = GroupName::parse("db").unwrap();
     let quiet_rules = fleetlock::domain::groups::GroupSlots::parse("workers=1,db=1")
         .unwrap()
-        .with_drain("workers=15m,db=15m")
+        .with_setting("FLEETLOCK_DRAIN", "workers=15m,db=15m")
         .unwrap()
         .rules_for(&db)
         .unwrap();
@@ -891,7 +891,7 @@ async fn the_binary_keeps_a_returning_slot_and_the_drained_function_confirms_it_
     let gone = NodeId::parse("gone").unwrap();
     let rules = fleetlock::domain::groups::GroupSlots::parse("workers=1,db=1")
         .unwrap()
-        .with_return("workers=20m,db=20m")
+        .with_setting("FLEETLOCK_RETURN", "workers=20m,db=20m")
         .unwrap()
         .rules_for(&db)
         .unwrap();

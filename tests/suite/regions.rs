@@ -40,10 +40,10 @@ async fn region(
     let client = crate::helpers::client_as(&format!("function.{table}")).await;
     let mut slots = GroupSlots::parse(groups).unwrap();
     match gate {
-        Some(Gate::Return(spec)) => slots = slots.with_return(spec).unwrap(),
-        Some(Gate::Drain(spec)) => slots = slots.with_drain(spec).unwrap(),
+        Some(Gate::Return(spec)) => slots = slots.with_setting("FLEETLOCK_RETURN", spec).unwrap(),
+        Some(Gate::Drain(spec)) => slots = slots.with_setting("FLEETLOCK_DRAIN", spec).unwrap(),
         Some(Gate::Zones(spec)) => slots = slots.with_zones(spec).unwrap(),
-        Some(Gate::Canary(spec)) => slots = slots.with_canary(spec).unwrap(),
+        Some(Gate::Canary(spec)) => slots = slots.with_setting("FLEETLOCK_CANARY", spec).unwrap(),
         None => {}
     }
     let service = FleetLock::new(slots, DynamoStore::new(client, table)).agreeing(name, refresh);

@@ -440,7 +440,7 @@ async fn paused_and_settling_refusals_are_still_one_request() {
 fn served<S: LockStore>(store: S, clock: &ManualClock) -> Arc<Api<S>> {
     let groups = GroupSlots::parse("default=1,workers=2")
         .unwrap()
-        .with_settle("workers=10m")
+        .with_setting("FLEETLOCK_SETTLE", "workers=10m")
         .unwrap();
     let service = FleetLock::new(groups, store).with_clock(clock.clone());
     Arc::new(Api::new(service, Auth::Disabled))

@@ -416,7 +416,7 @@ async fn a_slot_past_its_lease_is_taken_over_and_evented_as_expired() {
     let aws = load_config().await;
     let groups = GroupSlots::parse("workers=1")
         .unwrap()
-        .with_lease("workers=6h")
+        .with_setting("FLEETLOCK_LEASE", "workers=6h")
         .unwrap();
     let clock = ManualClock::at(Timestamp::now());
     let service =
@@ -495,7 +495,7 @@ async fn a_live_holder_past_its_lease_keeps_its_slot_and_the_renewal_is_no_event
     let aws = load_config().await;
     let groups = GroupSlots::parse("default=1")
         .unwrap()
-        .with_lease("default=30m")
+        .with_setting("FLEETLOCK_LEASE", "default=30m")
         .unwrap();
     let clock = ManualClock::at(Timestamp::now());
     let service =
@@ -554,7 +554,7 @@ async fn a_drain_is_requested_confirmed_granted_and_released_through_the_stream(
     let aws = load_config().await;
     let groups = GroupSlots::parse("workers=1")
         .unwrap()
-        .with_drain("workers=15m")
+        .with_setting("FLEETLOCK_DRAIN", "workers=15m")
         .unwrap();
     let clock = ManualClock::at(Timestamp::now());
     let service =
@@ -727,7 +727,7 @@ async fn a_return_is_released_confirmed_overdue_and_resumed_through_the_stream()
     let aws = load_config().await;
     let groups = GroupSlots::parse("workers=2")
         .unwrap()
-        .with_return("workers=20m")
+        .with_setting("FLEETLOCK_RETURN", "workers=20m")
         .unwrap();
     let started = Timestamp::now();
     let clock = ManualClock::at(started);

@@ -172,7 +172,7 @@ async fn a_closed_window_outranks_paused_settling_and_full() {
 
     let groups = GroupSlots::parse("workers=2")
         .unwrap()
-        .with_settle("workers=1h")
+        .with_setting("FLEETLOCK_SETTLE", "workers=1h")
         .unwrap();
     let windows = Schedule::parse(
         "workers: days=Sat,Sun start_time=22:00 length_minutes=120",
@@ -218,7 +218,7 @@ async fn a_drain_begins_only_while_the_window_stays_open_for_its_timeout() {
     let (store, requests) = dynamo_store("windows-drain").await;
     let groups = GroupSlots::parse("workers=2")
         .unwrap()
-        .with_drain("workers=30m")
+        .with_setting("FLEETLOCK_DRAIN", "workers=30m")
         .unwrap();
     let windows = saturday_night(&groups);
     let clock = ManualClock::at(at("2026-12-12T23:40:00Z"));
@@ -282,7 +282,7 @@ async fn a_return_begins_and_is_confirmed_while_the_window_is_closed() {
     let table = store.table().to_owned();
     let groups = GroupSlots::parse("workers=1")
         .unwrap()
-        .with_return("workers=20m")
+        .with_setting("FLEETLOCK_RETURN", "workers=20m")
         .unwrap();
     let windows = saturday_night(&groups);
     let clock = ManualClock::at(at("2026-12-12T23:50:00Z"));

@@ -3,9 +3,9 @@
 //! must wait ([`crate::domain::canary`] holds the setting).
 
 use super::GroupRules;
-use super::gates::{Gate, Shown};
+use super::gates::{Gate, GroupSetting, Shown};
 use super::{GroupRecord, Refusal, RolloutState, WaveWait};
-use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET};
+use crate::domain::canary::{CanaryRule, ROLLOUT_QUIET, parse_canary};
 use crate::domain::canary::{Wave, wave_phrase};
 use crate::domain::error::Error;
 use crate::domain::error::counted;
@@ -104,9 +104,21 @@ impl CanaryGate {
     pub(crate) const VARIABLE: &'static str = "FLEETLOCK_CANARY";
 }
 
+/// How `CanaryGate::VARIABLE` sets a group's rules.
+static SETTING: GroupSetting = GroupSetting {
+    variable: CanaryGate::VARIABLE,
+    what: "a canary",
+    example: "workers=30m:1+3",
+    read: |text, rules| {
+        rules.canary = Some(parse_canary(text).map_err(|why| why.to_string())?);
+        Ok(())
+    },
+    copy: |from, to| to.canary = from.canary,
+};
+
 impl Gate for CanaryGate {
-    fn variable(&self) -> Option<&'static str> {
-        Some(Self::VARIABLE)
+    fn setting(&self) -> Option<&'static GroupSetting> {
+        Some(&SETTING)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

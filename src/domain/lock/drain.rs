@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::gates::{Gate, Shown};
+use super::gates::{Gate, GroupSetting, Shown};
 use super::{Acquire, DrainRule, Drained, GroupRecord, GroupRules, OnDrainTimeout, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::{ClientParams, NodeId};
@@ -166,9 +166,23 @@ impl DrainGate {
     pub(crate) const VARIABLE: &'static str = "FLEETLOCK_DRAIN";
 }
 
+/// How `DrainGate::VARIABLE` sets a group's rules.
+static SETTING: GroupSetting = GroupSetting {
+    variable: DrainGate::VARIABLE,
+    what: "a drain timeout",
+    example: "workers=15m,db=30m:grant",
+    read: |text, rules| {
+        rules.drain = Some(drain_rule(
+            parse_drain(text).map_err(|why| why.to_string())?,
+        ));
+        Ok(())
+    },
+    copy: |from, to| to.drain = from.drain,
+};
+
 impl Gate for DrainGate {
-    fn variable(&self) -> Option<&'static str> {
-        Some(Self::VARIABLE)
+    fn setting(&self) -> Option<&'static GroupSetting> {
+        Some(&SETTING)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

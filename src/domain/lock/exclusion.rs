@@ -46,10 +46,6 @@ pub(crate) fn excluded_because(exclusion: &ByPerson) -> String {
 pub(crate) struct ExclusionGate;
 
 impl Gate for ExclusionGate {
-    fn variable(&self) -> Option<&'static str> {
-        None
-    }
-
     /// Each node excluded, by whom, since when and why.
     fn status(&self, group: &Shown) -> Vec<String> {
         (group.record.excluded.iter())

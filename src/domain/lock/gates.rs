@@ -5,9 +5,10 @@
 //! and one entry of [`GATES`]; the layers that speak of every gate iterate
 //! the list: `config check` prints each phrase, the regions' digest takes
 //! each part, and `fleetlock status` writes each gate's lines under a
-//! group's table and its fields in `--json`. The configuration reads each
-//! variable in its own order (`Config::checked`: FLEETLOCK_ZONES first, as
-//! the others name a group only through it).
+//! group's table and its fields in `--json`. A gate set per group has a
+//! [`GroupSetting`]: the configuration reads those in the list's order,
+//! after FLEETLOCK_ZONES (the others name a group only through it), and
+//! the groups keep what each sets in one [`GroupRules`] per group.
 //! `every_gate_is_read_summed_up_and_digested` fails for a gate one of them
 //! misses.
 
@@ -37,7 +38,16 @@ pub(crate) trait Gate: Sync {
         not(test),
         expect(dead_code, reason = "ties the list to the settings in its test")
     )]
-    fn variable(&self) -> Option<&'static str>;
+    fn variable(&self) -> Option<&'static str> {
+        self.setting().map(|setting| setting.variable)
+    }
+
+    /// How its variable sets a group's rules, where it is a value per group
+    /// (`workers=6h,*=1h`): the configuration reads these in the list's
+    /// order.
+    fn setting(&self) -> Option<&'static GroupSetting> {
+        None
+    }
 
     /// Its phrase in `config check`'s line of a group with `rules` (", lease
     /// 6h (...)"), where the group has it.
@@ -72,6 +82,28 @@ pub(crate) trait Gate: Sync {
     ) -> Vec<(&'static str, Value)> {
         Vec::new()
     }
+}
+
+/// A gate's value per group, as its variable writes it (`GROUP=VALUE`
+/// entries, `*` for every group not listed): read into a group's
+/// [`GroupRules`] by the gate's own parse. The groups keep one
+/// `GroupRules` per group and one for `*` ([`crate::domain::groups`]).
+pub(crate) struct GroupSetting {
+    /// `FLEETLOCK_LEASE`.
+    pub variable: &'static str,
+    /// What one value is, in a refusal: "a lease".
+    pub what: &'static str,
+    /// The variable's example, in a refusal: "workers=6h".
+    pub example: &'static str,
+    /// Reads one group's value into its rules, or says what is wrong with it.
+    pub read: fn(&str, &mut GroupRules) -> Result<(), String>,
+    /// Sets the gate's part of the second rules to the first's.
+    pub copy: fn(&GroupRules, &mut GroupRules),
+}
+
+/// The settings of the gates that have one, in the list's order.
+pub(crate) fn settings() -> impl Iterator<Item = &'static GroupSetting> {
+    GATES.iter().filter_map(|gate| gate.setting())
 }
 
 /// A group as `fleetlock status` shows it, for the gates' lines.

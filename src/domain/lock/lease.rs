@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::gates::{Gate, Shown};
+use super::gates::{Gate, GroupSetting, Shown};
 use super::{GroupRecord, GroupRules, MAX_TAKEN, TAKEN_KEPT};
 use crate::domain::input::NodeId;
 use crate::domain::time::format_duration;
@@ -141,9 +141,21 @@ impl LeaseGate {
     pub(crate) const VARIABLE: &'static str = "FLEETLOCK_LEASE";
 }
 
+/// How `LeaseGate::VARIABLE` sets a group's rules.
+static SETTING: GroupSetting = GroupSetting {
+    variable: LeaseGate::VARIABLE,
+    what: "a lease",
+    example: "workers=6h",
+    read: |text, rules| {
+        rules.lease = Some(parse_lease(text).map_err(|why| why.to_string())?);
+        Ok(())
+    },
+    copy: |from, to| to.lease = from.lease,
+};
+
 impl Gate for LeaseGate {
-    fn variable(&self) -> Option<&'static str> {
-        Some(Self::VARIABLE)
+    fn setting(&self) -> Option<&'static GroupSetting> {
+        Some(&SETTING)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

@@ -119,10 +119,6 @@ pub(crate) fn paused_because(pause: &Pause) -> String {
 pub(crate) struct PauseGate;
 
 impl Gate for PauseGate {
-    fn variable(&self) -> Option<&'static str> {
-        None
-    }
-
     /// Who paused the group, since when and why.
     fn status(&self, group: &Shown) -> Vec<String> {
         let pause = &group.record.pause;

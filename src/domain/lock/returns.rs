@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::GroupRules;
-use super::gates::{Gate, Shown};
+use super::gates::{Gate, GroupSetting, Shown};
 use super::{GroupRecord, Refusal, RolloutStop, StopCause};
 use crate::domain::canary::CanaryRule;
 use crate::domain::error::Error;
@@ -228,9 +228,21 @@ impl ReturnGate {
     pub(crate) const VARIABLE: &'static str = "FLEETLOCK_RETURN";
 }
 
+/// How `ReturnGate::VARIABLE` sets a group's rules.
+static SETTING: GroupSetting = GroupSetting {
+    variable: ReturnGate::VARIABLE,
+    what: "a return timeout",
+    example: "workers=20m",
+    read: |text, rules| {
+        rules.return_timeout = Some(parse_return(text).map_err(|why| why.to_string())?);
+        Ok(())
+    },
+    copy: |from, to| to.return_timeout = from.return_timeout,
+};
+
 impl Gate for ReturnGate {
-    fn variable(&self) -> Option<&'static str> {
-        Some(Self::VARIABLE)
+    fn setting(&self) -> Option<&'static GroupSetting> {
+        Some(&SETTING)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::gates::{Gate, Shown};
+use super::gates::{Gate, GroupSetting, Shown};
 use super::{GroupRecord, GroupRules, Refusal};
 use crate::domain::error::Error;
 use crate::domain::input::ClientParams;
@@ -59,9 +59,21 @@ impl SettleGate {
     pub(crate) const VARIABLE: &'static str = "FLEETLOCK_SETTLE";
 }
 
+/// How `SettleGate::VARIABLE` sets a group's rules.
+static SETTING: GroupSetting = GroupSetting {
+    variable: SettleGate::VARIABLE,
+    what: "a settle time",
+    example: "workers=10m,*=2m",
+    read: |text, rules| {
+        rules.settle = parse_duration(text).map_err(|why| why.to_string())?;
+        Ok(())
+    },
+    copy: |from, to| to.settle = from.settle,
+};
+
 impl Gate for SettleGate {
-    fn variable(&self) -> Option<&'static str> {
-        Some(Self::VARIABLE)
+    fn setting(&self) -> Option<&'static GroupSetting> {
+        Some(&SETTING)
     }
 
     fn summary(&self, rules: &GroupRules) -> Option<String> {

@@ -97,10 +97,6 @@ pub(crate) struct DrainNeverBegins {
 pub(crate) struct WindowGate;
 
 impl Gate for WindowGate {
-    fn variable(&self) -> Option<&'static str> {
-        None
-    }
-
     /// The group's windows and whether one is open, where it has any.
     fn status(&self, group: &Shown) -> Vec<String> {
         let Some(schedule) = group.windows else {

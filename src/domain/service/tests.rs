@@ -152,7 +152,7 @@ async fn a_take_over_names_whose_slot_it_was_and_a_full_refusal_when_the_lease_e
     let clock = At(Arc::new(std::sync::Mutex::new(t0)));
     let groups = GroupSlots::parse("workers=1,db=2")
         .unwrap()
-        .with_lease("workers=6h,db=6h")
+        .with_setting("FLEETLOCK_LEASE", "workers=6h,db=6h")
         .unwrap();
     let svc = FleetLock::new(groups, MemoryStore::default()).with_clock(clock.clone());
     let at = |t: Timestamp| *clock.0.lock().unwrap() = t;
@@ -195,7 +195,7 @@ async fn every_call_of_a_gated_group_counts_its_drains_overdue() {
     let clock = At(Arc::new(std::sync::Mutex::new(t0)));
     let groups = GroupSlots::parse("workers=3,db=1")
         .unwrap()
-        .with_drain("workers=15m")
+        .with_setting("FLEETLOCK_DRAIN", "workers=15m")
         .unwrap();
     let svc = FleetLock::new(groups, MemoryStore::default()).with_clock(clock.clone());
     let at = |t: Timestamp| *clock.0.lock().unwrap() = t;
@@ -263,7 +263,7 @@ async fn a_group_holding_more_than_its_slots_promises_no_lease() {
     // Lowered to one slot: two holders, and no take-over to promise.
     let groups = GroupSlots::parse("workers=1")
         .unwrap()
-        .with_lease("workers=6h")
+        .with_setting("FLEETLOCK_LEASE", "workers=6h")
         .unwrap();
     let svc = FleetLock::new(groups, store).with_clock(clock);
     let full = svc.pre_reboot(&params("c", "workers")).await.unwrap();
@@ -272,7 +272,7 @@ async fn a_group_holding_more_than_its_slots_promises_no_lease() {
     // At exactly as many holders as slots, the lease is promised.
     let groups = GroupSlots::parse("workers=2")
         .unwrap()
-        .with_lease("workers=6h")
+        .with_setting("FLEETLOCK_LEASE", "workers=6h")
         .unwrap();
     let svc = FleetLock::new(groups, svc.store).with_clock(At(Arc::new(std::sync::Mutex::new(t0))));
     let full = svc.pre_reboot(&params("c", "workers")).await.unwrap();
@@ -289,9 +289,9 @@ async fn a_take_over_behind_a_drain_gate_is_a_reservation_and_promises_nothing()
     let clock = At(Arc::new(std::sync::Mutex::new(t0)));
     let groups = GroupSlots::parse("workers=1")
         .unwrap()
-        .with_lease("workers=6h")
+        .with_setting("FLEETLOCK_LEASE", "workers=6h")
         .unwrap()
-        .with_drain("workers=15m")
+        .with_setting("FLEETLOCK_DRAIN", "workers=15m")
         .unwrap();
     let svc = FleetLock::new(groups, MemoryStore::default()).with_clock(clock.clone());
     let at = |t: Timestamp| *clock.0.lock().unwrap() = t;
@@ -326,7 +326,7 @@ async fn a_drain_begins_only_where_the_window_holds_its_whole_timeout() {
     let groups = || {
         GroupSlots::parse("workers=1")
             .unwrap()
-            .with_drain("workers=15m")
+            .with_setting("FLEETLOCK_DRAIN", "workers=15m")
             .unwrap()
     };
     let windows = Schedule::parse(
