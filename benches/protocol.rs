@@ -762,7 +762,7 @@ async fn zones_and_waves_write_units() {
     println!("| answer | outcome | DynamoDB requests | write units |");
     println!("|---|---|---:|---:|");
     let group = GroupName::parse("workers").unwrap();
-    let canary = fleetlock::domain::canary::parse_canary("30m:1+3").unwrap();
+    let canary = fleetlock::domain::lock::parse_canary("30m:1+3").unwrap();
     let in_zone = |zone: &str| GroupRules {
         slots: 3,
         settle: Duration::ZERO,

@@ -124,7 +124,7 @@ pub(crate) async fn begin_rollout<S: LockStore>(
 mod tests {
     use super::*;
     use crate::cli::testing::{group, node, printed};
-    use crate::domain::canary::parse_canary;
+    use crate::domain::lock::canary::parse_canary;
     use crate::domain::lock::{Acquire, GroupRules, Refusal};
     use crate::store::memory::MemoryStore;
     use std::time::Duration;

@@ -29,6 +29,7 @@ pub(crate) mod returns;
 pub(crate) mod settle;
 pub(crate) mod window;
 pub(crate) mod zones;
+pub use canary::parse_canary;
 use drain::window_refusal;
 pub use exclusion::MAX_EXCLUSIONS;
 pub use pause::{Pause, RolloutStop, StopCause};

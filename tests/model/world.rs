@@ -310,7 +310,7 @@ impl<S: ModelStore> World<S> {
     /// The canary of the settings in force, if they have one.
     pub fn canary(&self, settings: usize) -> Option<fleetlock::domain::canary::CanaryRule> {
         (self.bounds.features.canary && settings != 2)
-            .then(|| fleetlock::domain::canary::parse_canary(CANARY).unwrap())
+            .then(|| fleetlock::domain::lock::parse_canary(CANARY).unwrap())
     }
 
     /// The zone node `n` is in, as its zone group, in a world with zones

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fleetlock::domain::auth::Auth;
-use fleetlock::domain::canary::parse_canary;
 use fleetlock::domain::groups::GroupSlots;
+use fleetlock::domain::lock::parse_canary;
 use fleetlock::domain::lock::{Acquire, GroupRules, Refusal, Release, StopCause, Stopping};
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;

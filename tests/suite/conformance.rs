@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use fleetlock::domain::canary::parse_canary;
 use fleetlock::domain::input::{GroupName, NodeId, PauseReason};
 use fleetlock::domain::lock::GroupRecord;
+use fleetlock::domain::lock::parse_canary;
 use fleetlock::domain::lock::{ByPerson, DrainRule, GroupRules, OnDrainTimeout, StopCause};
 use fleetlock::domain::store::LockStore;
 use fleetlock::domain::time::Timestamp;

@@ -1354,7 +1354,7 @@ fn a_zones_answer_comes_after_exclusion_pause_and_settle_and_before_full() {
 fn with_canary(slots: u32, canary: &str) -> GroupRules {
     GroupRules {
         slots,
-        canary: Some(crate::domain::canary::parse_canary(canary).unwrap()),
+        canary: Some(crate::domain::lock::canary::parse_canary(canary).unwrap()),
         ..GroupRules::default()
     }
 }
@@ -1370,7 +1370,7 @@ fn the_canary_goes_alone_then_a_wave_after_the_bake_then_the_rest() {
     assert_eq!(group.acquire(&id("c"), rules, t(0)), Acquire::Granted);
     assert_eq!(group.wave_grants, Some(1));
     assert_eq!(group.rollout_began, Some(t(0)));
-    let canary = crate::domain::canary::parse_canary("30m:1+2").unwrap();
+    let canary = crate::domain::lock::canary::parse_canary("30m:1+2").unwrap();
     let out = Acquire::Refused(Refusal::WaveOut {
         wave: canary.wave_of(1),
     });
@@ -1569,7 +1569,7 @@ fn the_waves_answer_after_pause_settle_and_zone_and_before_a_free_slot() {
 #[test]
 fn an_excluded_node_hears_so_before_the_wave_and_another_zone_before_the_wave() {
     let t = |m: u64| Timestamp(1_000_000_000 + m * MIN);
-    let canary = crate::domain::canary::parse_canary("30m").unwrap();
+    let canary = crate::domain::lock::canary::parse_canary("30m").unwrap();
     let mut group = GroupRecord::default();
     let in_zone = |zone: &str| GroupRules {
         zone: Some(ZoneGroup::of(
