@@ -13,6 +13,7 @@ use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRules;
 use crate::domain::lock::gates::{self, GroupSetting};
+use crate::domain::lock::zones::{ZonesGate, parse_zones};
 // Read by every setting and command that takes a duration up to a day.
 pub use crate::domain::lock::settle::parse_duration;
 use crate::domain::zones;
@@ -204,30 +205,13 @@ impl GroupSlots {
     /// each named in FLEETLOCK_GROUPS (never `*`), none a zone of another,
     /// and no group FLEETLOCK_GROUPS lists one of their zones.
     pub fn with_zones(mut self, spec: &str) -> Result<Self, GroupsError> {
-        let bad = |why: String| Err(GroupsError::of("FLEETLOCK_ZONES")(why));
-        let mut zoned = BTreeSet::new();
-        for name in spec.split(',').map(str::trim) {
-            if name == "*" {
-                return bad(
-                    "'*' cannot be split by zone: name each group whose nodes go out one \
-                     zone at a time, as FLEETLOCK_GROUPS names it"
-                        .into(),
-                );
-            }
-            let group = match GroupName::parse(name) {
-                Ok(group) => group,
-                Err(e) => return bad(format!("group '{name}': {}", e.value())),
-            };
-            if !self.is_listed(&group) {
-                return bad(format!(
-                    "{}; a group split by zone is named there with its slots",
-                    self.not_configured(&group)
-                ));
-            }
-            if !zoned.insert(group) {
-                return bad(format!("group '{name}' is listed twice"));
-            }
-        }
+        let bad = |why: String| Err(GroupsError::of(ZonesGate::VARIABLE)(why));
+        let unlisted =
+            |group: &GroupName| (!self.is_listed(group)).then(|| self.not_configured(group));
+        let zoned = match parse_zones(spec, unlisted) {
+            Ok(zoned) => zoned,
+            Err(why) => return bad(why.to_string()),
+        };
         for (group, _) in self.listed() {
             if let Some((parent, _)) = zones::under(&zoned, group) {
                 return bad(format!(

@@ -1,14 +1,61 @@
-//! The zones gate over a group's record: the zone whose nodes hold its
-//! slots, and a zone other than the asking one still out.
+//! The zones gate: its setting's parse (`FLEETLOCK_ZONES`, the groups split
+//! by zone; [`crate::domain::groups`] checks them against the groups), and
+//! over a group's record the zone whose nodes hold its slots, and a zone
+//! other than the asking one still out.
+
+use std::collections::BTreeSet;
 
 use super::GroupRules;
 use super::gates::{Gate, Shown};
 use super::{GroupRecord, Refusal};
 use crate::domain::error::Error;
-use crate::domain::input::{ClientParams, NodeId};
+use crate::domain::input::{ClientParams, GroupName, NodeId};
 use crate::domain::names::zone_phrase;
 use crate::domain::zones::ZoneGroup;
 use serde_json::{Value, json};
+
+/// Why `FLEETLOCK_ZONES` was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ZonesError {
+    #[error(
+        "'*' cannot be split by zone: name each group whose nodes go out one zone at a time, \
+         as FLEETLOCK_GROUPS names it"
+    )]
+    Star,
+    #[error("group '{name}': {why}")]
+    BadName { name: String, why: String },
+    /// A group the configuration does not give slots of its own.
+    #[error("{0}; a group split by zone is named there with its slots")]
+    NotListed(String),
+    #[error("group '{0}' is listed twice")]
+    Twice(String),
+}
+
+/// The groups split by zone, as `FLEETLOCK_ZONES` lists them (`workers,db`):
+/// each a group name, never `*`, at most once, and none that `unlisted`
+/// says is not given slots of its own (its words say why).
+pub(crate) fn parse_zones(
+    spec: &str,
+    unlisted: impl Fn(&GroupName) -> Option<String>,
+) -> Result<BTreeSet<GroupName>, ZonesError> {
+    let mut zoned = BTreeSet::new();
+    for name in spec.split(',').map(str::trim) {
+        if name == "*" {
+            return Err(ZonesError::Star);
+        }
+        let group = GroupName::parse(name).map_err(|e| ZonesError::BadName {
+            name: name.to_owned(),
+            why: e.value(),
+        })?;
+        if let Some(why) = unlisted(&group) {
+            return Err(ZonesError::NotListed(why));
+        }
+        if !zoned.insert(group) {
+            return Err(ZonesError::Twice(name.to_owned()));
+        }
+    }
+    Ok(zoned)
+}
 
 impl GroupRecord {
     /// A slot taken: the zone group it was taken with. Not split now, this
