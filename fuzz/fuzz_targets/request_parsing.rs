@@ -28,7 +28,10 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(groups) = GroupSlots::parse("default=1,*=1") {
-            let _ = groups.with_settle(text);
+            for variable in GroupSlots::setting_variables() {
+                let _ = groups.clone().with_setting(variable, text);
+            }
+            let _ = groups.with_zones(text);
         }
         let _ = GroupSlots::parse(text);
         // Windows that parse must answer for any group at any time, and the

@@ -278,6 +278,12 @@ impl GroupSlots {
         }
     }
 
+    /// The variables [`Self::with_setting`] reads: each gate's set per
+    /// group, in the list's order.
+    pub fn setting_variables() -> impl Iterator<Item = &'static str> {
+        gates::settings().map(|setting| setting.variable)
+    }
+
     fn set(mut self, setting: &GroupSetting, spec: &str) -> Result<Self, GroupsError> {
         let what = setting.what;
         let (named, others) = per_group(

@@ -198,22 +198,20 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
-    /// A value of each gate's variable for `workers`.
+    /// A value of each gate's variable that sets something for `workers`:
+    /// the example its refusals give, for a gate set per group.
     fn example(variable: &str) -> &'static str {
-        match variable {
-            "FLEETLOCK_SETTLE" => "workers=10m",
-            "FLEETLOCK_LEASE" => "workers=6h",
-            "FLEETLOCK_DRAIN" => "workers=15m",
-            "FLEETLOCK_RETURN" => "workers=20m",
-            "FLEETLOCK_ZONES" => "workers",
-            "FLEETLOCK_CANARY" => "workers=30m:1+3",
-            other => panic!("no example for {other}: add one for the new gate"),
+        match settings().find(|setting| setting.variable == variable) {
+            Some(setting) => setting.example,
+            None if variable == "FLEETLOCK_ZONES" => "workers",
+            None => panic!("no example for {variable}: add one for the new gate"),
         }
     }
 
-    /// The configuration of `workers` with three slots and `vars`.
+    /// The configuration of `workers` with three slots, `db` and `*` (which
+    /// the examples name) and `vars`.
     fn workers_with(vars: &[(&str, &str)]) -> Config {
-        let vars: Vec<(String, String)> = [("FLEETLOCK_GROUPS", "workers=3")]
+        let vars: Vec<(String, String)> = [("FLEETLOCK_GROUPS", "workers=3,db=1,*=1")]
             .iter()
             .chain(vars)
             .map(|(k, v)| (k.to_string(), v.to_string()))
