@@ -7,13 +7,15 @@
 //! Parsed here, pure; [`crate::config`] reads the variables.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::time::Duration;
 
 use crate::domain::error::Error;
 use crate::domain::input::GroupName;
 use crate::domain::lock::GroupRules;
-use crate::domain::lock::gates::{self, GroupSetting};
+use crate::domain::lock::gates::{self, GroupSetting, ReadError};
 use crate::domain::lock::zones::{ZonesGate, parse_zones};
+use crate::domain::names::Unnameable;
 // Read by every setting and command that takes a duration up to a day.
 pub use crate::domain::lock::settle::parse_duration;
 use crate::domain::zones;
@@ -27,10 +29,10 @@ pub struct GroupsError {
 }
 
 impl GroupsError {
-    fn of(variable: &str) -> impl Fn(String) -> Self {
+    fn of<Why: fmt::Display>(variable: &str) -> impl Fn(Why) -> Self {
         move |why| GroupsError {
             variable: variable.to_owned(),
-            why,
+            why: why.to_string(),
         }
     }
 }
@@ -78,41 +80,78 @@ pub struct GroupSlots {
     wildcard_limit: u32,
 }
 
+/// Why a list of values per group was refused, after its variable's name.
+#[derive(Debug, thiserror::Error)]
+enum EntriesError {
+    #[error("empty entry in '{spec}'; expected e.g. '{example}'")]
+    Empty { spec: String, example: &'static str },
+    #[error("entry '{entry}' is not of the form {form}")]
+    NotAnEntry { entry: String, form: &'static str },
+    #[error("group '{name}': {why}")]
+    BadName { name: String, why: String },
+    #[error("'*' is listed twice")]
+    StarTwice,
+    #[error("group '{0}' is listed twice")]
+    Twice(String),
+    #[error("slot count '{count}' of '{name}' is not a whole number from 0 up")]
+    NotASlotCount { count: String, name: String },
+    #[error(
+        "slot count {slots} of '{name}' is above {MAX_SLOTS}, the most a group can hold: every \
+         holder is part of the group's one DynamoDB item"
+    )]
+    TooManySlots { slots: u32, name: String },
+    /// A group's value, in its gate's words.
+    #[error("'{name}': {why}")]
+    Value { name: String, why: ReadError },
+    /// `what` (a gate's value) for `*`, which has no slots.
+    #[error("'*' is given {0} but FLEETLOCK_GROUPS has no '*'")]
+    StarWithoutSlots(&'static str),
+    #[error(transparent)]
+    Unnameable(#[from] Unnameable),
+}
+
 /// A value per group, as `FLEETLOCK_GROUPS` and `FLEETLOCK_SETTLE` write it:
 /// `GROUP=VALUE` entries separated by commas, `*` for every group not listed,
 /// each at most once. `value` reads an entry's value (given the group's name),
 /// and `accept` vets a group (`None` for `*`) before it is recorded.
 fn per_group<T>(
     spec: &str,
-    form: &str,
-    example: &str,
-    value: impl Fn(&str, &str) -> Result<T, String>,
-    accept: impl Fn(Option<&GroupName>) -> Result<(), String>,
-) -> Result<(BTreeMap<GroupName, T>, Option<T>), String> {
+    form: &'static str,
+    example: &'static str,
+    value: impl Fn(&str, &str) -> Result<T, EntriesError>,
+    accept: impl Fn(Option<&GroupName>) -> Result<(), EntriesError>,
+) -> Result<(BTreeMap<GroupName, T>, Option<T>), EntriesError> {
     let mut listed = BTreeMap::new();
     let mut others = None;
     for entry in spec.split(',').map(str::trim) {
         if entry.is_empty() {
-            return Err(format!(
-                "empty entry in '{spec}'; expected e.g. '{example}'"
-            ));
+            return Err(EntriesError::Empty {
+                spec: spec.to_owned(),
+                example,
+            });
         }
         let (name, text) = entry
             .split_once('=')
-            .ok_or_else(|| format!("entry '{entry}' is not of the form {form}"))?;
+            .ok_or_else(|| EntriesError::NotAnEntry {
+                entry: entry.to_owned(),
+                form,
+            })?;
         let (name, text) = (name.trim(), text.trim());
         let parsed = value(name, text)?;
         if name == "*" {
             accept(None)?;
             if others.replace(parsed).is_some() {
-                return Err("'*' is listed twice".into());
+                return Err(EntriesError::StarTwice);
             }
             continue;
         }
-        let group = GroupName::parse(name).map_err(|e| format!("group '{name}': {}", e.value()))?;
+        let group = GroupName::parse(name).map_err(|e| EntriesError::BadName {
+            name: name.to_owned(),
+            why: e.value(),
+        })?;
         accept(Some(&group))?;
         if listed.insert(group, parsed).is_some() {
-            return Err(format!("group '{name}' is listed twice"));
+            return Err(EntriesError::Twice(name.to_owned()));
         }
     }
     Ok((listed, others))
@@ -131,14 +170,15 @@ impl GroupSlots {
             "GROUP=SLOTS",
             "default=1,workers=3",
             |name, count| {
-                let slots: u32 = count.parse().map_err(|_| {
-                    format!("slot count '{count}' of '{name}' is not a whole number from 0 up")
+                let slots: u32 = count.parse().map_err(|_| EntriesError::NotASlotCount {
+                    count: count.to_owned(),
+                    name: name.to_owned(),
                 })?;
                 if slots > MAX_SLOTS {
-                    return Err(format!(
-                        "slot count {slots} of '{name}' is above {MAX_SLOTS}, the most a group \
-                         can hold: every holder is part of the group's one DynamoDB item"
-                    ));
+                    return Err(EntriesError::TooManySlots {
+                        slots,
+                        name: name.to_owned(),
+                    });
                 }
                 Ok(slots)
             },
@@ -273,7 +313,7 @@ impl GroupSlots {
         match gates::settings().find(|setting| setting.variable == variable) {
             Some(setting) => self.set(setting, spec),
             None => Err(GroupsError::of(variable)(
-                "no gate of a group is set by this variable".into(),
+                "no gate of a group is set by this variable",
             )),
         }
     }
@@ -292,14 +332,15 @@ impl GroupSlots {
             setting.example,
             |name, text| {
                 let mut read = GroupRules::default();
-                (setting.read)(text, &mut read).map_err(|why| format!("'{name}': {why}"))?;
+                (setting.read)(text, &mut read).map_err(|why| EntriesError::Value {
+                    name: name.to_owned(),
+                    why,
+                })?;
                 Ok(read)
             },
             |group| match group {
-                None if self.others.slots.is_none() => Err(format!(
-                    "'*' is given {what} but FLEETLOCK_GROUPS has no '*'"
-                )),
-                Some(group) => self.setting_may_name(group),
+                None if self.others.slots.is_none() => Err(EntriesError::StarWithoutSlots(what)),
+                Some(group) => Ok(self.setting_may_name(group)?),
                 None => Ok(()),
             },
         )

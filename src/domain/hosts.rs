@@ -43,6 +43,15 @@ pub(crate) struct HostMap {
     hosts: BTreeMap<String, Host>,
 }
 
+/// Why a host map was refused, by its line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HostsError {
+    #[error("line {line_no}: '{line}' is not 'ID HOST'")]
+    NotIdHost { line_no: usize, line: String },
+    #[error("line {line_no}: id '{id}' is listed twice")]
+    Twice { line_no: usize, id: String },
+}
+
 impl HostMap {
     pub(crate) fn insert(&mut self, id: String, host: Host) {
         self.hosts.insert(id, host);
@@ -72,7 +81,7 @@ impl HostMap {
     /// line (an instance id `i-…` as its first word is kept apart); blank
     /// lines and `#` comments ignored. An id listed twice is refused, with
     /// its line.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, HostsError> {
         let mut map = Self::default();
         for (number, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or_default().trim();
@@ -81,7 +90,10 @@ impl HostMap {
             }
             let line_no = number + 1;
             let Some((id, rest)) = line.split_once(char::is_whitespace) else {
-                return Err(format!("line {line_no}: '{line}' is not 'ID HOST'"));
+                return Err(HostsError::NotIdHost {
+                    line_no,
+                    line: line.to_owned(),
+                });
             };
             let rest = rest.trim();
             let (instance, name) = match rest.split_once(char::is_whitespace) {
@@ -92,7 +104,10 @@ impl HostMap {
                 _ => (None, Some(rest.to_owned())),
             };
             if map.hosts.contains_key(id) {
-                return Err(format!("line {line_no}: id '{id}' is listed twice"));
+                return Err(HostsError::Twice {
+                    line_no,
+                    id: id.to_owned(),
+                });
             }
             map.insert(
                 id.to_owned(),
@@ -147,11 +162,11 @@ mod tests {
             "i-0fedcba987654321f"
         );
         assert_eq!(
-            HostMap::parse("a b\na c\n").unwrap_err(),
+            HostMap::parse("a b\na c\n").unwrap_err().to_string(),
             "line 2: id 'a' is listed twice"
         );
         assert_eq!(
-            HostMap::parse("lonely\n").unwrap_err(),
+            HostMap::parse("lonely\n").unwrap_err().to_string(),
             "line 1: 'lonely' is not 'ID HOST'"
         );
     }

@@ -15,7 +15,7 @@ use crate::domain::error::Error;
 use crate::domain::groups::GroupSlots;
 use crate::domain::input::GroupName;
 pub use crate::domain::names::Meant;
-use crate::domain::names::closest;
+use crate::domain::names::{Unnameable, closest};
 use crate::domain::zones::{self, ZoneGroup};
 
 /// The group a name takes its slots from, and where that group is split by
@@ -150,17 +150,16 @@ impl GroupSlots {
     /// an alarm's pause, ...) may name `group`: a configured group by its
     /// own name, or a group only `*` covers. A zone's group is refused
     /// naming its split group: a setting holds for every zone of it.
-    pub(crate) fn setting_may_name(&self, group: &GroupName) -> Result<(), String> {
+    pub(crate) fn setting_may_name(&self, group: &GroupName) -> Result<(), Unnameable> {
         match self.meaning(group) {
             Ok(meaning) if !meaning.is_zone_of(group) => Ok(()),
-            Ok(meaning) => Err(format!(
-                "group '{group}' is {} (FLEETLOCK_ZONES): a setting names '{}' itself and \
-                 holds for every zone of it",
-                zones::zone_of(group, &meaning.group),
-                meaning.group
-            )),
-            Err(Error::InvalidGroup(why)) => Err(why),
-            Err(_) => Err(self.not_configured(group)),
+            Ok(meaning) => Err(Unnameable::ZoneOfSplit {
+                group: group.to_string(),
+                zone: zones::zone_of(group, &meaning.group),
+                parent: meaning.group.to_string(),
+            }),
+            Err(Error::InvalidGroup(why)) => Err(Unnameable::Invalid(why)),
+            Err(_) => Err(Unnameable::NotConfigured(self.not_configured(group))),
         }
     }
 

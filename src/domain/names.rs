@@ -7,6 +7,28 @@
 
 use std::fmt;
 
+/// Why a setting (a gate's value per group, a window, an alarm's pause) may
+/// not name a group: the words a person reads after the variable's name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unnameable {
+    /// One of the zones of a split group: a setting names the split group.
+    #[error(
+        "group '{group}' is {zone} (FLEETLOCK_ZONES): a setting names '{parent}' itself and \
+         holds for every zone of it"
+    )]
+    ZoneOfSplit {
+        group: String,
+        zone: String,
+        parent: String,
+    },
+    /// A name that means no group here, in the meaning's own words.
+    #[error("{0}")]
+    Invalid(String),
+    /// Not configured, with the configured group it most likely means.
+    #[error("{0}")]
+    NotConfigured(String),
+}
+
 /// What a configured group most likely meant by a name this server does
 /// not serve.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,6 +18,8 @@ use jiff::tz::TimeZone;
 
 use crate::domain::input::GroupName;
 use crate::domain::names::did_you_mean;
+// Why a window may not name a group, as the caller's `known` says.
+pub use crate::domain::names::Unnameable;
 use crate::domain::time::Timestamp;
 
 pub(crate) const MINUTES_PER_WEEK: u32 = 7 * 24 * 60;
@@ -182,8 +184,8 @@ pub enum ScheduleError {
     #[error("group '{name}': {why}")]
     GroupName { name: String, why: String },
     /// A group the configuration does not give slots, as it says so.
-    #[error("{0}")]
-    NotConfigured(String),
+    #[error(transparent)]
+    NotConfigured(#[from] Unnameable),
 }
 
 /// A group's windows; possibly overlapping, possibly past the week's end.
@@ -303,7 +305,7 @@ impl Schedule {
     pub fn parse(
         spec: &str,
         zone: Option<&str>,
-        known: impl Fn(&GroupName) -> Result<(), String>,
+        known: impl Fn(&GroupName) -> Result<(), Unnameable>,
         wildcard_known: bool,
     ) -> Result<Self, ScheduleError> {
         Self::in_zone(zone)?.with_windows(spec, known, wildcard_known)
@@ -316,7 +318,7 @@ impl Schedule {
     pub(crate) fn with_windows(
         mut self,
         spec: &str,
-        known: impl Fn(&GroupName) -> Result<(), String>,
+        known: impl Fn(&GroupName) -> Result<(), Unnameable>,
         wildcard_known: bool,
     ) -> Result<Self, ScheduleError> {
         for entry in spec.split(';').map(str::trim) {
@@ -343,7 +345,7 @@ impl Schedule {
                     name: name.to_owned(),
                     why: e.value(),
                 })?;
-                known(&group).map_err(ScheduleError::NotConfigured)?;
+                known(&group)?;
                 self.groups.entry(group).or_default()
             };
             calendar.windows.push(window);

@@ -13,7 +13,7 @@ use fleetlock::test_support::ManualClock;
 use fleetlock::domain::auth::Auth;
 use fleetlock::domain::service::FleetLock;
 use fleetlock::domain::store::LockStore;
-use fleetlock::domain::windows::Schedule;
+use fleetlock::domain::windows::{Schedule, Unnameable};
 use fleetlock::http::Api;
 
 use crate::helpers::{dynamo_store, rules, spawn_server, zincati};
@@ -33,7 +33,7 @@ fn saturday_night(groups: &GroupSlots) -> Schedule {
             groups
                 .slots_for(g)
                 .map(|_| ())
-                .map_err(|_| groups.not_configured(g))
+                .map_err(|_| Unnameable::NotConfigured(groups.not_configured(g)))
         },
         false,
     )
@@ -51,7 +51,7 @@ async fn a_closed_group_is_refused_without_a_single_dynamodb_request() {
             groups
                 .slots_for(g)
                 .map(|_| ())
-                .map_err(|_| groups.not_configured(g))
+                .map_err(|_| Unnameable::NotConfigured(groups.not_configured(g)))
         },
         false,
     )
@@ -181,7 +181,7 @@ async fn a_closed_window_outranks_paused_settling_and_full() {
             groups
                 .slots_for(g)
                 .map(|_| ())
-                .map_err(|_| groups.not_configured(g))
+                .map_err(|_| Unnameable::NotConfigured(groups.not_configured(g)))
         },
         false,
     )

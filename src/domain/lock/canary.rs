@@ -207,7 +207,7 @@ static SETTING: GroupSetting = GroupSetting {
     what: "a canary",
     example: "workers=30m:1+3",
     read: |text, rules| {
-        rules.canary = Some(parse_canary(text).map_err(|why| why.to_string())?);
+        rules.canary = Some(parse_canary(text)?);
         Ok(())
     },
     copy: |from, to| to.canary = from.canary,

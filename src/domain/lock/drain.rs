@@ -172,9 +172,7 @@ static SETTING: GroupSetting = GroupSetting {
     what: "a drain timeout",
     example: "workers=15m,db=30m:grant",
     read: |text, rules| {
-        rules.drain = Some(drain_rule(
-            parse_drain(text).map_err(|why| why.to_string())?,
-        ));
+        rules.drain = Some(drain_rule(parse_drain(text)?));
         Ok(())
     },
     copy: |from, to| to.drain = from.drain,

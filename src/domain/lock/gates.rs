@@ -96,10 +96,13 @@ pub(crate) struct GroupSetting {
     /// The variable's example, in a refusal: "workers=6h".
     pub example: &'static str,
     /// Reads one group's value into its rules, or says what is wrong with it.
-    pub read: fn(&str, &mut GroupRules) -> Result<(), String>,
+    pub read: fn(&str, &mut GroupRules) -> Result<(), ReadError>,
     /// Sets the gate's part of the second rules to the first's.
     pub copy: fn(&GroupRules, &mut GroupRules),
 }
+
+/// What is wrong with a gate's value, as its own parse says it.
+pub(crate) type ReadError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The settings of the gates that have one, in the list's order.
 pub(crate) fn settings() -> impl Iterator<Item = &'static GroupSetting> {

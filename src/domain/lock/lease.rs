@@ -147,7 +147,7 @@ static SETTING: GroupSetting = GroupSetting {
     what: "a lease",
     example: "workers=6h",
     read: |text, rules| {
-        rules.lease = Some(parse_lease(text).map_err(|why| why.to_string())?);
+        rules.lease = Some(parse_lease(text)?);
         Ok(())
     },
     copy: |from, to| to.lease = from.lease,

@@ -234,7 +234,7 @@ static SETTING: GroupSetting = GroupSetting {
     what: "a return timeout",
     example: "workers=20m",
     read: |text, rules| {
-        rules.return_timeout = Some(parse_return(text).map_err(|why| why.to_string())?);
+        rules.return_timeout = Some(parse_return(text)?);
         Ok(())
     },
     copy: |from, to| to.return_timeout = from.return_timeout,

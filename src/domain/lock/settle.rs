@@ -65,7 +65,7 @@ static SETTING: GroupSetting = GroupSetting {
     what: "a settle time",
     example: "workers=10m,*=2m",
     read: |text, rules| {
-        rules.settle = parse_duration(text).map_err(|why| why.to_string())?;
+        rules.settle = parse_duration(text)?;
         Ok(())
     },
     copy: |from, to| to.settle = from.settle,

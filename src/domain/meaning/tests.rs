@@ -110,7 +110,8 @@ fn a_setting_names_the_split_group_never_one_of_its_zones() {
     let groups = slots("workers=3,*=1", Some("workers"));
     let refused = groups
         .setting_may_name(&group("workers.us-east-1a"))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         refused.contains("zone 'us-east-1a' of group 'workers'"),
         "{refused}"
@@ -125,7 +126,10 @@ fn a_setting_names_the_split_group_never_one_of_its_zones() {
         (&unlisted, "worker.us-east-1a"),
         (&unlisted, "workers-us-east-1a"),
     ] {
-        let refused = groups.setting_may_name(&group(typo)).unwrap_err();
+        let refused = groups
+            .setting_may_name(&group(typo))
+            .unwrap_err()
+            .to_string();
         assert!(
             refused.contains("did you mean 'workers'?"),
             "{typo}: {refused}"

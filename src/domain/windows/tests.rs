@@ -271,7 +271,9 @@ fn america_changes_skip_and_repeat_too() {
 fn every_bad_input_is_refused_with_its_reason() {
     let known = |g: &GroupName| {
         if g.as_str() == "unknown" {
-            Err(format!("group '{g}' is not configured by FLEETLOCK_GROUPS"))
+            Err(Unnameable::NotConfigured(format!(
+                "group '{g}' is not configured by FLEETLOCK_GROUPS"
+            )))
         } else {
             Ok(())
         }
