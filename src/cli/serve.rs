@@ -113,25 +113,38 @@ impl Serve {
     }
 }
 
-fn listen_address(text: &str) -> Result<SocketAddr, String> {
+/// Why a value of `serve` was refused (clap puts the option before it).
+#[derive(Debug, thiserror::Error)]
+enum ServeValueError {
+    #[error("'{0}' is not an address like 127.0.0.1:8080")]
+    NotAnAddress(String),
+    #[error(transparent)]
+    NotADuration(#[from] crate::domain::lock::settle::DurationError),
+    #[error("'{0}' is not from 1s to 10m")]
+    TimeoutOutOfRange(String),
+    #[error("'{0}' is not a number from 1 to 65535")]
+    NotAConnectionCount(String),
+}
+
+fn listen_address(text: &str) -> Result<SocketAddr, ServeValueError> {
     text.parse()
-        .map_err(|_| format!("'{text}' is not an address like 127.0.0.1:8080"))
+        .map_err(|_| ServeValueError::NotAnAddress(text.to_owned()))
 }
 
 /// A timeout of `serve`: from 1 s to 10 min.
-fn serve_timeout(text: &str) -> Result<Duration, String> {
-    let duration = parse_duration(text).map_err(|why| why.to_string())?;
+fn serve_timeout(text: &str) -> Result<Duration, ServeValueError> {
+    let duration = parse_duration(text)?;
     if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&duration) {
-        return Err(format!("'{text}' is not from 1s to 10m"));
+        return Err(ServeValueError::TimeoutOutOfRange(text.to_owned()));
     }
     Ok(duration)
 }
 
-fn max_connections(text: &str) -> Result<usize, String> {
+fn max_connections(text: &str) -> Result<usize, ServeValueError> {
     text.parse()
         .ok()
         .filter(|n| (1..=65_535).contains(n))
-        .ok_or_else(|| format!("'{text}' is not a number from 1 to 65535"))
+        .ok_or_else(|| ServeValueError::NotAConnectionCount(text.to_owned()))
 }
 
 async fn serve<S: LockStore>(
