@@ -17,6 +17,97 @@ mod tfvars;
 pub(crate) use samconfig::from_samconfig;
 pub(crate) use tfvars::from_tfvars;
 
+/// Why a deploy's inputs were refused: the file, and what in it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DeployError {
+    #[error("{file} sets '{name}', which the module has no variable of{guess}")]
+    NoSuchVariable {
+        file: String,
+        name: String,
+        guess: String,
+    },
+    #[error("{file}: variable {variable}: {why}")]
+    Variable {
+        file: String,
+        variable: &'static str,
+        why: ShapeError,
+    },
+    #[error("{file}: variable allow_anonymous: true or false")]
+    AllowAnonymous { file: String },
+    #[error("{file}: not JSON: {source}")]
+    NotJson {
+        file: String,
+        source: serde_json::Error,
+    },
+    #[error("{file}: not HCL: {source}")]
+    NotHcl { file: String, source: hcl::Error },
+    #[error(
+        "{file}: a tfvars file holds only NAME = value lines, not blocks like '{block}' (a root \
+         module's file is read by its module block)"
+    )]
+    Block { file: String, block: String },
+    /// An input whose value does not read as JSON.
+    #[error("{file}: {name}: {source}")]
+    Input {
+        file: String,
+        name: String,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{file} has several module blocks ({labels}) and none is plainly this one: label it \
+         \"fleetlock\", or give its inputs in a tfvars file"
+    )]
+    SeveralModules { file: String, labels: String },
+    #[error("{file}: parameter_overrides has '{pair}', which is not Key=Value")]
+    NotKeyValue { file: String, pair: String },
+    #[error(
+        "{file}: parameter_overrides sets '{key}', which the template has no parameter \
+         of{guess}; CloudFormation would refuse the deploy"
+    )]
+    NoSuchParameter {
+        file: String,
+        key: String,
+        guess: String,
+    },
+    #[error("{file}: not TOML: {why}")]
+    NotToml { file: String, why: String },
+    #[error("{file} has no config-env '{config_env}'{guess} (it has: {known})")]
+    NoConfigEnv {
+        file: String,
+        config_env: String,
+        guess: String,
+        known: String,
+    },
+    #[error("{file}: parameter_overrides {why}")]
+    Overrides { file: String, why: QuoteError },
+    #[error("{file}: each item of parameter_overrides is a \"Key=Value\" string")]
+    OverrideItem { file: String },
+    #[error("{file}: parameter_overrides is a string of Key=Value words or a list of them")]
+    OverridesShape { file: String },
+}
+
+/// Why a module variable's value does not have the shape the module reads.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ShapeError {
+    #[error("{0} must be a number or a string")]
+    NotScalar(String),
+    #[error("must be a map, as {0}")]
+    NotAMap(&'static str),
+    #[error("must be a list, as {0}")]
+    NotAList(&'static str),
+    #[error("a window of '{group}' has no {field}")]
+    WindowLacks { group: String, field: String },
+}
+
+/// Why `parameter_overrides` does not split into words.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum QuoteError {
+    #[error("ends inside a \"quoted\" value")]
+    Double,
+    #[error("ends inside a 'quoted' value")]
+    Single,
+}
+
 /// The template and the module of this version.
 const TEMPLATE: &str = include_str!("../template.yaml");
 const MODULE_VARIABLES: &str = include_str!("../infra/variables.tf");

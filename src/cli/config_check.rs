@@ -72,12 +72,13 @@ impl ConfigCheck {
                 let name = file.display().to_string();
                 let config_env = &self.config_env;
                 let inputs = deploy::from_samconfig(&read(&file)?, config_env, &name)
-                    .map_err(Failure::Input)?;
+                    .map_err(|e| Failure::Input(e.to_string()))?;
                 (format!("{name} [{config_env}]"), inputs)
             }
             (None, Some(file)) => {
                 let name = file.display().to_string();
-                let inputs = deploy::from_tfvars(&read(&file)?, &name).map_err(Failure::Input)?;
+                let inputs = deploy::from_tfvars(&read(&file)?, &name)
+                    .map_err(|e| Failure::Input(e.to_string()))?;
                 match &inputs.module {
                     Some(label) => (format!("{name} (module \"{label}\")"), inputs),
                     None => (name, inputs),

@@ -4,6 +4,7 @@
 //! template such as `"${path.root}/…"`, a function call) is not guessed: it
 //! is named as not read, and the module checks it at plan time.
 
+use super::DeployError;
 use hcl::Expression;
 use hcl::expr::ObjectKey;
 use serde_json::Value;
@@ -33,7 +34,10 @@ pub(crate) struct ModuleInputs {
 /// only one, or among several the one labelled `fleetlock` or whose source
 /// names `fleetlock` or `infra`. `None` when `body` has no `module` block
 /// (a tfvars file).
-pub(crate) fn module_inputs(body: &hcl::Body, file: &str) -> Result<Option<ModuleInputs>, String> {
+pub(crate) fn module_inputs(
+    body: &hcl::Body,
+    file: &str,
+) -> Result<Option<ModuleInputs>, DeployError> {
     let modules: Vec<&hcl::Block> = body
         .blocks()
         .filter(|block| block.identifier() == "module")
@@ -69,11 +73,10 @@ pub(crate) fn module_inputs(body: &hcl::Body, file: &str) -> Result<Option<Modul
                 [one] => *one,
                 _ => {
                     let labels: Vec<String> = several.iter().map(|b| label(b)).collect();
-                    return Err(format!(
-                        "{file} has several module blocks ({}) and none is plainly this one: label \
-                         it \"fleetlock\", or give its inputs in a tfvars file",
-                        labels.join(", ")
-                    ));
+                    return Err(DeployError::SeveralModules {
+                        file: file.to_owned(),
+                        labels: labels.join(", "),
+                    });
                 }
             }
         }
@@ -88,8 +91,13 @@ pub(crate) fn module_inputs(body: &hcl::Body, file: &str) -> Result<Option<Modul
             continue;
         }
         if literal(attribute.expr()) {
-            let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()))
-                .map_err(|e| format!("{file}: {name}: {e}"))?;
+            let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone())).map_err(
+                |source| DeployError::Input {
+                    file: file.to_owned(),
+                    name: name.to_owned(),
+                    source,
+                },
+            )?;
             inputs.literal.insert(name.to_owned(), value);
         } else {
             inputs
@@ -168,7 +176,9 @@ mod tests {
             module "a" { source = "./a" }
             module "b" { source = "./b" }
         "#;
-        let err = module_inputs(&hcl::parse(text).unwrap(), "main.tf").unwrap_err();
+        let err = module_inputs(&hcl::parse(text).unwrap(), "main.tf")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("several module blocks (a, b)"), "{err}");
         let tfvars = hcl::parse("groups = { default = 1 }\n").unwrap();
         assert!(module_inputs(&tfvars, "p.tfvars").unwrap().is_none());

@@ -1,7 +1,7 @@
 //! `config check --samconfig`: a samconfig.toml's parameter overrides over
 //! the template's defaults.
 
-use super::{DeployInputs, SAM_PARAMETERS, TEMPLATE};
+use super::{DeployError, DeployInputs, QuoteError, SAM_PARAMETERS, TEMPLATE};
 use crate::domain::names::did_you_mean;
 use std::collections::BTreeMap;
 
@@ -49,7 +49,7 @@ fn unquote(text: &str) -> String {
 /// `Key=Value Key2="a value"` as `sam deploy` reads `parameter_overrides`:
 /// words split on blanks, with double or single quotes and backslash
 /// escapes inside double quotes.
-pub(super) fn override_words(text: &str) -> Result<Vec<String>, String> {
+pub(super) fn override_words(text: &str) -> Result<Vec<String>, QuoteError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -69,10 +69,10 @@ pub(super) fn override_words(text: &str) -> Result<Vec<String>, String> {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
                             Some(escaped) => word.push(escaped),
-                            None => return Err("ends inside a \"quoted\" value".into()),
+                            None => return Err(QuoteError::Double),
                         },
                         Some(other) => word.push(other),
-                        None => return Err("ends inside a \"quoted\" value".into()),
+                        None => return Err(QuoteError::Double),
                     }
                 }
             }
@@ -82,7 +82,7 @@ pub(super) fn override_words(text: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(other) => word.push(other),
-                        None => return Err("ends inside a 'quoted' value".into()),
+                        None => return Err(QuoteError::Single),
                     }
                 }
             }
@@ -105,23 +105,24 @@ pub(crate) fn from_samconfig(
     text: &str,
     config_env: &str,
     file: &str,
-) -> Result<DeployInputs, String> {
+) -> Result<DeployInputs, DeployError> {
     let pairs = override_pairs(text, config_env, file)?;
     let parameters = template_parameters(TEMPLATE);
     let mut values = parameters.clone();
     let mut given = Vec::new();
     for pair in pairs {
         let Some((key, value)) = pair.split_once('=') else {
-            return Err(format!(
-                "{file}: parameter_overrides has '{pair}', which is not Key=Value"
-            ));
+            return Err(DeployError::NotKeyValue {
+                file: file.to_owned(),
+                pair,
+            });
         };
         if !parameters.contains_key(key) {
-            return Err(format!(
-                "{file}: parameter_overrides sets '{key}', which the template has no parameter \
-                 of{}; CloudFormation would refuse the deploy",
-                did_you_mean(key, parameters.keys().map(String::as_str))
-            ));
+            return Err(DeployError::NoSuchParameter {
+                file: file.to_owned(),
+                key: key.to_owned(),
+                guess: did_you_mean(key, parameters.keys().map(String::as_str)),
+            });
         }
         values.insert(key.to_owned(), value.to_owned());
         given.push(key.to_owned());
@@ -146,24 +147,27 @@ pub(crate) fn from_samconfig(
 
 /// The `Key=Value` words of `parameter_overrides` in `[ENV.deploy.parameters]`,
 /// else in `[ENV.global.parameters]`, as `sam deploy --config-env ENV` reads them.
-fn override_pairs(text: &str, config_env: &str, file: &str) -> Result<Vec<String>, String> {
-    let parsed: toml::Table =
-        toml::from_str(text).map_err(|e| format!("{file}: not TOML: {}", e.message()))?;
+fn override_pairs(text: &str, config_env: &str, file: &str) -> Result<Vec<String>, DeployError> {
+    let parsed: toml::Table = toml::from_str(text).map_err(|e| DeployError::NotToml {
+        file: file.to_owned(),
+        why: e.message().to_owned(),
+    })?;
     let Some(environment) = parsed.get(config_env).and_then(toml::Value::as_table) else {
         let known: Vec<&str> = parsed
             .iter()
             .filter(|(_, v)| v.is_table())
             .map(|(k, _)| k.as_str())
             .collect();
-        return Err(format!(
-            "{file} has no config-env '{config_env}'{} (it has: {})",
-            did_you_mean(config_env, known.iter().copied()),
-            if known.is_empty() {
+        return Err(DeployError::NoConfigEnv {
+            file: file.to_owned(),
+            config_env: config_env.to_owned(),
+            guess: did_you_mean(config_env, known.iter().copied()),
+            known: if known.is_empty() {
                 "none".to_owned()
             } else {
                 known.join(", ")
-            }
-        ));
+            },
+        });
     };
     let overrides = ["deploy", "global"].iter().find_map(|command| {
         environment
@@ -174,19 +178,24 @@ fn override_pairs(text: &str, config_env: &str, file: &str) -> Result<Vec<String
     match overrides {
         None => Ok(Vec::new()),
         Some(toml::Value::String(text)) => {
-            override_words(text).map_err(|why| format!("{file}: parameter_overrides {why}"))
+            override_words(text).map_err(|why| DeployError::Overrides {
+                file: file.to_owned(),
+                why,
+            })
         }
         Some(toml::Value::Array(items)) => items
             .iter()
             .map(|item| {
-                item.as_str().map(unquote_override).ok_or_else(|| {
-                    format!("{file}: each item of parameter_overrides is a \"Key=Value\" string")
-                })
+                item.as_str()
+                    .map(unquote_override)
+                    .ok_or_else(|| DeployError::OverrideItem {
+                        file: file.to_owned(),
+                    })
             })
             .collect(),
-        Some(_) => Err(format!(
-            "{file}: parameter_overrides is a string of Key=Value words or a list of them"
-        )),
+        Some(_) => Err(DeployError::OverridesShape {
+            file: file.to_owned(),
+        }),
     }
 }
 

@@ -164,15 +164,20 @@ fn a_samconfig_typo_is_refused_with_the_name_meant() {
         "default",
         "samconfig.toml",
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(typo.contains("sets 'Group'"), "{typo}");
     assert!(typo.contains("did you mean 'Groups'?"), "{typo}");
-    let env = from_samconfig("[default.deploy.parameters]\n", "prdo", "s.toml").unwrap_err();
+    let env = from_samconfig("[default.deploy.parameters]\n", "prdo", "s.toml")
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         env, "s.toml has no config-env 'prdo' (it has: default)",
         "no guess that far off"
     );
-    let near = from_samconfig("[prod.deploy.parameters]\n", "prdo", "s.toml").unwrap_err();
+    let near = from_samconfig("[prod.deploy.parameters]\n", "prdo", "s.toml")
+        .unwrap_err()
+        .to_string();
     assert!(near.contains("(did you mean 'prod'?)"), "{near}");
     assert!(from_samconfig("not = [toml", "default", "s.toml").is_err());
 }
@@ -219,12 +224,16 @@ region       = "eu-west-1"
 
 #[test]
 fn a_tfvars_typo_or_wrong_shape_is_refused() {
-    let typo = from_tfvars("grups = { db = 1 }\n", "p.tfvars").unwrap_err();
+    let typo = from_tfvars("grups = { db = 1 }\n", "p.tfvars")
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         typo,
         "p.tfvars sets 'grups', which the module has no variable of (did you mean 'groups'?)"
     );
-    let shape = from_tfvars("groups = [\"db\"]\n", "p.tfvars").unwrap_err();
+    let shape = from_tfvars("groups = [\"db\"]\n", "p.tfvars")
+        .unwrap_err()
+        .to_string();
     assert!(shape.contains("variable groups: must be a map"), "{shape}");
     assert!(from_tfvars("provider \"aws\" {}\n", "p.tfvars").is_err());
     assert!(from_tfvars("groups = {", "p.tfvars").is_err());

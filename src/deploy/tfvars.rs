@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::root_module;
 use super::root_module::ModuleInputs;
-use super::{DeployInputs, MODULE_VARIABLES, TF_VARIABLES};
+use super::{DeployError, DeployInputs, MODULE_VARIABLES, ShapeError, TF_VARIABLES};
 use crate::domain::names::did_you_mean;
 
 /// The module's variables and their defaults (JSON, `null` where none),
@@ -37,7 +37,7 @@ pub(super) fn module_variables(variables_tf: &str) -> BTreeMap<String, Value> {
 /// `.tfvars` (HCL) or `.tfvars.json` whose names are the module's inputs,
 /// then the module's defaults. Names of other inputs (a root module's own)
 /// are left alone, unless they look like a typo of the module's.
-pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String> {
+pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, DeployError> {
     let ModuleInputs {
         label,
         literal: given,
@@ -49,9 +49,11 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
         if !variables.contains_key(name) {
             let guess = did_you_mean(name, variables.keys().map(String::as_str));
             if !guess.is_empty() {
-                return Err(format!(
-                    "{file} sets '{name}', which the module has no variable of{guess}"
-                ));
+                return Err(DeployError::NoSuchVariable {
+                    file: file.to_owned(),
+                    name: name.clone(),
+                    guess,
+                });
             }
         }
     }
@@ -79,8 +81,12 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
             // no empty list to refuse in its place.
             continue;
         }
-        let rendered = render_tf(variable, &value(variable))
-            .map_err(|why| format!("{file}: variable {variable}: {why}"))?;
+        let rendered =
+            render_tf(variable, &value(variable)).map_err(|why| DeployError::Variable {
+                file: file.to_owned(),
+                variable,
+                why,
+            })?;
         inputs.set(var, rendered, format!("variable {variable}"));
     }
     inputs.refused = module_refusals(&value, &is_unread);
@@ -92,7 +98,11 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
     let anonymous = match value("allow_anonymous") {
         Value::Bool(on) => on,
         Value::String(text) if text == "true" || text == "false" => text == "true",
-        _ => return Err(format!("{file}: variable allow_anonymous: true or false")),
+        _ => {
+            return Err(DeployError::AllowAnonymous {
+                file: file.to_owned(),
+            });
+        }
     };
     inputs.set_auth(anonymous, "variable allow_anonymous");
     Ok(inputs)
@@ -100,33 +110,42 @@ pub(crate) fn from_tfvars(text: &str, file: &str) -> Result<DeployInputs, String
 
 /// What a tfvars file (or a root module's `module` block, with its label
 /// and the inputs only Terraform reads) gives the module, as JSON.
-fn given_inputs(text: &str, file: &str) -> Result<ModuleInputs, String> {
+fn given_inputs(text: &str, file: &str) -> Result<ModuleInputs, DeployError> {
     if file.ends_with(".json") {
-        let literal = serde_json::from_str(text).map_err(|e| format!("{file}: not JSON: {e}"))?;
+        let literal = serde_json::from_str(text).map_err(|source| DeployError::NotJson {
+            file: file.to_owned(),
+            source,
+        })?;
         return Ok(ModuleInputs {
             literal,
             ..ModuleInputs::default()
         });
     }
-    let body = hcl::parse(text).map_err(|e| format!("{file}: not HCL: {e}"))?;
+    let body = hcl::parse(text).map_err(|source| DeployError::NotHcl {
+        file: file.to_owned(),
+        source,
+    })?;
     if let Some(module) = root_module::module_inputs(&body, file)? {
         return Ok(module);
     }
     if let Some(block) = body.blocks().next() {
-        return Err(format!(
-            "{file}: a tfvars file holds only NAME = value lines, not blocks like '{}' \
-             (a root module's file is read by its module block)",
-            block.identifier()
-        ));
+        return Err(DeployError::Block {
+            file: file.to_owned(),
+            block: block.identifier().to_owned(),
+        });
     }
-    let literal = body
-        .attributes()
-        .map(|attribute| {
-            let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()))
-                .map_err(|e| format!("{file}: {}: {e}", attribute.key()))?;
-            Ok((attribute.key().to_owned(), value))
-        })
-        .collect::<Result<_, String>>()?;
+    let literal =
+        body.attributes()
+            .map(|attribute| {
+                let value = serde_json::to_value(hcl::Value::from(attribute.expr().clone()))
+                    .map_err(|source| DeployError::Input {
+                        file: file.to_owned(),
+                        name: attribute.key().to_owned(),
+                        source,
+                    })?;
+                Ok((attribute.key().to_owned(), value))
+            })
+            .collect::<Result<_, DeployError>>()?;
     Ok(ModuleInputs {
         literal,
         ..ModuleInputs::default()
@@ -186,34 +205,38 @@ fn scalar(value: &Value) -> Option<String> {
     }
 }
 
-fn map_of<'a>(value: &'a Value, shape: &str) -> Result<&'a serde_json::Map<String, Value>, String> {
+fn map_of<'a>(
+    value: &'a Value,
+    shape: &'static str,
+) -> Result<&'a serde_json::Map<String, Value>, ShapeError> {
     match value {
         Value::Object(map) => Ok(map),
-        _ => Err(format!("must be a map, as {shape}")),
+        _ => Err(ShapeError::NotAMap(shape)),
     }
 }
 
-fn list_of<'a>(value: &'a Value, shape: &str) -> Result<&'a Vec<Value>, String> {
+fn list_of<'a>(value: &'a Value, shape: &'static str) -> Result<&'a Vec<Value>, ShapeError> {
     match value {
         Value::Array(items) => Ok(items),
-        _ => Err(format!("must be a list, as {shape}")),
+        _ => Err(ShapeError::NotAList(shape)),
     }
 }
 
 /// The module's rendering of each variable into the function's
 /// environment (the locals of `main.tf` and `alarm_pauses.tf`): maps in
 /// the order of their keys, as Terraform iterates them.
-fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
+fn render_tf(variable: &str, value: &Value) -> Result<String, ShapeError> {
     let scalar_of = |value: &Value, what: &str| {
-        scalar(value).ok_or_else(|| format!("{what} must be a number or a string"))
+        scalar(value).ok_or_else(|| ShapeError::NotScalar(what.to_owned()))
     };
     // A list of scalars, each `what`, as their text.
-    let scalars_of = |value: &Value, shape: &str, what: &str| -> Result<Vec<String>, String> {
-        list_of(value, shape)?
-            .iter()
-            .map(|item| scalar_of(item, what))
-            .collect()
-    };
+    let scalars_of =
+        |value: &Value, shape: &'static str, what: &str| -> Result<Vec<String>, ShapeError> {
+            list_of(value, shape)?
+                .iter()
+                .map(|item| scalar_of(item, what))
+                .collect()
+        };
     let sorted = |map: &serde_json::Map<String, Value>| {
         let mut entries: Vec<(String, Value)> =
             map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -231,7 +254,7 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
                 _ => "{ workers = \"6h\" }",
             };
             let map = map_of(value, shape)?;
-            let entries: Result<Vec<String>, String> = sorted(map)
+            let entries: Result<Vec<String>, ShapeError> = sorted(map)
                 .iter()
                 .map(|(group, v)| Ok(format!("{group}={}", scalar_of(v, group)?)))
                 .collect();
@@ -244,9 +267,10 @@ fn render_tf(variable: &str, value: &Value) -> Result<String, String> {
             for (group, windows) in sorted(map_of(value, shape)?) {
                 for window in list_of(&windows, shape)? {
                     let field = |name: &str| {
-                        window
-                            .get(name)
-                            .ok_or_else(|| format!("a window of '{group}' has no {name}"))
+                        window.get(name).ok_or_else(|| ShapeError::WindowLacks {
+                            group: group.clone(),
+                            field: name.to_owned(),
+                        })
                     };
                     let days = scalars_of(field("days")?, shape, "a day")?;
                     out.push(format!(
