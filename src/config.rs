@@ -65,7 +65,7 @@ pub(crate) fn process_env(name: &str) -> Option<String> {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ConfigError {
+pub enum ConfigError {
     /// The groups' settings: `FLEETLOCK_GROUPS`, each gate's value per
     /// group, `FLEETLOCK_ZONES`, `FLEETLOCK_MAX_WILDCARD_GROUPS`.
     Groups(GroupsError),

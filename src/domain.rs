@@ -25,7 +25,7 @@ pub(crate) mod alarms;
 pub mod auth;
 pub mod canary;
 pub(crate) mod coverage;
-pub(crate) mod drain;
+pub mod drain;
 pub mod error;
 pub mod events;
 pub mod groups;

@@ -16,8 +16,60 @@ use lambda_http::service_fn;
 
 use crate::aws;
 use crate::config;
+use crate::config::ConfigError;
+use crate::domain::drain::ActionError;
+use crate::domain::store::StoreError;
 use crate::logging;
 use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
+
+/// Why an entry point did not start, or an invocation got no answer: what
+/// the log says, and what Lambda reports as the invocation's error.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error(
+        "unknown Lambda handler {0:?}; the handler names the entry point: {names}",
+        names = EntryPoint::NAMES.join(", ")
+    )]
+    UnknownHandler(String),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The table is missing, or its key is not this server's.
+    #[error("{0}")]
+    Table(String),
+    #[error("the settings could not be recorded for region {region}: {source}")]
+    NotRecorded { region: String, source: StoreError },
+    /// The lock store failed: what could not be done, then its words.
+    #[error("{what}: {source}")]
+    Store {
+        what: &'static str,
+        source: StoreError,
+    },
+    /// The lock store failed, in its own words only.
+    #[error(transparent)]
+    StoreFailed(#[from] StoreError),
+    #[error("invalid action: {0}")]
+    InvalidAction(#[from] ActionError),
+    #[error(
+        "no sweep without a drain or return gate or a canary: FLEETLOCK_DRAIN, \
+         FLEETLOCK_RETURN, FLEETLOCK_CANARY and FLEETLOCK_METRICS_SERVICE are unset on this \
+         function"
+    )]
+    NoSweep,
+    /// The alarms' states could not be read, in CloudWatch's words.
+    #[error("{0}")]
+    Alarms(String),
+    #[error("alarm pauses not written: {}", .0.join(", "))]
+    PausesNotWritten(Vec<String>),
+    #[error(
+        "this function only checks the deployment's settings: invoke it with \
+         {{\"action\": \"{action}\"}}",
+        action = check_config::ACTION
+    )]
+    NotACheck,
+    /// The deployment's settings: every problem, in one line.
+    #[error("{0}")]
+    SettingsRefused(String),
+}
 
 /// The service on a global table (`FLEETLOCK_REGION`): it records this
 /// region's settings (one write) and says which regions differ, which it
@@ -26,7 +78,7 @@ use crate::store::dynamodb::{DynamoStore, Regional, TableProblem};
 pub(crate) async fn agreeing<S: crate::domain::store::LockStore>(
     service: crate::domain::service::FleetLock<S>,
     region: Option<String>,
-) -> Result<crate::domain::service::FleetLock<S>, String> {
+) -> Result<crate::domain::service::FleetLock<S>, EntryError> {
     let Some(region) = region else {
         return Ok(service);
     };
@@ -40,7 +92,10 @@ pub(crate) async fn agreeing<S: crate::domain::store::LockStore>(
     let differing = service
         .record_settings()
         .await
-        .map_err(|err| format!("the settings could not be recorded for region {region}: {err}"))?;
+        .map_err(|source| EntryError::NotRecorded {
+            region: region.clone(),
+            source,
+        })?;
     for (other, group) in differing {
         tracing::error!(
             group,
@@ -130,17 +185,14 @@ impl EntryPoint {
         "check-config",
     ];
 
-    pub(crate) fn from_handler(handler: Option<&str>) -> Result<Self, String> {
+    pub(crate) fn from_handler(handler: Option<&str>) -> Result<Self, EntryError> {
         match handler.map(str::trim) {
             None | Some("" | "api" | "bootstrap") => Ok(EntryPoint::Api),
             Some("slot-events") => Ok(EntryPoint::SlotEvents),
             Some("alarm-pauses") => Ok(EntryPoint::AlarmPauses),
             Some("drained") => Ok(EntryPoint::Drained),
             Some("check-config") => Ok(EntryPoint::CheckConfig),
-            Some(other) => Err(format!(
-                "unknown Lambda handler {other:?}; the handler names the entry point: {}",
-                Self::NAMES.join(", ")
-            )),
+            Some(other) => Err(EntryError::UnknownHandler(other.to_owned())),
         }
     }
 
@@ -160,7 +212,7 @@ impl EntryPoint {
 pub(crate) async fn run_json<F, Fut>(handle: F) -> Result<(), lambda_http::Error>
 where
     F: Fn(serde_json::Value) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<serde_json::Value, String>> + Send,
+    Fut: std::future::Future<Output = Result<serde_json::Value, EntryError>> + Send,
 {
     let handle = Arc::new(handle);
     lambda_http::lambda_runtime::run(service_fn(
@@ -194,7 +246,7 @@ pub(crate) async fn checked_store(
     aws: &SdkConfig,
     table: String,
     regional: Regional<'_>,
-) -> Result<DynamoStore, String> {
+) -> Result<DynamoStore, EntryError> {
     let store = DynamoStore::new(aws::dynamodb_client(aws), table);
     let started = std::time::Instant::now();
     let checked = store.check_table(regional).await;
@@ -209,7 +261,7 @@ pub(crate) async fn checked_store(
             tracing::warn!(error = %why, "starting anyway; calls answer 503 until DynamoDB answers");
             Ok(store)
         }
-        Err(TableProblem::Unusable(why)) => Err(why),
+        Err(TableProblem::Unusable(why)) => Err(EntryError::Table(why)),
     }
 }
 
@@ -231,6 +283,6 @@ mod tests {
             );
         }
         let unknown = EntryPoint::from_handler(Some("events")).unwrap_err();
-        assert!(unknown.contains("slot-events"), "{unknown}");
+        assert!(unknown.to_string().contains("slot-events"), "{unknown}");
     }
 }

@@ -94,11 +94,11 @@ impl Serve {
                 let regional = crate::store::dynamodb::Regional::Yes(config.region.as_deref());
                 let store = crate::entry::checked_store(&aws, table, regional)
                     .await
-                    .map_err(Failure::Refused)?;
+                    .map_err(|e| Failure::Refused(e.to_string()))?;
                 let service = FleetLock::new(config.groups, store).with_windows(config.windows);
                 let service = crate::entry::agreeing(service, config.region)
                     .await
-                    .map_err(Failure::Refused)?;
+                    .map_err(|e| Failure::Refused(e.to_string()))?;
                 crate::entry::name_leftovers(&service).await;
                 serve(listen, Api::new(service, auth), limits).await?;
             }

@@ -200,7 +200,7 @@ impl Confirmation {
 
 /// Why a hook's action was refused; each sentence names the mistake.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ActionError {
+pub enum ActionError {
     #[error("unknown action {0:?}; this function takes: {actions}", actions = ACTIONS.join(", "))]
     Unknown(String),
     #[error("the event has no string field \"action\" (one of: {actions})", actions = ACTIONS.join(", "))]
@@ -223,7 +223,7 @@ pub(crate) enum ActionError {
 
 /// Why a time was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TimeError {
+pub enum TimeError {
     #[error("'{0}' is not a time like 2026-11-30T05:12:09.042Z (RFC 3339, in UTC)")]
     NotATime(String),
     #[error("'{0}' is before 1970")]

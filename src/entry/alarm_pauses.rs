@@ -7,6 +7,7 @@
 //! not at all, so every decision comes from the alarms' current states, and
 //! the schedule repairs what a lost event left behind.
 
+use super::EntryError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -145,7 +146,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
     /// Handles one event; `Err` when nothing could be decided (the alarms or
     /// the table could not be read) or a change failed: Lambda then counts
     /// an error, and the next event or the schedule tries again.
-    pub(crate) async fn handle(&self, event: &Value) -> Result<Value, String> {
+    pub(crate) async fn handle(&self, event: &Value) -> Result<Value, EntryError> {
         let trigger = trigger_of(event);
         if let Trigger::StateChange { alarm, state } = &trigger {
             if !self.gates.gates_alarm(alarm) {
@@ -159,7 +160,11 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
             tracing::info!(alarm, state, "a gating alarm changed state; reconciling");
         }
         let names: Vec<String> = self.gates.alarm_names().map(str::to_owned).collect();
-        let states = self.alarms.states(&names).await?;
+        let states = self
+            .alarms
+            .states(&names)
+            .await
+            .map_err(EntryError::Alarms)?;
         for (alarm, state) in &states {
             if *state == AlarmState::Missing {
                 tracing::warn!(
@@ -174,11 +179,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
         let known = self.gates.known_groups(&self.configured);
         let mut stored_known = Vec::new();
         for group in &known {
-            let read = self
-                .store
-                .groups(Some(group))
-                .await
-                .map_err(|e| e.to_string())?;
+            let read = self.store.groups(Some(group)).await?;
             stored_known.extend(
                 read.into_iter()
                     .map(|(name, record)| (name, self.own(record.pause.alarms))),
@@ -191,8 +192,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
         let others: Vec<(GroupName, BTreeSet<String>)> = self
             .store
             .groups(None)
-            .await
-            .map_err(|e| e.to_string())?
+            .await?
             .into_iter()
             .filter(|(name, _)| !known.contains(name))
             .map(|(name, record)| (name, self.own(record.pause.alarms)))
@@ -208,7 +208,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
             failed,
         } = written;
         if !failed.is_empty() {
-            return Err(format!("alarm pauses not written: {}", failed.join(", ")));
+            return Err(EntryError::PausesNotWritten(failed));
         }
         let states: BTreeMap<&str, &str> = states
             .iter()
@@ -222,14 +222,13 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
 /// the gates and the groups; no clients.
 pub(crate) async fn run() -> ExitCode {
     let setup = async {
-        let settings =
-            AlarmPausesSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;
+        let settings = AlarmPausesSettings::from_vars(config::process_env)?;
         // One configuration for both clients.
         let aws = aws::load_config().await;
         let regional = Regional::Yes(settings.region.as_deref());
         let store = super::checked_store(&aws, settings.table, regional).await?;
         tracing::info!(alarms = ?settings.gates.alarm_names().collect::<Vec<_>>(), "following these alarms");
-        Ok::<_, String>(
+        Ok::<_, EntryError>(
             AlarmPauses::new(
                 store,
                 CloudWatch::new(aws::cloudwatch_client(&aws)),

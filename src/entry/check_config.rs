@@ -10,6 +10,7 @@
 //! alarm `FLEETLOCK_ALARM_PAUSES` names exists. It takes no lock and writes
 //! nothing; every problem is listed in the invocation's error.
 
+use super::EntryError;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -41,12 +42,9 @@ impl<A: AlarmStates> ConfigChecker<A> {
         &self,
         event: &Value,
         var: impl Fn(&str) -> Option<String>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, EntryError> {
         if event.get("action").and_then(Value::as_str) != Some(ACTION) {
-            return Err(format!(
-                "this function only checks the deployment's settings: invoke it with \
-                 {{\"action\": \"{ACTION}\"}}"
-            ));
+            return Err(EntryError::NotACheck);
         }
         // Read once, as the functions read them at start: every error.
         let mut problems = Vec::new();
@@ -62,7 +60,7 @@ impl<A: AlarmStates> ConfigChecker<A> {
                 .ok()
         });
         let Some(settings) = settings.filter(|_| problems.is_empty()) else {
-            return Err(refusal(&problems));
+            return Err(EntryError::SettingsRefused(refusal(&problems)));
         };
         // A typo between the groups and the credentials fails the deploy;
         // names far apart may be meant, and are only warned of.
@@ -86,7 +84,7 @@ impl<A: AlarmStates> ConfigChecker<A> {
         let alarms: Vec<String> = gates.alarm_names().map(str::to_owned).collect();
         problems.extend(self.missing_alarms(&alarms).await);
         if !problems.is_empty() {
-            return Err(refusal(&problems));
+            return Err(EntryError::SettingsRefused(refusal(&problems)));
         }
         let groups: Vec<String> = settings
             .config

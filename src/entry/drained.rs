@@ -15,6 +15,7 @@
 //! group for each return past its timeout, once, and for each node of a
 //! canary's wave not back within the canary's time, once.
 
+use super::EntryError;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -77,10 +78,10 @@ impl<S: LockStore> DrainConfirmer<S> {
 
     /// One action: the confirmation's answer or the slot read, or why
     /// there is none.
-    pub async fn handle(&self, action: &Value) -> Result<Value, String> {
+    pub async fn handle(&self, action: &Value) -> Result<Value, EntryError> {
         let action = Action::parse(action).map_err(|why| {
             tracing::error!(error = %why, "refused a malformed action");
-            format!("invalid action: {why}")
+            EntryError::InvalidAction(why)
         })?;
         let now = self.clock.now();
         match action {
@@ -114,7 +115,10 @@ impl<S: LockStore> DrainConfirmer<S> {
             Action::Slot { group, id } => {
                 let stored = self.store.groups(Some(&group)).await.map_err(|err| {
                     tracing::error!(group = %group, error = %err, "lock store failed on a slot read");
-                    format!("the slot could not be read: {err}")
+                    EntryError::Store {
+                        what: "the slot could not be read",
+                        source: err,
+                    }
                 })?;
                 let record = stored
                     .into_iter()
@@ -130,15 +134,14 @@ impl<S: LockStore> DrainConfirmer<S> {
     /// their timeout counted; its returns past their timeout counted, and
     /// each not yet judged stops its group (one conditional write each,
     /// once per return). One EMF line printed with the totals.
-    async fn sweep(&self) -> Result<Value, String> {
-        let sweep = self.sweep.as_ref().ok_or(
-            "no sweep without a drain or return gate or a canary: FLEETLOCK_DRAIN, \
-             FLEETLOCK_RETURN, FLEETLOCK_CANARY and FLEETLOCK_METRICS_SERVICE are unset on \
-             this function",
-        )?;
+    async fn sweep(&self) -> Result<Value, EntryError> {
+        let sweep = self.sweep.as_ref().ok_or(EntryError::NoSweep)?;
         let stored = self.store.groups(None).await.map_err(|err| {
             tracing::error!(error = %err, "lock store failed on a sweep");
-            format!("the groups could not be read: {err}")
+            EntryError::Store {
+                what: "the groups could not be read",
+                source: err,
+            }
         })?;
         let now = self.clock.now();
         let overdue = overdue_in_all(&stored, &sweep.groups, now);
@@ -227,14 +230,17 @@ impl<S: LockStore> DrainConfirmer<S> {
         since: Timestamp,
         cause: StopCause,
         now: Timestamp,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, EntryError> {
         let decided = self
             .store
             .stop_rollout(group, id, since, cause, now)
             .await
             .map_err(|err| {
                 tracing::error!(group = %group, error = %err, "lock store failed on a rollout stop");
-                format!("a rollout stop could not be written: {err}")
+                EntryError::Store {
+                    what: "a rollout stop could not be written",
+                    source: err,
+                }
             })?;
         Ok(decided.outcome == Stopping::Stopped)
     }
@@ -246,10 +252,13 @@ fn answered(
     confirmation: &Confirmation,
     decided: Result<Confirmed, crate::domain::store::StoreError>,
     what: &str,
-) -> Result<Value, String> {
+) -> Result<Value, EntryError> {
     let confirmed = decided.map_err(|err| {
         tracing::error!(group = %confirmation.group, error = %err, "lock store failed on {what}");
-        format!("nothing was confirmed: {err}")
+        EntryError::Store {
+            what: "nothing was confirmed",
+            source: err,
+        }
     })?;
     tracing::info!(
         group = %confirmation.group,
@@ -263,12 +272,11 @@ fn answered(
 
 pub(crate) async fn run() -> ExitCode {
     let setup = async {
-        let settings =
-            config::DrainedSettings::from_vars(config::process_env).map_err(|e| e.to_string())?;
+        let settings = config::DrainedSettings::from_vars(config::process_env)?;
         let store =
             super::checked_store(&aws::load_config().await, settings.table, Regional::No).await?;
         let confirmer = DrainConfirmer::new(store);
-        Ok::<_, String>(match settings.sweep {
+        Ok::<_, EntryError>(match settings.sweep {
             Some((groups, service)) => confirmer.with_sweep(groups, service),
             None => confirmer,
         })
@@ -344,14 +352,16 @@ mod tests {
         let mistyped = json!({"action": "drain", "group": "workers", "id": "node-a"});
         let why = confirmer.handle(&mistyped).await.unwrap_err();
         assert!(
-            why.starts_with("invalid action: unknown action \"drain\""),
+            why.to_string()
+                .starts_with("invalid action: unknown action \"drain\""),
             "{why}"
         );
         // Without a gate configured, a sweep says why it cannot count.
         let sweep = json!({"action": "sweep"});
         let why = confirmer.handle(&sweep).await.unwrap_err();
         assert!(
-            why.starts_with("no sweep without a drain or return gate"),
+            why.to_string()
+                .starts_with("no sweep without a drain or return gate"),
             "{why}"
         );
     }
