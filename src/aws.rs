@@ -56,12 +56,38 @@ fn bounded() -> aws_config::ConfigLoader {
         .retry_config(RetryConfig::standard().with_max_attempts(MAX_ATTEMPTS))
 }
 
+/// Why a command could not use AWS, or AWS refused what it asked: one line
+/// that says what to do, with AWS's own words where it gave some.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum AwsError {
+    #[error(
+        "no AWS region: set AWS_REGION (e.g. AWS_REGION=eu-west-1), or use a profile that has \
+         one (AWS_PROFILE)"
+    )]
+    NoRegion,
+    #[error("{NO_CREDENTIALS}")]
+    NoCredentials,
+    #[error("AWS credentials were found but could not be loaded: {0}")]
+    CredentialsNotLoaded(String),
+    #[error("cannot read the configuration of function '{name}': {why}")]
+    FunctionUnread { name: String, why: String },
+    #[error("cannot read the instances' tags (tag:GetResources): {0}")]
+    TagsUnread(String),
+    #[error(
+        "this machine's clock is about {seconds} s {way} AWS's (the Date of DynamoDB's answer): \
+         a time written from it would mislead every node of the group (a grant dated in the \
+         future is never given back, a release in the future keeps the group settling); set \
+         the clock (NTP, 'timedatectl'), then run the command again"
+    )]
+    ClockSkewed { seconds: u64, way: &'static str },
+}
+
 /// The configuration of a command run by a person: as [`load_config`], but
 /// the region comes from the environment or the profile only. Without one,
 /// the SDK would ask the instance metadata service, which on a laptop means
 /// seconds of retries and three long warnings before any answer: say in one
 /// line what to set instead.
-pub(crate) async fn load_command_config() -> Result<SdkConfig, String> {
+pub(crate) async fn load_command_config() -> Result<SdkConfig, AwsError> {
     use aws_config::environment::region::EnvironmentVariableRegionProvider;
     use aws_config::meta::region::RegionProviderChain;
     use aws_config::profile::ProfileFileRegionProvider;
@@ -69,10 +95,7 @@ pub(crate) async fn load_command_config() -> Result<SdkConfig, String> {
         .or_else(ProfileFileRegionProvider::new())
         .region()
         .await
-        .ok_or(
-            "no AWS region: set AWS_REGION (e.g. AWS_REGION=eu-west-1), or use a profile that \
-             has one (AWS_PROFILE)",
-        )?;
+        .ok_or(AwsError::NoRegion)?;
     let config = bounded().region(region).load().await;
     credentials_found(&config).await?;
     Ok(config)
@@ -85,16 +108,17 @@ pub const NO_CREDENTIALS: &str = "no AWS credentials: run 'aws configure' (or 'a
 /// Resolves the credentials once, before the command's first request: none
 /// found is one line saying what to do, instead of the SDK's dispatch
 /// failure at the first call.
-async fn credentials_found(config: &SdkConfig) -> Result<(), String> {
+async fn credentials_found(config: &SdkConfig) -> Result<(), AwsError> {
     use aws_credential_types::provider::ProvideCredentials;
     use aws_credential_types::provider::error::CredentialsError;
-    let provider = config.credentials_provider().ok_or(NO_CREDENTIALS)?;
+    let provider = config
+        .credentials_provider()
+        .ok_or(AwsError::NoCredentials)?;
     match provider.provide_credentials().await {
         Ok(_) => Ok(()),
-        Err(CredentialsError::CredentialsNotLoaded(_)) => Err(NO_CREDENTIALS.into()),
-        Err(other) => Err(format!(
-            "AWS credentials were found but could not be loaded: {}",
-            aws_sdk_dynamodb::error::DisplayErrorContext(&other)
+        Err(CredentialsError::CredentialsNotLoaded(_)) => Err(AwsError::NoCredentials),
+        Err(other) => Err(AwsError::CredentialsNotLoaded(
+            aws_sdk_dynamodb::error::DisplayErrorContext(&other).to_string(),
         )),
     }
 }

@@ -5,13 +5,14 @@
 
 use std::collections::HashMap;
 
+use crate::aws::AwsError;
 use crate::config::{Config, ConfigError};
 
 /// The variables of the function `name` (a name or an ARN).
 pub(crate) async fn function_environment(
     client: &aws_sdk_lambda::Client,
     name: &str,
-) -> Result<HashMap<String, String>, String> {
+) -> Result<HashMap<String, String>, AwsError> {
     let described = client
         .get_function_configuration()
         .function_name(name)
@@ -22,7 +23,10 @@ pub(crate) async fn function_environment(
             let why = aws_sdk_lambda::error::ProvideErrorMetadata::message(&err)
                 .map(str::to_owned)
                 .unwrap_or_else(|| err.to_string());
-            format!("cannot read the configuration of function '{name}': {why}")
+            AwsError::FunctionUnread {
+                name: name.to_owned(),
+                why,
+            }
         })?;
     Ok(described
         .environment()

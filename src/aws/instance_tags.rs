@@ -4,6 +4,7 @@
 //! `tag:GetResources` a page, at most 20 ids a call). Never on the
 //! protocol's path: only `status --hosts tags` and `hosts` ask.
 
+use crate::aws::AwsError;
 use crate::domain::hosts::{Host, HostMap};
 
 /// The tag an instance carries with the id its Zincati sends.
@@ -16,7 +17,7 @@ const IDS_PER_CALL: usize = 20;
 pub(crate) async fn hosts_of(
     client: &aws_sdk_resourcegroupstagging::Client,
     ids: &[String],
-) -> Result<HostMap, String> {
+) -> Result<HostMap, AwsError> {
     let mut hosts = HostMap::default();
     for chunk in ids.chunks(IDS_PER_CALL) {
         let filter = aws_sdk_resourcegroupstagging::types::TagFilter::builder()
@@ -34,7 +35,7 @@ pub(crate) async fn hosts_of(
                 .await
                 .map_err(|e| {
                     let why = aws_sdk_resourcegroupstagging::error::DisplayErrorContext(e);
-                    format!("cannot read the instances' tags (tag:GetResources): {why}")
+                    AwsError::TagsUnread(why.to_string())
                 })?;
             for mapping in page.resource_tag_mapping_list() {
                 let tag = |key: &str| {

@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::aws::AwsError;
 use aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
@@ -46,7 +47,7 @@ impl ServerClock {
     /// `Ok` when this machine's clock is within [`MAX_SKEW`] of AWS's (or
     /// no answer said: nothing to compare); else the line that says why the
     /// command stops.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), AwsError> {
         let Some(skew) = self.skew_ms() else {
             return Ok(());
         };
@@ -55,12 +56,7 @@ impl ServerClock {
         }
         let seconds = (skew.unsigned_abs() + 500) / 1000;
         let way = if skew < 0 { "ahead of" } else { "behind" };
-        Err(format!(
-            "this machine's clock is about {seconds} s {way} AWS's (the Date of DynamoDB's \
-             answer): a time written from it would mislead every node of the group (a grant \
-             dated in the future is never given back, a release in the future keeps the group \
-             settling); set the clock (NTP, 'timedatectl'), then run the command again"
-        ))
+        Err(AwsError::ClockSkewed { seconds, way })
     }
 }
 
@@ -108,7 +104,7 @@ mod tests {
             "Wed, 02 Dec 2026 18:20:00 GMT",
             at(1_796_235_600_000 + 7_200_000),
         );
-        let refused = clock.check().unwrap_err();
+        let refused = clock.check().unwrap_err().to_string();
         assert!(
             refused.starts_with("this machine's clock is about 7200 s ahead of AWS's"),
             "{refused}"
@@ -117,7 +113,13 @@ mod tests {
             "Wed, 02 Dec 2026 18:20:00 GMT",
             at(1_796_235_600_000 - 29_500),
         );
-        assert!(clock.check().unwrap_err().contains("30 s behind"));
+        assert!(
+            clock
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("30 s behind")
+        );
         clock.record("Wed, 02 Dec 2026 18:20:00 GMT", at(1_796_235_602_000));
         assert_eq!(
             clock.check(),

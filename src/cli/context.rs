@@ -321,7 +321,7 @@ pub(crate) async fn function_settings(aws: &SdkConfig, function: &str) -> Result
     let client = aws::lambda_client(aws);
     let variables = function_config::function_environment(&client, function)
         .await
-        .map_err(Failure::Aws)?;
+        .map_err(|e| Failure::Aws(e.to_string()))?;
     function_config::config_of(&variables).map_err(|e| {
         Failure::Refused(format!(
             "function '{function}' has an invalid configuration: {e}"
@@ -341,7 +341,7 @@ pub(crate) fn shell_rules() -> Result<Option<Config>, Failure> {
 pub(crate) async fn command_aws() -> Result<SdkConfig, Failure> {
     aws::load_command_config()
         .await
-        .map_err(|why| Failure::Config(ConfigError::Missing(why)))
+        .map_err(|why| Failure::Config(ConfigError::Missing(why.to_string())))
 }
 
 /// The table's store, on a client that reads AWS's clock from every answer
@@ -368,7 +368,9 @@ pub(crate) async fn written_now(store: &DynamoStore) -> Result<Timestamp, Failur
             .await
             .map_err(|e| Failure::Aws(e.to_string()))?;
     }
-    SERVER_CLOCK.check().map_err(Failure::Refused)?;
+    SERVER_CLOCK
+        .check()
+        .map_err(|e| Failure::Refused(e.to_string()))?;
     Ok(Timestamp::now())
 }
 

@@ -88,7 +88,7 @@ impl HostLookup {
             HostLookup::File(map) => Ok(map.clone()),
             HostLookup::Tags(client) => crate::aws::instance_tags::hosts_of(client, ids)
                 .await
-                .map_err(Failure::Aws),
+                .map_err(|e| Failure::Aws(e.to_string())),
         }
     }
 }
