@@ -981,7 +981,7 @@ impl fleetlock::domain::events::EventSink for NullSink {
     async fn put(
         &self,
         entries: &[fleetlock::domain::events::Outgoing],
-    ) -> Result<Vec<Option<String>>, String> {
+    ) -> Result<Vec<Option<String>>, fleetlock::domain::events::PutFailed> {
         Ok(vec![None; entries.len()])
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_cloudwatch::types::AlarmType;
 
-use crate::domain::alarms::{AlarmState, AlarmStates};
+use crate::domain::alarms::{AlarmState, AlarmStates, AlarmsUnread};
 
 /// Names per DescribeAlarms call: CloudWatch's limit.
 const NAMES_PER_CALL: usize = 100;
@@ -21,7 +21,7 @@ impl CloudWatch {
 }
 
 impl AlarmStates for CloudWatch {
-    async fn states(&self, names: &[String]) -> Result<BTreeMap<String, AlarmState>, String> {
+    async fn states(&self, names: &[String]) -> Result<BTreeMap<String, AlarmState>, AlarmsUnread> {
         let mut states: BTreeMap<String, AlarmState> = names
             .iter()
             .map(|name| (name.clone(), AlarmState::Missing))
@@ -40,7 +40,7 @@ impl AlarmStates for CloudWatch {
                     .await
                     .map_err(|e| {
                         let why = aws_sdk_cloudwatch::error::DisplayErrorContext(e);
-                        format!("cannot read the alarms' states (DescribeAlarms), nothing changed: {why}")
+                        AlarmsUnread(format!("cannot read the alarms' states (DescribeAlarms), nothing changed: {why}"))
                     })?;
                 let metric = page
                     .metric_alarms()

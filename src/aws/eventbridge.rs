@@ -4,7 +4,7 @@ use aws_sdk_eventbridge::Client;
 use aws_sdk_eventbridge::primitives::DateTime;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 
-use crate::domain::events::{EventSink, Outgoing, SOURCE};
+use crate::domain::events::{EventSink, Outgoing, PutFailed, SOURCE};
 
 /// PutEvents on one bus.
 pub(crate) struct EventBridge {
@@ -22,7 +22,7 @@ impl EventBridge {
 }
 
 impl EventSink for EventBridge {
-    async fn put(&self, entries: &[Outgoing]) -> Result<Vec<Option<String>>, String> {
+    async fn put(&self, entries: &[Outgoing]) -> Result<Vec<Option<String>>, PutFailed> {
         let entries: Vec<PutEventsRequestEntry> = entries
             .iter()
             .map(|entry| {
@@ -44,13 +44,15 @@ impl EventSink for EventBridge {
             .set_entries(Some(entries))
             .send()
             .await
-            .map_err(|err| aws_sdk_eventbridge::error::DisplayErrorContext(err).to_string())?;
+            .map_err(|err| {
+                PutFailed(aws_sdk_eventbridge::error::DisplayErrorContext(err).to_string())
+            })?;
         let results = output.entries();
         if results.len() != sent {
-            return Err(format!(
+            return Err(PutFailed(format!(
                 "PutEvents answered {} results for {sent} entries",
                 results.len()
-            ));
+            )));
         }
         Ok(results
             .iter()

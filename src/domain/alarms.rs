@@ -287,8 +287,14 @@ pub(crate) trait AlarmStates: Send + Sync + 'static {
     fn states(
         &self,
         names: &[String],
-    ) -> impl Future<Output = Result<BTreeMap<String, AlarmState>, String>> + Send;
+    ) -> impl Future<Output = Result<BTreeMap<String, AlarmState>, AlarmsUnread>> + Send;
 }
+
+/// The alarms' states could not be read: nothing is decided, and the source
+/// says why in its own words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct AlarmsUnread(pub String);
 
 #[cfg(test)]
 mod tests {

@@ -428,8 +428,14 @@ pub trait EventSink: Send + Sync + 'static {
     fn put(
         &self,
         entries: &[Outgoing],
-    ) -> impl Future<Output = Result<Vec<Option<String>>, String>> + Send;
+    ) -> impl Future<Output = Result<Vec<Option<String>>, PutFailed>> + Send;
 }
+
+/// A put failed as a whole (no entry's answer): the sink says why in its
+/// own words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PutFailed(pub String);
 
 #[cfg(test)]
 mod tests;

@@ -164,7 +164,7 @@ impl<S: LockStore, A: AlarmStates> AlarmPauses<S, A> {
             .alarms
             .states(&names)
             .await
-            .map_err(EntryError::Alarms)?;
+            .map_err(|unread| EntryError::Alarms(unread.0))?;
         for (alarm, state) in &states {
             if *state == AlarmState::Missing {
                 tracing::warn!(

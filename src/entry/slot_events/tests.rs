@@ -1,5 +1,7 @@
 use std::sync::Mutex;
 
+use crate::domain::events::PutFailed;
+
 use super::*;
 
 /// A sink that keeps what it was sent and fails entries as told:
@@ -10,7 +12,7 @@ struct FakeSink<F> {
 }
 
 impl<F: Fn(&Outgoing, usize) -> Option<String> + Send + Sync + 'static> EventSink for FakeSink<F> {
-    async fn put(&self, entries: &[Outgoing]) -> Result<Vec<Option<String>>, String> {
+    async fn put(&self, entries: &[Outgoing]) -> Result<Vec<Option<String>>, PutFailed> {
         let mut calls = self.calls.lock().unwrap();
         calls.push(entries.to_vec());
         let call = calls.len();
