@@ -51,31 +51,53 @@ fn item_from_json(item: &serde_json::Value) -> Result<HashMap<String, AttributeV
         .collect()
 }
 
+/// Why an attribute in DynamoDB's JSON was not read.
+#[derive(Debug, thiserror::Error)]
+enum AttributeError {
+    #[error("not a typed value")]
+    NotTyped,
+    #[error("not exactly one type key")]
+    NotOneTypeKey,
+    #[error("expected a string")]
+    NotAString,
+    #[error("expected a list")]
+    NotAList,
+    #[error("invalid base64")]
+    NotBase64,
+    /// A map whose own attributes were not read.
+    #[error(transparent)]
+    Map(StoreError),
+    #[error("unknown or malformed type {0:?}")]
+    UnknownType(String),
+}
+
+fn list(value: &serde_json::Value) -> Result<&Vec<serde_json::Value>, AttributeError> {
+    value.as_array().ok_or(AttributeError::NotAList)
+}
+
 /// One attribute in DynamoDB's JSON: an object with exactly one type key.
-fn attribute_from_json(value: &serde_json::Value) -> Result<AttributeValue, String> {
+fn attribute_from_json(value: &serde_json::Value) -> Result<AttributeValue, AttributeError> {
     use serde_json::Value;
     let Value::Object(typed) = value else {
-        return Err("not a typed value".into());
+        return Err(AttributeError::NotTyped);
     };
     let mut entries = typed.iter();
     let (Some((kind, inner)), None) = (entries.next(), entries.next()) else {
-        return Err("not exactly one type key".into());
+        return Err(AttributeError::NotOneTypeKey);
     };
-    let text = |v: &Value| v.as_str().map(str::to_owned).ok_or("expected a string");
-    let texts = |v: &Value| -> Result<Vec<String>, String> {
-        v.as_array()
-            .ok_or("expected a list")?
-            .iter()
-            .map(|v| text(v).map_err(String::from))
-            .collect()
+    let text = |v: &Value| {
+        v.as_str()
+            .map(str::to_owned)
+            .ok_or(AttributeError::NotAString)
     };
-    let blob = |v: &Value| -> Result<aws_sdk_dynamodb::primitives::Blob, String> {
+    let texts = |v: &Value| list(v)?.iter().map(text).collect::<Result<Vec<_>, _>>();
+    let blob = |v: &Value| {
         use base64::Engine;
         let raw = text(v)?;
         base64::engine::general_purpose::STANDARD
             .decode(raw)
             .map(aws_sdk_dynamodb::primitives::Blob::new)
-            .map_err(|_| "invalid base64".into())
+            .map_err(|_| AttributeError::NotBase64)
     };
     Ok(match (kind.as_str(), inner) {
         ("S", v) => AttributeValue::S(text(v)?),
@@ -83,17 +105,11 @@ fn attribute_from_json(value: &serde_json::Value) -> Result<AttributeValue, Stri
         ("B", v) => AttributeValue::B(blob(v)?),
         ("SS", v) => AttributeValue::Ss(texts(v)?),
         ("NS", v) => AttributeValue::Ns(texts(v)?),
-        ("BS", v) => AttributeValue::Bs(
-            v.as_array()
-                .ok_or("expected a list")?
-                .iter()
-                .map(blob)
-                .collect::<Result<_, _>>()?,
-        ),
+        ("BS", v) => AttributeValue::Bs(list(v)?.iter().map(blob).collect::<Result<_, _>>()?),
         ("BOOL", Value::Bool(b)) => AttributeValue::Bool(*b),
         ("NULL", _) => AttributeValue::Null(true),
         ("M", Value::Object(_)) => {
-            AttributeValue::M(item_from_json(inner).map_err(|e| e.to_string())?)
+            AttributeValue::M(item_from_json(inner).map_err(AttributeError::Map)?)
         }
         ("L", Value::Array(items)) => AttributeValue::L(
             items
@@ -101,7 +117,7 @@ fn attribute_from_json(value: &serde_json::Value) -> Result<AttributeValue, Stri
                 .map(attribute_from_json)
                 .collect::<Result<_, _>>()?,
         ),
-        (other, _) => return Err(format!("unknown or malformed type {other:?}")),
+        (other, _) => return Err(AttributeError::UnknownType(other.to_owned())),
     })
 }
 
@@ -172,5 +188,31 @@ mod tests {
         );
         assert!(group_from_keys(&json!({"group": {"S": "no/slash"}})).is_err());
         assert!(group_from_keys(&json!({"group": {"N": "1"}})).is_err());
+    }
+
+    #[test]
+    fn a_malformed_attribute_is_refused_by_its_name_and_why() {
+        for (attribute, says) in [
+            (json!("x"), "attribute a: not a typed value"),
+            (
+                json!({"S": "x", "N": "1"}),
+                "attribute a: not exactly one type key",
+            ),
+            (json!({"S": 1}), "attribute a: expected a string"),
+            (json!({"SS": "x"}), "attribute a: expected a list"),
+            (json!({"B": "%%"}), "attribute a: invalid base64"),
+            (
+                json!({"Q": 1}),
+                "attribute a: unknown or malformed type \"Q\"",
+            ),
+            (
+                json!({"M": {"b": {"BOOL": "yes"}}}),
+                "attribute b: unknown or malformed type \"BOOL\"",
+            ),
+        ] {
+            let image = json!({ "group": {"S": "workers"}, "a": attribute });
+            let refused = record_from_image(Some(&image)).unwrap_err().to_string();
+            assert!(refused.ends_with(says), "{refused}");
+        }
     }
 }
