@@ -57,7 +57,8 @@ impl ExcludeCommand {
         let node = NodeId::from_shown(&self.node.id).map_err(|e| Failure::Input(e.value()))?;
         let reason = PauseReason::parse(&self.reason)
             .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
-        let by = config::operator_name(process_env, self.by).map_err(Failure::Input)?;
+        let by = config::operator_name(process_env, self.by)
+            .map_err(|e| Failure::Input(e.to_string()))?;
         let (group, store) =
             known_group(&self.node.group, self.function, Act::Exclude, "exclude").await?;
         let exclusion = ByPerson {

@@ -388,8 +388,18 @@ async fn give_back_unheard(checked: &Checked, what: &str, say: &mut dyn FnMut(&s
     }
 }
 
+/// Why a steady-state gave nothing back: the server's refusal, or no answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GiveBackError {
+    /// The server's own sentence.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    NoAnswer(#[from] crate::client::ClientError),
+}
+
 /// One steady-state for the checked id: `Err` says why it was not a 2xx.
-pub(crate) async fn give_back_once(checked: &Checked) -> Result<(), String> {
+pub(crate) async fn give_back_once(checked: &Checked) -> Result<(), GiveBackError> {
     match checked
         .lock
         .call(
@@ -400,8 +410,10 @@ pub(crate) async fn give_back_once(checked: &Checked) -> Result<(), String> {
         .await
     {
         Ok(Reply::Yes { .. }) => Ok(()),
-        Ok(Reply::Refused { value, .. } | Reply::Rejected { value, .. }) => Err(value),
-        Err(err) => Err(err.to_string()),
+        Ok(Reply::Refused { value, .. } | Reply::Rejected { value, .. }) => {
+            Err(GiveBackError::Refused(value))
+        }
+        Err(err) => Err(err.into()),
     }
 }
 

@@ -69,7 +69,8 @@ impl PauseCommand {
     pub(crate) async fn run(self, out: &mut impl Write) -> Result<(), Failure> {
         let reason = PauseReason::parse(&self.reason)
             .map_err(|why| Failure::Input(format!("--reason: {why}")))?;
-        let by = config::operator_name(process_env, self.by).map_err(Failure::Input)?;
+        let by = config::operator_name(process_env, self.by)
+            .map_err(|e| Failure::Input(e.to_string()))?;
         let table = config::command_table(process_env, "pause")?;
         let aws = command_aws().await?;
         let store = dynamo_store(&aws, table);

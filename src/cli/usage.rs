@@ -93,19 +93,33 @@ pub(crate) fn commands_table() -> String {
     table
 }
 
+/// Why a time given on the command line was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TimeArgError {
+    #[error("'{0}' is not a time like 2026-03-28T00:00:00Z")]
+    NotATime(String),
+    #[error("'{0}' is before 1970")]
+    Before1970(String),
+}
+
 /// An RFC 3339 time given on the command line.
-pub(crate) fn instant(text: &str) -> Result<Timestamp, String> {
+pub(crate) fn instant(text: &str) -> Result<Timestamp, TimeArgError> {
     let at: jiff::Timestamp = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a time like 2026-03-28T00:00:00Z"))?;
+        .map_err(|_| TimeArgError::NotATime(text.to_owned()))?;
     u64::try_from(at.as_millisecond())
         .map(Timestamp)
-        .map_err(|_| format!("'{text}' is before 1970"))
+        .map_err(|_| TimeArgError::Before1970(text.to_owned()))
 }
+
+/// A usage mistake: one line for a person, then the help to read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct UsageMistake(String);
 
 /// Parses the arguments after the program name: `None` asks for the whole
 /// help. `Err` is one line for a person: a usage mistake.
-pub(crate) fn parse(args: &[String]) -> Result<Option<Sub>, String> {
+pub(crate) fn parse(args: &[String]) -> Result<Option<Sub>, UsageMistake> {
     if args.is_empty() {
         return Ok(None);
     }
@@ -121,7 +135,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Sub>, String> {
                 Ok(None)
             }
             ErrorKind::DisplayVersion => Ok(Some(Sub::Version)),
-            _ => Err(usage_mistake(&err, args)),
+            _ => Err(UsageMistake(usage_mistake(&err, args))),
         },
     }
 }

@@ -246,19 +246,24 @@ impl LockSettings {
     }
 }
 
+/// Why `--by` was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("--by: 1 to 64 printable characters")]
+pub(crate) struct BadOperatorName;
+
 /// Who pauses: `--by`, else the login name (`USER`, `LOGNAME`); kept with
 /// the pause.
 pub(crate) fn operator_name(
     var: impl Fn(&str) -> Option<String>,
     by: Option<String>,
-) -> Result<String, String> {
+) -> Result<String, BadOperatorName> {
     let name = by
         .or_else(|| var("USER"))
         .or_else(|| var("LOGNAME"))
         .unwrap_or_else(|| "an operator".into());
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err("--by: 1 to 64 printable characters".into());
+        return Err(BadOperatorName);
     }
     Ok(name.to_owned())
 }

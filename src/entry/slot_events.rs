@@ -63,11 +63,23 @@ struct RecordEvents {
     events: Vec<SlotEvent>,
 }
 
-fn read_record(record: &Value) -> Result<RecordEvents, String> {
-    let record =
-        StreamRecord::deserialize(record).map_err(|e| format!("not a stream record: {e}"))?;
+/// Why a stream record's events cannot be known.
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    #[error("not a stream record: {0}")]
+    NotAStreamRecord(serde_json::Error),
+    /// A part of the record (`Keys`, `OldImage`, `NewImage`) not read.
+    #[error("{part}: {source}")]
+    Unread {
+        part: &'static str,
+        source: crate::domain::store::StoreError,
+    },
+}
+
+fn read_record(record: &Value) -> Result<RecordEvents, RecordError> {
+    let record = StreamRecord::deserialize(record).map_err(RecordError::NotAStreamRecord)?;
     let data = &record.dynamodb;
-    let at = |what: &str, e: crate::domain::store::StoreError| format!("{what}: {e}");
+    let at = |part: &'static str, source| RecordError::Unread { part, source };
     let Some(group) = group_from_keys(&data.keys).map_err(|e| at("Keys", e))? else {
         // The list of groups only `*` covers: no slot changes there.
         return Ok(RecordEvents {

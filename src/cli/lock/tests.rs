@@ -103,7 +103,10 @@ fn settings_are_checked_before_anything_is_sent() {
             "--url-file /nonexistent",
         ),
     ] {
-        let err = check(&request, &settings(env, &machine)).err().unwrap();
+        let err = check(&request, &settings(env, &machine))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains(says), "{err}");
     }
     let mut bad_group = request(Identity::Id("n1".into()), url());
@@ -112,6 +115,7 @@ fn settings_are_checked_before_anything_is_sent() {
         check(&bad_group, &settings(None, &machine))
             .err()
             .unwrap()
+            .to_string()
             .starts_with("--group: ")
     );
     let no_machine = check(
@@ -122,6 +126,7 @@ fn settings_are_checked_before_anything_is_sent() {
         no_machine
             .err()
             .unwrap()
+            .to_string()
             .contains("machine id, which cannot be read")
     );
     let _ = std::fs::remove_dir_all(&dir);
