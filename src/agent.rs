@@ -25,7 +25,7 @@ use crate::domain::store::LockStore;
 use crate::domain::time::Timestamp;
 
 use crate::domain::store::Decisions;
-use cluster::Cluster;
+use cluster::{Cluster, ClusterError};
 use plan::{NodeView, Slot, Step, next_step};
 
 /// What one pass did, node by node, in words a log line and a test read.
@@ -57,6 +57,21 @@ fn slot_of(record: &GroupRecord, id: &NodeId) -> Slot {
     }
 }
 
+/// Why a pass did nothing: the cluster or the lock table could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    /// The time, beyond what Kubernetes' Lease can say.
+    #[error(transparent)]
+    Time(#[from] k8s_openapi::jiff::Error),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("the lock table could not be read for group '{group}': {source}")]
+    Table {
+        group: String,
+        source: crate::domain::store::StoreError,
+    },
+}
+
 impl<S: LockStore> Agent<S> {
     pub fn new(store: S, cluster: Cluster, groups: Vec<GroupName>) -> Self {
         Self {
@@ -67,17 +82,18 @@ impl<S: LockStore> Agent<S> {
     }
 
     /// One pass over every node of the cluster: at most one step each.
-    pub async fn pass(&self, now: Timestamp) -> Result<Pass, String> {
-        let as_k8s = k8s_openapi::jiff::Timestamp::from_millisecond(now.0 as i64)
-            .map_err(|e| e.to_string())?;
-        if !self.cluster.lead(as_k8s).await.map_err(|e| e.to_string())? {
+    pub async fn pass(&self, now: Timestamp) -> Result<Pass, PassError> {
+        let as_k8s = k8s_openapi::jiff::Timestamp::from_millisecond(now.0 as i64)?;
+        if !self.cluster.lead(as_k8s).await? {
             return Ok(Pass::default());
         }
         let mut records = Vec::with_capacity(self.groups.len());
         for group in &self.groups {
-            let record = self.store.groups(Some(group)).await.map_err(|e| {
-                format!("the lock table could not be read for group '{group}': {e}")
-            })?;
+            let record =
+                (self.store.groups(Some(group)).await).map_err(|source| PassError::Table {
+                    group: group.to_string(),
+                    source,
+                })?;
             let record = record
                 .into_iter()
                 .next()
@@ -85,7 +101,7 @@ impl<S: LockStore> Agent<S> {
                 .unwrap_or_default();
             records.push((group, record));
         }
-        let nodes = self.cluster.nodes().await.map_err(|e| e.to_string())?;
+        let nodes = self.cluster.nodes().await?;
         let mut pass = Pass {
             leading: true,
             done: BTreeMap::new(),

@@ -33,7 +33,9 @@ use crate::domain::input::printable;
 pub(crate) mod conformance;
 mod ids;
 use crate::http::PROTOCOL_HEADER;
-pub use ids::{ZINCATI_APP_ID, app_specific_id, job_id, parse_machine_id, zincati_id};
+pub use ids::{
+    NotAMachineId, ZINCATI_APP_ID, app_specific_id, job_id, parse_machine_id, zincati_id,
+};
 
 /// How long one request may take, connection and TLS included.
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

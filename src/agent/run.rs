@@ -8,6 +8,7 @@ use clap::Parser;
 
 use super::Agent;
 use super::cluster::{Cluster, Identity};
+use crate::agent::PassError;
 use crate::cli::context::{Known, command_aws, dynamo_store, group_named};
 use crate::config::{self, process_env};
 use crate::domain::groups::parse_duration;
@@ -41,10 +42,54 @@ struct Args {
     once: bool,
 }
 
-fn interval(text: &str) -> Result<Duration, String> {
-    let every = parse_duration(text).map_err(|why| why.to_string())?;
+/// Why the agent did not start, or its one pass (`--once`) failed.
+#[derive(Debug, thiserror::Error)]
+enum AgentError {
+    #[error(transparent)]
+    Duration(#[from] crate::domain::lock::settle::DurationError),
+    #[error("'{0}' is not from 5s to 5m")]
+    Interval(String),
+    #[error("--group: {0}")]
+    Group(String),
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error("--lease: '{0}' is not NAMESPACE/NAME")]
+    Lease(String),
+    #[error("--kubeconfig {path}: {source}")]
+    Kubeconfig {
+        path: String,
+        source: kube::config::KubeconfigError,
+    },
+    #[error("no cluster found (in-cluster, KUBECONFIG, ~/.kube/config): {0}")]
+    NoCluster(kube::config::InferConfigError),
+    #[error("the Kubernetes client could not be built: {0}")]
+    Client(kube::Error),
+    /// AWS, or the table, as a command says it.
+    #[error("{0}")]
+    Command(String),
+    #[error("the lock table could not be read for group '{group}': {source}")]
+    Table {
+        group: String,
+        source: crate::domain::store::StoreError,
+    },
+    #[error(
+        "--group {group}: not stored in table '{table}', and '{parent}' is: if '{parent}' is \
+         split by zone (FLEETLOCK_ZONES), its zones' nodes hold slots of '{parent}'; name \
+         --group {parent}"
+    )]
+    ZoneOfStored {
+        group: String,
+        table: String,
+        parent: String,
+    },
+    #[error(transparent)]
+    Pass(#[from] PassError),
+}
+
+fn interval(text: &str) -> Result<Duration, AgentError> {
+    let every = parse_duration(text)?;
     if !(Duration::from_secs(5)..=Duration::from_secs(300)).contains(&every) {
-        return Err(format!("'{text}' is not from 5s to 5m"));
+        return Err(AgentError::Interval(text.to_owned()));
     }
     Ok(every)
 }
@@ -77,13 +122,16 @@ pub async fn run(args: Vec<String>) -> ExitCode {
 }
 
 /// The Lease's namespace and name: given, or the pod's namespace.
-fn lease_of(given: Option<&str>, pod_namespace: Option<&str>) -> Result<(String, String), String> {
+fn lease_of(
+    given: Option<&str>,
+    pod_namespace: Option<&str>,
+) -> Result<(String, String), AgentError> {
     match given {
         Some(text) => match text.split_once('/') {
             Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
                 Ok((namespace.into(), name.into()))
             }
-            _ => Err(format!("--lease: '{text}' is not NAMESPACE/NAME")),
+            _ => Err(AgentError::Lease(text.to_owned())),
         },
         None => Ok((
             pod_namespace.unwrap_or("kube-system").into(),
@@ -92,15 +140,15 @@ fn lease_of(given: Option<&str>, pod_namespace: Option<&str>) -> Result<(String,
     }
 }
 
-async fn serve(args: Args) -> Result<(), String> {
+async fn serve(args: Args) -> Result<(), AgentError> {
     // Its own settings first: nothing is asked of AWS or the cluster with
     // a bad one.
     let groups: Vec<GroupName> = args
         .groups
         .iter()
-        .map(|g| group_named(g).map_err(|e| format!("--group: {e}")))
+        .map(|g| group_named(g).map_err(|e| AgentError::Group(e.to_string())))
         .collect::<Result<_, _>>()?;
-    let table = config::command_table(process_env, "kube-agent").map_err(|e| e.to_string())?;
+    let table = config::command_table(process_env, "kube-agent")?;
     let pod_name = std::env::var("POD_NAME").ok().filter(|v| !v.is_empty());
     let pod_namespace = std::env::var("POD_NAMESPACE")
         .ok()
@@ -118,29 +166,31 @@ async fn serve(args: Args) -> Result<(), String> {
     };
     let kube_config = match &args.kubeconfig {
         Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| format!("--kubeconfig {}: {e}", path.display()))?;
+            let bad = |source| AgentError::Kubeconfig {
+                path: path.display().to_string(),
+                source,
+            };
+            let file = kube::config::Kubeconfig::read_from(path).map_err(bad)?;
             kube::Config::from_custom_kubeconfig(file, &Default::default())
                 .await
-                .map_err(|e| format!("--kubeconfig {}: {e}", path.display()))?
+                .map_err(bad)?
         }
-        None => kube::Config::infer().await.map_err(|e| {
-            format!("no cluster found (in-cluster, KUBECONFIG, ~/.kube/config): {e}")
-        })?,
+        None => kube::Config::infer().await.map_err(AgentError::NoCluster)?,
     };
     // No retry inside a pass: a budget's 429 would hold the pass for
     // minutes. The next pass, an interval later, is the retry.
     let mut kube_config = kube_config;
     kube_config.default_retry = false;
-    let client = kube::Client::try_from(kube_config)
-        .map_err(|e| format!("the Kubernetes client could not be built: {e}"))?;
-    let aws = command_aws().await.map_err(|e| e.to_string())?;
+    let client = kube::Client::try_from(kube_config).map_err(AgentError::Client)?;
+    let aws = command_aws()
+        .await
+        .map_err(|e| AgentError::Command(e.to_string()))?;
     let store = dynamo_store(&aws, table);
     vet_groups(&store, &groups).await?;
     let agent = Agent::new(store, Cluster::new(client, identity), groups);
     loop {
         let pass = agent.pass(Timestamp::now()).await;
-        match (&pass, args.once) {
+        match (pass, args.once) {
             (Ok(pass), true) => {
                 println!(
                     "{}",
@@ -148,7 +198,7 @@ async fn serve(args: Args) -> Result<(), String> {
                 );
                 return Ok(());
             }
-            (Err(why), true) => return Err(why.clone()),
+            (Err(why), true) => return Err(why.into()),
             (Ok(pass), false) => {
                 for (node, said) in &pass.done {
                     tracing::info!(node, leading = pass.leading, "{said}");
@@ -164,27 +214,29 @@ async fn serve(args: Args) -> Result<(), String> {
 /// a group not stored yet is said (no node asked there yet, or a typo) and
 /// served all the same: the agent may start before the first node asks.
 /// GetItems only: the agent's policy has no Scan to list the groups.
-async fn vet_groups(store: &DynamoStore, groups: &[GroupName]) -> Result<(), String> {
+async fn vet_groups(store: &DynamoStore, groups: &[GroupName]) -> Result<(), AgentError> {
     let known = Known::new(store, store.table(), None);
     for group in groups {
         let stored = store
             .groups(Some(group))
             .await
-            .map_err(|e| format!("the lock table could not be read for group '{group}': {e}"))?;
+            .map_err(|source| AgentError::Table {
+                group: group.to_string(),
+                source,
+            })?;
         if !stored.is_empty() {
             continue;
         }
         if let Some(parent) = known
             .stored_parent(group)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| AgentError::Command(e.to_string()))?
         {
-            return Err(format!(
-                "--group {group}: not stored in table '{}', and '{parent}' is: if '{parent}' is \
-                 split by zone (FLEETLOCK_ZONES), its zones' nodes hold slots of '{parent}'; \
-                 name --group {parent}",
-                store.table()
-            ));
+            return Err(AgentError::ZoneOfStored {
+                group: group.to_string(),
+                table: store.table().to_owned(),
+                parent: parent.to_string(),
+            });
         }
         tracing::warn!(
             group = %group,
@@ -213,6 +265,7 @@ mod tests {
         assert!(
             lease_of(Some("agent"), None)
                 .unwrap_err()
+                .to_string()
                 .contains("NAMESPACE/NAME")
         );
         assert!(interval("1s").is_err());

@@ -10,15 +10,20 @@ pub const ZINCATI_APP_ID: [u8; 16] = [
     0xde, 0x35, 0x10, 0x6b, 0x6e, 0xc2, 0x46, 0x88, 0xb6, 0x3a, 0xfd, 0xda, 0xa1, 0x56, 0x67, 0x9b,
 ];
 
+/// Why a text is no machine id.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a machine id is 32 hexadecimal digits (see /etc/machine-id)")]
+pub struct NotAMachineId;
+
 /// A machine id (`/etc/machine-id`: 32 hex digits) as 16 bytes.
-pub fn parse_machine_id(text: &str) -> Result<[u8; 16], String> {
+pub fn parse_machine_id(text: &str) -> Result<[u8; 16], NotAMachineId> {
     let text = text.trim();
     if text.len() != 32 || !text.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err("a machine id is 32 hexadecimal digits (see /etc/machine-id)".into());
+        return Err(NotAMachineId);
     }
     let mut id = [0u8; 16];
     for (i, byte) in id.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|_| NotAMachineId)?;
     }
     Ok(id)
 }

@@ -11,7 +11,9 @@ when one of those rules is broken:
 - `circle`: no circle among the modules of src/domain/ (`use crate::domain::x`);
 - `cli`: src/cli under 5,000 non-test lines;
 - `style`: one module style, a module's file beside its folder (`cli.rs`
-  and `cli/`), never a `mod.rs`.
+  and `cli/`), never a `mod.rs`;
+- `string`: no `Result<_, String>` outside a test module: an error is a type
+  that names what went wrong, its sentence beside it.
 """
 import argparse
 import re
@@ -106,6 +108,34 @@ def measure(src: Path):
     return lines, globs, domain, cli
 
 
+def string_errors(text: str):
+    """Each `Result<T, String>` in `text` (`String` its last argument at the
+    top level; `Result<HashMap<String, String>, E>` is none), as its line."""
+    found = []
+    for start in (m.end() for m in re.finditer(r"\bResult<", text)):
+        depth, i, args, arg = 1, start, [], []
+        while i < len(text) and depth:
+            c = text[i]
+            if text.startswith("->", i):
+                arg.append("->")
+                i += 2
+                continue
+            if c in "<([":
+                depth += 1
+            elif c in ">)]":
+                depth -= 1
+            if depth == 1 and c == ",":
+                args.append("".join(arg))
+                arg = []
+            elif depth:
+                arg.append(c)
+            i += 1
+        args.append("".join(arg))
+        if len(args) == 2 and args[1].strip() == "String":
+            found.append(text.count("\n", 0, start) + 1)
+    return found
+
+
 def circles(graph):
     """Every module that sits on a circle, with one circle through it."""
     found = []
@@ -128,7 +158,7 @@ def circles(graph):
     return list(unique.values())
 
 
-RULES = ("size", "glob", "circle", "cli", "style")
+RULES = ("size", "glob", "circle", "cli", "style", "string")
 
 
 def report(src: Path):
@@ -146,8 +176,11 @@ def report(src: Path):
         broken.append(("cli", f"src/cli: {cli} non-test lines, not under {MAX_CLI_LINES}"))
     for path in sorted(src.rglob("mod.rs")):
         broken.append(("style", f"{path.relative_to(src.parent)}: a mod.rs; name the module's file after it"))
-    strings = sum(len(re.findall(r"Result<[^;{]*,\s*String>", t)) for t in
-                  (without_test_modules(p.read_text()) for p in lines))
+    strings = 0
+    for p in lines:
+        for line in string_errors(without_test_modules(p.read_text())):
+            strings += 1
+            broken.append(("string", f"{p.relative_to(src.parent)}: a Result<_, String> near line {line}"))
     summary = (f"{len(lines)} non-test files, {sum(lines.values())} lines; src/cli {cli}; "
           f"{len(big)} over {MAX_FILE_LINES}; {len(globs)} glob imports; "
           f"{len(circles(domain))} circles in src/domain; {strings} `Result<_, String>`")

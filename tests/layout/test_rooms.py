@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 ROOMS = HERE / "rooms.py"
 SRC = HERE.parents[1] / "src"
 # Every rule issue 65 names for the rooms.
-HELD = "size,glob,circle,cli,style"
+HELD = "size,glob,circle,cli,style,string"
 
 
 def run(src, rules):
@@ -46,8 +46,23 @@ class RoomsTest(unittest.TestCase):
 
     def test_a_stand_in_that_holds_every_rule_passes(self):
         tree = StandIn()
-        result = run(tree.src, "size,glob,circle,cli,style")
+        result = run(tree.src, HELD)
         self.assertEqual(result.returncode, 0, result.stdout)
+
+    def test_a_string_error_is_refused_and_a_string_inside_a_type_is_not(self):
+        tree = StandIn()
+        tree.write("domain/input.rs", "use std::collections::HashMap;\n"
+                   "pub fn names() -> Result<HashMap<String, String>, Error> { todo!() }\n"
+                   "pub fn id() -> Result<[u8; 16], Error> { todo!() }\n"
+                   "pub fn f() -> Result<Box<dyn Fn() -> String>, Error> { todo!() }\n"
+                   "#[cfg(test)]\nmod tests {\n    fn t() -> Result<(), String> { Ok(()) }\n}\n")
+        self.assertEqual(run(tree.src, "string").returncode, 0)
+        tree.write("domain/error.rs", "pub struct Error;\n"
+                   "pub fn id() -> Result<[u8; 16], String> { todo!() }\n")
+        result = run(tree.src, "string")
+        self.assertEqual(result.returncode, 1, result.stdout)
+        self.assertIn("src/domain/error.rs: a Result<_, String> near line 2", result.stdout)
+        self.assertIn("1 `Result<_, String>`", result.stdout)
 
     def test_a_long_file_is_refused_and_its_test_module_does_not_count(self):
         tree = StandIn()

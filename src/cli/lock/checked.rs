@@ -76,7 +76,7 @@ pub(crate) fn check(request: &Request, settings: &LockSettings) -> Result<Checke
     let lock = Lock::new(&url)?;
     let machine = std::fs::read_to_string(machine_id_file)
         .map_err(|e| format!("{}: {e}", machine_id_file.display()))
-        .and_then(|text| parse_machine_id(&text));
+        .and_then(|text| parse_machine_id(&text).map_err(|why| why.to_string()));
     let id = match &request.identity {
         Identity::Id(id) => {
             // Never Zincati's own: its pre-reboot would hear "already held"
