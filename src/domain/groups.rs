@@ -392,12 +392,12 @@ impl GroupSlots {
     }
 
     /// The rules of a group whose settings are `own`: its gates, its slots
-    /// (else the `*` entry's), and the bound of a group only `*` covers.
+    /// (else the `*` entry's), and the bound of a group only `*` covers. No
+    /// zone: no setting writes one, a request's zone group does.
     fn rules_from(&self, own: &Settings, listed: bool) -> GroupRules {
         GroupRules {
             slots: own.slots.or(self.others.slots).unwrap_or_default(),
             wildcard_limit: (!listed).then_some(self.wildcard_limit),
-            zone: None,
             ..own.rules
         }
     }
@@ -518,6 +518,22 @@ mod tests {
             set(&[])
                 .with_setting("FLEETLOCK_SETTLE", "workers=0s")
                 .unwrap()
+        );
+    }
+
+    /// The order `config check` reads them in, hence the order of its
+    /// mistakes: the gates' list's.
+    #[test]
+    fn the_settings_of_the_gates_are_read_in_the_lists_order() {
+        assert_eq!(
+            GroupSlots::setting_variables().collect::<Vec<_>>(),
+            [
+                "FLEETLOCK_SETTLE",
+                "FLEETLOCK_LEASE",
+                "FLEETLOCK_DRAIN",
+                "FLEETLOCK_RETURN",
+                "FLEETLOCK_CANARY"
+            ]
         );
     }
 
